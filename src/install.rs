@@ -1,0 +1,281 @@
+//! Writing and removing the `mahtab` kernelspec.
+//!
+//! The kernelspec records the absolute path of this binary and of the Python
+//! environment's interpreter chosen at install time; the kernel embeds that
+//! environment (its site-packages import, `sys.executable` names its python),
+//! so `pip install` from a cell lands where `import` finds it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+const KERNEL_JSON_TEMPLATE: &str = include_str!("../kernelspec/kernel.json");
+const LOGOS: [(&str, &[u8]); 3] = [
+    (
+        "logo-32x32.png",
+        include_bytes!("../kernelspec/logo-32x32.png"),
+    ),
+    (
+        "logo-64x64.png",
+        include_bytes!("../kernelspec/logo-64x64.png"),
+    ),
+    ("logo-svg.svg", include_bytes!("../kernelspec/logo-svg.svg")),
+];
+
+/// The Python version (major.minor) this binary was built against.
+pub const BUILD_PYTHON_VERSION: &str = env!("MAHTAB_BUILD_PYTHON");
+
+/// Where kernelspecs go, as in `jupyter kernelspec install`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// The user's Jupyter data directory.
+    User,
+    /// `share/jupyter/kernels` under the Python environment's `sys.prefix`.
+    SysPrefix,
+    /// `share/jupyter/kernels` under the given prefix.
+    Prefix(PathBuf),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("cannot run {python}: {source}")]
+    PythonNotRunnable {
+        python: String,
+        source: std::io::Error,
+    },
+    #[error("{python} did not describe itself: {detail}")]
+    PythonProbe { python: String, detail: String },
+    #[error(
+        "{python} is Python {found}, but this mahtab was built for Python {BUILD_PYTHON_VERSION}; \
+         choose a Python {BUILD_PYTHON_VERSION} environment with --python, or rebuild mahtab with \
+         PYO3_PYTHON pointing at the Python you want"
+    )]
+    VersionMismatch { python: String, found: String },
+    #[error("invalid kernel name {0:?}: use ASCII letters, digits, '-', '.' and '_'")]
+    BadName(String),
+    #[error("cannot find the user's home directory (HOME is not set)")]
+    NoHome,
+    #[error("no kernelspec {name:?} in {dir}")]
+    NotInstalled { name: String, dir: PathBuf },
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A Python environment as it describes itself.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PythonEnv {
+    /// `sys.executable`: the environment's own interpreter path (a venv's
+    /// `bin/python`, not the base interpreter it links to).
+    pub executable: PathBuf,
+    pub prefix: PathBuf,
+    /// major.minor, e.g. "3.11".
+    pub version: String,
+}
+
+impl PythonEnv {
+    /// Asks `python` (a path or a command on PATH) about itself.
+    pub fn probe(python: &Path) -> Result<Self, InstallError> {
+        let name = python.display().to_string();
+        let output = Command::new(python)
+            .args([
+                "-c",
+                "import json, sys; print(json.dumps({'executable': sys.executable, \
+                 'prefix': sys.prefix, 'version': '%d.%d' % sys.version_info[:2]}))",
+            ])
+            .output()
+            .map_err(|source| InstallError::PythonNotRunnable {
+                python: name.clone(),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(InstallError::PythonProbe {
+                python: name,
+                detail: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+            });
+        }
+        serde_json::from_slice(&output.stdout).map_err(|e| InstallError::PythonProbe {
+            python: name,
+            detail: e.to_string(),
+        })
+    }
+
+    /// Fails unless this environment's Python matches the one mahtab embeds.
+    pub fn check_version(&self) -> Result<(), InstallError> {
+        if self.version == BUILD_PYTHON_VERSION {
+            Ok(())
+        } else {
+            Err(InstallError::VersionMismatch {
+                python: self.executable.display().to_string(),
+                found: self.version.clone(),
+            })
+        }
+    }
+}
+
+/// What to install.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    pub location: Location,
+    pub name: String,
+    pub display_name: String,
+    /// The Python environment to embed; `python3` on PATH when `None`.
+    pub python: Option<PathBuf>,
+}
+
+/// The kernels directory for `location`.
+pub fn kernels_dir(location: &Location, env: Option<&PythonEnv>) -> Result<PathBuf, InstallError> {
+    Ok(match location {
+        Location::User => user_data_dir()?.join("kernels"),
+        Location::SysPrefix => {
+            let prefix = match env {
+                Some(env) => env.prefix.clone(),
+                None => PythonEnv::probe(Path::new("python3"))?.prefix,
+            };
+            prefix.join("share/jupyter/kernels")
+        }
+        Location::Prefix(prefix) => prefix.join("share/jupyter/kernels"),
+    })
+}
+
+/// Jupyter's per-user data directory, as jupyter_core finds it on Linux.
+fn user_data_dir() -> Result<PathBuf, InstallError> {
+    if let Some(dir) = std::env::var_os("JUPYTER_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(xdg).join("jupyter"));
+    }
+    let home = std::env::var_os("HOME").ok_or(InstallError::NoHome)?;
+    Ok(PathBuf::from(home).join(".local/share/jupyter"))
+}
+
+fn check_name(name: &str) -> Result<(), InstallError> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if valid {
+        Ok(())
+    } else {
+        Err(InstallError::BadName(name.to_owned()))
+    }
+}
+
+/// The kernel.json content for this binary and environment.
+pub fn kernel_json(mahtab: &Path, python: &Path, display_name: &str) -> Value {
+    let mut spec: Value =
+        serde_json::from_str(KERNEL_JSON_TEMPLATE).expect("kernelspec/kernel.json is valid JSON");
+    if let Some(argv) = spec["argv"].as_array_mut() {
+        for arg in argv {
+            let replacement = match arg.as_str() {
+                Some("{mahtab}") => mahtab.display().to_string(),
+                Some("{python}") => python.display().to_string(),
+                _ => continue,
+            };
+            *arg = Value::String(replacement);
+        }
+    }
+    spec["display_name"] = Value::String(display_name.to_owned());
+    spec
+}
+
+/// Installs the kernelspec; returns its directory.
+pub fn install(options: &InstallOptions) -> Result<PathBuf, InstallError> {
+    check_name(&options.name)?;
+    let python = options.python.as_deref().unwrap_or(Path::new("python3"));
+    let env = PythonEnv::probe(python)?;
+    env.check_version()?;
+    let dir = kernels_dir(&options.location, Some(&env))?.join(&options.name);
+    let mahtab = std::env::current_exe().map_err(|source| InstallError::Io {
+        action: "cannot locate",
+        path: PathBuf::from("the mahtab binary"),
+        source,
+    })?;
+    let spec = kernel_json(&mahtab, &env.executable, &options.display_name);
+
+    let io = |action, path: &Path| {
+        let path = path.to_owned();
+        move |source| InstallError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    std::fs::create_dir_all(&dir).map_err(io("cannot create", &dir))?;
+    let json_path = dir.join("kernel.json");
+    let text = serde_json::to_string_pretty(&spec).expect("JSON values serialise") + "\n";
+    std::fs::write(&json_path, text).map_err(io("cannot write", &json_path))?;
+    for (name, bytes) in LOGOS {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(io("cannot write", &path))?;
+    }
+    Ok(dir)
+}
+
+/// Removes the kernelspec `name`; returns the removed directory.
+pub fn uninstall(
+    location: &Location,
+    name: &str,
+    python: Option<&Path>,
+) -> Result<PathBuf, InstallError> {
+    check_name(name)?;
+    let env = match (location, python) {
+        (Location::SysPrefix, Some(python)) => Some(PythonEnv::probe(python)?),
+        _ => None,
+    };
+    let dir = kernels_dir(location, env.as_ref())?.join(name);
+    if !dir.join("kernel.json").is_file() {
+        return Err(InstallError::NotInstalled {
+            name: name.to_owned(),
+            dir: dir.parent().map(Path::to_owned).unwrap_or_default(),
+        });
+    }
+    std::fs::remove_dir_all(&dir).map_err(|source| InstallError::Io {
+        action: "cannot remove",
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_json_names_binary_and_python_and_never_python3() {
+        let spec = kernel_json(
+            Path::new("/opt/mahtab"),
+            Path::new("/env/bin/python"),
+            "Mahtab (Python + AI)",
+        );
+        assert_eq!(
+            spec["argv"],
+            serde_json::json!([
+                "/opt/mahtab",
+                "kernel",
+                "--python",
+                "/env/bin/python",
+                "-f",
+                "{connection_file}"
+            ])
+        );
+        assert_eq!(spec["language"], "python");
+        assert_eq!(spec["interrupt_mode"], "message");
+        assert_ne!(spec["display_name"], "Python 3");
+    }
+
+    #[test]
+    fn kernel_names_are_checked() {
+        assert!(check_name("mahtab").is_ok());
+        assert!(check_name("mahtab-dev_1.0").is_ok());
+        assert!(check_name("").is_err());
+        assert!(check_name("../evil").is_err());
+    }
+}

@@ -1,0 +1,161 @@
+//! The kernel proper: the five Jupyter channels and what each request does.
+//!
+//! One task per socket: heartbeat echoes, IOPub publishes (an actor behind a
+//! handle), control answers kernel_info / interrupt / shutdown at any time,
+//! and shell serves requests one at a time, handing cells to the Python
+//! thread. Every shell and control request is wrapped in busy/idle on IOPub
+//! with the request as parent, and nothing is published for a request after
+//! its idle. This module never touches pyo3; Python is reached through
+//! [`PythonHandle`].
+
+mod control;
+mod heartbeat;
+mod info;
+mod iopub;
+mod requests;
+mod router;
+mod shell;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use jupyter_protocol::{ConnectionInfo, Transport};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
+
+use crate::python::{Interrupter, Output, OutputSink, PythonConfig, PythonHandle};
+use crate::wire::{Codec, Signer, SigningError, no_parent};
+use iopub::Iopub;
+use router::RouterChannel;
+
+pub use info::kernel_info;
+
+/// How long sent messages get to leave the process at shutdown, like
+/// ZeroMQ's linger: a reply handed to the socket is written by a background
+/// task, so exiting at once could lose the shutdown_reply.
+const LINGER: Duration = Duration::from_millis(30);
+
+/// Why the kernel could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error(transparent)]
+    Signing(#[from] SigningError),
+    #[error("cannot bind the {channel} channel to {endpoint}: {source}")]
+    Bind {
+        channel: &'static str,
+        endpoint: String,
+        source: zeromq::ZmqError,
+    },
+}
+
+/// What the channel tasks share.
+struct Shared {
+    kernel_info: Value,
+    python: PythonHandle,
+    interrupter: Interrupter,
+    outputs: Arc<IopubSink>,
+    shutdown: CancellationToken,
+}
+
+/// Runs a kernel on the sockets of `connection` until a shutdown_request.
+pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(), KernelError> {
+    let signer = Signer::new(&connection.signature_scheme, connection.key.as_bytes())?;
+    let codec = Arc::new(Codec::new(signer, uuid::Uuid::new_v4().to_string()));
+    let endpoint = |port: u16| match connection.transport {
+        Transport::TCP => format!("tcp://{}:{port}", connection.ip),
+        Transport::IPC => format!("ipc://{}-{port}", connection.ip),
+    };
+
+    let mut heartbeat = RepSocket::new();
+    bind(&mut heartbeat, "heartbeat", endpoint(connection.hb_port)).await?;
+    let mut iopub_socket = XPubSocket::new();
+    bind(&mut iopub_socket, "iopub", endpoint(connection.iopub_port)).await?;
+    let mut control = RouterSocket::new();
+    bind(&mut control, "control", endpoint(connection.control_port)).await?;
+    let mut shell = RouterSocket::new();
+    bind(&mut shell, "shell", endpoint(connection.shell_port)).await?;
+    // stdin is bound so clients can connect; input() over it comes later.
+    let mut stdin = RouterSocket::new();
+    bind(&mut stdin, "stdin", endpoint(connection.stdin_port)).await?;
+
+    let (iopub, iopub_task) = Iopub::start(iopub_socket, codec.clone());
+    iopub.status("starting", no_parent());
+    let outputs = Arc::new(IopubSink::new(iopub.clone()));
+    let (python_handle, interrupter) = PythonHandle::start(python, outputs.clone());
+    let shared = Arc::new(Shared {
+        kernel_info: kernel_info(&crate::python::linked_python_version()),
+        python: python_handle,
+        interrupter,
+        outputs,
+        shutdown: CancellationToken::new(),
+    });
+
+    let heartbeat_task = tokio::spawn(heartbeat::run(heartbeat));
+    let control = RouterChannel::new("control", control.split(), codec.clone(), iopub.clone());
+    let control_task = tokio::spawn(control::run(control, shared.clone()));
+    let shell = RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
+    let shell_task = tokio::spawn(shell::run(shell, shared.clone()));
+
+    shared.shutdown.cancelled().await;
+    iopub.flush().await;
+    tokio::time::sleep(LINGER).await;
+    for task in [heartbeat_task, control_task, shell_task, iopub_task] {
+        task.abort();
+    }
+    drop(stdin);
+    Ok(())
+}
+
+async fn bind<S: Socket>(
+    socket: &mut S,
+    channel: &'static str,
+    endpoint: String,
+) -> Result<(), KernelError> {
+    match socket.bind(&endpoint).await {
+        Ok(_) => Ok(()),
+        Err(source) => Err(KernelError::Bind {
+            channel,
+            endpoint,
+            source,
+        }),
+    }
+}
+
+/// Publishes Python's output on IOPub, parented to the request being served.
+struct IopubSink {
+    iopub: Iopub,
+    parent: Mutex<Arc<Value>>,
+}
+
+impl IopubSink {
+    fn new(iopub: Iopub) -> Self {
+        Self {
+            iopub,
+            parent: Mutex::new(no_parent()),
+        }
+    }
+
+    /// Output from now on belongs to the request with this header.
+    fn set_parent(&self, parent: Arc<Value>) {
+        *self.parent.lock().unwrap_or_else(PoisonError::into_inner) = parent;
+    }
+}
+
+impl OutputSink for IopubSink {
+    fn emit(&self, output: Output) {
+        let parent = self
+            .parent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match output {
+            Output::Stream { name, text } => self.iopub.publish(
+                "stream",
+                json!({ "name": name.as_str(), "text": text }),
+                parent,
+            ),
+            Output::Message { msg_type, content } => self.iopub.publish(&msg_type, content, parent),
+        }
+    }
+}

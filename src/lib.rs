@@ -1,0 +1,16 @@
+//! mahtab: a Jupyter kernel for Python, written in Rust, with an AI agent.
+//!
+//! # Layout
+//! - [`wire`]: ZeroMQ frames <-> messages; HMAC signing and replay checks.
+//! - [`kernel`]: the five channels (shell, control, IOPub, stdin, heartbeat)
+//!   and what every request does; talks to Python only through a handle.
+//! - [`python`]: the embedded CPython on its own thread; output capture,
+//!   rich display, interrupts. Never touches ZeroMQ.
+//! - [`install`]: writing and removing the kernelspec.
+//!
+//! The `mahtab` binary (`main.rs`) is a thin command line over these.
+
+pub mod install;
+pub mod kernel;
+pub mod python;
+pub mod wire;

@@ -1,0 +1,145 @@
+//! The `mahtab` command line: run the kernel, install or remove its kernelspec.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use mahtab::install::{self, InstallOptions, Location};
+use mahtab::python::{PythonConfig, block_sigint_in_current_thread};
+
+#[derive(Parser)]
+#[command(
+    name = "mahtab",
+    version,
+    about = "A Jupyter kernel for Python with an AI agent built in"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Run the kernel (what the kernelspec starts).
+    Kernel {
+        /// The connection file written by the Jupyter client.
+        #[arg(short = 'f', long = "connection-file")]
+        connection_file: PathBuf,
+        /// The Python environment's interpreter to embed.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
+    /// Install the kernelspec so Jupyter clients list mahtab.
+    Install {
+        #[command(flatten)]
+        location: LocationArgs,
+        /// Kernelspec name.
+        #[arg(long, default_value = "mahtab")]
+        name: String,
+        /// Name shown in kernel pickers.
+        #[arg(long, default_value = "Mahtab (Python + AI)")]
+        display_name: String,
+        /// The Python environment to run cells in (default: python3 on PATH).
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
+    /// Remove the kernelspec.
+    Uninstall {
+        #[command(flatten)]
+        location: LocationArgs,
+        #[arg(long, default_value = "mahtab")]
+        name: String,
+        /// With --sys-prefix: the environment whose prefix holds the kernelspec.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+#[group(multiple = false)]
+struct LocationArgs {
+    /// The user's Jupyter data directory (the default).
+    #[arg(long)]
+    user: bool,
+    /// The Python environment's prefix.
+    #[arg(long)]
+    sys_prefix: bool,
+    /// A given prefix (kernelspec goes to PREFIX/share/jupyter/kernels).
+    #[arg(long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+}
+
+impl LocationArgs {
+    fn location(&self) -> Location {
+        match (&self.prefix, self.sys_prefix) {
+            (Some(prefix), _) => Location::Prefix(prefix.clone()),
+            (None, true) => Location::SysPrefix,
+            (None, false) => Location::User,
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    // Before any thread exists: SIGINT must reach only the Python thread.
+    block_sigint_in_current_thread();
+    let cli = Cli::parse();
+    match cli.command {
+        Commands::Kernel {
+            connection_file,
+            python,
+        } => run_kernel(connection_file, python),
+        Commands::Install {
+            location,
+            name,
+            display_name,
+            python,
+        } => {
+            let options = InstallOptions {
+                location: location.location(),
+                name,
+                display_name,
+                python,
+            };
+            let dir = install::install(&options)?;
+            println!("Installed kernelspec {} in {}", options.name, dir.display());
+            Ok(())
+        }
+        Commands::Uninstall {
+            location,
+            name,
+            python,
+        } => {
+            let dir = install::uninstall(&location.location(), &name, python.as_deref())?;
+            println!("Removed kernelspec {name} from {}", dir.display());
+            Ok(())
+        }
+    }
+}
+
+fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>) -> Result<()> {
+    // A kernel's stdout is not a user channel: log to stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MAHTAB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let text = std::fs::read_to_string(&connection_file)
+        .with_context(|| format!("cannot read connection file {}", connection_file.display()))?;
+    let connection: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text)
+        .with_context(|| format!("invalid connection file {}", connection_file.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(mahtab::kernel::run(
+        connection,
+        PythonConfig { executable: python },
+    ))?;
+    // Threads may still hold Python (a cell that ignored the interrupt); the
+    // reply is sent, so end the process without waiting for them.
+    runtime.shutdown_background();
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! The interpreter thread: initialises CPython in the chosen environment,
+//! loads the runtime (`runtime.py`), then serves commands one at a time.
+//!
+//! The thread holds the GIL only while it works on a command, so threads that
+//! user code starts keep running between cells.
+
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyModule;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::interrupt::{self, CellRunning};
+use super::output::{Output, OutputSink, StreamBuffer, StreamName};
+use super::{Command, ExecuteCell, ExecuteOutcome, PythonConfig, PythonError};
+
+const RUNTIME_SOURCE: &str = include_str!("runtime.py");
+
+/// Bridge handed to `runtime.py`: its only way to send output to Rust.
+#[pyclass(frozen)]
+struct Bridge {
+    buffer: Arc<StreamBuffer>,
+}
+
+#[pymethods]
+impl Bridge {
+    fn write(&self, name: &str, text: &str) {
+        let name = if name == "stderr" {
+            StreamName::Stderr
+        } else {
+            StreamName::Stdout
+        };
+        self.buffer.write(name, text);
+    }
+
+    fn flush(&self) {
+        self.buffer.flush();
+    }
+
+    fn publish(&self, msg_type: String, content: &str) -> PyResult<()> {
+        let content: Value =
+            serde_json::from_str(content).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        self.buffer
+            .emit_after_flush(Output::Message { msg_type, content });
+        Ok(())
+    }
+}
+
+pub(super) fn spawn(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Command>) {
+    std::thread::Builder::new()
+        .name("mahtab-python".into())
+        .spawn(move || run(config, sink, commands))
+        .expect("spawn the Python interpreter thread");
+}
+
+fn run(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Command>) {
+    let buffer = StreamBuffer::start(sink);
+    let runtime = initialize(&config).and_then(|()| {
+        interrupt::install_on_interpreter_thread();
+        Python::attach(|py| load_runtime(py, &buffer).map_err(|e| describe(py, &e)))
+    });
+    if let Err(message) = &runtime {
+        tracing::error!("Python failed to start: {message}");
+    }
+    // Release the GIL that initialisation left with this thread; each command
+    // takes it again for as long as it runs.
+    // SAFETY: this thread holds the GIL after Py_InitializeFromConfig (or none,
+    // if initialisation failed, in which case we skip this).
+    if runtime.is_ok() {
+        unsafe {
+            pyo3::ffi::PyEval_SaveThread();
+        }
+    }
+
+    for command in commands {
+        match (command, &runtime) {
+            (Command::Execute(cell, reply), Ok(runtime)) => {
+                let outcome = Python::attach(|py| execute(py, runtime.bind(py), &buffer, cell));
+                let _ = reply.send(outcome);
+            }
+            (Command::Execute(_, reply), Err(message)) => {
+                let error = PythonError::internal(format!("Python failed to start: {message}"));
+                buffer.emit_after_flush(error_output(&error));
+                let _ = reply.send(ExecuteOutcome::failed(error));
+            }
+            (Command::IsComplete(code, reply), Ok(runtime)) => {
+                let content = Python::attach(|py| {
+                    call_json(runtime.bind(py), "is_complete", (code,))
+                        .unwrap_or_else(|_| serde_json::json!({"status": "unknown"}))
+                });
+                let _ = reply.send(content);
+            }
+            (Command::IsComplete(_, reply), Err(_)) => {
+                let _ = reply.send(serde_json::json!({"status": "unknown"}));
+            }
+        }
+    }
+    buffer.close();
+}
+
+/// Initialises CPython for the configured environment.
+fn initialize(config: &PythonConfig) -> Result<(), String> {
+    // SAFETY: the PyConfig API is used as CPython documents it: init, set
+    // fields, initialise from it, clear it. This runs once, on this thread,
+    // before anything else touches Python.
+    unsafe {
+        if pyo3::ffi::Py_IsInitialized() != 0 {
+            return Err("Python was already initialised".into());
+        }
+        let mut cfg = std::mem::MaybeUninit::<pyo3::ffi::PyConfig>::zeroed();
+        pyo3::ffi::PyConfig_InitPythonConfig(cfg.as_mut_ptr());
+        let mut cfg = cfg.assume_init();
+        // Python's own SIGINT handler makes KeyboardInterrupt possible; the
+        // interrupt module then takes over the OS-level disposition.
+        cfg.install_signal_handlers = 1;
+        cfg.parse_argv = 0;
+        let mut status = pyo3::ffi::PyStatus_Ok();
+        if let Some(executable) = &config.executable {
+            let path = CString::new(executable.as_os_str().as_bytes())
+                .map_err(|_| "the Python path contains a NUL byte".to_string())?;
+            let field = std::ptr::addr_of_mut!(cfg.executable);
+            status = pyo3::ffi::PyConfig_SetBytesString(&mut cfg, field, path.as_ptr());
+        }
+        if pyo3::ffi::PyStatus_Exception(status) == 0 {
+            status = pyo3::ffi::Py_InitializeFromConfig(&cfg);
+        }
+        pyo3::ffi::PyConfig_Clear(&mut cfg);
+        if pyo3::ffi::PyStatus_Exception(status) != 0 {
+            let message = if status.err_msg.is_null() {
+                "unknown error".to_string()
+            } else {
+                CStr::from_ptr(status.err_msg)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            return Err(format!("CPython initialisation failed: {message}"));
+        }
+    }
+    Ok(())
+}
+
+fn load_runtime(py: Python<'_>, buffer: &Arc<StreamBuffer>) -> PyResult<Py<PyAny>> {
+    let source = CString::new(RUNTIME_SOURCE).expect("runtime.py has no NUL bytes");
+    let module = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
+    py.import("sys")?
+        .getattr("modules")?
+        .set_item("_mahtab_runtime", &module)?;
+    let bridge = Bridge {
+        buffer: buffer.clone(),
+    };
+    let runtime = module.getattr("Runtime")?.call1((bridge,))?;
+    Ok(runtime.unbind())
+}
+
+#[derive(Deserialize)]
+struct ExecuteReplyFields {
+    status: String,
+    #[serde(flatten)]
+    error: Option<PythonError>,
+    #[serde(default)]
+    user_expressions: Value,
+    #[serde(default)]
+    payload: Vec<Value>,
+}
+
+fn execute(
+    py: Python<'_>,
+    runtime: &Bound<'_, PyAny>,
+    buffer: &StreamBuffer,
+    cell: ExecuteCell,
+) -> ExecuteOutcome {
+    let expressions = Value::Object(cell.user_expressions).to_string();
+    let result = {
+        let _running = CellRunning::start();
+        call_json(
+            runtime,
+            "execute",
+            (cell.code, cell.execution_count, cell.silent, expressions),
+        )
+    };
+    discard_pending_interrupt(py);
+    let outcome = match result.map(serde_json::from_value::<ExecuteReplyFields>) {
+        Ok(Ok(fields)) if fields.status == "ok" => ExecuteOutcome {
+            error: None,
+            user_expressions: non_null_object(fields.user_expressions),
+            payload: fields.payload,
+        },
+        Ok(Ok(fields)) => ExecuteOutcome {
+            error: Some(
+                fields
+                    .error
+                    .unwrap_or_else(|| PythonError::internal("cell failed without details")),
+            ),
+            user_expressions: non_null_object(fields.user_expressions),
+            payload: fields.payload,
+        },
+        Ok(Err(e)) => ExecuteOutcome::failed(PythonError::internal(format!(
+            "unreadable result from the runtime: {e}"
+        ))),
+        // An exception escaped the runtime itself, e.g. an interrupt that
+        // arrived just before or after the user's code.
+        Err(e) => ExecuteOutcome::failed(python_error(py, &e)),
+    };
+    match &outcome.error {
+        Some(error) => buffer.emit_after_flush(error_output(error)),
+        None => buffer.flush(),
+    }
+    outcome
+}
+
+fn non_null_object(value: Value) -> Value {
+    if value.is_object() {
+        value
+    } else {
+        Value::Object(Map::new())
+    }
+}
+
+fn error_output(error: &PythonError) -> Output {
+    Output::Message {
+        msg_type: "error".into(),
+        content: serde_json::json!({
+            "ename": error.ename,
+            "evalue": error.evalue,
+            "traceback": error.traceback,
+        }),
+    }
+}
+
+/// Calls a runtime method that returns JSON text and parses it.
+fn call_json<'py>(
+    runtime: &Bound<'py, PyAny>,
+    method: &str,
+    args: impl pyo3::call::PyCallArgs<'py>,
+) -> PyResult<Value> {
+    let text: String = runtime.call_method1(method, args)?.extract()?;
+    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A SIGINT that arrived as a cell ended is still pending in CPython; consume
+/// it now so it cannot surface in the next cell.
+fn discard_pending_interrupt(py: Python<'_>) {
+    if let Err(e) = py.check_signals() {
+        tracing::debug!("discarded a late interrupt: {e}");
+    }
+}
+
+/// The one conversion from a Python exception to an error message's fields.
+fn python_error(py: Python<'_>, err: &PyErr) -> PythonError {
+    let ename = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let evalue = err.value(py).to_string();
+    let mut traceback = Vec::new();
+    if let Some(tb) = err.traceback(py)
+        && let Ok(text) = tb.format()
+    {
+        traceback.extend(text.lines().map(str::to_owned));
+    }
+    traceback.push(format!("{ename}: {evalue}"));
+    PythonError {
+        ename,
+        evalue,
+        traceback,
+    }
+}
+
+/// A readable one-line description of a start-up failure.
+fn describe(py: Python<'_>, err: &PyErr) -> String {
+    let error = python_error(py, err);
+    format!("{}: {}", error.ename, error.evalue)
+}

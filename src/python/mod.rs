@@ -1,0 +1,141 @@
+//! Everything that touches CPython. The kernel sees only [`PythonHandle`]
+//! (send work, await results), [`Interrupter`] and the [`OutputSink`] it
+//! implements; it never imports pyo3, and this module never touches ZeroMQ.
+//!
+//! Python runs on one dedicated OS thread ([`interpreter`]): CPython delivers
+//! `KeyboardInterrupt` only to the thread that initialised it, so every cell
+//! runs there, one at a time, in the order requests arrive.
+
+mod interpreter;
+mod interrupt;
+mod output;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+pub use interrupt::{Interrupter, block_sigint_in_current_thread};
+pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName};
+
+/// Which Python environment to embed.
+#[derive(Debug, Clone, Default)]
+pub struct PythonConfig {
+    /// The environment's `python` executable (a venv's `bin/python` works:
+    /// CPython finds `pyvenv.cfg` next to it). `None`: the interpreter mahtab
+    /// was built against, as the loader finds it.
+    pub executable: Option<PathBuf>,
+}
+
+/// One cell to run.
+#[derive(Debug, Clone)]
+pub struct ExecuteCell {
+    pub code: String,
+    /// The number shown for this cell (In[n]); 0 when not stored in history.
+    pub execution_count: u32,
+    pub silent: bool,
+    /// `user_expressions` from the request: name -> expression.
+    pub user_expressions: Map<String, Value>,
+}
+
+/// The error part of a failed cell.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PythonError {
+    pub ename: String,
+    pub evalue: String,
+    pub traceback: Vec<String>,
+}
+
+impl PythonError {
+    /// An error raised by the kernel itself rather than by user code.
+    pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            ename: "KernelError".into(),
+            evalue: message.clone(),
+            traceback: vec![format!("KernelError: {message}")],
+        }
+    }
+}
+
+/// What running a cell produced, beyond its published output.
+#[derive(Debug, Clone)]
+pub struct ExecuteOutcome {
+    pub error: Option<PythonError>,
+    pub user_expressions: Value,
+    pub payload: Vec<Value>,
+}
+
+impl ExecuteOutcome {
+    fn failed(error: PythonError) -> Self {
+        Self {
+            error: Some(error),
+            user_expressions: Value::Object(Map::new()),
+            payload: Vec::new(),
+        }
+    }
+}
+
+enum Command {
+    Execute(ExecuteCell, oneshot::Sender<ExecuteOutcome>),
+    IsComplete(String, oneshot::Sender<Value>),
+}
+
+/// The kernel's way to reach the interpreter thread. Cloning is cheap.
+#[derive(Clone)]
+pub struct PythonHandle {
+    commands: mpsc::Sender<Command>,
+}
+
+/// Reported when the interpreter thread is gone (it failed to start or died).
+#[derive(Debug, thiserror::Error)]
+#[error("the Python interpreter thread is not running")]
+pub struct InterpreterGone;
+
+impl PythonHandle {
+    /// Starts the interpreter thread. Returns at once: Python initialises in
+    /// the background (the kernel answers kernel_info meanwhile) and requests
+    /// queue until it is ready.
+    pub fn start(config: PythonConfig, sink: Arc<dyn OutputSink>) -> (Self, Interrupter) {
+        let (commands, receiver) = mpsc::channel();
+        interpreter::spawn(config, sink, receiver);
+        (Self { commands }, Interrupter)
+    }
+
+    /// Runs a cell; stream output, displays and the error message (if any)
+    /// have all been emitted to the sink when this returns.
+    pub async fn execute(&self, cell: ExecuteCell) -> ExecuteOutcome {
+        let (reply, outcome) = oneshot::channel();
+        if self.commands.send(Command::Execute(cell, reply)).is_err() {
+            return ExecuteOutcome::failed(PythonError::internal(InterpreterGone.to_string()));
+        }
+        outcome.await.unwrap_or_else(|_| {
+            ExecuteOutcome::failed(PythonError::internal(InterpreterGone.to_string()))
+        })
+    }
+
+    /// is_complete_reply content for `code`.
+    pub async fn is_complete(&self, code: String) -> Result<Value, InterpreterGone> {
+        let (reply, result) = oneshot::channel();
+        self.commands
+            .send(Command::IsComplete(code, reply))
+            .map_err(|_| InterpreterGone)?;
+        result.await.map_err(|_| InterpreterGone)
+    }
+}
+
+/// The version of the libpython mahtab is linked against, e.g. "3.11.7".
+/// Safe to call before the interpreter is initialised.
+pub fn linked_python_version() -> String {
+    // SAFETY: Py_GetVersion returns a static NUL-terminated string and may be
+    // called before Py_Initialize.
+    let full = unsafe { std::ffi::CStr::from_ptr(pyo3::ffi::Py_GetVersion()) };
+    full.to_string_lossy()
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
