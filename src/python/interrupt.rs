@@ -13,24 +13,37 @@
 //! - an `interrupt_request` sends SIGINT to that thread ([`Interrupter`]). A real
 //!   signal, unlike a bare `PyErr_SetInterrupt`, also wakes blocking calls such as
 //!   `time.sleep`, which then see the pending interrupt.
+//!
+//! An interrupt that comes after a cell was handed to the interpreter thread
+//! but before its code started (the client has seen `execute_input`) is kept
+//! and raised as the cell starts, rather than lost.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-/// True while user code runs on the interpreter thread.
-static CELL_RUNNING: AtomicBool = AtomicBool::new(false);
+const IDLE: u8 = 0;
+const QUEUED: u8 = 1;
+const RUNNING: u8 = 2;
+
+/// Whether a cell is waiting for, or running on, the interpreter thread.
+static CELL_STATE: AtomicU8 = AtomicU8::new(IDLE);
+
+/// An interrupt that arrived while the cell was queued.
+static PENDING: AtomicBool = AtomicBool::new(false);
 
 /// The interpreter thread, once it has installed its handler.
 static INTERPRETER_THREAD: OnceLock<libc::pthread_t> = OnceLock::new();
 
 extern "C" fn on_sigint(_signum: libc::c_int) {
-    if CELL_RUNNING.load(Ordering::SeqCst) {
+    match CELL_STATE.load(Ordering::SeqCst) {
         // SAFETY: PyErr_SetInterruptEx is documented as async-signal-safe and
         // needs no thread state; the interpreter is initialised before this
         // handler is installed.
-        unsafe {
+        RUNNING => unsafe {
             pyo3::ffi::PyErr_SetInterruptEx(libc::SIGINT);
-        }
+        },
+        QUEUED => PENDING.store(true, Ordering::SeqCst),
+        _ => {}
     }
 }
 
@@ -73,19 +86,33 @@ pub(super) fn install_on_interpreter_thread() {
     }
 }
 
+/// Marks a cell as handed to the interpreter thread (not yet running).
+pub(super) fn cell_queued() {
+    CELL_STATE.store(QUEUED, Ordering::SeqCst);
+}
+
 /// Marks user code as running for as long as the guard lives.
 pub(super) struct CellRunning;
 
 impl CellRunning {
+    /// Must be called on the interpreter thread with the GIL held.
     pub(super) fn start() -> Self {
-        CELL_RUNNING.store(true, Ordering::SeqCst);
+        CELL_STATE.store(RUNNING, Ordering::SeqCst);
+        if PENDING.swap(false, Ordering::SeqCst) {
+            // SAFETY: the interpreter is initialised; this only sets a flag
+            // that CPython checks before running the next bytecode.
+            unsafe {
+                pyo3::ffi::PyErr_SetInterruptEx(libc::SIGINT);
+            }
+        }
         CellRunning
     }
 }
 
 impl Drop for CellRunning {
     fn drop(&mut self) {
-        CELL_RUNNING.store(false, Ordering::SeqCst);
+        CELL_STATE.store(IDLE, Ordering::SeqCst);
+        PENDING.store(false, Ordering::SeqCst);
     }
 }
 
@@ -94,11 +121,19 @@ impl Drop for CellRunning {
 pub struct Interrupter;
 
 impl Interrupter {
-    /// Raises `KeyboardInterrupt` in the running cell. Returns false, and does
-    /// nothing, when no cell is running.
+    /// Raises `KeyboardInterrupt` in the running (or about to run) cell.
+    /// Returns false, and does nothing, when no cell is running.
     pub fn interrupt(&self) -> bool {
-        if !CELL_RUNNING.load(Ordering::SeqCst) {
-            return false;
+        match CELL_STATE.load(Ordering::SeqCst) {
+            QUEUED => {
+                PENDING.store(true, Ordering::SeqCst);
+                // The cell may have started meanwhile; then signal it as well.
+                if CELL_STATE.load(Ordering::SeqCst) != RUNNING {
+                    return true;
+                }
+            }
+            RUNNING => {}
+            _ => return false,
         }
         match INTERPRETER_THREAD.get() {
             // SAFETY: the thread id was recorded by the interpreter thread,

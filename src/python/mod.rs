@@ -109,6 +109,7 @@ impl PythonHandle {
     /// have all been emitted to the sink when this returns.
     pub async fn execute(&self, cell: ExecuteCell) -> ExecuteOutcome {
         let (reply, outcome) = oneshot::channel();
+        interrupt::cell_queued();
         if self.commands.send(Command::Execute(cell, reply)).is_err() {
             return ExecuteOutcome::failed(PythonError::internal(InterpreterGone.to_string()));
         }

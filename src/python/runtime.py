@@ -250,14 +250,19 @@ class Runtime:
     # -- code analysis -------------------------------------------------------
 
     def is_complete(self, code):
-        """is_complete_reply content as JSON text, using Python's own rules."""
+        """is_complete_reply content as JSON text, by IPython's rules: code
+        that compiles is still incomplete while its last line is inside an
+        indented block, until a blank line ends it."""
         try:
             compiled = codeop.compile_command(code, "<input>", "exec")
         except (SyntaxError, OverflowError, ValueError):
             return _dumps({"status": "invalid"})
-        if compiled is not None:
+        lines = code.split("\n")
+        last = lines[-1] if lines[-1].strip() or len(lines) == 1 else None
+        if compiled is not None and (last is None or not last[:1].isspace()):
             return _dumps({"status": "complete"})
-        last = code.rstrip("\n").split("\n")[-1]
+        if last is None:
+            last = next((line for line in reversed(lines) if line.strip()), "")
         indent = last[: len(last) - len(last.lstrip())]
         if last.rstrip().endswith(":"):
             indent += "    "

@@ -76,6 +76,8 @@ pub struct Message {
     pub header: Header,
     /// The header exactly as received; the `parent_header` of every reply.
     pub raw_header: Arc<Value>,
+    /// The sender's parent header (an empty object for requests).
+    pub parent_header: Value,
     pub metadata: Value,
     /// The content as received. Not guaranteed to be an object: the kernel
     /// checks its shape per request type so that it can answer with an error.
@@ -182,14 +184,14 @@ impl Codec {
                 parse_json(frame, bytes)
             }
         };
-        // The parent header is parsed only to validate it; the kernel never needs it.
-        parse_or_empty("parent_header", json[1])?;
+        let parent_header = parse_or_empty("parent_header", json[1])?;
         let metadata = parse_or_empty("metadata", json[2])?;
         let content = parse_or_empty("content", json[3])?;
         Ok(Message {
             identities,
             header,
             raw_header: Arc::new(raw_header),
+            parent_header,
             metadata,
             content,
             buffers: rest.into_iter().skip(5).collect(),
@@ -198,8 +200,13 @@ impl Codec {
 
     /// Encodes `out` with a fresh header from this session.
     pub fn encode(&self, out: &Outgoing) -> Vec<Bytes> {
+        self.encode_with_id(out, &uuid::Uuid::new_v4().to_string())
+    }
+
+    /// Encodes `out` with the given `msg_id`, for senders that track replies.
+    pub fn encode_with_id(&self, out: &Outgoing, msg_id: &str) -> Vec<Bytes> {
         let header = serde_json::json!({
-            "msg_id": uuid::Uuid::new_v4().to_string(),
+            "msg_id": msg_id,
             "msg_type": out.msg_type,
             "session": self.session,
             "username": "mahtab",

@@ -1,0 +1,133 @@
+//! Interrupts by message and by signal, while busy and while idle.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{Channel, Kernel, parent_id, stream_text};
+
+/// Starts a cell that sleeps far longer than any test waits, and returns as
+/// soon as its execute_input is published: an interrupt sent then may arrive
+/// before the cell's code starts, and must not be lost.
+async fn start_long_cell(kernel: &mut Kernel) -> String {
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "import time\ntime.sleep(600)" }),
+        )
+        .await;
+    loop {
+        let message = kernel.next_for(&msg_id).await;
+        if message.header.msg_type == "execute_input" {
+            return msg_id;
+        }
+    }
+}
+
+async fn expect_keyboard_interrupt(kernel: &mut Kernel, msg_id: &str) {
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(parent_id(&reply), msg_id);
+    assert_eq!(reply.content["status"], "error");
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    let iopub = kernel.iopub_for(msg_id).await;
+    let errors: Vec<_> = iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "error")
+        .collect();
+    assert_eq!(errors.len(), 1);
+}
+
+async fn assert_namespace_survived(kernel: &mut Kernel) {
+    let (reply, iopub) = kernel.execute("print(kept)").await;
+    assert_eq!(reply.content["status"], "ok", "no stale KeyboardInterrupt");
+    assert_eq!(stream_text(&iopub, "stdout"), "yes\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupt_request_stops_a_running_cell() {
+    let mut kernel = Kernel::start().await;
+    kernel.execute("kept = 'yes'").await;
+    let cell = start_long_cell(&mut kernel).await;
+    let (reply, iopub) = kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    assert_eq!(reply.content["status"], "ok");
+    assert_eq!(iopub.len(), 2, "busy and idle around interrupt_request");
+    expect_keyboard_interrupt(&mut kernel, &cell).await;
+    assert_namespace_survived(&mut kernel).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_stops_a_running_cell() {
+    let mut kernel = Kernel::start().await;
+    kernel.execute("kept = 'yes'").await;
+    let cell = start_long_cell(&mut kernel).await;
+    // SAFETY: plain kill(2) on our own child process.
+    assert_eq!(unsafe { libc::kill(kernel.pid() as i32, libc::SIGINT) }, 0);
+    expect_keyboard_interrupt(&mut kernel, &cell).await;
+    assert_namespace_survived(&mut kernel).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupts_while_idle_are_ignored() {
+    let mut kernel = Kernel::start().await;
+    kernel.execute("kept = 'yes'").await;
+    for _ in 0..3 {
+        // SAFETY: plain kill(2) on our own child process.
+        assert_eq!(unsafe { libc::kill(kernel.pid() as i32, libc::SIGINT) }, 0);
+        let (reply, _) = kernel
+            .request(Channel::Control, "interrupt_request", json!({}))
+            .await;
+        assert_eq!(reply.content["status"], "ok");
+    }
+    // The signals are handled asynchronously; a round trip on the shell makes
+    // sure they have been delivered before the check.
+    kernel
+        .request(Channel::Shell, "kernel_info_request", json!({}))
+        .await;
+    assert_namespace_survived(&mut kernel).await;
+    assert!(
+        kernel
+            .reply_within(Channel::Shell, Duration::from_millis(50))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_interrupts_each_stop_their_cell() {
+    let mut kernel = Kernel::start().await;
+    kernel.execute("kept = 'yes'").await;
+    for _ in 0..3 {
+        let cell = start_long_cell(&mut kernel).await;
+        kernel
+            .request(Channel::Control, "interrupt_request", json!({}))
+            .await;
+        expect_keyboard_interrupt(&mut kernel, &cell).await;
+    }
+    assert_namespace_survived(&mut kernel).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupt_after_the_cell_started_keeps_what_it_did() {
+    let mut kernel = Kernel::start().await;
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "import time\nkept = 'yes'\nprint('sleeping', flush=True)\ntime.sleep(600)" }),
+        )
+        .await;
+    loop {
+        let message = kernel.next_for(&msg_id).await;
+        if message.header.msg_type == "stream" {
+            break;
+        }
+    }
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    expect_keyboard_interrupt(&mut kernel, &msg_id).await;
+    assert_namespace_survived(&mut kernel).await;
+}

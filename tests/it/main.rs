@@ -1,0 +1,8 @@
+//! Integration tests: the real `mahtab` binary on real sockets.
+
+mod execute;
+mod interrupt;
+mod lifecycle;
+mod malformed;
+mod requests;
+mod support;

@@ -1,0 +1,335 @@
+//! A real Jupyter client for the integration tests: it starts the `mahtab`
+//! binary on free loopback ports with a fresh connection file and speaks the
+//! wire protocol over real ZeroMQ sockets. Every wait has a deadline.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use bytes::Bytes;
+use mahtab::wire::{Codec, Message, Outgoing, Signer, no_parent};
+use serde_json::{Value, json};
+use zeromq::util::PeerIdentity;
+use zeromq::{
+    DealerSocket, ReqSocket, Socket, SocketOptions, SocketRecv, SocketSend, SubSocket, ZmqMessage,
+};
+
+/// How long any single expected message may take.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub const KEY: &str = "a0436f6c-1916-498b-8eb9-e81ab9368e84";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Shell,
+    Control,
+}
+
+/// A running kernel process with a connected client.
+pub struct Kernel {
+    child: Child,
+    _dir: TempDir,
+    pub shell: DealerSocket,
+    pub control: DealerSocket,
+    pub iopub: SubSocket,
+    pub heartbeat: ReqSocket,
+    pub codec: Codec,
+    signer: Signer,
+    /// IOPub messages read while waiting for another request's messages.
+    backlog: std::collections::VecDeque<Message>,
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("mahtab-it-{tag}-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("reserve a port")
+        .port()
+}
+
+/// The `mahtab` binary under test.
+pub fn mahtab_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_mahtab")
+}
+
+/// The connection file content for the given ports and scheme.
+pub fn connection_json(ports: [u16; 5], scheme: &str) -> Value {
+    json!({
+        "ip": "127.0.0.1", "transport": "tcp",
+        "shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2],
+        "control_port": ports[3], "hb_port": ports[4],
+        "key": KEY, "signature_scheme": scheme, "kernel_name": "mahtab",
+    })
+}
+
+/// Starts `mahtab kernel` with the given connection file content.
+pub fn spawn_kernel(dir: &TempDir, connection: &Value) -> Child {
+    let file = dir.0.join("kernel.json");
+    std::fs::write(&file, connection.to_string()).expect("write connection file");
+    let mut command = Command::new(mahtab_binary());
+    command.arg("kernel").arg("-f").arg(&file);
+    if let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") {
+        command.arg("--python").arg(python);
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the mahtab binary")
+}
+
+impl Kernel {
+    /// Starts a kernel and connects shell, control, IOPub and heartbeat,
+    /// then waits until kernel_info is answered.
+    pub async fn start() -> Self {
+        let dir = TempDir::new("kernel");
+        let ports = [
+            free_port(),
+            free_port(),
+            free_port(),
+            free_port(),
+            free_port(),
+        ];
+        let child = spawn_kernel(&dir, &connection_json(ports, "hmac-sha256"));
+        let url = |port: u16| format!("tcp://127.0.0.1:{port}");
+
+        let mut options = SocketOptions::default();
+        options.peer_identity(
+            PeerIdentity::try_from(uuid::Uuid::new_v4().to_string().into_bytes()).unwrap(),
+        );
+        let mut shell = DealerSocket::with_options(options);
+        let mut control = DealerSocket::new();
+        let mut iopub = SubSocket::new();
+        let mut heartbeat = ReqSocket::new();
+        // The kernel may still be binding: connect retries until it is up.
+        within(TIMEOUT, async {
+            shell.connect(&url(ports[0])).await.expect("connect shell");
+            iopub.connect(&url(ports[1])).await.expect("connect iopub");
+            iopub.subscribe("").await.expect("subscribe");
+            control
+                .connect(&url(ports[3]))
+                .await
+                .expect("connect control");
+            heartbeat
+                .connect(&url(ports[4]))
+                .await
+                .expect("connect heartbeat");
+        })
+        .await;
+        let signer = Signer::new("hmac-sha256", KEY.as_bytes()).unwrap();
+        let mut kernel = Self {
+            child,
+            _dir: dir,
+            shell,
+            control,
+            iopub,
+            heartbeat,
+            codec: Codec::new(signer.clone(), "test-client"),
+            signer,
+            backlog: Default::default(),
+        };
+        let welcome = kernel.next_iopub().await;
+        assert_eq!(welcome.header.msg_type, "iopub_welcome");
+        kernel
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
+    /// Sends a request; returns its msg_id.
+    pub async fn send(&mut self, channel: Channel, msg_type: &str, content: Value) -> String {
+        let msg_id = uuid::Uuid::new_v4().to_string();
+        let frames = self
+            .codec
+            .encode_with_id(&Outgoing::new(msg_type, content, no_parent()), &msg_id);
+        self.send_frames(channel, frames).await;
+        msg_id
+    }
+
+    /// Sends raw frames (which may be malformed) on a channel.
+    pub async fn send_frames(&mut self, channel: Channel, frames: Vec<Bytes>) {
+        let message = ZmqMessage::try_from(frames).expect("at least one frame");
+        let socket = match channel {
+            Channel::Shell => &mut self.shell,
+            Channel::Control => &mut self.control,
+        };
+        within(TIMEOUT, socket.send(message)).await.expect("send");
+    }
+
+    /// The next reply on `channel`.
+    pub async fn reply(&mut self, channel: Channel) -> Message {
+        let socket = match channel {
+            Channel::Shell => &mut self.shell,
+            Channel::Control => &mut self.control,
+        };
+        let message = within(TIMEOUT, socket.recv())
+            .await
+            .expect("receive a reply");
+        self.codec
+            .decode(message.into_vec())
+            .expect("a valid reply")
+    }
+
+    /// The next reply on `channel`, or None if nothing arrives within `limit`.
+    pub async fn reply_within(&mut self, channel: Channel, limit: Duration) -> Option<Message> {
+        let socket = match channel {
+            Channel::Shell => &mut self.shell,
+            Channel::Control => &mut self.control,
+        };
+        let message = tokio::time::timeout(limit, socket.recv()).await.ok()?;
+        Some(
+            self.codec
+                .decode(message.expect("receive").into_vec())
+                .expect("a valid reply"),
+        )
+    }
+
+    pub async fn next_iopub(&mut self) -> Message {
+        let message = within(TIMEOUT, self.iopub.recv())
+            .await
+            .expect("receive on iopub");
+        self.codec
+            .decode(message.into_vec())
+            .expect("a valid IOPub message")
+    }
+
+    /// The next IOPub message caused by `msg_id`; others are kept for later.
+    pub async fn next_for(&mut self, msg_id: &str) -> Message {
+        if let Some(index) = self.backlog.iter().position(|m| parent_id(m) == msg_id) {
+            return self.backlog.remove(index).expect("index is in range");
+        }
+        loop {
+            let message = self.next_iopub().await;
+            if parent_id(&message) == msg_id {
+                return message;
+            }
+            self.backlog.push_back(message);
+        }
+    }
+
+    /// IOPub messages caused by `msg_id`, from its busy through its idle.
+    pub async fn iopub_for(&mut self, msg_id: &str) -> Vec<Message> {
+        let mut messages = Vec::new();
+        loop {
+            let message = self.next_for(msg_id).await;
+            let idle =
+                message.header.msg_type == "status" && message.content["execution_state"] == "idle";
+            messages.push(message);
+            if idle {
+                return messages;
+            }
+        }
+    }
+
+    /// Runs `code` with default options; returns the reply and its IOPub messages.
+    pub async fn execute(&mut self, code: &str) -> (Message, Vec<Message>) {
+        self.execute_with(json!({ "code": code })).await
+    }
+
+    /// Sends an execute_request with this content; returns reply and IOPub messages.
+    pub async fn execute_with(&mut self, content: Value) -> (Message, Vec<Message>) {
+        let msg_id = self.send(Channel::Shell, "execute_request", content).await;
+        let reply = self.reply(Channel::Shell).await;
+        assert_eq!(parent_id(&reply), msg_id, "reply to the request just sent");
+        let iopub = self.iopub_for(&msg_id).await;
+        (reply, iopub)
+    }
+
+    /// Sends a request and waits for its reply and idle.
+    pub async fn request(
+        &mut self,
+        channel: Channel,
+        msg_type: &str,
+        content: Value,
+    ) -> (Message, Vec<Message>) {
+        let msg_id = self.send(channel, msg_type, content).await;
+        let reply = self.reply(channel).await;
+        assert_eq!(parent_id(&reply), msg_id);
+        let iopub = self.iopub_for(&msg_id).await;
+        (reply, iopub)
+    }
+
+    /// Asks for shutdown on control and waits for the process to exit.
+    pub async fn shutdown(mut self, restart: bool) -> (Message, ExitStatus) {
+        let (reply, _) = self
+            .request(
+                Channel::Control,
+                "shutdown_request",
+                json!({ "restart": restart }),
+            )
+            .await;
+        let status = wait_for_exit(&mut self.child, TIMEOUT).expect("kernel exits after shutdown");
+        (reply, status)
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits up to `limit` for `child` to exit.
+pub fn wait_for_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub async fn within<T>(limit: Duration, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, future)
+        .await
+        .expect("timed out waiting for the kernel")
+}
+
+/// The msg_id of the request `message` belongs to.
+pub fn parent_id(message: &Message) -> &str {
+    message.parent_header["msg_id"].as_str().unwrap_or_default()
+}
+
+/// The message types in order.
+pub fn types(messages: &[Message]) -> Vec<&str> {
+    messages
+        .iter()
+        .map(|m| m.header.msg_type.as_str())
+        .collect()
+}
+
+/// Concatenated text of the stream messages named `name`.
+pub fn stream_text(messages: &[Message], name: &str) -> String {
+    messages
+        .iter()
+        .filter(|m| m.header.msg_type == "stream" && m.content["name"] == name)
+        .map(|m| m.content["text"].as_str().unwrap_or_default())
+        .collect()
+}
