@@ -7,9 +7,36 @@ use serde_json::json;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
 use crate::support::{
-    Channel, Kernel, TIMEOUT, TempDir, connection_json, parent_id, spawn_kernel, wait_for_exit,
-    within,
+    Channel, Kernel, TIMEOUT, TempDir, Transport, connection_json, parent_id, spawn_kernel,
+    stream_text, wait_for_exit, within,
 };
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ipc_transport_works_like_tcp() {
+    let mut kernel = Kernel::start_on(Transport::Ipc).await;
+    let (reply, iopub) = kernel.execute("print('over ipc')").await;
+    assert_eq!(reply.content["status"], "ok");
+    assert_eq!(stream_text(&iopub, "stdout"), "over ipc\n");
+    let (_, status) = kernel.shutdown(false).await;
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cells_run_in_the_chosen_python_environment() {
+    // The environment given with --python (a venv in the test script), else
+    // the interpreter mahtab was built against.
+    let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") else {
+        return;
+    };
+    let python = std::path::PathBuf::from(python);
+    let prefix = python.parent().and_then(|bin| bin.parent()).unwrap();
+    let mut kernel = Kernel::start().await;
+    let (_, iopub) = kernel
+        .execute("import sys, site\nprint(sys.executable)\nprint(sys.prefix)\nprint(any(p.startswith(sys.prefix) for p in site.getsitepackages()))")
+        .await;
+    let expected = format!("{}\n{}\nTrue\n", python.display(), prefix.display());
+    assert_eq!(stream_text(&iopub, "stdout"), expected);
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn heartbeat_echoes_while_a_cell_runs() {

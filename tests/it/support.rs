@@ -68,7 +68,7 @@ pub fn mahtab_binary() -> &'static str {
     env!("CARGO_BIN_EXE_mahtab")
 }
 
-/// The connection file content for the given ports and scheme.
+/// The connection file content for the given ports and scheme (tcp).
 pub fn connection_json(ports: [u16; 5], scheme: &str) -> Value {
     json!({
         "ip": "127.0.0.1", "transport": "tcp",
@@ -95,20 +95,40 @@ pub fn spawn_kernel(dir: &TempDir, connection: &Value) -> Child {
         .expect("start the mahtab binary")
 }
 
+/// How the test client reaches the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Tcp,
+    Ipc,
+}
+
 impl Kernel {
-    /// Starts a kernel and connects shell, control, IOPub and heartbeat,
-    /// then waits until kernel_info is answered.
+    /// Starts a kernel on tcp and connects shell, control, IOPub and
+    /// heartbeat, then waits for the IOPub welcome.
     pub async fn start() -> Self {
+        Self::start_on(Transport::Tcp).await
+    }
+
+    pub async fn start_on(transport: Transport) -> Self {
         let dir = TempDir::new("kernel");
-        let ports = [
-            free_port(),
-            free_port(),
-            free_port(),
-            free_port(),
-            free_port(),
-        ];
-        let child = spawn_kernel(&dir, &connection_json(ports, "hmac-sha256"));
-        let url = |port: u16| format!("tcp://127.0.0.1:{port}");
+        let mut ports = [1, 2, 3, 4, 5];
+        let mut connection = connection_json(ports, "hmac-sha256");
+        match transport {
+            Transport::Tcp => {
+                ports = ports.map(|_| free_port());
+                connection = connection_json(ports, "hmac-sha256");
+            }
+            Transport::Ipc => {
+                connection["transport"] = json!("ipc");
+                connection["ip"] = json!(dir.0.join("kernel-ipc").display().to_string());
+            }
+        }
+        let child = spawn_kernel(&dir, &connection);
+        let ip = connection["ip"].as_str().unwrap_or_default().to_owned();
+        let url = |port: u16| match transport {
+            Transport::Tcp => format!("tcp://{ip}:{port}"),
+            Transport::Ipc => format!("ipc://{ip}-{port}"),
+        };
 
         let mut options = SocketOptions::default();
         options.peer_identity(

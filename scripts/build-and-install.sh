@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds mahtab (release) and installs its kernelspec into the project's
+# Python environment (.venv), creating that environment first if needed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/python-env.sh
+echo "==> building mahtab (release)"
+# pyo3 builds against python3 on PATH, the interpreter .venv is made from.
+cargo build --release --quiet
+echo "==> installing the mahtab kernelspec into .venv"
+./target/release/mahtab install --sys-prefix --python "$root/.venv/bin/python"
