@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: formatting and lints, Rust unit and integration tests
-# (the real binary on real sockets), then the Python tests that drive the
-# installed kernelspec through real Jupyter clients (jupyter_client's
-# conformance suite, jupyter console).
+# Runs every test: formatting and lints, Rust unit and integration tests (the
+# real binary on real sockets, once with IPython in the kernel's environment
+# and once with plain Python), then the Python tests that drive the installed
+# kernelspec through real Jupyter clients (jupyter_kernel_test, jupyter console).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -13,9 +13,17 @@ echo "==> cargo clippy"
 cargo clippy --release --all-targets --quiet -- -D warnings
 
 bash scripts/build-and-install.sh
+# An environment without IPython, for the kernel's plain-Python mode.
+if [[ ! -x .venv-plain/bin/python ]]; then
+    python3 -m venv .venv-plain
+fi
 
-echo "==> cargo test (release: the same build the Python tests use)"
+echo "==> cargo test (release: the same build the Python tests use), IPython environment"
 MAHTAB_TEST_PYTHON="$root/.venv/bin/python" cargo test --release
+echo "==> integration tests again, plain-Python environment"
+MAHTAB_TEST_PYTHON="$root/.venv-plain/bin/python" cargo test --release --test it
 
 echo "==> Python tests through real Jupyter clients"
-.venv/bin/python -m pytest tests/python -q -p no:cacheprovider
+# Only the kernelspecs of .venv, whatever else is installed for this user.
+JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
+    IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider

@@ -56,25 +56,6 @@ impl ExecuteRequest {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct CodeRequest {
-    pub code: String,
-    #[serde(default)]
-    pub cursor_pos: Option<usize>,
-}
-
-impl CodeRequest {
-    pub fn parse(msg_type: &str, content: &Value) -> Result<Self, BadContent> {
-        parse(msg_type, content)
-    }
-
-    /// The cursor in Unicode code points, defaulting to the end of the code.
-    pub fn cursor(&self) -> usize {
-        let len = self.code.chars().count();
-        self.cursor_pos.map_or(len, |pos| pos.min(len))
-    }
-}
-
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ShutdownRequest {
     #[serde(default)]
@@ -121,15 +102,5 @@ mod tests {
         assert!(ExecuteRequest::parse(&json!({"silent": false})).is_err());
         let err = ExecuteRequest::parse(&json!([1])).unwrap_err();
         assert!(err.to_string().contains("not a JSON object"));
-    }
-
-    #[test]
-    fn cursor_counts_code_points_and_is_clamped() {
-        let request = CodeRequest::parse("complete_request", &json!({"code": "héllo"})).unwrap();
-        assert_eq!(request.cursor(), 5);
-        let past_end =
-            CodeRequest::parse("complete_request", &json!({"code": "ab", "cursor_pos": 9}))
-                .unwrap();
-        assert_eq!(past_end.cursor(), 2);
     }
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::Shared;
-use super::requests::{CodeRequest, CommOpen, ExecuteRequest, ShutdownRequest};
-use super::router::RouterChannel;
+use super::requests::{CommOpen, ExecuteRequest, ShutdownRequest};
+use super::router::{self, RouterChannel};
 use crate::python::ExecuteCell;
 use crate::wire::Message;
 
@@ -71,7 +71,11 @@ async fn serve(
     channel.busy(request);
     match request.header.msg_type.as_str() {
         "execute_request" => execute(channel, shared, state, request, queued).await,
-        "is_complete_request" => is_complete(channel, shared, request).await,
+        "is_complete_request"
+        | "complete_request"
+        | "inspect_request"
+        | "history_request"
+        | "comm_info_request" => ask_python(channel, shared, request).await,
         "comm_open" => match CommOpen::parse(&request.content) {
             // No comm targets are registered yet: refuse, as the spec asks.
             Ok(open) => {
@@ -137,10 +141,12 @@ async fn execute(
         return;
     };
 
-    if exec.stores_history() {
+    let store_history = exec.stores_history();
+    if store_history {
         state.execution_count += 1;
     }
     let count = state.execution_count;
+    shared.interrupter.cell_coming();
     if !exec.silent {
         channel.iopub.publish(
             "execute_input",
@@ -156,6 +162,7 @@ async fn execute(
             code: exec.code,
             execution_count: count,
             silent: exec.silent,
+            store_history,
             user_expressions: exec.user_expressions.unwrap_or_default(),
         })
         .await;
@@ -188,20 +195,35 @@ async fn execute(
     channel.send_outgoing(reply).await;
 }
 
-async fn is_complete(channel: &mut RouterChannel, shared: &Shared, request: &Message) {
-    match CodeRequest::parse("is_complete_request", &request.content) {
-        Ok(code) => {
-            let content = shared
-                .python
-                .is_complete(code.code)
-                .await
-                .unwrap_or_else(|_| json!({ "status": "unknown" }));
-            channel.reply(request, "is_complete_reply", content).await;
-        }
-        Err(e) => {
+/// Requests answered by the Python runtime. Content that is not an object
+/// gets an error reply here; Python checks the fields it needs.
+async fn ask_python(channel: &mut RouterChannel, shared: &Shared, request: &Message) {
+    let msg_type = request.header.msg_type.as_str();
+    if !request.content.is_object() {
+        let evalue = format!("invalid {msg_type} content: content is not a JSON object");
+        channel.reply_error(request, "BadRequest", &evalue).await;
+        return;
+    }
+    shared.outputs.set_parent(request.raw_header.clone());
+    match shared
+        .python
+        .request(msg_type, request.content.clone())
+        .await
+    {
+        Ok(content) => {
             channel
-                .reply_error(request, "BadRequest", &e.to_string())
-                .await
+                .reply(request, &router::reply_type(msg_type), content)
+                .await;
+        }
+        Err(error) => {
+            tracing::warn!(
+                "shell: {msg_type} failed: {}: {}",
+                error.ename,
+                error.evalue
+            );
+            channel
+                .reply_error(request, &error.ename, &error.evalue)
+                .await;
         }
     }
 }
@@ -246,46 +268,6 @@ pub(super) async fn answer_without_python(
                     .await
             }
         },
-        "comm_info_request" => {
-            channel
-                .reply(
-                    request,
-                    "comm_info_reply",
-                    json!({ "status": "ok", "comms": {} }),
-                )
-                .await;
-        }
-        "history_request" => {
-            channel
-                .reply(
-                    request,
-                    "history_reply",
-                    json!({ "status": "ok", "history": [] }),
-                )
-                .await;
-        }
-        "complete_request" => match CodeRequest::parse(msg_type, &request.content) {
-            Ok(code) => {
-                let cursor = code.cursor();
-                let content = json!({
-                    "status": "ok",
-                    "matches": [],
-                    "cursor_start": cursor,
-                    "cursor_end": cursor,
-                    "metadata": {},
-                });
-                channel.reply(request, "complete_reply", content).await;
-            }
-            Err(e) => {
-                channel
-                    .reply_error(request, "BadRequest", &e.to_string())
-                    .await
-            }
-        },
-        "inspect_request" => {
-            let content = json!({ "status": "ok", "found": false, "data": {}, "metadata": {} });
-            channel.reply(request, "inspect_reply", content).await;
-        }
         _ => return false,
     }
     true

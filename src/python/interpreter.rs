@@ -20,6 +20,7 @@ use super::output::{Output, OutputSink, StreamBuffer, StreamName};
 use super::{Command, ExecuteCell, ExecuteOutcome, PythonConfig, PythonError};
 
 const RUNTIME_SOURCE: &str = include_str!("runtime.py");
+const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
 
 /// Bridge handed to `runtime.py`: its only way to send output to Rust.
 #[pyclass(frozen)]
@@ -42,6 +43,11 @@ impl Bridge {
         self.buffer.flush();
     }
 
+    /// Called by the runtime right before it runs the user's code.
+    fn user_code_starting(&self) {
+        interrupt::user_code_starting();
+    }
+
     fn publish(&self, msg_type: String, content: &str) -> PyResult<()> {
         let content: Value =
             serde_json::from_str(content).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -61,8 +67,10 @@ pub(super) fn spawn(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: R
 fn run(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Command>) {
     let buffer = StreamBuffer::start(sink);
     let runtime = initialize(&config).and_then(|()| {
+        let runtime = Python::attach(|py| load_runtime(py, &buffer).map_err(|e| describe(py, &e)));
+        // After the runtime's imports, which may have set Python's own handler.
         interrupt::install_on_interpreter_thread();
-        Python::attach(|py| load_runtime(py, &buffer).map_err(|e| describe(py, &e)))
+        runtime
     });
     if let Err(message) = &runtime {
         tracing::error!("Python failed to start: {message}");
@@ -88,15 +96,25 @@ fn run(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Comma
                 buffer.emit_after_flush(error_output(&error));
                 let _ = reply.send(ExecuteOutcome::failed(error));
             }
-            (Command::IsComplete(code, reply), Ok(runtime)) => {
-                let content = Python::attach(|py| {
-                    call_json(runtime.bind(py), "is_complete", (code,))
-                        .unwrap_or_else(|_| serde_json::json!({"status": "unknown"}))
+            (
+                Command::Request {
+                    msg_type,
+                    content,
+                    reply,
+                },
+                Ok(runtime),
+            ) => {
+                let result = Python::attach(|py| {
+                    let runtime = runtime.bind(py);
+                    call_json(runtime, "request", (msg_type, content.to_string()))
+                        .map_err(|e| python_error(py, &e))
                 });
-                let _ = reply.send(content);
+                buffer.flush();
+                let _ = reply.send(result);
             }
-            (Command::IsComplete(_, reply), Err(_)) => {
-                let _ = reply.send(serde_json::json!({"status": "unknown"}));
+            (Command::Request { reply, .. }, Err(message)) => {
+                let error = PythonError::internal(format!("Python failed to start: {message}"));
+                let _ = reply.send(Err(error));
             }
         }
     }
@@ -144,17 +162,47 @@ fn initialize(config: &PythonConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// Loads the Python side and creates the session's runtime: IPython's when
+/// IPython imports, else plain Python (and says so once, on stderr).
 fn load_runtime(py: Python<'_>, buffer: &Arc<StreamBuffer>) -> PyResult<Py<PyAny>> {
+    let modules = py.import("sys")?.getattr("modules")?;
     let source = CString::new(RUNTIME_SOURCE).expect("runtime.py has no NUL bytes");
-    let module = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
-    py.import("sys")?
-        .getattr("modules")?
-        .set_item("_mahtab_runtime", &module)?;
-    let bridge = Bridge {
+    let runtime = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
+    modules.set_item("_mahtab_runtime", &runtime)?;
+    let bridge = || Bridge {
         buffer: buffer.clone(),
     };
-    let runtime = module.getattr("Runtime")?.call1((bridge,))?;
-    Ok(runtime.unbind())
+
+    let source = CString::new(IPYTHON_SOURCE).expect("ipython_shell.py has no NUL bytes");
+    let ipython = PyModule::from_code(py, &source, c"mahtab_ipython.py", c"_mahtab_ipython")
+        .and_then(|ipython| {
+            modules.set_item("_mahtab_ipython", &ipython)?;
+            ipython.getattr("IPythonRuntime")?.call1((bridge(),))
+        });
+    match ipython {
+        Ok(shell) => Ok(shell.unbind()),
+        Err(e) => {
+            // Without a working IPython the kernel still runs plain Python.
+            // The kernel's log says so once; a cell that uses a magic says so
+            // in its error.
+            let plain = runtime.getattr("Runtime")?.call1((bridge(),))?;
+            let reason = if e.is_instance_of::<pyo3::exceptions::PyImportError>(py) {
+                format!("IPython is not available ({})", e.value(py))
+            } else {
+                let error = python_error(py, &e);
+                tracing::error!("IPython failed to start:\n{}", error.traceback.join("\n"));
+                format!(
+                    "IPython failed to start ({}: {})",
+                    error.ename, error.evalue
+                )
+            };
+            tracing::warn!(
+                "{reason}, so cells run as plain Python; magics such as %time need IPython \
+                 (pip install ipython in the kernel's environment)"
+            );
+            Ok(plain.unbind())
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -180,7 +228,13 @@ fn execute(
         call_json(
             runtime,
             "execute",
-            (cell.code, cell.execution_count, cell.silent, expressions),
+            (
+                cell.code,
+                cell.execution_count,
+                cell.silent,
+                cell.store_history,
+                expressions,
+            ),
         )
     };
     discard_pending_interrupt(py);
@@ -199,17 +253,23 @@ fn execute(
             user_expressions: non_null_object(fields.user_expressions),
             payload: fields.payload,
         },
-        Ok(Err(e)) => ExecuteOutcome::failed(PythonError::internal(format!(
-            "unreadable result from the runtime: {e}"
-        ))),
+        Ok(Err(e)) => {
+            let error = PythonError::internal(format!("unreadable result from the runtime: {e}"));
+            buffer.emit_after_flush(error_output(&error));
+            ExecuteOutcome::failed(error)
+        }
         // An exception escaped the runtime itself, e.g. an interrupt that
-        // arrived just before or after the user's code.
-        Err(e) => ExecuteOutcome::failed(python_error(py, &e)),
+        // arrived just before or after the user's code. The runtime publishes
+        // the errors it catches; this one the client has not seen yet.
+        Err(e) => {
+            let outcome = ExecuteOutcome::failed(python_error(py, &e));
+            if let Some(error) = &outcome.error {
+                buffer.emit_after_flush(error_output(error));
+            }
+            outcome
+        }
     };
-    match &outcome.error {
-        Some(error) => buffer.emit_after_flush(error_output(error)),
-        None => buffer.flush(),
-    }
+    buffer.flush();
     outcome
 }
 

@@ -14,22 +14,57 @@
 //!   signal, unlike a bare `PyErr_SetInterrupt`, also wakes blocking calls such as
 //!   `time.sleep`, which then see the pending interrupt.
 //!
-//! An interrupt that comes after a cell was handed to the interpreter thread
-//! but before its code started (the client has seen `execute_input`) is kept
-//! and raised as the cell starts, rather than lost.
+//! A cell goes through phases: queued (the client may already have seen its
+//! `execute_input`), starting (the runtime prepares it: IPython runs its
+//! pre-execute hooks), running (the user's code), and back to idle. An
+//! interrupt while queued or starting is kept and raised the moment the user's
+//! code starts: raised earlier, it could land in IPython's event hooks, which
+//! report a KeyboardInterrupt and carry on, so the cell would run anyway.
+//!
+//! A signal that lands just before a blocking call (between CPython's last
+//! check and `clock_nanosleep`, say) is noted by CPython but not acted on
+//! until the call returns, which may be never. So after an interrupt the
+//! kernel nudges the interpreter thread a few times with a wake-up signal
+//! whose handler does nothing: the blocking call returns EINTR, CPython sees
+//! the interrupt it already holds and raises it. A nudge after that is
+//! harmless: an interrupted sleep just resumes.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
 
 const IDLE: u8 = 0;
 const QUEUED: u8 = 1;
-const RUNNING: u8 = 2;
+const STARTING: u8 = 2;
+const RUNNING: u8 = 3;
 
-/// Whether a cell is waiting for, or running on, the interpreter thread.
+/// The phase of the current cell.
 static CELL_STATE: AtomicU8 = AtomicU8::new(IDLE);
 
-/// An interrupt that arrived while the cell was queued.
+/// An interrupt that arrived before the user's code started.
 static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Counts cells, so a late wake-up never touches the next cell.
+static CELL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// When to nudge the interpreter thread after an interrupt.
+const WAKE_DELAYS: [Duration; 6] = [
+    Duration::from_millis(20),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(200),
+    Duration::from_millis(400),
+    Duration::from_millis(800),
+];
+
+/// The signal used for nudges: a real-time one, which nothing else here uses.
+fn wake_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 1
+}
+
+extern "C" fn on_wake(_signum: libc::c_int) {
+    // Nothing to do: being delivered is the point (the blocking call returns EINTR).
+}
 
 /// The interpreter thread, once it has installed its handler.
 static INTERPRETER_THREAD: OnceLock<libc::pthread_t> = OnceLock::new();
@@ -42,7 +77,7 @@ extern "C" fn on_sigint(_signum: libc::c_int) {
         RUNNING => unsafe {
             pyo3::ffi::PyErr_SetInterruptEx(libc::SIGINT);
         },
-        QUEUED => PENDING.store(true, Ordering::SeqCst),
+        QUEUED | STARTING => PENDING.store(true, Ordering::SeqCst),
         _ => {}
     }
 }
@@ -72,7 +107,29 @@ pub fn block_sigint_in_current_thread() {
 pub(super) fn install_on_interpreter_thread() {
     // SAFETY: pthread_self has no preconditions.
     let _ = INTERPRETER_THREAD.set(unsafe { libc::pthread_self() });
-    // SAFETY: a plain sigaction with a handler that only touches an atomic and
+    reclaim_sigint();
+    // SAFETY: installs a handler that does nothing, for a signal only the
+    // kernel sends; no SA_RESTART, so blocking calls see EINTR.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_wake as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(wake_signal(), &action, std::ptr::null_mut());
+    }
+    let set = sigint_set();
+    // SAFETY: changes only the calling thread's signal mask.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Makes the kernel's handler the process's SIGINT handler again. Python code
+/// that calls `signal.signal(SIGINT, ...)` (asyncio.run does, on the way out)
+/// puts CPython's own handler back, which would turn an idle SIGINT into a
+/// KeyboardInterrupt in the next cell; so this runs after every cell. A
+/// Python-level handler the user set still runs: ours forwards to it.
+pub(super) fn reclaim_sigint() {
+    // SAFETY: a plain sigaction with a handler that only touches atomics and
     // calls an async-signal-safe CPython function. No SA_RESTART, so blocking
     // system calls return EINTR and CPython checks for the interrupt.
     unsafe {
@@ -81,31 +138,44 @@ pub(super) fn install_on_interpreter_thread() {
         libc::sigemptyset(&mut action.sa_mask);
         action.sa_flags = 0;
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-        let set = sigint_set();
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
     }
 }
 
-/// Marks a cell as handed to the interpreter thread (not yet running).
+/// Marks a cell as on its way to the interpreter thread (not yet running).
+/// Idempotent: the kernel may announce the same cell more than once.
 pub(super) fn cell_queued() {
-    CELL_STATE.store(QUEUED, Ordering::SeqCst);
+    if CELL_STATE
+        .compare_exchange(IDLE, QUEUED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        CELL_SEQ.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
-/// Marks user code as running for as long as the guard lives.
+/// Marks a cell as in the runtime's hands for as long as the guard lives.
 pub(super) struct CellRunning;
 
 impl CellRunning {
-    /// Must be called on the interpreter thread with the GIL held.
+    /// The runtime is preparing the cell; its code has not started yet.
     pub(super) fn start() -> Self {
-        CELL_STATE.store(RUNNING, Ordering::SeqCst);
-        if PENDING.swap(false, Ordering::SeqCst) {
-            // SAFETY: the interpreter is initialised; this only sets a flag
-            // that CPython checks before running the next bytecode.
-            unsafe {
-                pyo3::ffi::PyErr_SetInterruptEx(libc::SIGINT);
-            }
-        }
+        CELL_STATE.store(STARTING, Ordering::SeqCst);
         CellRunning
+    }
+}
+
+/// The user's code starts now (called by the runtime, on the interpreter
+/// thread, with the GIL held): a kept interrupt is raised here.
+pub(super) fn user_code_starting() {
+    if CELL_STATE.load(Ordering::SeqCst) != STARTING {
+        return;
+    }
+    CELL_STATE.store(RUNNING, Ordering::SeqCst);
+    if PENDING.swap(false, Ordering::SeqCst) {
+        // SAFETY: the interpreter is initialised; this only sets a flag that
+        // CPython checks before running the next bytecode.
+        unsafe {
+            pyo3::ffi::PyErr_SetInterruptEx(libc::SIGINT);
+        }
     }
 }
 
@@ -113,6 +183,7 @@ impl Drop for CellRunning {
     fn drop(&mut self) {
         CELL_STATE.store(IDLE, Ordering::SeqCst);
         PENDING.store(false, Ordering::SeqCst);
+        reclaim_sigint();
     }
 }
 
@@ -121,25 +192,63 @@ impl Drop for CellRunning {
 pub struct Interrupter;
 
 impl Interrupter {
+    /// Announces that a cell is about to be sent to the interpreter thread:
+    /// from now on an interrupt is kept for it. Call this before telling the
+    /// client the cell started (execute_input), so no interrupt is lost.
+    pub fn cell_coming(&self) {
+        cell_queued();
+    }
+
     /// Raises `KeyboardInterrupt` in the running (or about to run) cell.
     /// Returns false, and does nothing, when no cell is running.
     pub fn interrupt(&self) -> bool {
+        let seq = CELL_SEQ.load(Ordering::SeqCst);
         match CELL_STATE.load(Ordering::SeqCst) {
-            QUEUED => {
+            QUEUED | STARTING => {
                 PENDING.store(true, Ordering::SeqCst);
-                // The cell may have started meanwhile; then signal it as well.
-                if CELL_STATE.load(Ordering::SeqCst) != RUNNING {
-                    return true;
+                // The user's code may have started meanwhile; then signal it.
+                if CELL_STATE.load(Ordering::SeqCst) == RUNNING {
+                    signal_interpreter(libc::SIGINT);
                 }
             }
-            RUNNING => {}
+            RUNNING => signal_interpreter(libc::SIGINT),
             _ => return false,
         }
-        match INTERPRETER_THREAD.get() {
-            // SAFETY: the thread id was recorded by the interpreter thread,
-            // which lives as long as the process.
-            Some(thread) => unsafe { libc::pthread_kill(*thread, libc::SIGINT) == 0 },
-            None => false,
+        keep_waking(seq);
+        true
+    }
+}
+
+fn signal_interpreter(signal: libc::c_int) {
+    if let Some(thread) = INTERPRETER_THREAD.get() {
+        // SAFETY: the thread id was recorded by the interpreter thread, which
+        // lives as long as the process.
+        unsafe {
+            libc::pthread_kill(*thread, signal);
         }
+    }
+}
+
+/// Nudges the interpreter thread while cell `seq` runs its user code, so an
+/// interrupt held by CPython is acted on even if it arrived just before a
+/// blocking call.
+fn keep_waking(seq: u64) {
+    let spawned = std::thread::Builder::new()
+        .name("mahtab-interrupt-wake".into())
+        .spawn(move || {
+            for delay in WAKE_DELAYS {
+                std::thread::sleep(delay);
+                if CELL_SEQ.load(Ordering::SeqCst) != seq {
+                    return;
+                }
+                match CELL_STATE.load(Ordering::SeqCst) {
+                    RUNNING => signal_interpreter(wake_signal()),
+                    IDLE => return,
+                    _ => {}
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the interrupt wake-up thread: {e}");
     }
 }

@@ -34,9 +34,10 @@ pub struct PythonConfig {
 #[derive(Debug, Clone)]
 pub struct ExecuteCell {
     pub code: String,
-    /// The number shown for this cell (In[n]); 0 when not stored in history.
+    /// The number shown for this cell (In[n]).
     pub execution_count: u32,
     pub silent: bool,
+    pub store_history: bool,
     /// `user_expressions` from the request: name -> expression.
     pub user_expressions: Map<String, Value>,
 }
@@ -81,7 +82,11 @@ impl ExecuteOutcome {
 
 enum Command {
     Execute(ExecuteCell, oneshot::Sender<ExecuteOutcome>),
-    IsComplete(String, oneshot::Sender<Value>),
+    Request {
+        msg_type: String,
+        content: Value,
+        reply: oneshot::Sender<Result<Value, PythonError>>,
+    },
 }
 
 /// The kernel's way to reach the interpreter thread. Cloning is cheap.
@@ -90,10 +95,7 @@ pub struct PythonHandle {
     commands: mpsc::Sender<Command>,
 }
 
-/// Reported when the interpreter thread is gone (it failed to start or died).
-#[derive(Debug, thiserror::Error)]
-#[error("the Python interpreter thread is not running")]
-pub struct InterpreterGone;
+const INTERPRETER_GONE: &str = "the Python interpreter thread is not running";
 
 impl PythonHandle {
     /// Starts the interpreter thread. Returns at once: Python initialises in
@@ -111,20 +113,28 @@ impl PythonHandle {
         let (reply, outcome) = oneshot::channel();
         interrupt::cell_queued();
         if self.commands.send(Command::Execute(cell, reply)).is_err() {
-            return ExecuteOutcome::failed(PythonError::internal(InterpreterGone.to_string()));
+            return ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE));
         }
-        outcome.await.unwrap_or_else(|_| {
-            ExecuteOutcome::failed(PythonError::internal(InterpreterGone.to_string()))
-        })
+        outcome
+            .await
+            .unwrap_or_else(|_| ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE)))
     }
 
-    /// is_complete_reply content for `code`.
-    pub async fn is_complete(&self, code: String) -> Result<Value, InterpreterGone> {
+    /// Serves a request that Python answers (complete, inspect, is_complete,
+    /// history, comm_info): `content` is the request's, the result the reply's.
+    pub async fn request(&self, msg_type: &str, content: Value) -> Result<Value, PythonError> {
         let (reply, result) = oneshot::channel();
-        self.commands
-            .send(Command::IsComplete(code, reply))
-            .map_err(|_| InterpreterGone)?;
-        result.await.map_err(|_| InterpreterGone)
+        let command = Command::Request {
+            msg_type: msg_type.to_owned(),
+            content,
+            reply,
+        };
+        if self.commands.send(command).is_err() {
+            return Err(PythonError::internal(INTERPRETER_GONE));
+        }
+        result
+            .await
+            .unwrap_or_else(|_| Err(PythonError::internal(INTERPRETER_GONE)))
     }
 }
 

@@ -1,25 +1,32 @@
 """mahtab's Python side: runs cells in the user's namespace and renders output.
 
 The Rust kernel loads this file as the module ``_mahtab_runtime`` on the
-interpreter thread and creates one :class:`Runtime` with a bridge object whose
-methods send output back to Rust:
+interpreter thread, then ``ipython_shell.py`` as ``_mahtab_ipython``. When
+IPython is importable the session is an ``IPythonRuntime`` (magics, ``obj?``,
+IPython tracebacks, ``In``/``Out``); otherwise it is the plain :class:`Runtime`
+below, which execs the cell and shows the value of its last expression. Both
+take a bridge object whose methods reach Rust:
 
 - ``bridge.write(name, text)`` buffers stream text (``"stdout"``/``"stderr"``);
 - ``bridge.flush()`` sends buffered stream text now;
 - ``bridge.publish(msg_type, content_json)`` flushes streams, then publishes an
-  IOPub message (display_data, execute_result, clear_output, ...).
+  IOPub message (display_data, execute_result, error, clear_output, ...).
 
-Every entry point called from Rust returns JSON text, so the Rust side never
-walks Python objects.
+Every method called from Rust takes and returns JSON text, so the Rust side
+never walks Python objects.
 """
 
 import ast
 import base64
 import builtins
 import codeop
+import fnmatch
+import inspect
 import io
 import json
 import linecache
+import pydoc
+import rlcompleter
 import sys
 import traceback
 import types
@@ -73,8 +80,43 @@ class KernelStream(io.TextIOBase):
         self._bridge.flush()
 
 
+def json_default(value):
+    """JSON for values the display machinery produces: bytes become base64."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return repr(value)
+
+
+def dumps(value):
+    return json.dumps(value, default=json_default)
+
+
+def error_content(exc_info, skip_file=None):
+    """ename/evalue/traceback for an exception, without frames of ``skip_file``."""
+    etype, value, tb = exc_info
+    while tb is not None and tb.tb_frame.f_code.co_filename == skip_file:
+        tb = tb.tb_next
+    lines = traceback.format_exception(etype, value, tb)
+    return {
+        "ename": etype.__name__,
+        "evalue": str(value),
+        "traceback": [line.rstrip("\n") for line in lines],
+    }
+
+
+def cursor_token(code, cursor):
+    """The dotted name around ``cursor`` (e.g. ``os.path.join``)."""
+    start = cursor
+    while start > 0 and (code[start - 1].isalnum() or code[start - 1] in "_."):
+        start -= 1
+    end = cursor
+    while end < len(code) and (code[end].isalnum() or code[end] == "_"):
+        end += 1
+    return code[start:end].strip(".")
+
+
 class ExitAutocall:
-    """``exit`` / ``quit`` in the kernel: ask the frontend to end the session.
+    """``exit`` / ``quit``: ask the frontend to end the session.
 
     Typing ``exit`` alone works too (as in IPython): the runtime calls it when
     it is the value of a cell's last expression.
@@ -133,37 +175,58 @@ def mime_bundle(obj):
     return data, metadata
 
 
-def _dumps(value):
-    return json.dumps(value, default=repr)
-
-
-class Runtime:
-    """The state of one kernel session: the user namespace and cell runner."""
+class BaseRuntime:
+    """What every runtime shares: stream redirection, publishing, requests."""
 
     def __init__(self, bridge):
         self.bridge = bridge
+        sys.stdout = KernelStream(bridge, "stdout")
+        sys.stderr = KernelStream(bridge, "stderr")
+        builtins.input = _input_unavailable
+        # Like `python -m ipykernel_launcher`: modules next to the notebook import.
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+
+    def publish(self, msg_type, content):
+        self.bridge.publish(msg_type, dumps(content))
+
+    def request(self, msg_type, content_json):
+        """Serves a shell request; returns the reply content as JSON text."""
+        content = json.loads(content_json)
+        handler = getattr(self, "do_" + msg_type.removesuffix("_request"), None)
+        if handler is None:
+            raise ValueError("unsupported request " + msg_type)
+        reply = handler(content)
+        reply.setdefault("status", "ok")
+        return dumps(reply)
+
+    @staticmethod
+    def _cursor(content):
+        code = content.get("code", "")
+        cursor = content.get("cursor_pos")
+        return code, len(code) if cursor is None else max(0, min(int(cursor), len(code)))
+
+    def do_comm_info(self, content):
+        return {"comms": {}}
+
+
+class Runtime(BaseRuntime):
+    """Plain Python: exec the cell, show the value of its last expression."""
+
+    def __init__(self, bridge):
+        super().__init__(bridge)
         self.payloads = []
         self.execution_count = 0
+        self.history = []  # (line, input, output) of stored cells
         main = types.ModuleType("__main__")
         main.__dict__["__builtins__"] = builtins
         sys.modules["__main__"] = main
         self.user_ns = main.__dict__
         self.user_ns["exit"] = self.user_ns["quit"] = ExitAutocall(self)
         self.user_ns["display"] = self.display
-        sys.stdout = KernelStream(bridge, "stdout")
-        sys.stderr = KernelStream(bridge, "stderr")
         sys.displayhook = self.displayhook
-        builtins.input = _input_unavailable
-        # Like `python -m ipykernel_launcher`: modules next to the notebook import.
-        if "" not in sys.path:
-            sys.path.insert(0, "")
-        # Python's own REPL sets these; code that prints prompts expects them.
-        sys.ps1, sys.ps2 = "In : ", "...: "
 
     # -- output ------------------------------------------------------------
-
-    def publish(self, msg_type, content):
-        self.bridge.publish(msg_type, _dumps(content))
 
     def display(self, *objs, display_id=None, update=False, metadata=None, raw=False):
         """Shows each object as ``display_data`` (or updates a shown one)."""
@@ -183,6 +246,7 @@ class Runtime:
             return
         builtins._ = value
         data, metadata = mime_bundle(value)
+        self._last_output = data.get("text/plain")
         self.publish(
             "execute_result",
             {"execution_count": self.execution_count, "data": data, "metadata": metadata},
@@ -190,25 +254,32 @@ class Runtime:
 
     # -- execution ---------------------------------------------------------
 
-    def execute(self, code, execution_count, silent, user_expressions_json):
+    def execute(self, code, execution_count, silent, store_history, user_expressions_json):
         """Runs one cell; returns the execute_reply fields as JSON text."""
         self.payloads = []
         self.execution_count = execution_count
+        self._last_output = None
         try:
             self._run_cell(code, execution_count, silent)
         except BaseException:
-            reply = {"status": "error", **self._error_fields(sys.exc_info())}
-            reply["user_expressions"] = {}
+            error = error_content(sys.exc_info(), skip_file=__file__)
+            if error["ename"] == "SyntaxError" and _looks_like_ipython(code):
+                error["traceback"].append(_NEEDS_IPYTHON)
+            self.publish("error", error)
+            reply = {"status": "error", **error, "user_expressions": {}}
         else:
             reply = {"status": "ok"}
             reply["user_expressions"] = self._user_expressions(json.loads(user_expressions_json))
+        if store_history:
+            self.history.append((execution_count, code, self._last_output))
         reply["payload"] = self.payloads
-        return _dumps(reply)
+        return dumps(reply)
 
     def _run_cell(self, code, execution_count, silent):
         filename = "<cell %d>" % execution_count if execution_count else "<cell>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         tree = ast.parse(code, filename=filename, mode="exec")
+        self.bridge.user_code_starting()
         last_expr = None
         if tree.body and isinstance(tree.body[-1], ast.Expr) and not silent:
             if not code.rstrip().endswith(";"):
@@ -223,50 +294,120 @@ class Runtime:
             else:
                 self.displayhook(value)
 
-    def _error_fields(self, exc_info):
-        """ename/evalue/traceback for an exception, without the runtime's frames."""
-        etype, value, tb = exc_info
-        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-            tb = tb.tb_next
-        lines = traceback.format_exception(etype, value, tb)
-        return {
-            "ename": etype.__name__,
-            "evalue": str(value),
-            "traceback": [line.rstrip("\n") for line in lines],
-        }
-
     def _user_expressions(self, expressions):
         results = {}
         for name, source in expressions.items():
             try:
                 value = eval(source, self.user_ns)
             except BaseException:
-                results[name] = {"status": "error", **self._error_fields(sys.exc_info())}
+                error = error_content(sys.exc_info(), skip_file=__file__)
+                results[name] = {"status": "error", **error}
             else:
                 data, metadata = mime_bundle(value)
                 results[name] = {"status": "ok", "data": data, "metadata": metadata}
         return results
 
-    # -- code analysis -------------------------------------------------------
+    # -- requests ------------------------------------------------------------
 
-    def is_complete(self, code):
-        """is_complete_reply content as JSON text, by IPython's rules: code
-        that compiles is still incomplete while its last line is inside an
-        indented block, until a blank line ends it."""
+    def do_is_complete(self, content):
+        """By IPython's rules: code that compiles is still incomplete while its
+        last line is inside an indented block, until a blank line ends it."""
+        code = content.get("code", "")
         try:
             compiled = codeop.compile_command(code, "<input>", "exec")
         except (SyntaxError, OverflowError, ValueError):
-            return _dumps({"status": "invalid"})
+            return {"status": "invalid"}
         lines = code.split("\n")
         last = lines[-1] if lines[-1].strip() or len(lines) == 1 else None
         if compiled is not None and (last is None or not last[:1].isspace()):
-            return _dumps({"status": "complete"})
+            return {"status": "complete"}
         if last is None:
             last = next((line for line in reversed(lines) if line.strip()), "")
         indent = last[: len(last) - len(last.lstrip())]
         if last.rstrip().endswith(":"):
             indent += "    "
-        return _dumps({"status": "incomplete", "indent": indent})
+        return {"status": "incomplete", "indent": indent}
+
+    def do_complete(self, content):
+        code, cursor = self._cursor(content)
+        start = cursor
+        while start > 0 and (code[start - 1].isalnum() or code[start - 1] in "_."):
+            start -= 1
+        text = code[start:cursor]
+        completer = rlcompleter.Completer(self.user_ns)
+        matches, state = [], 0
+        while len(matches) < 1000:
+            match = completer.complete(text, state)
+            if match is None:
+                break
+            matches.append(match.rstrip("("))
+            state += 1
+        return {
+            "matches": list(dict.fromkeys(matches)),
+            "cursor_start": start,
+            "cursor_end": cursor,
+            "metadata": {},
+        }
+
+    def do_inspect(self, content):
+        code, cursor = self._cursor(content)
+        name = cursor_token(code, cursor)
+        try:
+            obj = eval(name, self.user_ns) if name else None
+        except Exception:
+            obj = None
+        if not name or (obj is None and name != "None"):
+            return {"found": False, "data": {}, "metadata": {}}
+        try:
+            signature = name + str(inspect.signature(obj))
+        except (TypeError, ValueError):
+            signature = name
+        text = signature + "\n\n" + (pydoc.getdoc(obj) or type(obj).__name__)
+        return {"found": True, "data": {"text/plain": text}, "metadata": {}}
+
+    def do_history(self, content):
+        output = bool(content.get("output"))
+        entries = [(0, line, (code, out) if output else code) for line, code, out in self.history]
+        kind = content.get("hist_access_type")
+        if kind == "tail":
+            entries = entries[-int(content.get("n") or 10):]
+        elif kind == "range":
+            start, stop = int(content.get("start") or 0), content.get("stop")
+            entries = [e for e in entries if e[1] >= start and (stop is None or e[1] < int(stop))]
+        elif kind == "search":
+            pattern = content.get("pattern") or "*"
+            entries = [e for e in entries if fnmatch.fnmatch(self._source(e), pattern)]
+            if content.get("unique"):
+                seen, unique = set(), []
+                for entry in reversed(entries):
+                    if self._source(entry) not in seen:
+                        seen.add(self._source(entry))
+                        unique.append(entry)
+                entries = unique[::-1]
+            if content.get("n"):
+                entries = entries[-int(content["n"]):]
+        else:
+            entries = []
+        return {"history": entries}
+
+    @staticmethod
+    def _source(entry):
+        return entry[2][0] if isinstance(entry[2], tuple) else entry[2]
+
+
+_NEEDS_IPYTHON = (
+    "Magics (%time, %%writefile, !ls, obj?) need IPython, which is not installed "
+    "in this kernel's environment: pip install ipython, then restart the kernel."
+)
+
+
+def _looks_like_ipython(code):
+    """Whether a cell uses IPython-only syntax (a magic, a shell escape, help)."""
+    for line in code.splitlines():
+        line = line.strip()
+        if line.startswith(("%", "!")) or (line.endswith("?") and not line.startswith("#")):
+            return True
+    return False
 
 
 def _input_unavailable(prompt=""):

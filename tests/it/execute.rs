@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{Channel, Kernel, parent_id, stream_text, types};
+use crate::support::{Channel, Kernel, parent_id, stream_text, strip_ansi, types};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn execute_flow_is_busy_input_outputs_reply_idle() {
@@ -65,14 +65,12 @@ async fn errors_publish_exactly_one_error_message() {
     assert_eq!(reply.content["evalue"], "division by zero");
     let traceback = reply.content["traceback"].as_array().unwrap();
     let text: Vec<&str> = traceback.iter().filter_map(|l| l.as_str()).collect();
+    let text = strip_ansi(&text.join("\n"));
     assert!(
-        text.join("\n").contains("return 1/0"),
-        "traceback shows the cell's source: {text:?}"
+        text.contains("return 1/0"),
+        "traceback shows the cell's source: {text}"
     );
-    assert!(
-        !text.join("\n").contains("mahtab_runtime"),
-        "no kernel frames: {text:?}"
-    );
+    assert!(!text.contains("mahtab"), "no kernel frames: {text}");
     assert_eq!(
         types(&iopub),
         ["status", "execute_input", "error", "status"]

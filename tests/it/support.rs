@@ -17,7 +17,9 @@ use zeromq::{
 /// How long any single expected message may take.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
-pub const KEY: &str = "a0436f6c-1916-498b-8eb9-e81ab9368e84";
+/// The prefix of every test kernel's key; each kernel gets its own key so a
+/// message can never be accepted by another test's kernel.
+pub const KEY: &str = "a0436f6c-1916-498b-8eb9";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {
@@ -56,11 +58,23 @@ impl Drop for TempDir {
     }
 }
 
+/// A free loopback port, never the same twice in this test process: kernels
+/// start concurrently, and a port handed to one kernel but not yet bound by it
+/// must not be handed to another (whose client would then talk to the wrong
+/// kernel).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("reserve a port")
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("reserve a port")
+            .port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// The `mahtab` binary under test.
@@ -70,11 +84,12 @@ pub fn mahtab_binary() -> &'static str {
 
 /// The connection file content for the given ports and scheme (tcp).
 pub fn connection_json(ports: [u16; 5], scheme: &str) -> Value {
+    let key = format!("{KEY}-{}", uuid::Uuid::new_v4());
     json!({
         "ip": "127.0.0.1", "transport": "tcp",
         "shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2],
         "control_port": ports[3], "hb_port": ports[4],
-        "key": KEY, "signature_scheme": scheme, "kernel_name": "mahtab",
+        "key": key, "signature_scheme": scheme, "kernel_name": "mahtab",
     })
 }
 
@@ -84,6 +99,8 @@ pub fn spawn_kernel(dir: &TempDir, connection: &Value) -> Child {
     std::fs::write(&file, connection.to_string()).expect("write connection file");
     let mut command = Command::new(mahtab_binary());
     command.arg("kernel").arg("-f").arg(&file);
+    // IPython keeps history and profiles here; each test kernel gets its own.
+    command.env("IPYTHONDIR", dir.0.join("ipython"));
     if let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") {
         command.arg("--python").arg(python);
     }
@@ -153,7 +170,8 @@ impl Kernel {
                 .expect("connect heartbeat");
         })
         .await;
-        let signer = Signer::new("hmac-sha256", KEY.as_bytes()).unwrap();
+        let key = connection["key"].as_str().unwrap_or_default();
+        let signer = Signer::new("hmac-sha256", key.as_bytes()).unwrap();
         let mut kernel = Self {
             child,
             _dir: dir,
@@ -204,8 +222,9 @@ impl Kernel {
             Channel::Shell => &mut self.shell,
             Channel::Control => &mut self.control,
         };
-        let message = within(TIMEOUT, socket.recv())
+        let message = tokio::time::timeout(TIMEOUT, socket.recv())
             .await
+            .unwrap_or_else(|_| panic!("timed out waiting for a {channel:?} reply"))
             .expect("receive a reply");
         self.codec
             .decode(message.into_vec())
@@ -227,8 +246,9 @@ impl Kernel {
     }
 
     pub async fn next_iopub(&mut self) -> Message {
-        let message = within(TIMEOUT, self.iopub.recv())
+        let message = tokio::time::timeout(TIMEOUT, self.iopub.recv())
             .await
+            .expect("timed out waiting for an IOPub message")
             .expect("receive on iopub");
         self.codec
             .decode(message.into_vec())
@@ -343,6 +363,25 @@ pub fn types(messages: &[Message]) -> Vec<&str> {
         .iter()
         .map(|m| m.header.msg_type.as_str())
         .collect()
+}
+
+/// `text` without ANSI colour codes (IPython colours its tracebacks).
+pub fn strip_ansi(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Skip "ESC [ params letter".
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
 }
 
 /// Concatenated text of the stream messages named `name`.

@@ -1,39 +1,17 @@
 """Protocol conformance: runs the public jupyter_kernel_test suite (0.7.0)
-against the kernel, with every sample attribute the suite knows filled in
-(the samples are ipykernel's, so the suite also passes against `python3`).
+against the kernel, with every sample attribute the suite knows filled in.
+The samples are ipykernel's, so the suite also passes against `python3`
+(except history "range", which ipykernel gets wrong; see below).
 
-Tests for features the mahtab kernel does not have yet are listed in
-PENDING_PYTHON_FEATURES. They are skipped when testing the `mahtab` kernel,
-unless MAHTAB_CONFORMANCE_FULL=1. Against any other kernel (e.g. python3)
-everything runs. When a feature lands, delete its name from the set; when
-the set is empty, delete the mechanism.
+Every test of the suite runs; none is skipped for lack of a sample.
 """
 
 from __future__ import annotations
-
-import os
 
 # Import the module, not the classes: a TestCase imported into this namespace
 # would be collected by pytest and run a second time with its defaults.
 import jupyter_kernel_test as jkt
 from conftest import KERNEL_NAME
-
-PENDING_REASON = "pending: Python features issue"
-
-PENDING_PYTHON_FEATURES = {
-    "test_completion",
-    "test_is_complete",
-    "test_pager",
-    "test_display_data",
-    "test_history",
-    "test_inspect",
-    "test_clear_output",
-}
-
-
-def skip_pending_features() -> bool:
-    return KERNEL_NAME == "mahtab" and os.environ.get("MAHTAB_CONFORMANCE_FULL") != "1"
-
 
 class MahtabKernelTests(jkt.KernelTests):
     kernel_name = KERNEL_NAME
@@ -94,11 +72,6 @@ class MahtabKernelTests(jkt.KernelTests):
     # iopub clear_output
     code_clear_output = "from IPython.display import clear_output; clear_output()"
 
-    def setUp(self) -> None:
-        super().setUp()
-        if skip_pending_features() and self._testMethodName in PENDING_PYTHON_FEATURES:
-            self.skipTest(PENDING_REASON)
-
 
 class MahtabIopubWelcomeTests(jkt.IopubWelcomeTests):
     kernel_name = KERNEL_NAME
@@ -126,8 +99,3 @@ def test_every_suite_setting_is_provided() -> None:
         assert "kernel_name" in settings  # sanity check of the introspection
         missing = sorted(name for name in settings if not vars(ours).get(name))
         assert not missing, f"{ours.__name__} leaves suite settings at their defaults: {missing}"
-
-
-def test_pending_features_name_real_suite_tests() -> None:
-    suite_tests = {name for name in dir(jkt.KernelTests) if name.startswith("test_")}
-    assert PENDING_PYTHON_FEATURES <= suite_tests, PENDING_PYTHON_FEATURES - suite_tests

@@ -72,8 +72,9 @@ def reap_kernel(connection_file: Path) -> list[str]:
 #
 # ipykernel 7.4 itself loses this race: about half of its runs hang here (the
 # kernel logs the execute_request and its reply, the console receives only
-# iopub_welcome, sent once the late subscription arrives). So against python3
-# a hang is an expected failure; the mahtab kernel must not hang.
+# iopub_welcome, sent once the late subscription arrives); in other runs the
+# subscription lands mid-execution and only the "42" is lost. So against python3
+# these two symptoms are expected failures; the mahtab kernel must show neither.
 #
 # `exit` must end the console by itself: the kernel answers it with an
 # execute_reply payload {"source": "ask_exit"}. The line after `exit` proves it:
@@ -87,6 +88,10 @@ class ConsoleHung(AssertionError):
     """jupyter console did not finish the piped session in time."""
 
 
+class OutputLost(AssertionError):
+    """The console finished, but the output of print(6*7) never reached it."""
+
+
 def _text(output: str | bytes | None) -> str:
     # TimeoutExpired carries bytes even when the run used text=True.
     if isinstance(output, bytes):
@@ -96,7 +101,7 @@ def _text(output: str | bytes | None) -> str:
 
 @pytest.mark.xfail(
     KERNEL_NAME == "python3",
-    raises=ConsoleHung,
+    raises=(ConsoleHung, OutputLost),
     strict=False,
     reason="ipykernel loses the IOPub slow-joiner race against jupyter console",
 )
@@ -125,7 +130,10 @@ def test_piped_input_runs_and_exit_ends_console(attempt: int, tmp_path: Path) ->
     assert result.returncode == 0, transcript
     assert "In [1]:" in result.stdout, transcript
     after_first_prompt = result.stdout.split("In [1]:", 1)[1]
-    assert re.search(r"\b42\b", after_first_prompt), transcript
+    if not re.search(r"\b42\b", after_first_prompt):
+        # The subscription arrived during the execution: status idle got through,
+        # the stream message before it did not.
+        raise OutputLost(f"no 42 after the first prompt (slow joiner?)\n{transcript}")
     assert "after-exit" not in result.stdout, f"`exit` did not end the console\n{transcript}"
     assert "Do you really want to exit" not in result.stdout, transcript
     assert not leftover_kernels, f"kernel still running after console exit: {leftover_kernels}"

@@ -1,0 +1,217 @@
+"""The IPython runtime: cells run through an IPython ``InteractiveShell``
+whose display publisher, displayhook, pager and tracebacks publish to the
+kernel, as ipykernel's shell does. Loaded as ``_mahtab_ipython``; importing it
+fails with ImportError when IPython is not installed.
+"""
+
+import json
+import os
+import sys
+
+from IPython.core import page
+from IPython.core.autocall import ZMQExitAutocall
+from IPython.core.completer import provisionalcompleter
+from IPython.core.displayhook import DisplayHook
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.tokenutil import token_at_cursor
+from traitlets import Instance, Type, default
+
+from _mahtab_runtime import BaseRuntime, dumps
+
+
+class KernelDisplayPublisher(DisplayPublisher):
+    """``display()`` and ``clear_output()`` become IOPub messages."""
+
+    runtime = None
+
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+        content = {"data": data, "metadata": metadata or {}, "transient": transient or {}}
+        self.runtime.publish("update_display_data" if update else "display_data", content)
+
+    def clear_output(self, wait=False):
+        self.runtime.publish("clear_output", {"wait": bool(wait)})
+
+
+class KernelDisplayHook(DisplayHook):
+    """A cell's last value becomes ``execute_result`` (``Out[n]`` and ``_`` as usual)."""
+
+    runtime = None
+    msg = None
+
+    def start_displayhook(self):
+        super().start_displayhook()
+        self.msg = {"execution_count": self.prompt_count, "data": {}, "metadata": {}}
+
+    def write_output_prompt(self):
+        self.msg["execution_count"] = self.prompt_count
+
+    def write_format_data(self, format_dict, md_dict=None):
+        self.msg["data"] = format_dict
+        self.msg["metadata"] = md_dict or {}
+
+    def finish_displayhook(self):
+        msg, self.msg = self.msg, None
+        self._is_active = False
+        if msg and msg["data"]:
+            self.runtime.publish("execute_result", msg)
+
+
+class MahtabShell(InteractiveShell):
+    """An InteractiveShell wired to the kernel instead of a terminal."""
+
+    displayhook_class = Type(KernelDisplayHook)
+    display_pub_class = Type(KernelDisplayPublisher)
+    exiter = Instance(ZMQExitAutocall)
+    keepkernel_on_exit = None
+    runtime = None
+
+    @default("exiter")
+    def _default_exiter(self):
+        return ZMQExitAutocall(self)
+
+    def init_environment(self):
+        # No terminal to page in: subprocesses should print, not wait.
+        os.environ.update({"TERM": "xterm-color", "CLICOLOR": "1", "PAGER": "cat", "GIT_PAGER": "cat"})
+
+    def init_hooks(self):
+        super().init_hooks()
+        self.set_hook("show_in_pager", page.as_hook(self._page), 99)
+
+    def init_virtualenv(self):
+        # The kernel embeds the environment it was installed for; nothing to adjust.
+        pass
+
+    def _page(self, strng, start=0, screen_lines=0, pager_cmd=None):
+        data = strng if isinstance(strng, dict) else {"text/plain": strng}
+        self.payload_manager.write_payload({"source": "page", "data": data, "start": max(0, start)})
+
+    def ask_exit(self):
+        self.exit_now = not self.keepkernel_on_exit
+        self.payload_manager.write_payload({"source": "ask_exit", "keepkernel": self.keepkernel_on_exit})
+
+    def enable_gui(self, gui=None):
+        if gui not in (None, "inline"):
+            from IPython.core.error import UsageError
+
+            raise UsageError("GUI event loop %r is not supported in this kernel" % gui)
+
+    async def run_ast_nodes(self, *args, **kwargs):
+        # The last step before the user's code: a kept interrupt lands here,
+        # inside run_cell's error handling, not in an event hook.
+        self.runtime.bridge.user_code_starting()
+        return await super().run_ast_nodes(*args, **kwargs)
+
+    def _showtraceback(self, etype, evalue, stb):
+        error = {"ename": etype.__name__, "evalue": str(evalue), "traceback": stb}
+        self.last_error = error
+        self.runtime.publish("error", error)
+
+
+class IPythonRuntime(BaseRuntime):
+    """Cells, completion, inspection and history through IPython."""
+
+    def __init__(self, bridge):
+        super().__init__(bridge)
+        self.shell = MahtabShell.instance()
+        self.shell.runtime = self
+        self.shell.display_pub.runtime = self
+        self.shell.displayhook.runtime = self
+        # Jedi is slow to complete and VS Code turns it off too; IPython's own
+        # completer covers attributes, imports, paths and dictionary keys.
+        self.shell.Completer.use_jedi = False
+        self.user_ns = self.shell.user_ns
+
+    def execute(self, code, execution_count, silent, store_history, user_expressions_json):
+        shell = self.shell
+        shell.last_error = None
+        # IPython numbers a stored cell with execution_count and then moves it
+        # on; the kernel owns the count, so set it before every cell.
+        shell.execution_count = execution_count if store_history else execution_count + 1
+        result = shell.run_cell(code, store_history=store_history, silent=silent)
+        if result.success:
+            reply = {"status": "ok", "user_expressions": shell.user_expressions(json.loads(user_expressions_json))}
+        else:
+            error = result.error_before_exec or result.error_in_exec
+            reply = {
+                "status": "error",
+                "ename": type(error).__name__,
+                "evalue": str(error),
+                "traceback": (shell.last_error or {}).get("traceback", []),
+                "user_expressions": {},
+            }
+            if shell.last_error is None:
+                # Errors IPython does not show itself (rare) still reach the client once.
+                self.publish("error", {k: reply[k] for k in ("ename", "evalue", "traceback")})
+        reply["payload"] = shell.payload_manager.read_payload()
+        shell.payload_manager.clear_payload()
+        return dumps(reply)
+
+    def do_is_complete(self, content):
+        status, indent = self.shell.input_transformer_manager.check_complete(content.get("code", ""))
+        reply = {"status": status}
+        if status == "incomplete":
+            reply["indent"] = " " * (indent or 0)
+        return reply
+
+    def do_complete(self, content):
+        code, cursor = self._cursor(content)
+        with provisionalcompleter():
+            completions = list(self.shell.Completer.completions(code, cursor))
+        if not completions:
+            return {"matches": [], "cursor_start": cursor, "cursor_end": cursor, "metadata": {}}
+        # Completions may start at different offsets; widen all to one range.
+        start = min(c.start for c in completions)
+        end = max(c.end for c in completions)
+        matches, types = [], []
+        for c in completions:
+            text = code[start:c.start] + c.text + code[c.end:end]
+            if text not in matches:
+                matches.append(text)
+                types.append({"start": start, "end": end, "text": text, "type": c.type, "signature": c.signature})
+        return {
+            "matches": matches,
+            "cursor_start": start,
+            "cursor_end": end,
+            "metadata": {"_jupyter_types_experimental": types},
+        }
+
+    def do_inspect(self, content):
+        code, cursor = self._cursor(content)
+        name = token_at_cursor(code, cursor)
+        try:
+            bundle = self.shell.object_inspect_mime(name, detail_level=int(content.get("detail_level") or 0))
+        except KeyError:
+            return {"found": False, "data": {}, "metadata": {}}
+        if not self.shell.enable_html_pager:
+            bundle.pop("text/html", None)
+        return {"found": True, "data": bundle, "metadata": {}}
+
+    def do_history(self, content):
+        history = self.shell.history_manager
+        raw, output = bool(content.get("raw", True)), bool(content.get("output", False))
+        kind = content.get("hist_access_type")
+        if kind == "tail":
+            entries = history.get_tail(int(content.get("n") or 10), raw=raw, output=output, include_latest=True)
+        elif kind == "range":
+            entries = history.get_range(
+                int(content.get("session") or 0),
+                int(content.get("start") or 0),
+                content.get("stop"),
+                raw=raw,
+                output=output,
+            )
+        elif kind == "search":
+            entries = history.search(
+                content.get("pattern") or "*",
+                raw=raw,
+                output=output,
+                n=content.get("n"),
+                unique=bool(content.get("unique", False)),
+            )
+        else:
+            entries = []
+        # IPython numbers the current session 0 in ranges; clients expect its
+        # real number, the one tail and search report.
+        current = history.session_number
+        return {"history": [[session or current, *rest] for session, *rest in entries]}
