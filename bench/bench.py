@@ -10,10 +10,12 @@ kernel:
   echo       bench/echo_kernel.py, a pyzmq kernel that does nothing and so
              shows the floor set by the client, sockets and message encoding
 
-Per kernel: cold start, trivial-cell latency (sequential p50/p99, pipelined
-throughput), a big stdout stream with an exact-text check, RSS, interrupt
-latency and shutdown time; then ratios to ipykernel. This is a report, not a
-test: nothing is asserted, and a kernel that fails is killed and reported.
+Per kernel: cold start, time to the first cell's reply, trivial-cell latency
+(sequential p50/p99, pipelined throughput), completion, inspect and
+is_complete latency, a big stdout stream with an exact-text check, RSS,
+interrupt latency and shutdown time; then ratios to ipykernel. This is a
+report, not a test: nothing is asserted, and a kernel that fails is killed and
+reported.
 See bench/README.md for what each figure means.
 
 Usage: .venv/bin/python bench/bench.py [--kernels mahtab,ipykernel,echo]
@@ -30,6 +32,7 @@ import statistics
 import sys
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 
@@ -47,13 +50,20 @@ VENV_KERNELS = VENV / "share" / "jupyter" / "kernels"
 START_TIMEOUT = 60.0
 SYNC_ATTEMPT_TIMEOUT = 1.0
 CELL_TIMEOUT = 30.0
+REQUEST_TIMEOUT = 30.0  # complete, inspect, is_complete; the first may load jedi
 PIPELINE_TIMEOUT = 300.0
 BIG_OUTPUT_TIMEOUT = 300.0
 INTERRUPT_TIMEOUT = 15.0  # the interrupted cell would otherwise sleep 30 s
 LIVENESS_CHECK_INTERVAL = 0.5
 
 INTERRUPT_ROUNDS = 5
+REQUEST_REPEATS = 50  # per request kind, after the first one
 TRIVIAL_CELL = "1+1"
+COMPLETE_CODES = ("import o", "import os; os.pa")
+INSPECT_CODE = "len"
+IS_COMPLETE_CODE = "for i in range(3):"
+# An is_complete_reply's status is the verdict on the code; only "error" is a failure.
+IS_COMPLETE_STATUSES = ("complete", "incomplete", "invalid", "unknown")
 # The cell announces on stdout that it has reached user code: interrupting as
 # soon as execute_input arrives races the kernel's own code (ipykernel then
 # logs "KeyboardInterrupt caught in kernel" and carries on sleeping).
@@ -64,7 +74,7 @@ SLEEP_CELL = 'import time; print("sleeping", flush=True); time.sleep(30)'
 class Kernel:
     name: str
     spec_name: str
-    runs_code: bool  # False for echo: it cannot print, sleep or be interrupted
+    runs_code: bool  # False for echo: it cannot print, sleep, complete or be interrupted
 
 
 KERNELS = {
@@ -121,6 +131,7 @@ class KernelRun:
     def __init__(self, ksm, spec_name):
         self.km = KernelManager(kernel_name=spec_name, kernel_spec_manager=ksm)
         self.kc = None
+        self.launched_at = None
         self.poller = zmq.Poller()
         self.channels = {}
 
@@ -130,7 +141,7 @@ class KernelRun:
 
     def start(self):
         """Launch the kernel; return seconds from launch to the first kernel_info_reply."""
-        started = perf_counter()
+        self.launched_at = perf_counter()
         self.km.start_kernel()
         self.kc = self.km.client()
         self.kc.start_channels()
@@ -139,7 +150,7 @@ class KernelRun:
             self.channels[channel.socket] = channel
         msg_id = self.kc.kernel_info()
         outcome = self.wait([msg_id], START_TIMEOUT, need_idle=False)[msg_id]
-        return outcome.replied_at - started
+        return outcome.replied_at - self.launched_at
 
     def sync_iopub(self):
         """Send kernel_info_requests until one's idle status arrives on iopub.
@@ -192,6 +203,13 @@ class KernelRun:
                     pending -= 1
         return outcomes
 
+    def drain_iopub(self):
+        """Drop the iopub messages already queued (busy/idle of requests whose
+        idle is not waited for), so they don't pile up."""
+        channel = self.kc.iopub_channel
+        while channel.msg_ready():
+            channel.get_msg(timeout=0)
+
     def shutdown(self):
         """Return seconds taken by the normal shutdown path of KernelManager."""
         self.kc.stop_channels()
@@ -207,10 +225,21 @@ class KernelRun:
             self.km.shutdown_kernel(now=True)
 
 
-def require_ok(reply):
+def require_ok(reply, ok=("ok",)):
     content = reply["content"]
-    if content["status"] != "ok":
-        raise RuntimeError(f"execute_reply status {content['status']}: {content.get('ename')} {content.get('evalue')}")
+    if content["status"] not in ok:
+        raise RuntimeError(f"{reply['msg_type']} status {content['status']}: "
+                           f"{content.get('ename')} {content.get('evalue')}")
+
+
+def first_execute(run):
+    """Seconds from launch to the execute_reply of a trivial cell sent as soon
+    as the first kernel_info_reply has arrived. Its idle is not waited for:
+    iopub may not be subscribed yet."""
+    msg_id = run.kc.execute(TRIVIAL_CELL)
+    outcome = run.wait([msg_id], START_TIMEOUT, need_idle=False)[msg_id]
+    require_ok(outcome.reply)
+    return outcome.replied_at - run.launched_at
 
 
 def trivial_sequential(run, cells):
@@ -234,6 +263,46 @@ def trivial_pipelined(run, cells):
     for outcome in outcomes:
         require_ok(outcome.reply)
     return max(outcome.done_at for outcome in outcomes) - sent
+
+
+def request_latencies(run, send, repeats, ok=("ok",)):
+    """Seconds from send() to its reply, for one request and then `repeats`
+    more, one at a time, and the first reply's content. Idle is not waited
+    for; iopub is drained after each reply instead."""
+    latencies, first_reply = [], None
+    for _ in range(1 + repeats):
+        sent = perf_counter()
+        msg_id = send()
+        outcome = run.wait([msg_id], REQUEST_TIMEOUT, need_idle=False)[msg_id]
+        run.drain_iopub()
+        require_ok(outcome.reply, ok)
+        latencies.append(outcome.replied_at - sent)
+        first_reply = first_reply or outcome.reply
+    return latencies, first_reply["content"]
+
+
+def completions(run, repeats):
+    """complete_request latencies for each of COMPLETE_CODES, cursor at the
+    end, with the first reply's matches."""
+    results = {}
+    for code in COMPLETE_CODES:
+        latencies, content = request_latencies(run, partial(run.kc.complete, code, len(code)), repeats)
+        results[code] = {"latencies_s": latencies, "matches": content["matches"]}
+    return results
+
+
+def inspection(run, repeats):
+    """inspect_request latencies for INSPECT_CODE, cursor at the end, detail level 0."""
+    code = INSPECT_CODE
+    latencies, content = request_latencies(run, partial(run.kc.inspect, code, len(code), 0), repeats)
+    return {"code": code, "latencies_s": latencies, "found": content["found"]}
+
+
+def is_complete_check(run, repeats):
+    """is_complete_request latencies for IS_COMPLETE_CODE."""
+    code = IS_COMPLETE_CODE
+    latencies, content = request_latencies(run, partial(run.kc.is_complete, code), repeats, IS_COMPLETE_STATUSES)
+    return {"code": code, "latencies_s": latencies, "status": content["status"]}
 
 
 def big_output(run, lines):
@@ -305,7 +374,16 @@ def bench_kernel(kernel, ksm, args):
         raw["pid"] = run.pid
         raw["rss_start_mb"] = rss_mb(run.pid)
         progress(kernel.name, f"started in {raw['cold_start_s'] * 1000:.0f} ms (pid {run.pid})")
+        if kernel.runs_code:
+            raw["first_execute_s"] = first_execute(run)
+            raw["rss_first_cell_mb"] = rss_mb(run.pid)
+            progress(kernel.name, f"first cell replied {raw['first_execute_s'] * 1000:.0f} ms after launch")
         run.sync_iopub()
+        if kernel.runs_code:
+            raw["complete"] = completions(run, REQUEST_REPEATS)
+            raw["inspect"] = inspection(run, REQUEST_REPEATS)
+            raw["is_complete"] = is_complete_check(run, REQUEST_REPEATS)
+            progress(kernel.name, f"complete, inspect and is_complete requests done (1 + {REQUEST_REPEATS} each)")
         raw["cell_latencies_s"] = trivial_sequential(run, args.cells)
         progress(kernel.name, f"{args.cells} sequential cells done")
         raw["pipelined_s"] = trivial_pipelined(run, args.cells)
@@ -316,7 +394,8 @@ def bench_kernel(kernel, ksm, args):
             raw["interrupt_s"] = interrupts(run, INTERRUPT_ROUNDS)
             progress(kernel.name, f"{INTERRUPT_ROUNDS} interrupts done")
         else:
-            raw["note"] = "big output and interrupts not measured: the echo kernel runs no code"
+            raw["note"] = ("first cell, requests, big output and interrupts not measured: "
+                           "the echo kernel runs no code")
         raw["rss_end_mb"] = rss_mb(run.pid)
         raw["shutdown_s"] = run.shutdown()
         progress(kernel.name, "shut down")
@@ -339,20 +418,38 @@ def summarize(raw, cells):
     def ms(seconds):
         return None if seconds is None else seconds * 1000
 
+    def first_ms(request):
+        return ms(request["latencies_s"][0]) if request else None
+
+    def repeats_p50_ms(request):
+        return ms(nearest_rank(request["latencies_s"][1:], 50)) if request else None
+
     latencies = raw.get("cell_latencies_s")
     pipelined = raw.get("pipelined_s")
+    complete = raw.get("complete", {})
     big = raw.get("big_output", {})
     irq = raw.get("interrupt_s")
-    return {
+    figures = {
         "cold start (ms)": ms(raw.get("cold_start_s")),
+        f"first `{TRIVIAL_CELL}` reply (ms)": ms(raw.get("first_execute_s")),
         "trivial cell p50 (ms)": ms(nearest_rank(latencies, 50)) if latencies else None,
         "trivial cell p99 (ms)": ms(nearest_rank(latencies, 99)) if latencies else None,
         "pipelined total (ms)": ms(pipelined),
         "pipelined cells/s": cells / pipelined if pipelined else None,
+    }
+    for code in COMPLETE_CODES:
+        request = complete.get(code)
+        figures[f"complete `{code}` first (ms)"] = first_ms(request)
+        figures[f"complete `{code}` p50 (ms)"] = repeats_p50_ms(request)
+        figures[f"complete `{code}` matches"] = len(request["matches"]) if request else None
+    return figures | {
+        f"inspect `{INSPECT_CODE}` p50 (ms)": repeats_p50_ms(raw.get("inspect")),
+        f"is_complete `{IS_COMPLETE_CODE}` p50 (ms)": repeats_p50_ms(raw.get("is_complete")),
         "big output to idle (ms)": ms(big.get("seconds_to_idle")),
         "big output stream msgs": big.get("stream_messages"),
         "big output text": {True: "ok", False: "MISMATCH"}.get(big.get("text_ok")),
         "RSS after start (MB)": raw.get("rss_start_mb"),
+        "RSS after first cell (MB)": raw.get("rss_first_cell_mb"),
         "RSS after run (MB)": raw.get("rss_end_mb"),
         "interrupt first (ms)": ms(irq[0]) if irq else None,
         "interrupt median rest (ms)": ms(statistics.median(irq[1:])) if irq else None,
@@ -432,6 +529,7 @@ def main():
         "cells": args.cells,
         "lines": args.lines,
         "interrupt_rounds": INTERRUPT_ROUNDS,
+        "request_repeats": REQUEST_REPEATS,
     }
     raws, notes = {}, {}
     with tempfile.TemporaryDirectory(prefix="mahtab-bench-") as jupyter_path:
@@ -451,7 +549,8 @@ def main():
     ran = [name for name in args.kernels if "skipped" not in raws[name]]
     summaries = {name: summarize(raws[name], args.cells) for name in ran}
     print(f"python {meta['python']}, jupyter_client {meta['jupyter_client']}, {meta['cpus']} CPUs; "
-          f"{args.cells} trivial cells, {args.lines} lines, {INTERRUPT_ROUNDS} interrupts\n")
+          f"{args.cells} trivial cells, {args.lines} lines, 1 + {REQUEST_REPEATS} of each request, "
+          f"{INTERRUPT_ROUNDS} interrupts\n")
     if summaries:
         print_report(ran, summaries, notes)
     else:

@@ -117,9 +117,17 @@ fn main() -> Result<()> {
 }
 
 fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>) -> Result<()> {
-    // A kernel's stdout is not a user channel: log to stderr.
+    // A kernel's stdout is not a user channel: log to stderr. The kernel
+    // captures fds 1 and 2 for cell output, so keep a copy of the real stderr
+    // for the log and for panic messages.
+    mahtab::python::preserve_stderr();
+    let log = std::sync::Mutex::new(mahtab::python::original_stderr());
+    std::panic::set_hook(Box::new(|info| {
+        use std::io::Write;
+        let _ = writeln!(mahtab::python::original_stderr(), "mahtab: {info}");
+    }));
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(log)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MAHTAB_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),

@@ -47,8 +47,12 @@ impl Iopub {
 
     /// Publishes `msg_type` with `content` and the given parent header.
     pub fn publish(&self, msg_type: &str, content: Value, parent: Arc<Value>) {
-        let mut out = Outgoing::new(msg_type, content, parent);
-        out.identities = vec![Bytes::from(msg_type.to_owned())];
+        self.send(Outgoing::new(msg_type, content, parent));
+    }
+
+    /// Publishes a fully built message; its topic is its message type.
+    pub fn send(&self, mut out: Outgoing) {
+        out.identities = vec![Bytes::from(out.msg_type.clone())];
         // The actor ends only at shutdown; messages after that have nowhere to go.
         let _ = self.commands.send(Command::Publish(out));
     }

@@ -15,6 +15,7 @@ mod iopub;
 mod requests;
 mod router;
 mod shell;
+mod stdin;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -24,10 +25,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
 
-use crate::python::{Interrupter, Output, OutputSink, PythonConfig, PythonHandle};
+use crate::python::{
+    InputProvider, InputUnavailable, Interrupter, Output, OutputSink, PythonConfig, PythonHandle,
+};
 use crate::wire::{Codec, Signer, SigningError, no_parent};
 use iopub::Iopub;
 use router::RouterChannel;
+use stdin::Stdin;
 
 pub use info::kernel_info;
 
@@ -54,7 +58,7 @@ struct Shared {
     kernel_info: Value,
     python: PythonHandle,
     interrupter: Interrupter,
-    outputs: Arc<IopubSink>,
+    current: Arc<CurrentRequest>,
     shutdown: CancellationToken,
 }
 
@@ -75,19 +79,20 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     bind(&mut control, "control", endpoint(connection.control_port)).await?;
     let mut shell = RouterSocket::new();
     bind(&mut shell, "shell", endpoint(connection.shell_port)).await?;
-    // stdin is bound so clients can connect; input() over it comes later.
     let mut stdin = RouterSocket::new();
     bind(&mut stdin, "stdin", endpoint(connection.stdin_port)).await?;
 
     let (iopub, iopub_task) = Iopub::start(iopub_socket, codec.clone());
     iopub.status("starting", no_parent());
-    let outputs = Arc::new(IopubSink::new(iopub.clone()));
-    let (python_handle, interrupter) = PythonHandle::start(python, outputs.clone());
+    let (stdin, stdin_task) = Stdin::start(stdin, codec.clone());
+    let current = Arc::new(CurrentRequest::new(iopub.clone(), stdin));
+    let (python_handle, interrupter) =
+        PythonHandle::start(python, current.clone(), current.clone());
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version()),
         python: python_handle,
         interrupter,
-        outputs,
+        current,
         shutdown: CancellationToken::new(),
     });
 
@@ -100,10 +105,15 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     shared.shutdown.cancelled().await;
     iopub.flush().await;
     tokio::time::sleep(LINGER).await;
-    for task in [heartbeat_task, control_task, shell_task, iopub_task] {
+    for task in [
+        heartbeat_task,
+        control_task,
+        shell_task,
+        stdin_task,
+        iopub_task,
+    ] {
         task.abort();
     }
-    drop(stdin);
     Ok(())
 }
 
@@ -122,40 +132,85 @@ async fn bind<S: Socket>(
     }
 }
 
-/// Publishes Python's output on IOPub, parented to the request being served.
-struct IopubSink {
+/// The request being served: Python's output is published with it as parent,
+/// and `input()` asks the client that sent it.
+struct CurrentRequest {
     iopub: Iopub,
-    parent: Mutex<Arc<Value>>,
+    stdin: Stdin,
+    state: Mutex<RequestState>,
 }
 
-impl IopubSink {
-    fn new(iopub: Iopub) -> Self {
+struct RequestState {
+    header: Arc<Value>,
+    identities: Vec<bytes::Bytes>,
+    allow_stdin: bool,
+}
+
+impl CurrentRequest {
+    fn new(iopub: Iopub, stdin: Stdin) -> Self {
         Self {
             iopub,
-            parent: Mutex::new(no_parent()),
+            stdin,
+            state: Mutex::new(RequestState {
+                header: no_parent(),
+                identities: Vec::new(),
+                allow_stdin: false,
+            }),
         }
     }
 
-    /// Output from now on belongs to the request with this header.
-    fn set_parent(&self, parent: Arc<Value>) {
-        *self.parent.lock().unwrap_or_else(PoisonError::into_inner) = parent;
+    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Output and input from now on belong to `request`.
+    fn set(&self, request: &crate::wire::Message, allow_stdin: bool) {
+        let mut state = self.lock();
+        state.header = request.raw_header.clone();
+        state.identities = request.identities.clone();
+        state.allow_stdin = allow_stdin;
     }
 }
 
-impl OutputSink for IopubSink {
+impl OutputSink for CurrentRequest {
     fn emit(&self, output: Output) {
-        let parent = self
-            .parent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let parent = self.lock().header.clone();
         match output {
             Output::Stream { name, text } => self.iopub.publish(
                 "stream",
                 json!({ "name": name.as_str(), "text": text }),
                 parent,
             ),
-            Output::Message { msg_type, content } => self.iopub.publish(&msg_type, content, parent),
+            Output::Message {
+                msg_type,
+                content,
+                metadata,
+                buffers,
+            } => {
+                let mut out = crate::wire::Outgoing::new(msg_type, content, parent);
+                out.metadata = metadata;
+                out.buffers = buffers;
+                self.iopub.send(out);
+            }
         }
+    }
+}
+
+impl InputProvider for CurrentRequest {
+    fn request_input(
+        &self,
+        prompt: &str,
+        password: bool,
+    ) -> Result<std::sync::mpsc::Receiver<String>, InputUnavailable> {
+        let state = self.lock();
+        if !state.allow_stdin {
+            return Err(InputUnavailable);
+        }
+        Ok(self.stdin.request(
+            prompt,
+            password,
+            state.identities.clone(),
+            state.header.clone(),
+        ))
     }
 }

@@ -37,6 +37,8 @@ pub struct ExecuteRequest {
     pub store_history: Option<bool>,
     #[serde(default)]
     pub user_expressions: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub allow_stdin: bool,
     #[serde(default = "default_true")]
     pub stop_on_error: bool,
 }
@@ -65,19 +67,6 @@ pub struct ShutdownRequest {
 impl ShutdownRequest {
     pub fn parse(content: &Value) -> Result<Self, BadContent> {
         parse("shutdown_request", content)
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct CommOpen {
-    pub comm_id: String,
-    #[serde(default)]
-    pub target_name: String,
-}
-
-impl CommOpen {
-    pub fn parse(content: &Value) -> Result<Self, BadContent> {
-        parse("comm_open", content)
     }
 }
 

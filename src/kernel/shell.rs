@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::Shared;
-use super::requests::{CommOpen, ExecuteRequest, ShutdownRequest};
+use super::requests::{ExecuteRequest, ShutdownRequest};
 use super::router::{self, RouterChannel};
 use crate::python::ExecuteCell;
 use crate::wire::Message;
@@ -76,21 +76,8 @@ async fn serve(
         | "inspect_request"
         | "history_request"
         | "comm_info_request" => ask_python(channel, shared, request).await,
-        "comm_open" => match CommOpen::parse(&request.content) {
-            // No comm targets are registered yet: refuse, as the spec asks.
-            Ok(open) => {
-                tracing::info!("shell: no comm target {:?}; closing", open.target_name);
-                channel.iopub.publish(
-                    "comm_close",
-                    json!({ "comm_id": open.comm_id, "data": {} }),
-                    request.raw_header.clone(),
-                );
-            }
-            Err(e) => tracing::warn!("shell: {e}"),
-        },
-        "comm_msg" | "comm_close" => {
-            tracing::debug!("shell: {} for an unknown comm", request.header.msg_type);
-        }
+        // Comm messages are not requests: Python handles them, nobody replies.
+        "comm_open" | "comm_msg" | "comm_close" => tell_python(shared, request).await,
         _ => {
             if !answer_without_python(channel, shared, request).await {
                 tracing::warn!("shell: unknown message type {}", request.header.msg_type);
@@ -154,7 +141,7 @@ async fn execute(
             request.raw_header.clone(),
         );
     }
-    shared.outputs.set_parent(request.raw_header.clone());
+    shared.current.set(request, exec.allow_stdin);
     let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let outcome = shared
         .python
@@ -195,6 +182,25 @@ async fn execute(
     channel.send_outgoing(reply).await;
 }
 
+/// Hands a comm message to Python's comm manager; no reply is due.
+async fn tell_python(shared: &Shared, request: &Message) {
+    let msg_type = request.header.msg_type.as_str();
+    if !request.content.is_object() {
+        tracing::warn!("shell: dropped {msg_type}: content is not a JSON object");
+        return;
+    }
+    shared.current.set(request, false);
+    let content = request.content.clone();
+    let buffers = request.buffers.clone();
+    if let Err(error) = shared.python.request(msg_type, content, buffers).await {
+        tracing::warn!(
+            "shell: {msg_type} failed: {}: {}",
+            error.ename,
+            error.evalue
+        );
+    }
+}
+
 /// Requests answered by the Python runtime. Content that is not an object
 /// gets an error reply here; Python checks the fields it needs.
 async fn ask_python(channel: &mut RouterChannel, shared: &Shared, request: &Message) {
@@ -204,10 +210,10 @@ async fn ask_python(channel: &mut RouterChannel, shared: &Shared, request: &Mess
         channel.reply_error(request, "BadRequest", &evalue).await;
         return;
     }
-    shared.outputs.set_parent(request.raw_header.clone());
+    shared.current.set(request, false);
     match shared
         .python
-        .request(msg_type, request.content.clone())
+        .request(msg_type, request.content.clone(), Vec::new())
         .await
     {
         Ok(content) => {

@@ -9,15 +9,29 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 
-use pyo3::exceptions::PyValueError;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyEOFError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::fd_capture::FdCapture;
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, OutputSink, StreamBuffer, StreamName};
-use super::{Command, ExecuteCell, ExecuteOutcome, PythonConfig, PythonError};
+use super::{Command, ExecuteCell, ExecuteOutcome, InputProvider, PythonConfig, PythonError};
+
+pyo3::create_exception!(
+    _mahtab,
+    StdinNotImplementedError,
+    PyRuntimeError,
+    "input() was called, but the frontend does not take input for this cell."
+);
+
+/// How often a waiting `input()` checks for an interrupt.
+const INPUT_POLL: Duration = Duration::from_millis(50);
 
 const RUNTIME_SOURCE: &str = include_str!("runtime.py");
 const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
@@ -26,6 +40,7 @@ const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
 #[pyclass(frozen)]
 struct Bridge {
     buffer: Arc<StreamBuffer>,
+    input: Arc<dyn InputProvider>,
 }
 
 #[pymethods]
@@ -43,35 +58,121 @@ impl Bridge {
         self.buffer.flush();
     }
 
+    /// `input()` / `getpass()`: asks the client and waits for its answer,
+    /// raising KeyboardInterrupt if the cell is interrupted meanwhile.
+    fn input(&self, py: Python<'_>, prompt: &str, password: bool) -> PyResult<String> {
+        self.buffer.flush();
+        let mut answer = self
+            .input
+            .request_input(prompt, password)
+            .map_err(|e| StdinNotImplementedError::new_err(e.to_string()))?;
+        loop {
+            // The receiver moves into the detached closure and back (it is
+            // Send but not Sync).
+            let (receiver, received) = py.detach(move || {
+                let received = answer.recv_timeout(INPUT_POLL);
+                (answer, received)
+            });
+            answer = receiver;
+            match received {
+                // Ctrl-D in a terminal frontend, as in ipykernel.
+                Ok(value) if value == "\u{4}" => {
+                    return Err(PyEOFError::new_err("EOF when reading a line"));
+                }
+                Ok(value) => return Ok(value),
+                // An interrupt sets CPython's flag; this raises it.
+                Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PyEOFError::new_err("the kernel is shutting down"));
+                }
+            }
+        }
+    }
+
+    /// A record from Python's `logging` meant for the kernel's own log.
+    fn log(&self, level: u32, message: &str) {
+        match level {
+            40.. => tracing::error!("{message}"),
+            30..40 => tracing::warn!("{message}"),
+            20..30 => tracing::info!("{message}"),
+            _ => tracing::debug!("{message}"),
+        }
+    }
+
     /// Called by the runtime right before it runs the user's code.
     fn user_code_starting(&self) {
         interrupt::user_code_starting();
     }
 
-    fn publish(&self, msg_type: String, content: &str) -> PyResult<()> {
-        let content: Value =
-            serde_json::from_str(content).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        self.buffer
-            .emit_after_flush(Output::Message { msg_type, content });
+    #[pyo3(signature = (msg_type, content, metadata = None, buffers = None))]
+    fn publish(
+        &self,
+        msg_type: String,
+        content: &str,
+        metadata: Option<&str>,
+        buffers: Option<Vec<Vec<u8>>>,
+    ) -> PyResult<()> {
+        let parse = |text: &str| -> PyResult<Value> {
+            serde_json::from_str(text).map_err(|e| PyValueError::new_err(e.to_string()))
+        };
+        let output = Output::Message {
+            msg_type,
+            content: parse(content)?,
+            metadata: match metadata {
+                Some(text) => parse(text)?,
+                None => Value::Object(Map::new()),
+            },
+            buffers: buffers
+                .unwrap_or_default()
+                .into_iter()
+                .map(bytes::Bytes::from)
+                .collect(),
+        };
+        self.buffer.emit_after_flush(output);
         Ok(())
     }
 }
 
-pub(super) fn spawn(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Command>) {
+pub(super) fn spawn(
+    config: PythonConfig,
+    sink: Arc<dyn OutputSink>,
+    input: Arc<dyn InputProvider>,
+    commands: Receiver<Command>,
+) {
     std::thread::Builder::new()
         .name("mahtab-python".into())
-        .spawn(move || run(config, sink, commands))
+        .spawn(move || run(config, sink, input, commands))
         .expect("spawn the Python interpreter thread");
 }
 
-fn run(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Command>) {
+fn run(
+    config: PythonConfig,
+    sink: Arc<dyn OutputSink>,
+    input: Arc<dyn InputProvider>,
+    commands: Receiver<Command>,
+) {
     let buffer = StreamBuffer::start(sink);
     let runtime = initialize(&config).and_then(|()| {
-        let runtime = Python::attach(|py| load_runtime(py, &buffer).map_err(|e| describe(py, &e)));
+        let runtime =
+            Python::attach(|py| load_runtime(py, &buffer, &input).map_err(|e| describe(py, &e)));
         // After the runtime's imports, which may have set Python's own handler.
         interrupt::install_on_interpreter_thread();
         runtime
     });
+    // Start-up messages went to the kernel's log; from here on, output on
+    // fds 1 and 2 belongs to the cells.
+    let capture = match FdCapture::start(buffer.clone()) {
+        Ok(capture) => Some(capture),
+        Err(e) => {
+            tracing::warn!("output of C code and subprocesses is not captured: {e}");
+            None
+        }
+    };
+    let drain = || {
+        if let Some(capture) = &capture {
+            capture.drain();
+        }
+    };
     if let Err(message) = &runtime {
         tracing::error!("Python failed to start: {message}");
     }
@@ -88,7 +189,8 @@ fn run(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Comma
     for command in commands {
         match (command, &runtime) {
             (Command::Execute(cell, reply), Ok(runtime)) => {
-                let outcome = Python::attach(|py| execute(py, runtime.bind(py), &buffer, cell));
+                let outcome =
+                    Python::attach(|py| execute(py, runtime.bind(py), &buffer, cell, &drain));
                 let _ = reply.send(outcome);
             }
             (Command::Execute(_, reply), Err(message)) => {
@@ -100,15 +202,18 @@ fn run(config: PythonConfig, sink: Arc<dyn OutputSink>, commands: Receiver<Comma
                 Command::Request {
                     msg_type,
                     content,
+                    buffers,
                     reply,
                 },
                 Ok(runtime),
             ) => {
                 let result = Python::attach(|py| {
                     let runtime = runtime.bind(py);
-                    call_json(runtime, "request", (msg_type, content.to_string()))
+                    let buffers: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
+                    call_json(runtime, "request", (msg_type, content.to_string(), buffers))
                         .map_err(|e| python_error(py, &e))
                 });
+                drain();
                 buffer.flush();
                 let _ = reply.send(result);
             }
@@ -164,13 +269,18 @@ fn initialize(config: &PythonConfig) -> Result<(), String> {
 
 /// Loads the Python side and creates the session's runtime: IPython's when
 /// IPython imports, else plain Python (and says so once, on stderr).
-fn load_runtime(py: Python<'_>, buffer: &Arc<StreamBuffer>) -> PyResult<Py<PyAny>> {
+fn load_runtime(
+    py: Python<'_>,
+    buffer: &Arc<StreamBuffer>,
+    input: &Arc<dyn InputProvider>,
+) -> PyResult<Py<PyAny>> {
     let modules = py.import("sys")?.getattr("modules")?;
     let source = CString::new(RUNTIME_SOURCE).expect("runtime.py has no NUL bytes");
     let runtime = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
     modules.set_item("_mahtab_runtime", &runtime)?;
     let bridge = || Bridge {
         buffer: buffer.clone(),
+        input: input.clone(),
     };
 
     let source = CString::new(IPYTHON_SOURCE).expect("ipython_shell.py has no NUL bytes");
@@ -221,6 +331,7 @@ fn execute(
     runtime: &Bound<'_, PyAny>,
     buffer: &StreamBuffer,
     cell: ExecuteCell,
+    drain_fds: &dyn Fn(),
 ) -> ExecuteOutcome {
     let expressions = Value::Object(cell.user_expressions).to_string();
     let result = {
@@ -238,6 +349,7 @@ fn execute(
         )
     };
     discard_pending_interrupt(py);
+    drain_fds();
     let outcome = match result.map(serde_json::from_value::<ExecuteReplyFields>) {
         Ok(Ok(fields)) if fields.status == "ok" => ExecuteOutcome {
             error: None,
@@ -283,6 +395,8 @@ fn non_null_object(value: Value) -> Value {
 
 fn error_output(error: &PythonError) -> Output {
     Output::Message {
+        metadata: Value::Object(Map::new()),
+        buffers: Vec::new(),
         msg_type: "error".into(),
         content: serde_json::json!({
             "ename": error.ename,

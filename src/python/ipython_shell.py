@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.tokenutil import token_at_cursor
 from traitlets import Instance, Type, default
 
-from _mahtab_runtime import BaseRuntime, dumps
+from _mahtab_runtime import BaseRuntime, dumps, imported_module_attributes
 
 
 class KernelDisplayPublisher(DisplayPublisher):
@@ -113,12 +113,13 @@ class IPythonRuntime(BaseRuntime):
 
     def __init__(self, bridge):
         super().__init__(bridge)
+        # As ipykernel does: figures drawn in a cell show up when it ends.
+        os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
         self.shell = MahtabShell.instance()
         self.shell.runtime = self
         self.shell.display_pub.runtime = self
         self.shell.displayhook.runtime = self
-        # Jedi is slow to complete and VS Code turns it off too; IPython's own
-        # completer covers attributes, imports, paths and dictionary keys.
+        # Jedi is slow, so it is only the last resort (see do_complete).
         self.shell.Completer.use_jedi = False
         self.user_ns = self.shell.user_ns
 
@@ -155,9 +156,19 @@ class IPythonRuntime(BaseRuntime):
         return reply
 
     def do_complete(self, content):
+        """Completion in three steps, fastest first: IPython's own completer
+        (names, attributes of live objects, imports, paths, dict keys), then
+        attributes of modules the code imports that are already loaded, and
+        only when both find nothing, jedi's static analysis (slow, but it
+        knows what a name assigned in the same cell will be)."""
         code, cursor = self._cursor(content)
-        with provisionalcompleter():
-            completions = list(self.shell.Completer.completions(code, cursor))
+        completions = self._completions(code, cursor)
+        if not completions:
+            found = imported_module_attributes(code, cursor, self.user_ns)
+            if found:
+                start, matches = found
+                return {"matches": matches, "cursor_start": start, "cursor_end": cursor, "metadata": {}}
+            completions = self._completions(code, cursor, jedi=True)
         if not completions:
             return {"matches": [], "cursor_start": cursor, "cursor_end": cursor, "metadata": {}}
         # Completions may start at different offsets; widen all to one range.
@@ -175,6 +186,17 @@ class IPythonRuntime(BaseRuntime):
             "cursor_end": end,
             "metadata": {"_jupyter_types_experimental": types},
         }
+
+    def _completions(self, code, cursor, jedi=False):
+        completer = self.shell.Completer
+        completer.use_jedi = jedi
+        try:
+            with provisionalcompleter():
+                return list(completer.completions(code, cursor))
+        except Exception:
+            return []  # jedi can fail on odd code; no completion is the answer
+        finally:
+            completer.use_jedi = False
 
     def do_inspect(self, content):
         code, cursor = self._cursor(content)

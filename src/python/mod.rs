@@ -6,6 +6,7 @@
 //! `KeyboardInterrupt` only to the thread that initialised it, so every cell
 //! runs there, one at a time, in the order requests arrive.
 
+mod fd_capture;
 mod interpreter;
 mod interrupt;
 mod output;
@@ -18,8 +19,26 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
+pub use fd_capture::{original_stderr, preserve_stderr};
 pub use interrupt::{Interrupter, block_sigint_in_current_thread};
 pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName};
+
+/// Answers `input()` and `getpass()` in a cell. The kernel implements it by
+/// asking the client that sent the cell over the stdin channel.
+pub trait InputProvider: Send + Sync + 'static {
+    /// Asks for a line of input; the answer arrives on the returned channel
+    /// (disconnected if it never will).
+    fn request_input(
+        &self,
+        prompt: &str,
+        password: bool,
+    ) -> Result<std::sync::mpsc::Receiver<String>, InputUnavailable>;
+}
+
+/// The client of the current request does not take input (`allow_stdin` false).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("raw_input was called, but this frontend does not support input requests.")]
+pub struct InputUnavailable;
 
 /// Which Python environment to embed.
 #[derive(Debug, Clone, Default)]
@@ -85,6 +104,7 @@ enum Command {
     Request {
         msg_type: String,
         content: Value,
+        buffers: Vec<bytes::Bytes>,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
 }
@@ -101,9 +121,13 @@ impl PythonHandle {
     /// Starts the interpreter thread. Returns at once: Python initialises in
     /// the background (the kernel answers kernel_info meanwhile) and requests
     /// queue until it is ready.
-    pub fn start(config: PythonConfig, sink: Arc<dyn OutputSink>) -> (Self, Interrupter) {
+    pub fn start(
+        config: PythonConfig,
+        sink: Arc<dyn OutputSink>,
+        input: Arc<dyn InputProvider>,
+    ) -> (Self, Interrupter) {
         let (commands, receiver) = mpsc::channel();
-        interpreter::spawn(config, sink, receiver);
+        interpreter::spawn(config, sink, input, receiver);
         (Self { commands }, Interrupter)
     }
 
@@ -121,12 +145,19 @@ impl PythonHandle {
     }
 
     /// Serves a request that Python answers (complete, inspect, is_complete,
-    /// history, comm_info): `content` is the request's, the result the reply's.
-    pub async fn request(&self, msg_type: &str, content: Value) -> Result<Value, PythonError> {
+    /// history, comm_info, and the comm messages): `content` and `buffers`
+    /// are the message's, the result the reply's content.
+    pub async fn request(
+        &self,
+        msg_type: &str,
+        content: Value,
+        buffers: Vec<bytes::Bytes>,
+    ) -> Result<Value, PythonError> {
         let (reply, result) = oneshot::channel();
         let command = Command::Request {
             msg_type: msg_type.to_owned(),
             content,
+            buffers,
             reply,
         };
         if self.commands.send(command).is_err() {

@@ -43,11 +43,13 @@ pub enum Output {
         text: String,
     },
     /// Any other IOPub message Python produces (`display_data`,
-    /// `update_display_data`, `execute_result`, `clear_output`, `error`),
-    /// with its content as built by the runtime.
+    /// `update_display_data`, `execute_result`, `clear_output`, `error`,
+    /// `comm_*`), with content and metadata as built by the runtime.
     Message {
         msg_type: String,
         content: Value,
+        metadata: Value,
+        buffers: Vec<bytes::Bytes>,
     },
 }
 
@@ -224,6 +226,8 @@ mod tests {
         let display = Output::Message {
             msg_type: "display_data".into(),
             content: Value::Null,
+            metadata: Value::Null,
+            buffers: Vec::new(),
         };
         buffer.emit_after_flush(display.clone());
         assert_eq!(rx.try_recv().unwrap(), stream(StreamName::Stdout, "x"));

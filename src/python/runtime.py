@@ -21,15 +21,19 @@ import base64
 import builtins
 import codeop
 import fnmatch
+import getpass
 import inspect
 import io
 import json
 import linecache
+import logging
 import pydoc
+import re
 import rlcompleter
 import sys
 import traceback
 import types
+import uuid
 
 _MIME_REPR_METHODS = (
     ("text/html", "_repr_html_"),
@@ -70,6 +74,11 @@ class KernelStream(io.TextIOBase):
     def isatty(self):
         return False
 
+    def fileno(self):
+        # The kernel captures the process's fd 1 and 2 into the same streams,
+        # so code that writes to the descriptor (faulthandler, C code) is shown.
+        return 1 if self._name == "stdout" else 2
+
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError("write() argument must be str, not " + type(text).__name__)
@@ -102,6 +111,47 @@ def error_content(exc_info, skip_file=None):
         "evalue": str(value),
         "traceback": [line.rstrip("\n") for line in lines],
     }
+
+
+_IMPORT_LINE = re.compile(r"^\s*import\s+([\w., ]+)", re.MULTILINE)
+_DOTTED_BEFORE_CURSOR = re.compile(r"([A-Za-z_][\w.]*)\.(\w*)$")
+
+
+def imported_module_attributes(code, cursor, namespace):
+    """Completes ``module.attr`` for a module the code imports but the
+    namespace does not hold yet (``import os; os.pa``), from modules already
+    loaded: nothing is imported or run to complete.
+
+    Returns ``(start, matches)`` or None.
+    """
+    found = _DOTTED_BEFORE_CURSOR.search(code[:cursor])
+    if not found:
+        return None
+    head, partial = found.groups()
+    root = head.split(".")[0]
+    if root in namespace:
+        return None
+    modules = {}
+    for line in _IMPORT_LINE.findall(code):
+        for item in line.split(","):
+            words = item.split()
+            if len(words) == 3 and words[1] == "as":
+                modules[words[2]] = words[0]
+            elif len(words) == 1:
+                modules[words[0].split(".")[0]] = words[0].split(".")[0]
+    if root not in modules:
+        return None
+    obj = sys.modules.get(modules[root])
+    for part in head.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    if obj is None:
+        return None
+    names = sorted(
+        name
+        for name in dir(obj)
+        if name.startswith(partial) and (partial.startswith("_") or not name.startswith("_"))
+    )
+    return cursor - len(partial), names
 
 
 def cursor_token(code, cursor):
@@ -175,27 +225,61 @@ def mime_bundle(obj):
     return data, metadata
 
 
+class DisplayHandle:
+    """What ``display(..., display_id=...)`` returns: updates that output."""
+
+    def __init__(self, runtime, display_id):
+        self._runtime = runtime
+        self.display_id = display_id
+
+    def update(self, obj, **kwargs):
+        self._runtime.update_display(obj, display_id=self.display_id, **kwargs)
+
+    def display(self, obj, **kwargs):
+        self._runtime.display(obj, display_id=self.display_id, **kwargs)
+
+    def __repr__(self):
+        return "<DisplayHandle display_id=%s>" % self.display_id
+
+
 class BaseRuntime:
-    """What every runtime shares: stream redirection, publishing, requests."""
+    """What every runtime shares: stream redirection, publishing, requests, comms."""
 
     def __init__(self, bridge):
         self.bridge = bridge
+        self.comm_manager = _install_comms(self)
         sys.stdout = KernelStream(bridge, "stdout")
         sys.stderr = KernelStream(bridge, "stderr")
-        builtins.input = _input_unavailable
+        builtins.input = self.input
+        getpass.getpass = self.getpass
         # Like `python -m ipykernel_launcher`: modules next to the notebook import.
         if "" not in sys.path:
             sys.path.insert(0, "")
 
-    def publish(self, msg_type, content):
-        self.bridge.publish(msg_type, dumps(content))
+    def publish(self, msg_type, content, metadata=None, buffers=None):
+        metadata_json = None if metadata is None else dumps(metadata)
+        buffers = None if not buffers else [bytes(b) for b in buffers]
+        self.bridge.publish(msg_type, dumps(content), metadata_json, buffers)
 
-    def request(self, msg_type, content_json):
-        """Serves a shell request; returns the reply content as JSON text."""
+    def input(self, prompt=""):
+        """``input()``: asks the frontend over the stdin channel."""
+        __tracebackhide__ = True  # IPython leaves this frame out of tracebacks
+        return self.bridge.input(str(prompt), False)
+
+    def getpass(self, prompt="Password: ", stream=None):
+        """``getpass.getpass()``: like input(), without echo in the frontend."""
+        __tracebackhide__ = True
+        return self.bridge.input(str(prompt), True)
+
+    def request(self, msg_type, content_json, buffers=()):
+        """Serves a shell message; returns the reply content as JSON text."""
         content = json.loads(content_json)
         handler = getattr(self, "do_" + msg_type.removesuffix("_request"), None)
         if handler is None:
             raise ValueError("unsupported request " + msg_type)
+        if msg_type.startswith("comm_") and msg_type != "comm_info_request":
+            handler({"content": content, "buffers": list(buffers), "metadata": {}})
+            return "{}"
         reply = handler(content)
         reply.setdefault("status", "ok")
         return dumps(reply)
@@ -206,8 +290,33 @@ class BaseRuntime:
         cursor = content.get("cursor_pos")
         return code, len(code) if cursor is None else max(0, min(int(cursor), len(code)))
 
+    # -- comms ---------------------------------------------------------------
+
     def do_comm_info(self, content):
-        return {"comms": {}}
+        target = content.get("target_name")
+        comms = self.comm_manager.comms if self.comm_manager else {}
+        return {
+            "comms": {
+                comm_id: {"target_name": comm.target_name}
+                for comm_id, comm in comms.items()
+                if target is None or comm.target_name == target
+            }
+        }
+
+    def do_comm_open(self, msg):
+        if self.comm_manager is None:
+            # No comm support in this environment: refuse, as the spec asks.
+            self.publish("comm_close", {"comm_id": msg["content"].get("comm_id"), "data": {}})
+            return
+        self.comm_manager.comm_open(None, None, msg)
+
+    def do_comm_msg(self, msg):
+        if self.comm_manager is not None:
+            self.comm_manager.comm_msg(None, None, msg)
+
+    def do_comm_close(self, msg):
+        if self.comm_manager is not None:
+            self.comm_manager.comm_close(None, None, msg)
 
 
 class Runtime(BaseRuntime):
@@ -224,12 +333,20 @@ class Runtime(BaseRuntime):
         self.user_ns = main.__dict__
         self.user_ns["exit"] = self.user_ns["quit"] = ExitAutocall(self)
         self.user_ns["display"] = self.display
+        self.user_ns["update_display"] = self.update_display
+        self.user_ns["clear_output"] = self.clear_output
         sys.displayhook = self.displayhook
 
     # -- output ------------------------------------------------------------
 
     def display(self, *objs, display_id=None, update=False, metadata=None, raw=False):
-        """Shows each object as ``display_data`` (or updates a shown one)."""
+        """Shows each object as ``display_data`` (or updates a shown one).
+
+        With ``display_id=True`` a new id is made; with any id, a handle whose
+        ``update(obj)`` replaces the shown output is returned, as in IPython.
+        """
+        if display_id is True:
+            display_id = uuid.uuid4().hex
         transient = {} if display_id is None else {"display_id": str(display_id)}
         for obj in objs:
             if raw:
@@ -239,6 +356,17 @@ class Runtime(BaseRuntime):
             md.update(metadata or {})
             msg_type = "update_display_data" if update else "display_data"
             self.publish(msg_type, {"data": data, "metadata": md, "transient": transient})
+        if display_id is not None and not update:
+            return DisplayHandle(self, display_id)
+        return None
+
+    def update_display(self, obj, *, display_id, **kwargs):
+        """Replaces the output shown with ``display_id``."""
+        self.display(obj, display_id=display_id, update=True, **kwargs)
+
+    def clear_output(self, wait=False):
+        """Clears the cell's output (after the next output, with ``wait``)."""
+        self.publish("clear_output", {"wait": bool(wait)})
 
     def displayhook(self, value):
         """``sys.displayhook``: the value of a cell's last expression."""
@@ -342,6 +470,10 @@ class Runtime(BaseRuntime):
                 break
             matches.append(match.rstrip("("))
             state += 1
+        if not matches:
+            found = imported_module_attributes(code, cursor, self.user_ns)
+            if found:
+                return {"matches": found[1], "cursor_start": found[0], "cursor_end": cursor, "metadata": {}}
         return {
             "matches": list(dict.fromkeys(matches)),
             "cursor_start": start,
@@ -395,6 +527,49 @@ class Runtime(BaseRuntime):
         return entry[2][0] if isinstance(entry[2], tuple) else entry[2]
 
 
+class KernelLogHandler(logging.Handler):
+    """Sends log records to the kernel's own log (its stderr), not to a cell."""
+
+    def __init__(self, bridge):
+        super().__init__()
+        self._bridge = bridge
+
+    def emit(self, record):
+        try:
+            self._bridge.log(record.levelno, "%s: %s" % (record.name, self.format(record)))
+        except Exception:
+            self.handleError(record)
+
+
+def _install_comms(runtime):
+    """Makes the ``comm`` package (used by ipywidgets) talk through the kernel.
+
+    Returns the comm manager, or None when ``comm`` is not installed.
+    """
+    try:
+        import comm
+        from comm.base_comm import BaseComm, CommManager
+    except ImportError:
+        return None
+
+    class KernelComm(BaseComm):
+        def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+            content = {"data": {} if data is None else data, "comm_id": self.comm_id, **keys}
+            runtime.publish(msg_type, content, metadata or {}, buffers)
+
+    # The comm package reports protocol trouble (an unknown target, a failing
+    # callback) through its logger; that belongs in the kernel's log, as with
+    # ipykernel, not in the output of whichever cell is current.
+    log = logging.getLogger("Comm")
+    log.addHandler(KernelLogHandler(runtime.bridge))
+    log.propagate = False
+
+    manager = CommManager()
+    comm.create_comm = KernelComm
+    comm.get_comm_manager = lambda: manager
+    return manager
+
+
 _NEEDS_IPYTHON = (
     "Magics (%time, %%writefile, !ls, obj?) need IPython, which is not installed "
     "in this kernel's environment: pip install ipython, then restart the kernel."
@@ -408,7 +583,3 @@ def _looks_like_ipython(code):
         if line.startswith(("%", "!")) or (line.endswith("?") and not line.startswith("#")):
             return True
     return False
-
-
-def _input_unavailable(prompt=""):
-    raise RuntimeError("input() is not available in this kernel yet: the frontend's stdin channel is not wired up")

@@ -95,6 +95,8 @@ pub struct Outgoing {
     pub metadata: Value,
     /// ROUTER identities to address, or the topic frame on IOPub.
     pub identities: Vec<Bytes>,
+    /// Binary buffers after the JSON frames (not signed).
+    pub buffers: Vec<Bytes>,
 }
 
 impl Outgoing {
@@ -106,6 +108,7 @@ impl Outgoing {
             parent_header,
             metadata: Value::Object(Map::new()),
             identities: Vec::new(),
+            buffers: Vec::new(),
         }
     }
 
@@ -220,11 +223,12 @@ impl Codec {
             to_bytes(&out.content),
         ];
         let signature = self.signer.sign(&[&json[0], &json[1], &json[2], &json[3]]);
-        let mut frames = Vec::with_capacity(out.identities.len() + 6);
+        let mut frames = Vec::with_capacity(out.identities.len() + 6 + out.buffers.len());
         frames.extend(out.identities.iter().cloned());
         frames.push(Bytes::from_static(DELIMITER));
         frames.push(Bytes::from(signature));
         frames.extend(json.into_iter().map(Bytes::from));
+        frames.extend(out.buffers.iter().cloned());
         frames
     }
 }

@@ -12,11 +12,16 @@ Run with the project venv, whose prefix holds the kernelspecs:
 from __future__ import annotations
 
 import os
+import queue
 import signal
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import start_new_kernel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,3 +71,179 @@ def per_test_time_limit():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# -- A kernel driven through jupyter_client, for request/reply tests ------------
+#
+# Every message received on any channel is kept in a log, so a wait for one
+# request's messages never loses messages of another (interleaved requests,
+# comm traffic, kernel_info on shell and control). Every wait has a timeout and
+# fails the test with what was received so far.
+
+KERNEL_STARTUP_TIMEOUT = 60
+REPLY_TIMEOUT = 30  # any single reply, or a cell's outputs up to its idle
+
+
+def _summary(msgs: list[dict]) -> str:
+    lines = []
+    for m in msgs:
+        content = repr(m["content"])
+        if len(content) > 300:
+            content = content[:300] + "..."
+        lines.append(f"  {m['msg_type']} parent={m['parent_header'].get('msg_id')}: {content}")
+    return "\n".join(lines) or "  (nothing)"
+
+
+@dataclass
+class Execution:
+    """One execute_request: its reply and the IOPub messages it caused (up to idle)."""
+
+    code: str
+    msg_id: str
+    reply: dict  # execute_reply content
+    iopub: list[dict] = field(default_factory=list)  # full messages, busy..idle
+
+    def of_type(self, *msg_types: str) -> list[dict]:
+        """Contents of this execution's IOPub messages of the given types, in order."""
+        return [m["content"] for m in self.iopub if m["msg_type"] in msg_types]
+
+    def types(self) -> list[str]:
+        return [m["msg_type"] for m in self.iopub]
+
+    def stream(self, name: str) -> str:
+        return "".join(c["text"] for c in self.of_type("stream") if c["name"] == name)
+
+    @property
+    def stdout(self) -> str:
+        return self.stream("stdout")
+
+    @property
+    def stderr(self) -> str:
+        return self.stream("stderr")
+
+    def describe(self) -> str:
+        return f"code: {self.code!r}\nreply: {self.reply!r}\niopub:\n{_summary(self.iopub)}"
+
+    def assert_ok(self) -> "Execution":
+        assert self.reply["status"] == "ok", self.describe()
+        assert not self.of_type("error"), self.describe()
+        return self
+
+    def result(self) -> dict:
+        """The single execute_result's data."""
+        results = self.of_type("execute_result")
+        assert len(results) == 1, f"expected one execute_result\n{self.describe()}"
+        return results[0]["data"]
+
+
+class Kernel:
+    """A started kernel plus a blocking client, with logged, timed waits."""
+
+    def __init__(self, km, kc) -> None:
+        self.km = km
+        self.kc = kc
+        self.logs: dict[str, list[dict]] = {c: [] for c in ("iopub", "shell", "control", "stdin")}
+        self._getters = {
+            "iopub": kc.get_iopub_msg,
+            "shell": kc.get_shell_msg,
+            "control": kc.get_control_msg,
+            "stdin": kc.get_stdin_msg,
+        }
+
+    # -- waiting --------------------------------------------------------------
+
+    def wait_for(
+        self,
+        channel: str,
+        predicate: Callable[[dict], bool],
+        what: str,
+        timeout: float = REPLY_TIMEOUT,
+    ) -> dict:
+        """First message on `channel` (already logged or new) matching `predicate`."""
+        log = self.logs[channel]
+        for m in log:
+            if predicate(m):
+                return m
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"timed out after {timeout} s waiting on {channel} for {what}\n"
+                    f"{channel} messages so far:\n{_summary(log)}"
+                )
+            try:
+                m = self._getters[channel](timeout=remaining)
+            except queue.Empty:
+                continue
+            log.append(m)
+            if predicate(m):
+                return m
+
+    def reply_to(self, msg_id: str, channel: str = "shell", timeout: float = REPLY_TIMEOUT) -> dict:
+        return self.wait_for(
+            channel,
+            lambda m: m["parent_header"].get("msg_id") == msg_id,
+            f"the reply to {msg_id}",
+            timeout,
+        )
+
+    def iopub_until_idle(self, msg_id: str, timeout: float = REPLY_TIMEOUT) -> list[dict]:
+        """IOPub messages whose parent is msg_id, up to and including its idle."""
+        self.wait_for(
+            "iopub",
+            lambda m: m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] == "status"
+            and m["content"]["execution_state"] == "idle",
+            f"status idle for {msg_id}",
+            timeout,
+        )
+        return [m for m in self.logs["iopub"] if m["parent_header"].get("msg_id") == msg_id]
+
+    # -- requests ---------------------------------------------------------------
+
+    def send(self, msg_type: str, content: dict, channel: str = "shell") -> str:
+        """Send an arbitrary request; returns its msg_id."""
+        msg = self.kc.session.msg(msg_type, content)
+        getattr(self.kc, f"{channel}_channel").send(msg)
+        return msg["header"]["msg_id"]
+
+    def execute(self, code: str, timeout: float = REPLY_TIMEOUT, **kwargs: Any) -> Execution:
+        """Execute and wait for both the reply and the idle (what frontends do)."""
+        kwargs.setdefault("allow_stdin", False)
+        msg_id = self.kc.execute(code, **kwargs)
+        return self.finish(code, msg_id, timeout)
+
+    def finish(self, code: str, msg_id: str, timeout: float = REPLY_TIMEOUT) -> Execution:
+        reply = self.reply_to(msg_id, "shell", timeout)
+        assert reply["msg_type"] == "execute_reply", reply
+        iopub = self.iopub_until_idle(msg_id, timeout)
+        return Execution(code, msg_id, reply["content"], iopub)
+
+    def request(self, method: str, *args: Any, timeout: float = REPLY_TIMEOUT, **kwargs: Any) -> dict:
+        """Call a KernelClient request method (complete, inspect, history, ...); returns
+        the reply content."""
+        msg_id = getattr(self.kc, method)(*args, **kwargs)
+        reply = self.reply_to(msg_id, "shell", timeout)
+        return reply["content"]
+
+
+@pytest.fixture
+def kernel(tmp_path: Path):
+    """A fresh kernel per test, with its own IPython profile directory (so the
+    history database holds only this test's cells) and the test's tmp dir as cwd."""
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"))
+    env.pop("MPLBACKEND", None)  # the kernel must pick its own inline backend
+    # ipykernel turns off its fd 1/2 capture when it sees this pytest variable.
+    env.pop("PYTEST_CURRENT_TEST", None)
+    km, kc = start_new_kernel(
+        kernel_name=KERNEL_NAME,
+        startup_timeout=KERNEL_STARTUP_TIMEOUT,
+        cwd=str(tmp_path),
+        env=env,
+    )
+    try:
+        yield Kernel(km, kc)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
