@@ -173,6 +173,10 @@ impl CurrentRequest {
 }
 
 impl OutputSink for CurrentRequest {
+    fn parent_header(&self) -> Value {
+        self.header().as_ref().clone()
+    }
+
     fn emit(&self, output: Output) {
         let parent = self.lock().header.clone();
         match output {
@@ -193,6 +197,12 @@ impl OutputSink for CurrentRequest {
                 self.iopub.send(out);
             }
         }
+    }
+}
+
+impl CurrentRequest {
+    fn header(&self) -> Arc<Value> {
+        self.lock().header.clone()
     }
 }
 

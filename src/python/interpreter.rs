@@ -89,6 +89,11 @@ impl Bridge {
         }
     }
 
+    /// The current request's header, as JSON text.
+    fn parent_header(&self) -> String {
+        self.buffer.sink().parent_header().to_string()
+    }
+
     /// A record from Python's `logging` meant for the kernel's own log.
     fn log(&self, level: u32, message: &str) {
         match level {

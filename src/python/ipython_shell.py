@@ -102,6 +102,18 @@ class MahtabShell(InteractiveShell):
         self.runtime.bridge.user_code_starting()
         return await super().run_ast_nodes(*args, **kwargs)
 
+    # ipywidgets' Output widget asks the shell (and its kernel) for the
+    # request being served, to capture output sent with it as parent.
+    def get_parent(self):
+        return {"header": json.loads(self.runtime.bridge.parent_header())}
+
+    def set_parent(self, parent):
+        pass  # the kernel tracks the current request itself
+
+    @property
+    def kernel(self):
+        return self
+
     def _showtraceback(self, etype, evalue, stb):
         error = {"ename": etype.__name__, "evalue": str(evalue), "traceback": stb}
         self.last_error = error

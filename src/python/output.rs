@@ -57,6 +57,12 @@ pub enum Output {
 /// with the current request as parent.
 pub trait OutputSink: Send + Sync + 'static {
     fn emit(&self, output: Output);
+
+    /// The header of the request that output currently belongs to (ipywidgets'
+    /// Output widget captures by that request's msg_id).
+    fn parent_header(&self) -> Value {
+        Value::Object(serde_json::Map::new())
+    }
 }
 
 #[derive(Default)]
@@ -88,6 +94,10 @@ impl StreamBuffer {
             .spawn(move || flusher.flush_periodically())
             .expect("spawn the stream flusher thread");
         buffer
+    }
+
+    pub fn sink(&self) -> &Arc<dyn OutputSink> {
+        &self.sink
     }
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
