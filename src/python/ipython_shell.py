@@ -4,6 +4,7 @@ kernel, as ipykernel's shell does. Loaded as ``_mahtab_ipython``; importing it
 fails with ImportError when IPython is not installed.
 """
 
+import html
 import json
 import os
 import sys
@@ -120,6 +121,62 @@ class MahtabShell(InteractiveShell):
         self.runtime.publish("error", error)
 
 
+def _history_file():
+    """Where cell history persists across restarts: a small SQLite file in
+    the Jupyter data directory (IPython's own location if that is unusable)."""
+    data_dir = os.environ.get("JUPYTER_DATA_DIR")
+    if not data_dir:
+        xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        data_dir = os.path.join(xdg, "jupyter")
+    folder = os.path.join(data_dir, "mahtab")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(folder, "history.sqlite")
+
+
+def _shell_config():
+    from traitlets.config import Config
+
+    config = Config()
+    history = _history_file()
+    if history:
+        config.HistoryManager.hist_file = history
+    return config
+
+
+def _speed_up_introspection():
+    """Two IPython costs a kernel pays on every request, removed.
+
+    - ``import x`` completion rescans every directory on sys.path each time;
+      the scan is cached until sys.path or one of its directories changes
+      (installing a package changes its site-packages directory).
+    - Inspection renders HTML with pygments even when, as here (and in
+      ipykernel), the HTML pager is off and the HTML is thrown away.
+    """
+    from IPython.core import completerlib, oinspect
+
+    scan = completerlib.get_root_modules
+    cache = {}
+
+    def root_modules():
+        key = []
+        for path in sys.path:
+            try:
+                key.append((path, os.stat(path or ".").st_mtime_ns))
+            except OSError:
+                key.append((path, None))
+        key = tuple(key)
+        if cache.get("key") != key:
+            cache["modules"] = scan()
+            cache["key"] = key
+        return cache["modules"]
+
+    completerlib.get_root_modules = root_modules
+    oinspect.pylight = html.escape
+
+
 class IPythonRuntime(BaseRuntime):
     """Cells, completion, inspection and history through IPython."""
 
@@ -127,12 +184,13 @@ class IPythonRuntime(BaseRuntime):
         super().__init__(bridge)
         # As ipykernel does: figures drawn in a cell show up when it ends.
         os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-        self.shell = MahtabShell.instance()
+        self.shell = MahtabShell.instance(config=_shell_config())
         self.shell.runtime = self
         self.shell.display_pub.runtime = self
         self.shell.displayhook.runtime = self
         # Jedi is slow, so it is only the last resort (see do_complete).
         self.shell.Completer.use_jedi = False
+        _speed_up_introspection()
         self.user_ns = self.shell.user_ns
 
     def execute(self, code, execution_count, silent, store_history, user_expressions_json):

@@ -220,9 +220,11 @@ class Kernel:
         iopub = self.iopub_until_idle(msg_id, timeout)
         return Execution(code, msg_id, reply["content"], iopub)
 
-    def request(self, method: str, *args: Any, timeout: float = REPLY_TIMEOUT, **kwargs: Any) -> dict:
-        """Call a KernelClient request method (complete, inspect, history, ...); returns
-        the reply content."""
+    def request(
+        self, method: str, *args: Any, timeout: float = REPLY_TIMEOUT, **kwargs: Any
+    ) -> dict:
+        """Call a KernelClient request method (complete, inspect, history, ...);
+        returns the reply content."""
         msg_id = getattr(self.kc, method)(*args, **kwargs)
         reply = self.reply_to(msg_id, "shell", timeout)
         return reply["content"]
