@@ -6,10 +6,13 @@
 //!   and what every request does; talks to Python only through a handle.
 //! - [`python`]: the embedded CPython on its own thread; output capture,
 //!   rich display, interrupts. Never touches ZeroMQ.
+//! - [`agent`]: the `%%ask` agent graph, prompts and model wire formats;
+//!   touches neither ZeroMQ nor pyo3.
 //! - [`install`]: writing and removing the kernelspec.
 //!
 //! The `mahtab` binary (`main.rs`) is a thin command line over these.
 
+pub mod agent;
 pub mod install;
 pub mod kernel;
 pub mod python;

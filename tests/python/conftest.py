@@ -232,9 +232,15 @@ class Kernel:
 
 @pytest.fixture
 def kernel(tmp_path: Path):
-    """A fresh kernel per test, with its own IPython profile directory (so the
-    history database holds only this test's cells) and the test's tmp dir as cwd."""
-    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"))
+    """A fresh kernel per test, started in the test's tmp dir, with private
+    IPYTHONDIR and JUPYTER_DATA_DIR there, so its history database (IPython's per
+    profile; mahtab's in the Jupyter data dir) is not the user's. Only the
+    kernel's environment changes: the kernelspec is still found as usual."""
+    env = dict(
+        os.environ,
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
+    )
     env.pop("MPLBACKEND", None)  # the kernel must pick its own inline backend
     # ipykernel turns off its fd 1/2 capture when it sees this pytest variable.
     env.pop("PYTEST_CURRENT_TEST", None)

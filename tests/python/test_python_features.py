@@ -455,39 +455,45 @@ def test_is_complete(kernel: Kernel, code: str, expected: dict) -> None:
 
 # -- 9. History ---------------------------------------------------------------------------
 
-HISTORY_CELLS = ["hq_a = 1", "hq_b = 2", "hq_a = 1", "hq_a + hq_b", "'hq' * 2"]
+# The history database outlives the kernel. The fixture points the kernel at
+# private IPYTHONDIR and JUPYTER_DATA_DIR; the cells also carry a token unique to
+# the test, so the expectations hold wherever a kernel keeps its database.
 
 
-def run_history_cells(kernel: Kernel) -> list[int]:
-    return [kernel.execute(code).assert_ok().reply["execution_count"] for code in HISTORY_CELLS]
+def run_history_cells(kernel: Kernel) -> tuple[str, list[str]]:
+    """Execute five cells; return (the token in their names, their code)."""
+    t = "hq" + uuid.uuid4().hex[:8]
+    cells = [f"{t}_a = 1", f"{t}_b = 2", f"{t}_a = 1", f"{t}_a + {t}_b", f"'{t}' * 2"]
+    counts = [kernel.execute(code).assert_ok().reply["execution_count"] for code in cells]
+    assert counts == [1, 2, 3, 4, 5], counts
+    return t, cells
 
 
 def test_history_search_unique_and_n(kernel: Kernel) -> None:
-    counts = run_history_cells(kernel)
-    assert counts == [1, 2, 3, 4, 5], counts
+    t, cells = run_history_cells(kernel)
 
     def search(**kw) -> list:
         reply = kernel.request(
-            "history", hist_access_type="search", pattern="hq_a*", output=False, raw=True, **kw
+            "history", hist_access_type="search", pattern=f"{t}_a*", output=False, raw=True, **kw
         )
         assert reply["status"] == "ok", reply
         return [tuple(entry[1:]) for entry in reply["history"]]
 
-    assert search() == [(1, "hq_a = 1"), (3, "hq_a = 1"), (4, "hq_a + hq_b")]
+    assert search() == [(1, cells[0]), (3, cells[2]), (4, cells[3])]
     # unique keeps the latest occurrence of each input
-    assert search(unique=True) == [(3, "hq_a = 1"), (4, "hq_a + hq_b")]
-    assert search(unique=True, n=1) == [(4, "hq_a + hq_b")]
+    assert search(unique=True) == [(3, cells[2]), (4, cells[3])]
+    assert search(unique=True, n=1) == [(4, cells[3])]
 
 
 def test_history_tail_with_output(kernel: Kernel) -> None:
-    run_history_cells(kernel)
+    t, cells = run_history_cells(kernel)
     reply = kernel.request("history", hist_access_type="tail", n=3, output=True, raw=True)
     assert reply["status"] == "ok", reply
     history = reply["history"]
     assert [entry[1] for entry in history] == [3, 4, 5], reply
     sessions = {entry[0] for entry in history}
     assert len(sessions) == 1 and isinstance(sessions.pop(), int), reply
-    for (_, _, pair), code, out in zip(history, HISTORY_CELLS[2:], [None, "3", "'hqhq'"]):
+    for (_, _, pair), code, out in zip(history, cells[2:], [None, "3", repr(t * 2)]):
         assert isinstance(pair, list) and len(pair) == 2, reply
         assert pair[0] == code, reply
         # ipykernel answers tail from the history database, which by default
@@ -496,16 +502,16 @@ def test_history_tail_with_output(kernel: Kernel) -> None:
 
 
 def test_history_range_of_current_session(kernel: Kernel) -> None:
-    run_history_cells(kernel)
+    _, cells = run_history_cells(kernel)
     reply = kernel.request(
         "history", hist_access_type="range", session=0, start=1, stop=5, output=True, raw=True
     )
     assert reply["status"] == "ok", reply
     assert [(e[1], e[2]) for e in reply["history"]] == [
-        (1, ["hq_a = 1", None]),
-        (2, ["hq_b = 2", None]),
-        (3, ["hq_a = 1", None]),
-        (4, ["hq_a + hq_b", "3"]),
+        (1, [cells[0], None]),
+        (2, [cells[1], None]),
+        (3, [cells[2], None]),
+        (4, [cells[3], "3"]),
     ], reply
 
 
@@ -516,7 +522,7 @@ def test_history_range_of_current_session(kernel: Kernel) -> None:
     "(in-memory history) although tail reports the real session number",
 )
 def test_history_range_reports_real_session_number(kernel: Kernel) -> None:
-    run_history_cells(kernel)
+    _, cells = run_history_cells(kernel)
     tail = kernel.request("history", hist_access_type="tail", n=1, output=False, raw=True)
     session = tail["history"][0][0]
     for asked in (0, session):
@@ -529,7 +535,7 @@ def test_history_range_reports_real_session_number(kernel: Kernel) -> None:
             output=False,
             raw=True,
         )
-        assert reply["history"] == [[session, 1, "hq_a = 1"]], (asked, reply)
+        assert reply["history"] == [[session, 1, cells[0]]], (asked, reply)
 
 
 # -- 10. Magics and IPython features -------------------------------------------------------

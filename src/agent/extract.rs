@@ -1,0 +1,179 @@
+//! Finding the code a model wants run: fenced ```python blocks (```py and
+//! bare ``` fences too) and the `<assistant-repl-in>` tag form. Blocks of
+//! other languages (text, output, json, ...) are never run.
+
+/// A code block found in a model's answer, in order of appearance.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CodeBlock {
+    pub code: String,
+}
+
+const TAG_OPEN: &str = "<assistant-repl-in>";
+const TAG_CLOSE: &str = "</assistant-repl-in>";
+
+/// Languages whose fenced blocks are run; an empty info string counts as Python.
+fn is_python(info: &str) -> bool {
+    let lang = info
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    matches!(lang.as_str(), "" | "python" | "py" | "python3" | "ipython")
+}
+
+/// All runnable blocks in `text`. An unclosed block at the end is ignored
+/// (the model was cut off; running half a program helps nobody).
+pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    loop {
+        let fence = find_fence_start(rest);
+        let tag = rest.find(TAG_OPEN);
+        match (fence, tag) {
+            (Some((start, _)), Some(tag_at)) if tag_at < start => {
+                rest = take_tagged(rest, tag_at, &mut blocks);
+            }
+            (None, Some(tag_at)) => rest = take_tagged(rest, tag_at, &mut blocks),
+            (Some((start, ticks)), _) => rest = take_fenced(rest, start, ticks, &mut blocks),
+            (None, None) => return blocks,
+        }
+        if rest.is_empty() {
+            return blocks;
+        }
+    }
+}
+
+/// The start of the next fence at the beginning of a line, and its length.
+fn find_fence_start(text: &str) -> Option<(usize, usize)> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
+        if ticks >= 3 {
+            return Some((offset + (line.len() - trimmed.len()), ticks));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn take_fenced<'a>(
+    text: &'a str,
+    start: usize,
+    ticks: usize,
+    blocks: &mut Vec<CodeBlock>,
+) -> &'a str {
+    let after_ticks = &text[start + ticks..];
+    let (info, body) = match after_ticks.find('\n') {
+        Some(newline) => (&after_ticks[..newline], &after_ticks[newline + 1..]),
+        None => return "",
+    };
+    // The closing fence: a line of at least as many backticks and nothing else.
+    let mut offset = 0;
+    for line in body.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.len() >= ticks && trimmed.chars().all(|c| c == '`') {
+            if is_python(info) {
+                let code = dedent(body[..offset].trim_end_matches('\n'));
+                if !code.trim().is_empty() {
+                    blocks.push(CodeBlock { code });
+                }
+            }
+            return &body[offset + line.len()..];
+        }
+        offset += line.len();
+    }
+    ""
+}
+
+/// Removes the indentation all non-blank lines share (a block inside a list
+/// item is indented as a whole).
+fn dedent(code: &str) -> String {
+    let indent = code
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| line.len() - line.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    code.lines()
+        .map(|line| line.get(indent..).unwrap_or_else(|| line.trim_start()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn take_tagged<'a>(text: &'a str, start: usize, blocks: &mut Vec<CodeBlock>) -> &'a str {
+    let body = &text[start + TAG_OPEN.len()..];
+    match body.find(TAG_CLOSE) {
+        Some(end) => {
+            let code = body[..end].trim_matches('\n');
+            if !code.trim().is_empty() {
+                blocks.push(CodeBlock {
+                    code: code.to_owned(),
+                });
+            }
+            &body[end + TAG_CLOSE.len()..]
+        }
+        None => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(text: &str) -> Vec<String> {
+        code_blocks(text).into_iter().map(|b| b.code).collect()
+    }
+
+    #[test]
+    fn single_python_block() {
+        assert_eq!(
+            codes("Sure:\n```python\nx = 1\nprint(x)\n```\nDone."),
+            ["x = 1\nprint(x)"]
+        );
+    }
+
+    #[test]
+    fn several_blocks_in_order_and_other_languages_skipped() {
+        let text = "```py\na = 1\n```\n```text\nnot code\n```\n```\nb = 2\n```\n```json\n{}\n```";
+        assert_eq!(codes(text), ["a = 1", "b = 2"]);
+    }
+
+    #[test]
+    fn no_code_at_all() {
+        assert!(codes("The answer is 42.").is_empty());
+        assert!(codes("").is_empty());
+    }
+
+    #[test]
+    fn malformed_blocks_are_not_run() {
+        // Unclosed fence: the model was cut off.
+        assert!(codes("```python\nimport os\nos.remove(").is_empty());
+        // Fence with nothing inside.
+        assert!(codes("```python\n```").is_empty());
+        // Backticks inside a line are not a fence.
+        assert!(codes("use `x` or ``y`` here").is_empty());
+    }
+
+    #[test]
+    fn longer_fences_can_hold_triple_backticks() {
+        let text = "````python\ns = '```'\n````";
+        assert_eq!(codes(text), ["s = '```'"]);
+    }
+
+    #[test]
+    fn tag_form_and_mixed_forms() {
+        let text =
+            "First <assistant-repl-in>\nx = 2\n</assistant-repl-in> then\n```python\ny = 3\n```";
+        assert_eq!(codes(text), ["x = 2", "y = 3"]);
+        assert!(codes("<assistant-repl-in>x = 1").is_empty());
+    }
+
+    #[test]
+    fn indented_fences_inside_lists() {
+        let text = "1. Run this:\n   ```python\n   total = 5\n   ```\n";
+        assert_eq!(codes(text), ["total = 5"]);
+        let nested = "   ```python\n   if x:\n       y = 1\n   ```";
+        assert_eq!(codes(nested), ["if x:\n    y = 1"]);
+    }
+}

@@ -1,0 +1,200 @@
+//! A small graph engine: named nodes that work on a typed state, plain and
+//! conditional edges between them, and a step cap. The engine itself does no
+//! I/O: nodes reach the world only through the effects value `E` they are
+//! given, so a graph runs in tests with scripted effects.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use super::AgentError;
+
+/// The future a node returns.
+pub type NodeFuture<'a> = Pin<Box<dyn Future<Output = Result<(), AgentError>> + Send + 'a>>;
+
+/// A node: an async step over the state, with the effects it may use.
+pub type NodeFn<S, E> = Box<dyn for<'a> Fn(&'a mut S, &'a mut E) -> NodeFuture<'a> + Send + Sync>;
+
+/// Where the graph goes after a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    To(&'static str),
+    End,
+}
+
+type Condition<S> = Box<dyn Fn(&S) -> Route + Send + Sync>;
+
+enum Edge<S> {
+    Always(Route),
+    When(Condition<S>),
+}
+
+/// Told when nodes start and finish, so a run can be shown as it happens.
+pub trait Observer {
+    fn node_started(&mut self, node: &'static str);
+    fn node_finished(&mut self, node: &'static str);
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// An edge led to the end.
+    Finished { steps: usize },
+    /// The step cap stopped a run that was still going.
+    StepCap { steps: usize },
+}
+
+/// A graph of nodes over state `S` with effects `E`.
+pub struct Graph<S, E> {
+    entry: &'static str,
+    nodes: HashMap<&'static str, NodeFn<S, E>>,
+    edges: HashMap<&'static str, Edge<S>>,
+    max_steps: usize,
+}
+
+impl<S, E> Graph<S, E>
+where
+    S: Send,
+    E: Observer + Send,
+{
+    /// A graph that starts at `entry` and runs at most `max_steps` nodes.
+    pub fn new(entry: &'static str, max_steps: usize) -> Self {
+        Self {
+            entry,
+            nodes: HashMap::new(),
+            edges: HashMap::new(),
+            max_steps,
+        }
+    }
+
+    pub fn node(mut self, name: &'static str, run: NodeFn<S, E>) -> Self {
+        self.nodes.insert(name, run);
+        self
+    }
+
+    /// After `from`, always go to `to`.
+    pub fn edge(mut self, from: &'static str, to: Route) -> Self {
+        self.edges.insert(from, Edge::Always(to));
+        self
+    }
+
+    /// After `from`, go where `choose` says, given the state.
+    pub fn conditional_edge(
+        mut self,
+        from: &'static str,
+        choose: impl Fn(&S) -> Route + Send + Sync + 'static,
+    ) -> Self {
+        self.edges.insert(from, Edge::When(Box::new(choose)));
+        self
+    }
+
+    /// Runs from the entry node until an edge leads to the end, a node fails,
+    /// or the step cap is reached.
+    pub async fn run(&self, state: &mut S, effects: &mut E) -> Result<RunEnd, AgentError> {
+        let mut current = self.entry;
+        let mut steps = 0;
+        loop {
+            if steps == self.max_steps {
+                return Ok(RunEnd::StepCap { steps });
+            }
+            let node = self
+                .nodes
+                .get(current)
+                .ok_or_else(|| AgentError::Graph(format!("no node named {current}")))?;
+            effects.node_started(current);
+            node(state, effects).await?;
+            effects.node_finished(current);
+            steps += 1;
+            let route = match self.edges.get(current) {
+                Some(Edge::Always(route)) => *route,
+                Some(Edge::When(choose)) => choose(state),
+                None => Route::End,
+            };
+            match route {
+                Route::To(next) => current = next,
+                Route::End => return Ok(RunEnd::Finished { steps }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Counter {
+        visits: Vec<&'static str>,
+        value: u32,
+    }
+
+    #[derive(Default)]
+    struct Log(Vec<String>);
+
+    impl Observer for Log {
+        fn node_started(&mut self, node: &'static str) {
+            self.0.push(format!("start {node}"));
+        }
+        fn node_finished(&mut self, node: &'static str) {
+            self.0.push(format!("end {node}"));
+        }
+    }
+
+    fn add(name: &'static str, amount: u32) -> NodeFn<Counter, Log> {
+        Box::new(move |state: &mut Counter, _log: &mut Log| {
+            Box::pin(async move {
+                state.visits.push(name);
+                state.value += amount;
+                Ok(())
+            })
+        })
+    }
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    #[test]
+    fn plain_and_conditional_edges_loop_until_the_condition_ends_it() {
+        let graph = Graph::new("a", 100)
+            .node("a", add("a", 1))
+            .node("b", add("b", 10))
+            .edge("a", Route::To("b"))
+            .conditional_edge("b", |s: &Counter| {
+                if s.value < 30 {
+                    Route::To("a")
+                } else {
+                    Route::End
+                }
+            });
+        let (mut state, mut log) = (Counter::default(), Log::default());
+        let end = block_on(graph.run(&mut state, &mut log)).unwrap();
+        assert_eq!(end, RunEnd::Finished { steps: 6 });
+        assert_eq!(state.visits, ["a", "b", "a", "b", "a", "b"]);
+        assert_eq!(log.0[..2], ["start a", "end a"]);
+    }
+
+    #[test]
+    fn the_step_cap_stops_an_endless_graph() {
+        let graph = Graph::new("a", 5)
+            .node("a", add("a", 1))
+            .edge("a", Route::To("a"));
+        let (mut state, mut log) = (Counter::default(), Log::default());
+        let end = block_on(graph.run(&mut state, &mut log)).unwrap();
+        assert_eq!(end, RunEnd::StepCap { steps: 5 });
+        assert_eq!(state.value, 5);
+    }
+
+    #[test]
+    fn a_missing_node_is_an_error_not_a_panic() {
+        let graph = Graph::new("a", 5)
+            .node("a", add("a", 1))
+            .edge("a", Route::To("nowhere"));
+        let (mut state, mut log) = (Counter::default(), Log::default());
+        let err = block_on(graph.run(&mut state, &mut log)).unwrap_err();
+        assert!(err.to_string().contains("nowhere"));
+    }
+}

@@ -1,0 +1,204 @@
+//! The Anthropic Messages API format: the request body, and the named SSE
+//! events of its stream (`message_start`, `content_block_delta`,
+//! `message_delta`, `message_stop`, `ping`, `error`). Usage in
+//! `message_delta` is cumulative; unknown events are ignored, as the API's
+//! documentation asks.
+
+use serde_json::{Value, json};
+
+use super::sse::SseEvent;
+use super::{ChatEvent, ChatRequest, LlmError, Usage};
+
+const PROVIDER: &str = "Anthropic";
+
+/// The API version header value this translator speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// The JSON body of a streaming `POST {base}/v1/messages`.
+pub fn request_body(request: &ChatRequest) -> Value {
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": request.messages,
+        "stream": true,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!(request.system);
+    }
+    body
+}
+
+/// Follows one stream, remembering the input token count from
+/// `message_start` so each usage event carries both counts.
+#[derive(Debug, Default)]
+pub struct StreamState {
+    input_tokens: u64,
+}
+
+impl StreamState {
+    /// Translates one SSE event of the stream.
+    pub fn parse_event(&mut self, event: &SseEvent) -> Vec<ChatEvent> {
+        let data: Value = match serde_json::from_str(&event.data) {
+            Ok(data) => data,
+            Err(e) => {
+                return vec![ChatEvent::Error(LlmError::Malformed {
+                    provider: PROVIDER,
+                    message: e.to_string(),
+                })];
+            }
+        };
+        let kind = if event.event.is_empty() {
+            data["type"].as_str().unwrap_or_default()
+        } else {
+            event.event.as_str()
+        };
+        match kind {
+            "message_start" => {
+                let usage = &data["message"]["usage"];
+                self.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0)
+                    + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0)
+                    + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+                vec![]
+            }
+            "content_block_delta" => match data["delta"]["text"].as_str() {
+                Some(text) if data["delta"]["type"] == "text_delta" && !text.is_empty() => {
+                    vec![ChatEvent::Text(text.to_owned())]
+                }
+                _ => vec![],
+            },
+            "message_delta" => vec![ChatEvent::Usage(Usage {
+                input_tokens: self.input_tokens,
+                output_tokens: data["usage"]["output_tokens"].as_u64().unwrap_or(0),
+                cost_usd: None,
+            })],
+            "message_stop" => vec![ChatEvent::Done],
+            "error" => vec![ChatEvent::Error(error_from(&data["error"], None))],
+            _ => vec![], // ping, content_block_start/stop, and future events
+        }
+    }
+}
+
+/// The error for a non-2xx response with this status and body.
+pub fn http_error(status: u16, body: &str) -> LlmError {
+    match serde_json::from_str::<Value>(body) {
+        Ok(value) if value["error"].is_object() => error_from(&value["error"], Some(status)),
+        _ => LlmError::Http {
+            provider: PROVIDER,
+            status,
+            message: body.chars().take(300).collect(),
+        },
+    }
+}
+
+fn error_from(error: &Value, status: Option<u16>) -> LlmError {
+    let kind = error["type"].as_str().unwrap_or("error");
+    let message = format!(
+        "{kind}: {}",
+        error["message"].as_str().unwrap_or("(no message)")
+    );
+    match (kind, status) {
+        ("overloaded_error" | "rate_limit_error", _) | (_, Some(429 | 529)) => {
+            LlmError::Overloaded {
+                provider: PROVIDER,
+                message,
+            }
+        }
+        (_, Some(status)) => LlmError::Http {
+            provider: PROVIDER,
+            status,
+            message,
+        },
+        (_, None) => LlmError::Failed {
+            provider: PROVIDER,
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ChatMessage;
+    use super::super::sse::SseDecoder;
+    use super::*;
+
+    const RECORDED: &str = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hé\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"llo\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n",
+        "event: brand_new_event\ndata: {\"type\":\"brand_new_event\"}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    fn events(stream: &str, chunk: usize) -> Vec<ChatEvent> {
+        let mut decoder = SseDecoder::default();
+        let mut state = StreamState::default();
+        stream
+            .as_bytes()
+            .chunks(chunk)
+            .flat_map(|c| decoder.push(c))
+            .flat_map(|e| state.parse_event(&e))
+            .collect()
+    }
+
+    #[test]
+    fn request_body_puts_the_system_prompt_at_top_level() {
+        let body = request_body(&ChatRequest {
+            model: "claude".into(),
+            system: "be brief".into(),
+            messages: vec![ChatMessage::user("hi")],
+            max_tokens: 50,
+        });
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
+        assert_eq!(body["stream"], true);
+    }
+
+    #[test]
+    fn recorded_stream_in_any_chunking() {
+        let expected = vec![
+            ChatEvent::Text("Hé".into()),
+            ChatEvent::Text("llo".into()),
+            ChatEvent::Usage(Usage {
+                input_tokens: 25,
+                output_tokens: 15,
+                cost_usd: None,
+            }),
+            ChatEvent::Done,
+        ];
+        for chunk in [1, 3, 50, RECORDED.len()] {
+            assert_eq!(events(RECORDED, chunk), expected, "chunks of {chunk}");
+        }
+    }
+
+    #[test]
+    fn overloaded_errors_are_retryable() {
+        let got = events(
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+            4,
+        );
+        assert!(matches!(&got[..], [ChatEvent::Error(e)] if e.is_retryable()));
+        let body = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_1"}"#;
+        let err = http_error(401, body);
+        assert!(!err.is_retryable());
+        assert_eq!(
+            err.to_string(),
+            "Anthropic returned HTTP 401: authentication_error: invalid x-api-key"
+        );
+        assert!(
+            http_error(
+                529,
+                r#"{"error":{"type":"overloaded_error","message":"busy"}}"#
+            )
+            .is_retryable()
+        );
+    }
+}

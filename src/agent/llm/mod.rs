@@ -1,0 +1,119 @@
+//! Talking to language models: one request shape, one event stream, and a
+//! translator per provider wire format. The translators are pure (request
+//! body out, parsed events in) so they are tested against recorded streams
+//! without a network; the shared decoders live in [`sse`].
+
+pub mod anthropic;
+pub mod openai;
+pub mod sse;
+
+use serde::{Deserialize, Serialize};
+
+/// Who said a message in the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// A provider-independent chat request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub max_tokens: u32,
+}
+
+/// Token counts (and cost, where the provider reports it) of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// What a streaming response says, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatEvent {
+    /// A piece of the answer's text.
+    Text(String),
+    /// Token counts; the last one seen holds the totals.
+    Usage(Usage),
+    /// The answer is complete.
+    Done,
+    /// The provider reported an error inside the stream.
+    Error(LlmError),
+}
+
+/// Why a model call failed. Messages never contain keys.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("{provider} returned HTTP {status}: {message}")]
+    Http {
+        provider: &'static str,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider} is overloaded or rate-limited: {message}")]
+    Overloaded {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("cannot reach {provider}: {message}")]
+    Connect {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider} sent a response that could not be read: {message}")]
+    Malformed {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider} failed: {message}")]
+    Failed {
+        provider: &'static str,
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// Whether waiting and trying again may help (429, 529, overloaded).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, LlmError::Overloaded { .. })
+    }
+}

@@ -1,0 +1,192 @@
+//! The OpenAI-compatible chat completions format (OpenAI, Ollama, vLLM,
+//! llama.cpp server, LM Studio): the request body, and the `data:` chunks
+//! of its SSE stream, ending with `[DONE]`. Usage arrives in a last chunk
+//! with no choices when `stream_options.include_usage` is set; servers that
+//! never send it leave the usage unknown, which is not an error.
+
+use serde_json::{Value, json};
+
+use super::sse::SseEvent;
+use super::{ChatEvent, ChatRequest, LlmError, Usage};
+
+const PROVIDER: &str = "OpenAI-compatible server";
+
+/// The JSON body of a streaming `POST {base}/chat/completions`.
+pub fn request_body(request: &ChatRequest) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({ "role": "system", "content": request.system }));
+    }
+    for message in &request.messages {
+        messages.push(json!({ "role": message.role, "content": message.content }));
+    }
+    json!({
+        "model": request.model,
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+    })
+}
+
+/// Translates one SSE event of the stream.
+pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
+    let data = event.data.trim();
+    if data == "[DONE]" {
+        return vec![ChatEvent::Done];
+    }
+    let chunk: Value = match serde_json::from_str(data) {
+        Ok(chunk) => chunk,
+        Err(e) => {
+            return vec![ChatEvent::Error(LlmError::Malformed {
+                provider: PROVIDER,
+                message: format!("{e} in {}", truncate(data)),
+            })];
+        }
+    };
+    if let Some(error) = chunk.get("error") {
+        return vec![ChatEvent::Error(error_from_body(error))];
+    }
+    let mut events = Vec::new();
+    if let Some(choices) = chunk.get("choices").and_then(Value::as_array) {
+        for choice in choices {
+            if let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                events.push(ChatEvent::Text(text.to_owned()));
+            }
+        }
+    }
+    if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+        events.push(ChatEvent::Usage(Usage {
+            input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+            output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+            cost_usd: None,
+        }));
+    }
+    events
+}
+
+/// The error for a non-2xx response with this status and body.
+pub fn http_error(status: u16, body: &str) -> LlmError {
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| truncate(body));
+    if status == 429 || status == 503 || status == 529 {
+        LlmError::Overloaded {
+            provider: PROVIDER,
+            message,
+        }
+    } else {
+        LlmError::Http {
+            provider: PROVIDER,
+            status,
+            message,
+        }
+    }
+}
+
+fn error_from_body(error: &Value) -> LlmError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned);
+    LlmError::Failed {
+        provider: PROVIDER,
+        message,
+    }
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ChatMessage;
+    use super::super::sse::SseDecoder;
+    use super::*;
+
+    const RECORDED: &str = concat!(
+        "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n",
+        "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":24,\"completion_tokens\":2,\"total_tokens\":26}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    fn events(stream: &str, chunk: usize) -> Vec<ChatEvent> {
+        let mut decoder = SseDecoder::default();
+        stream
+            .as_bytes()
+            .chunks(chunk)
+            .flat_map(|c| decoder.push(c))
+            .flat_map(|e| parse_event(&e))
+            .collect()
+    }
+
+    #[test]
+    fn request_body_has_system_first_and_asks_for_usage() {
+        let body = request_body(&ChatRequest {
+            model: "m".into(),
+            system: "be brief".into(),
+            messages: vec![ChatMessage::user("hi")],
+            max_tokens: 100,
+        });
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": "hi"})
+        );
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn recorded_stream_in_any_chunking() {
+        let expected = vec![
+            ChatEvent::Text("Hel".into()),
+            ChatEvent::Text("lo".into()),
+            ChatEvent::Usage(Usage {
+                input_tokens: 24,
+                output_tokens: 2,
+                cost_usd: None,
+            }),
+            ChatEvent::Done,
+        ];
+        for chunk in [1, 7, 64, RECORDED.len()] {
+            assert_eq!(events(RECORDED, chunk), expected, "chunks of {chunk}");
+        }
+    }
+
+    #[test]
+    fn errors_in_the_stream_and_over_http() {
+        let got = events("data: {\"error\":{\"message\":\"model crashed\"}}\n\n", 5);
+        assert!(
+            matches!(&got[..], [ChatEvent::Error(LlmError::Failed { message, .. })] if message == "model crashed")
+        );
+        let got = events("data: {not json\n\n", 5);
+        assert!(matches!(
+            &got[..],
+            [ChatEvent::Error(LlmError::Malformed { .. })]
+        ));
+        assert!(http_error(429, "{\"error\":{\"message\":\"slow down\"}}").is_retryable());
+        let err = http_error(401, "{\"error\":{\"message\":\"bad key\"}}");
+        assert_eq!(
+            err.to_string(),
+            "OpenAI-compatible server returned HTTP 401: bad key"
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! The `%%ask` agent: a graph that asks a model for Python, runs it in the
+//! user's namespace, looks at the result and keeps going until the request is
+//! done or the turn limit is reached.
+//!
+//! Nothing here touches ZeroMQ or pyo3. The graph ([`graph`]) and its nodes
+//! ([`nodes`]) reach the world only through [`Effects`]: a model call, a code
+//! execution, a namespace summary, and events for the user. The kernel
+//! provides the real effects; tests provide scripted ones.
+
+pub mod extract;
+pub mod graph;
+pub mod llm;
+pub mod nodes;
+pub mod prompts;
+pub mod reflect;
+pub mod state;
+
+use std::future::Future;
+
+pub use state::{AgentState, Execution, Outcome};
+
+use llm::{ChatRequest, LlmError, Usage};
+use reflect::Verdict;
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    #[error("interrupted")]
+    Interrupted,
+    #[error("agent graph: {0}")]
+    Graph(String),
+}
+
+/// What a run reports as it goes; the kernel turns these into messages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    NodeStarted(&'static str),
+    NodeFinished(&'static str),
+    /// Answer text, as it streams.
+    Token(String),
+    /// A code block is about to run (or would, with execution off).
+    Code {
+        turn: u32,
+        block: usize,
+        code: String,
+    },
+    /// A code block ran.
+    Executed {
+        turn: u32,
+        block: usize,
+        execution: Execution,
+    },
+    Verdict(Verdict),
+    Usage(Usage),
+}
+
+/// A model's complete answer to one call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatOutcome {
+    pub text: String,
+    pub usage: Usage,
+}
+
+/// Everything a run needs from outside.
+pub trait Effects: graph::Observer + Send {
+    /// Calls the model. With `show`, the answer's text is streamed to the
+    /// user as it arrives (as [`AgentEvent::Token`]s).
+    fn chat(
+        &mut self,
+        request: ChatRequest,
+        show: bool,
+    ) -> impl Future<Output = Result<ChatOutcome, AgentError>> + Send;
+
+    /// Runs `code` in the user's namespace; the result as the model sees it.
+    fn execute(&mut self, code: &str)
+    -> impl Future<Output = Result<Execution, AgentError>> + Send;
+
+    /// A summary of the live namespace for the prompt.
+    fn namespace(&mut self) -> impl Future<Output = String> + Send;
+
+    /// Reports progress to the user.
+    fn emit(&mut self, event: AgentEvent);
+}

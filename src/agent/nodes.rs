@@ -1,0 +1,455 @@
+//! The default graph (seeds 000 and 002):
+//!
+//! ```text
+//! generate -> extract -> (no code: end) -> execute -> reflect
+//!     ^                                                  |
+//!     +---- not complete and turns left -----------------+--> end
+//! ```
+//!
+//! The reflection's reasoning and next step go into the conversation, so the
+//! next generate turn builds on them, and a final text-only answer stays in
+//! the conversation for the next `%%ask`.
+
+use super::extract::code_blocks;
+use super::graph::{Graph, NodeFn, Route};
+use super::llm::{ChatMessage, ChatRequest};
+use super::reflect::parse_verdict;
+use super::{AgentError, AgentEvent, AgentState, Effects, Outcome, prompts};
+
+/// Settings the nodes need besides the state.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub model: String,
+    pub max_tokens: u32,
+    /// With `false`, code is shown but never run (`--no-exec`).
+    pub execute: bool,
+}
+
+/// A cap on nodes per run, well above what the turn limit allows, so a
+/// routing mistake cannot loop forever.
+fn step_cap(max_turns: u32) -> usize {
+    (max_turns as usize) * 4 + 4
+}
+
+/// The default graph for a run with `max_turns`.
+pub fn default_graph<E: Effects + 'static>(
+    settings: Settings,
+    max_turns: u32,
+) -> Graph<AgentState, E> {
+    let generate_settings = settings.clone();
+    let reflect_settings = settings.clone();
+    let execute_enabled = settings.execute;
+    Graph::new("generate", step_cap(max_turns))
+        .node(
+            "generate",
+            node(move |s, e| Box::pin(generate(s, e, generate_settings.clone()))),
+        )
+        .node("extract", node(|s, _e| Box::pin(async move { extract(s) })))
+        .node(
+            "execute",
+            node(move |s, e| Box::pin(execute(s, e, execute_enabled))),
+        )
+        .node(
+            "reflect",
+            node(move |s, e| Box::pin(reflect(s, e, reflect_settings.clone()))),
+        )
+        .edge("generate", Route::To("extract"))
+        .conditional_edge("extract", move |s: &AgentState| {
+            if s.pending.is_empty() {
+                Route::End
+            } else {
+                Route::To("execute")
+            }
+        })
+        .conditional_edge("execute", move |_s: &AgentState| {
+            if execute_enabled {
+                Route::To("reflect")
+            } else {
+                Route::End
+            }
+        })
+        .conditional_edge("reflect", |s: &AgentState| match s.outcome {
+            Some(_) => Route::End,
+            None => Route::To("generate"),
+        })
+}
+
+fn node<E: Effects + 'static>(
+    f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> super::graph::NodeFuture<'a>
+    + Send
+    + Sync
+    + 'static,
+) -> NodeFn<AgentState, E> {
+    Box::new(f)
+}
+
+async fn generate<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    let namespace = effects.namespace().await;
+    let request = ChatRequest {
+        model: settings.model,
+        system: prompts::system(&namespace),
+        messages: state.conversation.clone(),
+        max_tokens: settings.max_tokens,
+    };
+    let answer = effects.chat(request, true).await?;
+    state.turn += 1;
+    state.usage.add(answer.usage);
+    state
+        .conversation
+        .push(ChatMessage::assistant(answer.text.clone()));
+    state.answer = answer.text;
+    Ok(())
+}
+
+fn extract(state: &mut AgentState) -> Result<(), AgentError> {
+    state.pending = code_blocks(&state.answer);
+    if state.pending.is_empty() {
+        state.outcome = Some(Outcome::Answered);
+    }
+    Ok(())
+}
+
+async fn execute<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    enabled: bool,
+) -> Result<(), AgentError> {
+    let blocks = std::mem::take(&mut state.pending);
+    let mut reports = Vec::new();
+    for (index, block) in blocks.into_iter().enumerate() {
+        let (turn, code) = (state.turn, block.code);
+        effects.emit(AgentEvent::Code {
+            turn,
+            block: index,
+            code: code.clone(),
+        });
+        if !enabled {
+            continue;
+        }
+        let execution = effects.execute(&code).await?;
+        reports.push(prompts::execution_report(
+            &code,
+            &execution.output,
+            execution.failed,
+        ));
+        let failed = execution.failed;
+        effects.emit(AgentEvent::Executed {
+            turn,
+            block: index,
+            execution: execution.clone(),
+        });
+        state.executions.push(execution);
+        if failed {
+            break; // later blocks likely depend on this one
+        }
+    }
+    if !enabled {
+        state.outcome = Some(Outcome::Answered);
+    } else {
+        state
+            .conversation
+            .push(ChatMessage::user(reports.join("\n\n")));
+    }
+    Ok(())
+}
+
+async fn reflect<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    let request = ChatRequest {
+        model: settings.model,
+        system: prompts::reflect(&state.request),
+        messages: state.conversation.clone(),
+        max_tokens: 300,
+    };
+    let answer = effects.chat(request, false).await?;
+    state.usage.add(answer.usage);
+    let verdict = parse_verdict(&answer.text);
+    effects.emit(AgentEvent::Verdict(verdict.clone()));
+    if verdict.is_complete {
+        state.outcome = Some(Outcome::Complete);
+    } else if state.turn >= state.max_turns {
+        state.outcome = Some(Outcome::MaxTurns);
+    } else {
+        let feedback = prompts::not_done_yet(&verdict.reasoning, &verdict.next_action);
+        state.conversation.push(ChatMessage::user(feedback));
+    }
+    state.verdict = Some(verdict);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::agent::graph::{Observer, RunEnd};
+    use crate::agent::llm::{Role, Usage};
+    use crate::agent::{ChatOutcome, Execution};
+
+    /// Scripted effects: answers in order, executions by a closure.
+    struct Script {
+        answers: VecDeque<&'static str>,
+        requests: Vec<ChatRequest>,
+        executed: Vec<String>,
+        events: Vec<AgentEvent>,
+        run: fn(&str) -> Execution,
+    }
+
+    impl Script {
+        fn new(answers: &[&'static str], run: fn(&str) -> Execution) -> Self {
+            Self {
+                answers: answers.iter().copied().collect(),
+                requests: Vec::new(),
+                executed: Vec::new(),
+                events: Vec::new(),
+                run,
+            }
+        }
+    }
+
+    impl Observer for Script {
+        fn node_started(&mut self, node: &'static str) {
+            self.events.push(AgentEvent::NodeStarted(node));
+        }
+        fn node_finished(&mut self, node: &'static str) {
+            self.events.push(AgentEvent::NodeFinished(node));
+        }
+    }
+
+    impl Effects for Script {
+        async fn chat(
+            &mut self,
+            request: ChatRequest,
+            show: bool,
+        ) -> Result<ChatOutcome, AgentError> {
+            self.requests.push(request);
+            let text = self
+                .answers
+                .pop_front()
+                .expect("the script has an answer left");
+            if show {
+                self.events.push(AgentEvent::Token(text.to_owned()));
+            }
+            Ok(ChatOutcome {
+                text: text.to_owned(),
+                usage: Usage {
+                    input_tokens: 10,
+                    output_tokens: 5,
+                    cost_usd: None,
+                },
+            })
+        }
+
+        async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
+            self.executed.push(code.to_owned());
+            Ok((self.run)(code))
+        }
+
+        async fn namespace(&mut self) -> String {
+            "x: int = 1".into()
+        }
+
+        fn emit(&mut self, event: AgentEvent) {
+            self.events.push(event);
+        }
+    }
+
+    fn ok(code: &str) -> Execution {
+        Execution {
+            code: code.into(),
+            output: "42".into(),
+            failed: false,
+        }
+    }
+
+    fn fails_once(code: &str) -> Execution {
+        let failed = code.contains("1/0");
+        let output = if failed {
+            "ZeroDivisionError: division by zero"
+        } else {
+            "fixed"
+        };
+        Execution {
+            code: code.into(),
+            output: output.into(),
+            failed,
+        }
+    }
+
+    const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
+    const NOT_DONE: &str =
+        r#"{"is_complete": false, "reasoning": "no total yet", "next_action": "sum the column"}"#;
+
+    fn settings() -> Settings {
+        Settings {
+            model: "test-model".into(),
+            max_tokens: 1000,
+            execute: true,
+        }
+    }
+
+    fn run(script: &mut Script, state: &mut AgentState, settings: Settings) -> RunEnd {
+        let graph = default_graph::<Script>(settings, state.max_turns);
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(graph.run(state, script))
+            .unwrap()
+    }
+
+    fn nodes_run(script: &Script) -> Vec<&'static str> {
+        script
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::NodeStarted(n) => Some(*n),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_only_answer_ends_after_one_call_and_stays_in_the_conversation() {
+        let mut script = Script::new(&["Python lists are ordered."], ok);
+        let mut state = AgentState::new("what is a list?", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(nodes_run(&script), ["generate", "extract"]);
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        assert_eq!(state.conversation.last().unwrap().role, Role::Assistant);
+        assert!(script.executed.is_empty());
+        // The system prompt carried the namespace summary.
+        assert!(script.requests[0].system.contains("x: int = 1"));
+    }
+
+    #[test]
+    fn code_then_done() {
+        let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
+        let mut state = AgentState::new("compute", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(
+            nodes_run(&script),
+            ["generate", "extract", "execute", "reflect"]
+        );
+        assert_eq!(script.executed, ["print(6*7)"]);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.usage.input_tokens, 20);
+        // The model was shown the execution output before reflecting.
+        let last = script.requests.last().unwrap();
+        assert!(last.messages.last().unwrap().content.contains("42"));
+        assert!(
+            script
+                .events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Code { code, .. } if code == "print(6*7)"))
+        );
+    }
+
+    #[test]
+    fn multi_turn_through_reflection_feeds_reasoning_back() {
+        let mut script = Script::new(
+            &[
+                "```python\nx = 1\n```",
+                NOT_DONE,
+                "```python\nprint(x + 1)\n```",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("sum it", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.turn, 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        // The second generate call saw the reviewer's reasoning and next step.
+        let second_generate = &script.requests[2];
+        let feedback = &second_generate.messages.last().unwrap().content;
+        assert!(feedback.contains("no total yet") && feedback.contains("sum the column"));
+    }
+
+    #[test]
+    fn max_turns_reached() {
+        let mut script = Script::new(
+            &[
+                "```python\na = 1\n```",
+                NOT_DONE,
+                "```python\nb = 2\n```",
+                NOT_DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("never done", Vec::new(), 2);
+        let end = run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+        assert_eq!(state.turn, 2);
+        assert!(matches!(end, RunEnd::Finished { steps: 8 }));
+    }
+
+    #[test]
+    fn error_recovery_the_failure_reaches_the_next_turn() {
+        let mut script = Script::new(
+            &[
+                "```python\n1/0\n```\n```python\nprint('never')\n```",
+                NOT_DONE,
+                "```python\nprint('fixed')\n```",
+                DONE,
+            ],
+            fails_once,
+        );
+        let mut state = AgentState::new("divide", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        // The block after the failing one was not run.
+        assert_eq!(script.executed, ["1/0", "print('fixed')"]);
+        let reflect_request = &script.requests[1];
+        assert!(
+            reflect_request
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("ZeroDivisionError")
+        );
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn no_exec_shows_code_but_runs_nothing() {
+        let mut script = Script::new(&["```python\nimport os\n```"], ok);
+        let mut state = AgentState::new("show me", Vec::new(), 5);
+        let settings = Settings {
+            execute: false,
+            ..settings()
+        };
+        run(&mut script, &mut state, settings);
+        assert!(script.executed.is_empty());
+        assert!(
+            script
+                .events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Code { .. }))
+        );
+        assert_eq!(nodes_run(&script), ["generate", "extract", "execute"]);
+    }
+
+    #[test]
+    fn unparseable_reflection_counts_as_not_done() {
+        let mut script = Script::new(
+            &[
+                "```python\nx = 1\n```",
+                "hmm, looks fine to me",
+                "All done: x is 1.",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("set x", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        let feedback = &script.requests[2].messages.last().unwrap().content;
+        assert!(feedback.contains("hmm, looks fine to me"));
+    }
+}

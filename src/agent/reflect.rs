@@ -1,0 +1,178 @@
+//! Reading the reflection step's verdict: did the last turn finish the
+//! request, why, and what to do next. Small models wrap the JSON in prose or
+//! a code fence, or answer with XML tags instead; all of those are read. An
+//! answer that says nothing readable counts as "not complete", with the text
+//! kept as the reasoning, so the next turn still learns from it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The reflection step's judgement of the last turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub is_complete: bool,
+    pub reasoning: String,
+    pub next_action: String,
+    /// False when nothing in the answer could be read as a verdict.
+    #[serde(skip)]
+    pub parsed: bool,
+}
+
+/// Reads a verdict from a model's answer.
+pub fn parse_verdict(answer: &str) -> Verdict {
+    if let Some(verdict) = json_objects(answer).find_map(|value| from_json(&value)) {
+        return verdict;
+    }
+    if let Some(verdict) = from_tags(answer) {
+        return verdict;
+    }
+    Verdict {
+        is_complete: false,
+        reasoning: answer.trim().to_owned(),
+        next_action: String::new(),
+        parsed: false,
+    }
+}
+
+fn from_json(value: &Value) -> Option<Verdict> {
+    let object = value.as_object()?;
+    let is_complete = match object.get("is_complete")? {
+        Value::Bool(b) => *b,
+        Value::String(s) => truthy(s)?,
+        _ => return None,
+    };
+    let text = |key: &str| {
+        object
+            .get(key)
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default()
+    };
+    Some(Verdict {
+        is_complete,
+        reasoning: text("reasoning"),
+        next_action: text("next_action"),
+        parsed: true,
+    })
+}
+
+fn truthy(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" => Some(true),
+        "false" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// Every balanced `{...}` in `text` that parses as JSON, outermost first.
+fn json_objects(text: &str) -> impl Iterator<Item = Value> + '_ {
+    let starts = text.match_indices('{').map(|(i, _)| i);
+    starts.filter_map(move |start| {
+        let end = matching_brace(&text[start..])?;
+        serde_json::from_str(&text[start..start + end]).ok()
+    })
+}
+
+/// The length of the balanced object starting at `text[0] == '{'`, honouring
+/// strings and escapes.
+fn matching_brace(text: &str) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, c) in text.char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn tag<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find(&close)? + start;
+    Some(text[start..end].trim())
+}
+
+fn from_tags(text: &str) -> Option<Verdict> {
+    let is_complete = truthy(tag(text, "is_complete")?)?;
+    Some(Verdict {
+        is_complete,
+        reasoning: tag(text, "reasoning").unwrap_or_default().to_owned(),
+        next_action: tag(text, "next_action").unwrap_or_default().to_owned(),
+        parsed: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_json() {
+        let v = parse_verdict(r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#);
+        assert!(v.is_complete && v.parsed);
+        assert_eq!(v.reasoning, "done");
+    }
+
+    #[test]
+    fn json_inside_prose_or_a_fence() {
+        let v = parse_verdict(
+            "Here is my verdict:\n```json\n{\"is_complete\": false, \"reasoning\": \"the plot is missing\", \"next_action\": \"draw it\"}\n```\nThanks!",
+        );
+        assert!(!v.is_complete && v.parsed);
+        assert_eq!(v.next_action, "draw it");
+    }
+
+    #[test]
+    fn braces_inside_strings_and_nested_objects() {
+        let v = parse_verdict(
+            r#"{"is_complete": "yes", "reasoning": "a {b} c", "next_action": {"step": 1}}"#,
+        );
+        assert!(v.is_complete);
+        assert_eq!(v.reasoning, "a {b} c");
+        assert_eq!(v.next_action, r#"{"step":1}"#);
+    }
+
+    #[test]
+    fn skips_json_that_is_not_a_verdict() {
+        let v = parse_verdict(r#"{"x": 1} then {"is_complete": false, "reasoning": "r"}"#);
+        assert!(!v.is_complete && v.parsed);
+        assert_eq!(v.reasoning, "r");
+    }
+
+    #[test]
+    fn xml_tag_form() {
+        let v = parse_verdict(
+            "<is_complete>True</is_complete><reasoning>all good</reasoning><next_action></next_action>",
+        );
+        assert!(v.is_complete && v.parsed);
+        assert_eq!(v.reasoning, "all good");
+    }
+
+    #[test]
+    fn unparseable_answers_are_incomplete_with_the_text_as_reasoning() {
+        let v = parse_verdict("I think it is probably fine {not json");
+        assert!(!v.is_complete && !v.parsed);
+        assert_eq!(v.reasoning, "I think it is probably fine {not json");
+    }
+}

@@ -1,0 +1,70 @@
+//! The state one `%%ask` run works on, and the results its nodes record.
+
+use serde::Serialize;
+
+use super::extract::CodeBlock;
+use super::llm::{ChatMessage, Usage};
+use super::reflect::Verdict;
+
+/// One executed code block, as the model will be told about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Execution {
+    pub code: String,
+    /// Captured stdout, stderr, the last value and any traceback, as text
+    /// (long output keeps its head and tail).
+    pub output: String,
+    pub failed: bool,
+}
+
+/// How a run ended, for the summary shown to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    /// The model answered without code.
+    Answered,
+    /// The reflection step judged the request done.
+    Complete,
+    /// The turn limit was reached first.
+    MaxTurns,
+}
+
+/// Everything a run reads and writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentState {
+    /// The user's request for this run.
+    pub request: String,
+    /// The conversation so far, this run's request and turns included; it
+    /// carries over between runs in the same kernel.
+    pub conversation: Vec<ChatMessage>,
+    pub turn: u32,
+    pub max_turns: u32,
+    /// The model's last answer.
+    pub answer: String,
+    /// Code blocks of the last answer, not yet run.
+    pub pending: Vec<CodeBlock>,
+    /// Executions of this run, in order.
+    pub executions: Vec<Execution>,
+    pub verdict: Option<Verdict>,
+    pub usage: Usage,
+    pub outcome: Option<Outcome>,
+}
+
+impl AgentState {
+    /// A new run of `request`, continuing `conversation`.
+    pub fn new(request: impl Into<String>, conversation: Vec<ChatMessage>, max_turns: u32) -> Self {
+        let request = request.into();
+        let mut conversation = conversation;
+        conversation.push(ChatMessage::user(request.clone()));
+        Self {
+            request,
+            conversation,
+            turn: 0,
+            max_turns: max_turns.max(1),
+            answer: String::new(),
+            pending: Vec::new(),
+            executions: Vec::new(),
+            verdict: None,
+            usage: Usage::default(),
+            outcome: None,
+        }
+    }
+}
