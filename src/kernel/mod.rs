@@ -40,6 +40,9 @@ pub use info::kernel_info;
 /// task, so exiting at once could lose the shutdown_reply.
 const LINGER: Duration = Duration::from_millis(30);
 
+/// How long the interpreter gets to save its state at shutdown.
+const PYTHON_SHUTDOWN_LIMIT: Duration = Duration::from_millis(500);
+
 /// Why the kernel could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
@@ -103,6 +106,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     let shell_task = tokio::spawn(shell::run(shell, shared.clone()));
 
     shared.shutdown.cancelled().await;
+    shared.python.shutdown(PYTHON_SHUTDOWN_LIMIT).await;
     iopub.flush().await;
     tokio::time::sleep(LINGER).await;
     for task in [

@@ -193,6 +193,21 @@ fn run(
 
     for command in commands {
         match (command, &runtime) {
+            (Command::Shutdown(done), Ok(runtime)) => {
+                Python::attach(|py| {
+                    if let Err(e) = runtime.bind(py).call_method0("shutdown") {
+                        tracing::warn!("runtime shutdown failed: {}", describe(py, &e));
+                    }
+                });
+                drain();
+                buffer.close();
+                let _ = done.send(());
+                return;
+            }
+            (Command::Shutdown(done), Err(_)) => {
+                let _ = done.send(());
+                return;
+            }
             (Command::Execute(cell, reply), Ok(runtime)) => {
                 let outcome =
                     Python::attach(|py| execute(py, runtime.bind(py), &buffer, cell, &drain));

@@ -107,6 +107,8 @@ enum Command {
         buffers: Vec<bytes::Bytes>,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
+    /// The kernel is about to exit: save what must outlive it (history).
+    Shutdown(oneshot::Sender<()>),
 }
 
 /// The kernel's way to reach the interpreter thread. Cloning is cheap.
@@ -142,6 +144,18 @@ impl PythonHandle {
         outcome
             .await
             .unwrap_or_else(|_| ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE)))
+    }
+
+    /// Lets the runtime save its state before the process exits, waiting at
+    /// most `limit` (the interpreter may be stuck in a cell that ignored the
+    /// interrupt; the exit must not wait for it).
+    pub async fn shutdown(&self, limit: std::time::Duration) {
+        let (done, finished) = oneshot::channel();
+        if self.commands.send(Command::Shutdown(done)).is_ok()
+            && tokio::time::timeout(limit, finished).await.is_err()
+        {
+            tracing::warn!("the interpreter did not finish its shutdown in time");
+        }
     }
 
     /// Serves a request that Python answers (complete, inspect, is_complete,

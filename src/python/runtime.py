@@ -271,6 +271,9 @@ class BaseRuntime:
         __tracebackhide__ = True
         return self.bridge.input(str(prompt), True)
 
+    def shutdown(self):
+        """Called once before the kernel exits."""
+
     def request(self, msg_type, content_json, buffers=()):
         """Serves a shell message; returns the reply content as JSON text."""
         content = json.loads(content_json)

@@ -108,14 +108,17 @@ async fn other_requests_get_valid_replies() {
         )
         .await;
     assert_eq!(reply.content["status"], "ok");
+    kernel.execute("remembered = 1").await;
     let (reply, _) = kernel
         .request(
             Channel::Shell,
             "history_request",
-            json!({ "hist_access_type": "search", "pattern": "*" }),
+            json!({ "hist_access_type": "search", "pattern": "remember*" }),
         )
         .await;
-    assert_eq!(reply.content["history"], json!([]));
+    let history = reply.content["history"].as_array().unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0][2], "remembered = 1");
     let (reply, _) = kernel
         .request(Channel::Shell, "comm_info_request", json!({}))
         .await;

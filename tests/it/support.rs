@@ -99,8 +99,10 @@ pub fn spawn_kernel(dir: &TempDir, connection: &Value) -> Child {
     std::fs::write(&file, connection.to_string()).expect("write connection file");
     let mut command = Command::new(mahtab_binary());
     command.arg("kernel").arg("-f").arg(&file);
-    // IPython keeps history and profiles here; each test kernel gets its own.
+    // IPython's profile and the kernel's history live here; each test kernel
+    // gets its own.
     command.env("IPYTHONDIR", dir.0.join("ipython"));
+    command.env("JUPYTER_DATA_DIR", dir.0.join("jupyter"));
     if let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") {
         command.arg("--python").arg(python);
     }

@@ -23,7 +23,8 @@ def run_and_read_history(env: dict[str, str], code: str) -> list[list]:
                 return [list(entry) for entry in reply["content"]["history"]]
     finally:
         kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        # A normal shutdown (shutdown_request), as a restart does.
+        km.shutdown_kernel()
 
 
 def test_history_survives_a_restart(tmp_path) -> None:
