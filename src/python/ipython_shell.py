@@ -4,6 +4,7 @@ kernel, as ipykernel's shell does. Loaded as ``_mahtab_ipython``; importing it
 fails with ImportError when IPython is not installed.
 """
 
+import contextlib
 import html
 import json
 import os
@@ -114,6 +115,13 @@ class MahtabShell(InteractiveShell):
     @property
     def kernel(self):
         return self
+
+    @contextlib.contextmanager
+    def _tee(self, channel):
+        # IPython 9 wraps sys.stdout.write in a Python function for every cell
+        # to keep a second copy of stream output in memory; it triples the
+        # cost of printing. The kernel keeps no such copy.
+        yield
 
     def showtraceback(self, exc_tuple=None, *args, **kwargs):
         # An interrupt's traceback only needs to say where the code stopped;
