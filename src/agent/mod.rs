@@ -7,10 +7,12 @@
 //! execution, a namespace summary, and events for the user. The kernel
 //! provides the real effects; tests provide scripted ones.
 
+pub mod config;
 pub mod extract;
 pub mod graph;
 pub mod llm;
 pub mod nodes;
+pub mod options;
 pub mod prompts;
 pub mod reflect;
 pub mod state;

@@ -204,6 +204,27 @@ fn run(
                 let _ = done.send(());
                 return;
             }
+            (Command::AgentCode(code, reply), Ok(runtime)) => {
+                let result = Python::attach(|py| {
+                    let result = {
+                        let _running = CellRunning::start();
+                        call_json(runtime.bind(py), "run_agent_code", (code,))
+                    };
+                    discard_pending_interrupt(py);
+                    result.map_err(|e| python_error(py, &e)).and_then(|value| {
+                        serde_json::from_value(value).map_err(|e| {
+                            PythonError::internal(format!("unreadable agent result: {e}"))
+                        })
+                    })
+                });
+                drain();
+                buffer.flush();
+                let _ = reply.send(result);
+            }
+            (Command::AgentCode(_, reply), Err(message)) => {
+                let error = PythonError::internal(format!("Python failed to start: {message}"));
+                let _ = reply.send(Err(error));
+            }
             (Command::Shutdown(done), Err(_)) => {
                 let _ = done.send(());
                 return;

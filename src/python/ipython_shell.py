@@ -29,6 +29,9 @@ class KernelDisplayPublisher(DisplayPublisher):
 
     def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
         content = {"data": data, "metadata": metadata or {}, "transient": transient or {}}
+        noted = getattr(self.runtime, "_agent_displays", None)
+        if noted is not None:
+            noted.append(data.get("text/plain", ", ".join(sorted(data))))
         self.runtime.publish("update_display_data" if update else "display_data", content)
 
     def clear_output(self, wait=False):

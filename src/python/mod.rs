@@ -81,6 +81,14 @@ impl PythonError {
     }
 }
 
+/// What agent code produced, as the model will read it. Its rich output has
+/// already been shown to the user.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AgentRun {
+    pub output: String,
+    pub failed: bool,
+}
+
 /// What running a cell produced, beyond its published output.
 #[derive(Debug, Clone)]
 pub struct ExecuteOutcome {
@@ -107,6 +115,8 @@ enum Command {
         buffers: Vec<bytes::Bytes>,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
+    /// Runs code an agent wrote; replies with (output for the model, failed).
+    AgentCode(String, oneshot::Sender<Result<AgentRun, PythonError>>),
     /// The kernel is about to exit: save what must outlive it (history).
     Shutdown(oneshot::Sender<()>),
 }
@@ -144,6 +154,19 @@ impl PythonHandle {
         outcome
             .await
             .unwrap_or_else(|_| ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE)))
+    }
+
+    /// Runs code written by the `%%ask` agent in the user's namespace. An
+    /// interrupt while it runs comes back as a `KeyboardInterrupt` error.
+    pub async fn run_agent_code(&self, code: String) -> Result<AgentRun, PythonError> {
+        let (reply, result) = oneshot::channel();
+        interrupt::cell_queued();
+        if self.commands.send(Command::AgentCode(code, reply)).is_err() {
+            return Err(PythonError::internal(INTERPRETER_GONE));
+        }
+        result
+            .await
+            .unwrap_or_else(|_| Err(PythonError::internal(INTERPRETER_GONE)))
     }
 
     /// Lets the runtime save its state before the process exits, waiting at

@@ -242,11 +242,83 @@ class DisplayHandle:
         return "<DisplayHandle display_id=%s>" % self.display_id
 
 
+AGENT_OUTPUT_LIMIT = 10_000
+
+
+class _Capture(io.TextIOBase):
+    """A text stream that appends what is written to a list."""
+
+    def __init__(self, parts):
+        super().__init__()
+        self._parts = parts
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        self._parts.append(text)
+        return len(text)
+
+
+def clip_middle(text, limit):
+    """``text`` itself, or its head and tail with a marker, if it is longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return "%s\n... [%d characters cut] ...\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
+
+
+def _short_repr(value, limit=80):
+    try:
+        text = repr(value)
+    except Exception:
+        text = "<unrepresentable>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def namespace_summary(namespace, limit=4000):
+    """One line per user variable: name, type, shape or length, a short value.
+
+    DataFrames list their columns with dtypes and a sample row. Modules,
+    functions, classes and private names are left out (a count says how
+    many), and the whole summary is bounded.
+    """
+    lines, skipped = [], 0
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or name in ("In", "Out", "exit", "quit", "get_ipython", "display"):
+            continue
+        if isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType)):
+            skipped += 1
+            continue
+        kind = type(value).__name__
+        columns = getattr(value, "columns", None)
+        dtypes = getattr(value, "dtypes", None)
+        shape = getattr(value, "shape", None)
+        if columns is not None and dtypes is not None and shape is not None:
+            cols = ", ".join("%s: %s" % (c, t) for c, t in list(zip(columns, dtypes))[:20])
+            try:
+                sample = _short_repr(value.iloc[0].to_dict(), 200) if len(value) else "(empty)"
+            except Exception:
+                sample = "?"
+            lines.append("%s: DataFrame %s; columns %s; first row %s" % (name, tuple(shape), cols, sample))
+        elif shape is not None and not callable(shape):
+            lines.append("%s: %s shape=%s dtype=%s" % (name, kind, tuple(shape), getattr(value, "dtype", "?")))
+        elif isinstance(value, (list, tuple, dict, set, str)):
+            lines.append("%s: %s len=%d = %s" % (name, kind, len(value), _short_repr(value)))
+        else:
+            lines.append("%s: %s = %s" % (name, kind, _short_repr(value)))
+    if skipped:
+        lines.append("(and %d functions, classes or modules)" % skipped)
+    return clip_middle("\n".join(lines), limit)
+
+
 class BaseRuntime:
     """What every runtime shares: stream redirection, publishing, requests, comms."""
 
     def __init__(self, bridge):
         self.bridge = bridge
+        self._agent_displays = None  # a list while agent code runs
         self.comm_manager = _install_comms(self)
         sys.stdout = KernelStream(bridge, "stdout")
         sys.stderr = KernelStream(bridge, "stderr")
@@ -273,6 +345,57 @@ class BaseRuntime:
 
     def shutdown(self):
         """Called once before the kernel exits."""
+
+    # -- the %%ask agent's view of the session --------------------------------
+
+    def do_agent_namespace(self, content):
+        """A bounded text summary of the user's variables, for the model."""
+        return {"summary": namespace_summary(self.user_ns)}
+
+    def run_agent_code(self, code):
+        """Runs code the agent wrote in the user's namespace.
+
+        Its stdout and stderr are captured for the model rather than streamed
+        (the kernel shows them in an output panel); rich output it displays
+        (plots, tables) reaches the user, and the model gets its text form.
+        Returns JSON text: {"output": ..., "failed": ...}.
+        """
+        captured = []
+        displayed = []
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = _Capture(captured)
+        self._agent_displays = displayed
+        failed = False
+        try:
+            filename = "<agent>"
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+            tree = ast.parse(code, filename=filename, mode="exec")
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            self.bridge.user_code_starting()
+            if tree.body:
+                exec(compile(tree, filename, "exec"), self.user_ns)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), self.user_ns)
+                if value is not None:
+                    self.user_ns["_"] = value
+                    data, _ = mime_bundle(value)
+                    if set(data) - {"text/plain"}:
+                        self.publish("display_data", {"data": data, "metadata": {}, "transient": {}})
+                    captured.append(data.get("text/plain", "") + "\n")
+        except KeyboardInterrupt:
+            raise
+        except BaseException:
+            failed = True
+            etype, value, tb = sys.exc_info()
+            frames = traceback.extract_tb(tb)[-3:]
+            captured.append("".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value)))
+        finally:
+            sys.stdout, sys.stderr = saved
+            self._agent_displays = None
+        text = "".join(captured)
+        if displayed:
+            text += "".join("[displayed: %s]\n" % d for d in displayed)
+        return dumps({"output": clip_middle(text, AGENT_OUTPUT_LIMIT), "failed": failed})
 
     def request(self, msg_type, content_json, buffers=()):
         """Serves a shell message; returns the reply content as JSON text."""
@@ -357,6 +480,8 @@ class Runtime(BaseRuntime):
             else:
                 data, md = mime_bundle(obj)
             md.update(metadata or {})
+            if self._agent_displays is not None:
+                self._agent_displays.append(data.get("text/plain", ", ".join(sorted(data))))
             msg_type = "update_display_data" if update else "display_data"
             self.publish(msg_type, {"data": data, "metadata": md, "transient": transient})
         if display_id is not None and not update:

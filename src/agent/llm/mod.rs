@@ -4,6 +4,7 @@
 //! without a network; the shared decoders live in [`sse`].
 
 pub mod anthropic;
+pub mod http;
 pub mod openai;
 pub mod sse;
 

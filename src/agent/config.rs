@@ -1,0 +1,150 @@
+//! Choosing the model provider for a `%%ask` cell: the magic line's options
+//! first, then the environment (`MAHTAB_PROVIDER`, `MAHTAB_MODEL`,
+//! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`). With none, the
+//! user is told how to configure one.
+
+use super::llm::http::{ApiKey, WireFormat};
+use super::options::AskOptions;
+
+/// Where and how to reach the model.
+#[derive(Debug, Clone)]
+pub struct ProviderChoice {
+    pub format: WireFormat,
+    pub base_url: String,
+    pub model: String,
+    pub key: ApiKey,
+}
+
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
+
+/// Shown when no provider is configured.
+pub const HOW_TO_CONFIGURE: &str = "No model provider is configured for %%ask. Set one of:\n\
+  ANTHROPIC_API_KEY=...            (Anthropic; model with MAHTAB_MODEL or --model)\n\
+  OPENAI_API_KEY=...               (OpenAI)\n\
+  OPENAI_BASE_URL=http://host/v1   (any OpenAI-compatible server: Ollama, vLLM, llama.cpp, LM Studio)\n\
+in the kernel's environment, or choose with --provider anthropic|openai on the %%ask line.";
+
+/// Why no provider could be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{HOW_TO_CONFIGURE}")]
+    NoProvider,
+    #[error("unknown provider {0:?}: use anthropic or openai")]
+    UnknownProvider(String),
+    #[error("the anthropic provider needs ANTHROPIC_API_KEY in the kernel's environment")]
+    MissingAnthropicKey,
+}
+
+/// Picks the provider from `options` and the environment (`env` looks a
+/// variable up; tests pass a map).
+pub fn choose(
+    options: &AskOptions,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<ProviderChoice, ConfigError> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    let provider = options.provider.clone().or_else(|| var("MAHTAB_PROVIDER"));
+    let model = options.model.clone().or_else(|| var("MAHTAB_MODEL"));
+    let anthropic = || -> Result<ProviderChoice, ConfigError> {
+        let key = var("ANTHROPIC_API_KEY").ok_or(ConfigError::MissingAnthropicKey)?;
+        Ok(ProviderChoice {
+            format: WireFormat::Anthropic,
+            base_url: var("ANTHROPIC_BASE_URL")
+                .unwrap_or_else(|| "https://api.anthropic.com".into()),
+            model: model
+                .clone()
+                .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.into()),
+            key: ApiKey::new(Some(key)),
+        })
+    };
+    let openai = || ProviderChoice {
+        format: WireFormat::OpenAi,
+        base_url: var("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into()),
+        model: model.clone().unwrap_or_else(|| DEFAULT_OPENAI_MODEL.into()),
+        key: ApiKey::new(var("OPENAI_API_KEY")),
+    };
+    match provider.as_deref() {
+        Some("anthropic") => anthropic(),
+        Some("openai") => Ok(openai()),
+        Some(other) => Err(ConfigError::UnknownProvider(other.to_owned())),
+        None if var("ANTHROPIC_API_KEY").is_some() => anthropic(),
+        None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => Ok(openai()),
+        None => Err(ConfigError::NoProvider),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn options_beat_the_environment() {
+        let options = AskOptions {
+            provider: Some("openai".into()),
+            model: Some("m".into()),
+            ..Default::default()
+        };
+        let choice = choose(
+            &options,
+            env(&[
+                ("ANTHROPIC_API_KEY", "k"),
+                ("OPENAI_BASE_URL", "http://x/v1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(choice.format, WireFormat::OpenAi);
+        assert_eq!(
+            (choice.base_url.as_str(), choice.model.as_str()),
+            ("http://x/v1", "m")
+        );
+    }
+
+    #[test]
+    fn the_environment_picks_anthropic_then_openai() {
+        let choice = choose(&AskOptions::default(), env(&[("ANTHROPIC_API_KEY", "k")])).unwrap();
+        assert_eq!(choice.format, WireFormat::Anthropic);
+        assert_eq!(choice.model, DEFAULT_ANTHROPIC_MODEL);
+        let choice = choose(
+            &AskOptions::default(),
+            env(&[
+                ("OPENAI_BASE_URL", "http://l/v1"),
+                ("MAHTAB_MODEL", "local"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            (choice.format, choice.model.as_str()),
+            (WireFormat::OpenAi, "local")
+        );
+    }
+
+    #[test]
+    fn nothing_configured_explains_how_and_keys_are_never_shown() {
+        let err = choose(&AskOptions::default(), env(&[])).unwrap_err();
+        assert!(err.to_string().contains("ANTHROPIC_API_KEY"));
+        let choice = choose(
+            &AskOptions::default(),
+            env(&[("ANTHROPIC_API_KEY", "sk-secret")]),
+        )
+        .unwrap();
+        assert!(!format!("{choice:?}").contains("sk-secret"));
+        let bad = AskOptions {
+            provider: Some("bard".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            choose(&bad, env(&[])),
+            Err(ConfigError::UnknownProvider(_))
+        ));
+    }
+}
