@@ -8,6 +8,7 @@
 //! its idle. This module never touches pyo3; Python is reached through
 //! [`PythonHandle`].
 
+mod ask;
 mod control;
 mod heartbeat;
 mod info;
@@ -59,6 +60,8 @@ pub enum KernelError {
 /// What the channel tasks share.
 struct Shared {
     kernel_info: Value,
+    iopub: Iopub,
+    conversation: ask::Conversation,
     python: PythonHandle,
     interrupter: Interrupter,
     current: Arc<CurrentRequest>,
@@ -93,6 +96,8 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         PythonHandle::start(python, current.clone(), current.clone());
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version()),
+        iopub: iopub.clone(),
+        conversation: ask::Conversation::default(),
         python: python_handle,
         interrupter,
         current,

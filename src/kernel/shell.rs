@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::Shared;
+use super::ask;
 use super::requests::{ExecuteRequest, ShutdownRequest};
 use super::router::{self, RouterChannel};
 use crate::python::ExecuteCell;
@@ -63,7 +64,7 @@ pub(super) async fn run(mut channel: RouterChannel, shared: Arc<Shared>) {
 /// are aborted instead of run.
 async fn serve(
     channel: &mut RouterChannel,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     state: &mut ShellState,
     request: &Message,
     queued: Option<&mut Vec<Message>>,
@@ -95,7 +96,7 @@ async fn serve(
 
 async fn execute(
     channel: &mut RouterChannel,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     state: &mut ShellState,
     request: &Message,
     queued: Option<&mut Vec<Message>>,
@@ -133,7 +134,11 @@ async fn execute(
         state.execution_count += 1;
     }
     let count = state.execution_count;
-    shared.interrupter.cell_coming();
+    let ask = crate::agent::options::parse_cell(&exec.code);
+    if ask.is_none() {
+        // An %%ask cell's Python runs block by block, each announced itself.
+        shared.interrupter.cell_coming();
+    }
     if !exec.silent {
         channel.iopub.publish(
             "execute_input",
@@ -143,16 +148,22 @@ async fn execute(
     }
     shared.current.set(request, exec.allow_stdin);
     let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-    let outcome = shared
-        .python
-        .execute(ExecuteCell {
-            code: exec.code,
-            execution_count: count,
-            silent: exec.silent,
-            store_history,
-            user_expressions: exec.user_expressions.unwrap_or_default(),
-        })
-        .await;
+    let outcome = match ask {
+        Some(Ok(cell)) => ask::run(shared.clone(), request.raw_header.clone(), cell).await,
+        Some(Err(usage)) => ask::usage_error(shared, request.raw_header.clone(), &usage),
+        None => {
+            shared
+                .python
+                .execute(ExecuteCell {
+                    code: exec.code,
+                    execution_count: count,
+                    silent: exec.silent,
+                    store_history,
+                    user_expressions: exec.user_expressions.unwrap_or_default(),
+                })
+                .await
+        }
+    };
 
     let failed = outcome.error.is_some();
     let mut content = json!({

@@ -47,6 +47,10 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 /// Counts cells, so a late wake-up never touches the next cell.
 static CELL_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Counts interrupts of any kind, idle or not, so work that is not Python
+/// (a `%%ask` model stream) can notice them too.
+static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
 /// When to nudge the interpreter thread after an interrupt.
 const WAKE_DELAYS: [Duration; 6] = [
     Duration::from_millis(20),
@@ -70,6 +74,7 @@ extern "C" fn on_wake(_signum: libc::c_int) {
 static INTERPRETER_THREAD: OnceLock<libc::pthread_t> = OnceLock::new();
 
 extern "C" fn on_sigint(_signum: libc::c_int) {
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
     match CELL_STATE.load(Ordering::SeqCst) {
         // SAFETY: PyErr_SetInterruptEx is documented as async-signal-safe and
         // needs no thread state; the interpreter is initialised before this
@@ -192,6 +197,12 @@ impl Drop for CellRunning {
 pub struct Interrupter;
 
 impl Interrupter {
+    /// How many interrupts (requests and signals, idle or not) have arrived;
+    /// a change means the user pressed stop.
+    pub fn interrupt_count(&self) -> u64 {
+        INTERRUPTS.load(Ordering::SeqCst)
+    }
+
     /// Announces that a cell is about to be sent to the interpreter thread:
     /// from now on an interrupt is kept for it. Call this before telling the
     /// client the cell started (execute_input), so no interrupt is lost.
@@ -202,6 +213,7 @@ impl Interrupter {
     /// Raises `KeyboardInterrupt` in the running (or about to run) cell.
     /// Returns false, and does nothing, when no cell is running.
     pub fn interrupt(&self) -> bool {
+        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
         let seq = CELL_SEQ.load(Ordering::SeqCst);
         match CELL_STATE.load(Ordering::SeqCst) {
             QUEUED | STARTING => {

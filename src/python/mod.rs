@@ -98,7 +98,17 @@ pub struct ExecuteOutcome {
 }
 
 impl ExecuteOutcome {
-    fn failed(error: PythonError) -> Self {
+    /// A cell that succeeded, with nothing to report.
+    pub fn ok() -> Self {
+        Self {
+            error: None,
+            user_expressions: Value::Object(Map::new()),
+            payload: Vec::new(),
+        }
+    }
+
+    /// A cell that failed with `error`.
+    pub fn failed(error: PythonError) -> Self {
         Self {
             error: Some(error),
             user_expressions: Value::Object(Map::new()),

@@ -1,6 +1,8 @@
 //! Integration tests: the real `mahtab` binary on real sockets.
 
+mod ask;
 mod execute;
+mod fake_llm;
 mod install;
 mod interrupt;
 mod lifecycle;

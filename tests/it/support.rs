@@ -95,6 +95,13 @@ pub fn connection_json(ports: [u16; 5], scheme: &str) -> Value {
 
 /// Starts `mahtab kernel` with the given connection file content.
 pub fn spawn_kernel(dir: &TempDir, connection: &Value) -> Child {
+    spawn_kernel_with_env(dir, connection, &[])
+}
+
+/// Starts `mahtab kernel` with extra environment variables. Provider
+/// settings of the test's own environment are removed, so a kernel talks to
+/// a model only when a test says so.
+pub fn spawn_kernel_with_env(dir: &TempDir, connection: &Value, env: &[(&str, String)]) -> Child {
     let file = dir.0.join("kernel.json");
     std::fs::write(&file, connection.to_string()).expect("write connection file");
     let mut command = Command::new(mahtab_binary());
@@ -103,6 +110,18 @@ pub fn spawn_kernel(dir: &TempDir, connection: &Value) -> Child {
     // gets its own.
     command.env("IPYTHONDIR", dir.0.join("ipython"));
     command.env("JUPYTER_DATA_DIR", dir.0.join("jupyter"));
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "MAHTAB_PROVIDER",
+        "MAHTAB_MODEL",
+    ] {
+        command.env_remove(name);
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
     if let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") {
         command.arg("--python").arg(python);
     }
@@ -129,6 +148,15 @@ impl Kernel {
     }
 
     pub async fn start_on(transport: Transport) -> Self {
+        Self::start_with(transport, &[]).await
+    }
+
+    /// Starts a kernel (tcp) with extra environment variables.
+    pub async fn start_with_env(env: &[(&str, String)]) -> Self {
+        Self::start_with(Transport::Tcp, env).await
+    }
+
+    async fn start_with(transport: Transport, env: &[(&str, String)]) -> Self {
         let dir = TempDir::new("kernel");
         let mut ports = [1, 2, 3, 4, 5];
         let mut connection = connection_json(ports, "hmac-sha256");
@@ -142,7 +170,7 @@ impl Kernel {
                 connection["ip"] = json!(dir.0.join("kernel-ipc").display().to_string());
             }
         }
-        let child = spawn_kernel(&dir, &connection);
+        let child = spawn_kernel_with_env(&dir, &connection, env);
         let ip = connection["ip"].as_str().unwrap_or_default().to_owned();
         let url = |port: u16| match transport {
             Transport::Tcp => format!("tcp://{ip}:{port}"),

@@ -1,0 +1,382 @@
+//! `%%ask` cells: the agent graph run with the kernel's effects.
+//!
+//! The model's text streams into the cell as `stream` messages, coalesced so
+//! a fast model does not flood the frontend; each code block and each
+//! execution shows as a `display_data` panel (`text/plain` for consoles,
+//! Markdown for notebooks); the code runs on the interpreter thread in the
+//! user's namespace. The stop button ends the run at once: the model stream
+//! is dropped (closing the connection) and running agent code gets a
+//! KeyboardInterrupt. The conversation carries over to the next `%%ask`.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::Shared;
+use crate::agent::config::{self, ProviderChoice};
+use crate::agent::graph::{Observer, RunEnd};
+use crate::agent::llm::http::HttpProvider;
+use crate::agent::llm::{ChatMessage, ChatRequest, Usage};
+use crate::agent::nodes::{Settings, default_graph};
+use crate::agent::options::AskCell;
+use crate::agent::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome};
+use crate::python::{ExecuteOutcome, PythonError};
+
+/// Default turn limit of a run.
+pub const DEFAULT_MAX_TURNS: u32 = 5;
+
+/// Streamed text waits at most this long before it is published.
+const STREAM_COALESCE: Duration = Duration::from_millis(20);
+
+/// How often a run checks whether the user pressed stop.
+const INTERRUPT_POLL: Duration = Duration::from_millis(20);
+
+/// The conversation of this kernel's `%%ask` cells.
+#[derive(Default)]
+pub struct Conversation(Mutex<Vec<ChatMessage>>);
+
+impl Conversation {
+    fn take(&self, fresh: bool) -> Vec<ChatMessage> {
+        let mut messages = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if fresh {
+            messages.clear();
+        }
+        messages.clone()
+    }
+
+    fn store(&self, messages: Vec<ChatMessage>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = messages;
+    }
+}
+
+/// Runs an `%%ask` cell; output is published with `parent` as its parent.
+pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) -> ExecuteOutcome {
+    let publisher = Publisher {
+        shared: shared.clone(),
+        parent,
+    };
+    if cell.prompt.is_empty() {
+        return publisher.fail("UsageError", crate::agent::options::USAGE);
+    }
+    if let Some(graph) = cell.options.graph.as_deref().filter(|g| *g != "default") {
+        return publisher.fail(
+            "UsageError",
+            &format!("unknown graph {graph:?}; available: default"),
+        );
+    }
+    let choice = match config::choose(&cell.options, |name| std::env::var(name).ok()) {
+        Ok(choice) => choice,
+        Err(e) => return publisher.fail("AskConfigError", &e.to_string()),
+    };
+    let provider = match provider(&choice) {
+        Ok(provider) => provider,
+        Err(e) => return publisher.fail("AskProviderError", &e.to_string()),
+    };
+
+    let started = Instant::now();
+    let max_turns = cell.options.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+    let history = shared.conversation.take(cell.options.new_conversation);
+    let mut state = AgentState::new(cell.prompt, history, max_turns);
+    let settings = Settings {
+        model: provider.model.clone(),
+        max_tokens: 4096,
+        execute: !cell.options.no_exec,
+    };
+    let mut effects = KernelEffects {
+        publisher,
+        provider,
+        usage: Usage::default(),
+    };
+    let graph = default_graph::<KernelEffects>(settings, max_turns);
+    let interrupts = shared.interrupter.interrupt_count();
+    let result = tokio::select! {
+        result = graph.run(&mut state, &mut effects) => result,
+        () = wait_for_interrupt(&shared, interrupts) => Err(AgentError::Interrupted),
+    };
+    shared.conversation.store(state.conversation.clone());
+    let publisher = effects.publisher;
+    match result {
+        Ok(end) => {
+            publisher.summary(&effects.provider, &state, end, started.elapsed());
+            ExecuteOutcome::ok()
+        }
+        Err(AgentError::Interrupted) => {
+            publisher.fail("KeyboardInterrupt", "the %%ask run was interrupted")
+        }
+        Err(e) => publisher.fail("AskError", &e.to_string()),
+    }
+}
+
+/// Reports a malformed `%%ask` line.
+pub(super) fn usage_error(
+    shared: &Arc<Shared>,
+    parent: Arc<Value>,
+    error: &crate::agent::options::UsageError,
+) -> ExecuteOutcome {
+    let shared = shared.clone();
+    Publisher { shared, parent }.fail("UsageError", &error.to_string())
+}
+
+fn provider(choice: &ProviderChoice) -> Result<HttpProvider, crate::agent::llm::LlmError> {
+    HttpProvider::new(
+        choice.format,
+        &choice.base_url,
+        &choice.model,
+        choice.key.clone(),
+    )
+}
+
+async fn wait_for_interrupt(shared: &Shared, seen: u64) {
+    let mut tick = tokio::time::interval(INTERRUPT_POLL);
+    loop {
+        tick.tick().await;
+        if shared.interrupter.interrupt_count() != seen {
+            return;
+        }
+    }
+}
+
+/// Publishes a run's output with the cell's request as parent.
+struct Publisher {
+    shared: Arc<Shared>,
+    parent: Arc<Value>,
+}
+
+impl Publisher {
+    fn stream(&self, text: &str) {
+        if !text.is_empty() {
+            let content = json!({ "name": "stdout", "text": text });
+            self.shared
+                .iopub
+                .publish("stream", content, self.parent.clone());
+        }
+    }
+
+    /// A `display_data` panel: plain text for consoles, Markdown for notebooks.
+    fn panel(&self, plain: String, markdown: String, metadata: Value) {
+        let content = json!({
+            "data": { "text/plain": plain, "text/markdown": markdown },
+            "metadata": { "mahtab": metadata },
+            "transient": {},
+        });
+        self.shared
+            .iopub
+            .publish("display_data", content, self.parent.clone());
+    }
+
+    fn summary(&self, provider: &HttpProvider, state: &AgentState, end: RunEnd, elapsed: Duration) {
+        let ending = match (state.outcome, end) {
+            (Some(Outcome::Complete), _) => "done",
+            (Some(Outcome::Answered), _) => "answered",
+            (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
+            (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
+            (None, RunEnd::Finished { .. }) => "finished",
+        };
+        let cost = state
+            .usage
+            .cost_usd
+            .map(|c| format!(" · ${c:.4}"))
+            .unwrap_or_default();
+        let line = format!(
+            "{ending} · {} {} · {} turn{} · {} in / {} out tokens{cost} · {:.1} s",
+            provider.name(),
+            provider.model,
+            state.turn,
+            if state.turn == 1 { "" } else { "s" },
+            state.usage.input_tokens,
+            state.usage.output_tokens,
+            elapsed.as_secs_f64(),
+        );
+        self.panel(
+            line.clone(),
+            format!("*{line}*"),
+            json!({ "kind": "summary" }),
+        );
+    }
+
+    /// Publishes an error for the cell and returns the failed outcome.
+    fn fail(&self, ename: &str, evalue: &str) -> ExecuteOutcome {
+        let error = PythonError {
+            ename: ename.to_owned(),
+            evalue: evalue.to_owned(),
+            traceback: vec![format!("{ename}: {evalue}")],
+        };
+        let content = json!({
+            "ename": error.ename,
+            "evalue": error.evalue,
+            "traceback": error.traceback,
+        });
+        self.shared
+            .iopub
+            .publish("error", content, self.parent.clone());
+        ExecuteOutcome::failed(error)
+    }
+}
+
+/// Coalesces streamed text into few `stream` messages.
+struct Coalescer<'a> {
+    publisher: &'a Publisher,
+    pending: String,
+    last: Option<Instant>,
+}
+
+impl Coalescer<'_> {
+    fn push(&mut self, text: &str) {
+        self.pending.push_str(text);
+        // The first text goes out at once; later text at most every 20 ms.
+        if self
+            .last
+            .is_none_or(|last| last.elapsed() >= STREAM_COALESCE)
+        {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.publisher.stream(&std::mem::take(&mut self.pending));
+            self.last = Some(Instant::now());
+        }
+    }
+}
+
+struct KernelEffects {
+    publisher: Publisher,
+    provider: HttpProvider,
+    usage: Usage,
+}
+
+impl Observer for KernelEffects {
+    fn node_started(&mut self, node: &'static str) {
+        tracing::debug!("%%ask: {node} started");
+    }
+
+    fn node_finished(&mut self, node: &'static str) {
+        tracing::debug!("%%ask: {node} finished");
+    }
+}
+
+impl Effects for KernelEffects {
+    async fn chat(&mut self, request: ChatRequest, show: bool) -> Result<ChatOutcome, AgentError> {
+        let mut coalescer = Coalescer {
+            publisher: &self.publisher,
+            pending: String::new(),
+            last: None,
+        };
+        let result = self
+            .provider
+            .chat(request, &mut |text| {
+                if show {
+                    coalescer.push(text);
+                }
+            })
+            .await;
+        // End the streamed answer's line, so what follows starts on its own.
+        if show && (coalescer.last.is_some() || !coalescer.pending.is_empty()) {
+            coalescer.pending.push('\n');
+        }
+        coalescer.flush();
+        let outcome = result?;
+        self.usage.add(outcome.usage);
+        Ok(outcome)
+    }
+
+    async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
+        match self
+            .publisher
+            .shared
+            .python
+            .run_agent_code(code.to_owned())
+            .await
+        {
+            Ok(run) => Ok(Execution {
+                code: code.to_owned(),
+                output: run.output,
+                failed: run.failed,
+            }),
+            Err(e) if e.ename == "KeyboardInterrupt" => Err(AgentError::Interrupted),
+            Err(e) => Ok(Execution {
+                code: code.to_owned(),
+                output: format!("{}: {}", e.ename, e.evalue),
+                failed: true,
+            }),
+        }
+    }
+
+    async fn namespace(&mut self) -> String {
+        let request =
+            self.publisher
+                .shared
+                .python
+                .request("agent_namespace_request", json!({}), Vec::new());
+        match request.await {
+            Ok(reply) => reply["summary"].as_str().unwrap_or_default().to_owned(),
+            Err(e) => {
+                tracing::warn!("%%ask: no namespace summary: {}", e.evalue);
+                String::new()
+            }
+        }
+    }
+
+    fn emit(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Code { turn, block, code } => self.publisher.panel(
+                format!("[code, turn {turn}]\n{code}"),
+                format!("**code** · turn {turn}\n\n{}", fenced(&code, "python")),
+                json!({ "kind": "code", "turn": turn, "block": block }),
+            ),
+            AgentEvent::Executed {
+                turn,
+                block,
+                execution,
+            } => {
+                let title = if execution.failed { "error" } else { "output" };
+                let output = if execution.output.trim().is_empty() {
+                    "(no output)".to_owned()
+                } else {
+                    execution.output.trim_end().to_owned()
+                };
+                self.publisher.panel(
+                    format!("[{title}]\n{output}"),
+                    format!("**{title}**\n\n{}", fenced(&output, "")),
+                    json!({ "kind": title, "turn": turn, "block": block }),
+                );
+            }
+            AgentEvent::Verdict(verdict) if verdict.is_complete => {
+                self.publisher
+                    .stream(&format!("✓ {}\n", verdict.reasoning.trim()));
+            }
+            AgentEvent::Verdict(verdict) => {
+                let next = if verdict.next_action.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(" Next: {}", verdict.next_action.trim())
+                };
+                self.publisher.stream(&format!(
+                    "↻ not done yet: {}{next}\n",
+                    verdict.reasoning.trim()
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `text` in a Markdown code fence longer than any backtick run inside it.
+fn fenced(text: &str, language: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{language}\n{text}\n{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fenced;
+
+    #[test]
+    fn fences_are_longer_than_any_backticks_inside() {
+        assert_eq!(fenced("x = 1", "python"), "```python\nx = 1\n```");
+        assert_eq!(fenced("s = '```'", ""), "````\ns = '```'\n````");
+    }
+}

@@ -1,0 +1,175 @@
+//! `%%ask` cells through the real kernel, against a real HTTP server that
+//! speaks the OpenAI streaming format with scripted answers.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{Channel, Kernel, stream_text, types};
+
+const DONE: &str = r#"{"is_complete": true, "reasoning": "the answer is 42", "next_action": ""}"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("Let me compute it.\n```python\nanswer = 6 * 7\nprint(answer)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("base = 6").await;
+    let (reply, iopub) = kernel.execute("%%ask\nWhat is six times seven?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(stream_text(&iopub, "stdout").starts_with("Let me compute it."));
+    let panels: Vec<_> = iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "display_data")
+        .collect();
+    let kinds: Vec<_> = panels
+        .iter()
+        .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["code", "output", "summary"]);
+    assert!(
+        panels[0].content["data"]["text/plain"]
+            .as_str()
+            .unwrap()
+            .contains("answer = 6 * 7")
+    );
+    assert!(
+        panels[0].content["data"]["text/markdown"]
+            .as_str()
+            .unwrap()
+            .contains("```python")
+    );
+    assert!(
+        panels[1].content["data"]["text/plain"]
+            .as_str()
+            .unwrap()
+            .contains("42")
+    );
+    let summary = panels[2].content["data"]["text/plain"].as_str().unwrap();
+    assert!(
+        summary.contains("fake-model") && summary.contains("1 turn"),
+        "{summary}"
+    );
+    // Streamed text arrives coalesced, not one message per chunk.
+    let streams = iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "stream")
+        .count();
+    assert!(streams < 12, "{streams} stream messages");
+
+    // What the agent defined, the next cell sees.
+    let (_, iopub) = kernel.execute("answer").await;
+    let result = iopub
+        .iter()
+        .find(|m| m.header.msg_type == "execute_result")
+        .unwrap();
+    assert_eq!(result.content["data"]["text/plain"], "42");
+
+    // The model was told about the namespace and saw the execution output.
+    let requests = llm.requests.lock().unwrap().clone();
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("base: int = 6"), "{system}");
+    let reflect = requests[1]["messages"].as_array().unwrap();
+    assert!(
+        reflect.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("42")
+    );
+    assert_eq!(requests[0]["stream"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_without_a_provider_explains_how_to_configure_one() {
+    let mut kernel = Kernel::start().await;
+    let (reply, iopub) = kernel.execute("%%ask\nhello").await;
+    assert_eq!(reply.content["status"], "error");
+    assert!(
+        reply.content["evalue"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_BASE_URL")
+    );
+    assert_eq!(
+        types(&iopub),
+        ["status", "execute_input", "error", "status"]
+    );
+    let (reply, _) = kernel.execute("1 + 1").await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_ask_options_are_a_usage_error() {
+    let mut kernel = Kernel::start().await;
+    let (reply, _) = kernel.execute("%%ask --frobnicate\nhello").await;
+    assert_eq!(reply.content["ename"], "UsageError");
+    assert!(
+        reply.content["evalue"]
+            .as_str()
+            .unwrap()
+            .contains("usage: %%ask")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_errors_become_a_readable_error_and_the_kernel_lives_on() {
+    let llm = FakeLlm::start(vec![Reply::Status(
+        401,
+        r#"{"error":{"message":"invalid api key"}}"#.into(),
+    )])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("kept = 1").await;
+    let (reply, _) = kernel.execute("%%ask\nhello").await;
+    assert_eq!(reply.content["status"], "error");
+    assert!(
+        reply.content["evalue"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 401: invalid api key")
+    );
+    let (reply, _) = kernel.execute("kept").await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupt_stops_a_stream_at_once() {
+    let llm = FakeLlm::start(vec![Reply::Stall(
+        "Thinking".into(),
+        Duration::from_secs(600),
+    )])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "%%ask\ntake your time" }),
+        )
+        .await;
+    loop {
+        let message = kernel.next_for(&msg_id).await;
+        if message.header.msg_type == "stream" {
+            assert!(
+                message.content["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Thinking")
+            );
+            break;
+        }
+    }
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    let reply = tokio::time::timeout(Duration::from_secs(5), kernel.reply(Channel::Shell))
+        .await
+        .expect("the interrupted run ends promptly");
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    let (reply, _) = kernel.execute("1 + 1").await;
+    assert_eq!(reply.content["status"], "ok");
+}
