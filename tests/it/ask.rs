@@ -85,7 +85,7 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_without_a_provider_explains_how_to_configure_one() {
-    let mut kernel = Kernel::start().await;
+    let mut kernel = Kernel::start_with_env(&[("MAHTAB_LOCAL_MODEL", "0".into())]).await;
     let (reply, iopub) = kernel.execute("%%ask\nhello").await;
     assert_eq!(reply.content["status"], "error");
     assert!(

@@ -5,6 +5,7 @@
 
 pub mod anthropic;
 pub mod http;
+pub mod local;
 pub mod openai;
 pub mod sse;
 

@@ -1,0 +1,30 @@
+"""Serves a GGUF model with llama.cpp (the xllamacpp package) on a free
+loopback port, OpenAI-compatible, until SIGTERM. Prints "READY <url>" once
+it listens. Started by the kernel for %%ask when no provider is configured.
+
+Usage: python -c <this file> MODEL_PATH THREADS
+"""
+
+import signal
+import sys
+import threading
+
+import xllamacpp
+
+params = xllamacpp.CommonParams()
+params.model.path = sys.argv[1]
+params.n_ctx = 4096
+params.n_parallel = 1
+params.cpuparams.n_threads = int(sys.argv[2])
+params.cpuparams_batch.n_threads = int(sys.argv[2])
+params.hostnames = ["127.0.0.1"]
+params.port = 0  # any free port
+params.model_alias = {"local-model"}
+server = xllamacpp.Server(params)
+print("READY", server.listening_address, flush=True)
+
+stop = threading.Event()
+for sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, lambda *_: stop.set())
+while not stop.is_set():
+    stop.wait(1)
