@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build mahtab, install it into the project-local Python
-# environment, and run a demo notebook through it headless.
-#   scripts/demo.sh             run notebooks/basics.ipynb and print its output
+# environment, and run the demo notebooks through it headless.
+#   scripts/demo.sh             run notebooks/basics.ipynb and notebooks/ask.ipynb
+#                               (%%ask uses a local model unless a provider key is set)
 #   scripts/demo.sh --console   open `jupyter console --kernel mahtab` instead
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,8 +12,10 @@ case "${1:-}" in
     --console)
         exec .venv/bin/jupyter console --kernel mahtab ;;
     "")
-        echo "==> running notebooks/basics.ipynb through the mahtab kernel"
-        exec .venv/bin/python scripts/run_notebook.py notebooks/basics.ipynb --kernel mahtab ;;
+        for notebook in notebooks/basics.ipynb notebooks/ask.ipynb; do
+            echo "==> running $notebook through the mahtab kernel"
+            .venv/bin/python scripts/run_notebook.py "$notebook" --kernel mahtab --timeout 300
+        done ;;
     *)
         echo "usage: scripts/demo.sh [--console]" >&2; exit 2 ;;
 esac
