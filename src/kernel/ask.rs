@@ -27,6 +27,10 @@ use crate::python::{ExecuteOutcome, PythonError};
 /// Default turn limit of a run.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
 
+/// Longest answer asked of a provider, and of the local model.
+const MAX_TOKENS: u32 = 4096;
+const LOCAL_MAX_TOKENS: u32 = 600;
+
 /// Streamed text waits at most this long before it is published.
 const STREAM_COALESCE: Duration = Duration::from_millis(20);
 
@@ -95,9 +99,15 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     let max_turns = cell.options.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
     let history = shared.conversation.take(cell.options.new_conversation);
     let mut state = AgentState::new(cell.prompt, history, max_turns);
+    // The small local model rambles; a tighter cap keeps its turns short.
+    let max_tokens = if provider.model == local::LOCAL_MODEL {
+        LOCAL_MAX_TOKENS
+    } else {
+        MAX_TOKENS
+    };
     let settings = Settings {
         model: provider.model.clone(),
-        max_tokens: 4096,
+        max_tokens,
         execute: !cell.options.no_exec,
     };
     let mut effects = KernelEffects {

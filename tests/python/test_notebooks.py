@@ -1,0 +1,71 @@
+"""The demo notebooks in notebooks/ run top to bottom through the installed
+kernelspec with nbclient, as `jupyter nbconvert --execute` would, and produce
+the outputs that matter (types and MIME types, no errors)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import KERNEL_NAME, REPO_ROOT
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
+
+
+def run(name: str, tmp_path: Path) -> nbformat.NotebookNode:
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    # The kernel inherits this process's environment: keep it off any
+    # provider configured on the machine, so %%ask uses the local model.
+    saved = {k: os.environ.pop(k) for k in PROVIDER_VARIABLES if k in os.environ}
+    try:
+        NotebookClient(
+            notebook,
+            kernel_name=KERNEL_NAME,
+            timeout=300,
+            resources={"metadata": {"path": str(tmp_path)}},
+        ).execute()
+    finally:
+        os.environ.update(saved)
+    return notebook
+
+
+def outputs(cell) -> list:
+    return cell.get("outputs", [])
+
+
+def test_notebooks_are_saved_without_outputs() -> None:
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, f"{path.name} has saved outputs"
+
+
+def test_basics_notebook(tmp_path: Path) -> None:
+    cells = [c for c in run("basics.ipynb", tmp_path).cells if c.cell_type == "code"]
+    for cell in cells:
+        assert all(o.output_type != "error" for o in outputs(cell)), cell.source
+    assert "Python 3." in outputs(cells[0])[0].text
+    assert outputs(cells[1])[0].output_type == "execute_result"
+    streams = {o.name for o in outputs(cells[2]) if o.output_type == "stream"}
+    assert streams == {"stdout", "stderr"}
+    rich = [o for o in outputs(cells[3]) if o.output_type in ("display_data", "execute_result")]
+    assert len(rich) == 2 and all("text/html" in o.data for o in rich)
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
+def test_ask_notebook(tmp_path: Path) -> None:
+    cells = [c for c in run("ask.ipynb", tmp_path).cells if c.cell_type == "code"]
+    for cell in cells:
+        assert all(o.output_type != "error" for o in outputs(cell)), cell.source
+    table = outputs(cells[0])[0]
+    assert "text/html" in table.data and "<table" in table.data["text/html"]
+    for ask in cells[1:3]:
+        kinds = [o.metadata.get("mahtab", {}).get("kind") for o in outputs(ask) if o.output_type == "display_data"]
+        assert kinds and kinds[-1] == "summary", kinds
+        assert any(o.output_type == "stream" for o in outputs(ask)), "the answer streamed into the cell"
