@@ -1,12 +1,21 @@
 //! Choosing the model provider for a `%%ask` cell: the magic line's options
 //! first, then the environment (`MAHTAB_PROVIDER`, `MAHTAB_MODEL`,
-//! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`). With none, the
-//! user is told how to configure one.
+//! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`; the `claude` CLI
+//! when asked for, `MAHTAB_CLAUDE_BIN` naming it). With none, the user is
+//! told how to configure one.
 
+use super::llm::claude_cli::ClaudeCli;
 use super::llm::http::{ApiKey, WireFormat};
 use super::options::AskOptions;
 
-/// Where and how to reach the model.
+/// Which provider a cell uses.
+#[derive(Debug, Clone)]
+pub enum Choice {
+    Http(ProviderChoice),
+    ClaudeCli(ClaudeCli),
+}
+
+/// Where and how to reach a model over HTTP.
 #[derive(Debug, Clone)]
 pub struct ProviderChoice {
     pub format: WireFormat,
@@ -30,7 +39,7 @@ in the kernel's environment, or choose with --provider anthropic|openai on the %
 pub enum ConfigError {
     #[error("{HOW_TO_CONFIGURE}")]
     NoProvider,
-    #[error("unknown provider {0:?}: use anthropic or openai")]
+    #[error("unknown provider {0:?}: use anthropic, openai or claude")]
     UnknownProvider(String),
     #[error("the anthropic provider needs ANTHROPIC_API_KEY in the kernel's environment")]
     MissingAnthropicKey,
@@ -50,7 +59,7 @@ pub fn local_model_allowed(env: impl Fn(&str) -> Option<String>) -> bool {
 pub fn choose(
     options: &AskOptions,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<ProviderChoice, ConfigError> {
+) -> Result<Choice, ConfigError> {
     let var = |name: &str| env(name).filter(|v| !v.is_empty());
     let provider = options.provider.clone().or_else(|| var("MAHTAB_PROVIDER"));
     let model = options.model.clone().or_else(|| var("MAHTAB_MODEL"));
@@ -73,11 +82,19 @@ pub fn choose(
         key: ApiKey::new(var("OPENAI_API_KEY")),
     };
     match provider.as_deref() {
-        Some("anthropic") => anthropic(),
-        Some("openai") => Ok(openai()),
+        Some("anthropic") => anthropic().map(Choice::Http),
+        Some("openai") => Ok(Choice::Http(openai())),
+        Some("claude") => Ok(Choice::ClaudeCli(ClaudeCli {
+            program: var("MAHTAB_CLAUDE_BIN")
+                .unwrap_or_else(|| "claude".into())
+                .into(),
+            model,
+        })),
         Some(other) => Err(ConfigError::UnknownProvider(other.to_owned())),
-        None if var("ANTHROPIC_API_KEY").is_some() => anthropic(),
-        None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => Ok(openai()),
+        None if var("ANTHROPIC_API_KEY").is_some() => anthropic().map(Choice::Http),
+        None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => {
+            Ok(Choice::Http(openai()))
+        }
         None => Err(ConfigError::NoProvider),
     }
 }
@@ -96,6 +113,13 @@ mod tests {
         move |name| map.get(name).cloned()
     }
 
+    fn http(choice: Choice) -> ProviderChoice {
+        match choice {
+            Choice::Http(choice) => choice,
+            Choice::ClaudeCli(cli) => panic!("expected an HTTP provider, got {cli:?}"),
+        }
+    }
+
     #[test]
     fn options_beat_the_environment() {
         let options = AskOptions {
@@ -103,14 +127,16 @@ mod tests {
             model: Some("m".into()),
             ..Default::default()
         };
-        let choice = choose(
-            &options,
-            env(&[
-                ("ANTHROPIC_API_KEY", "k"),
-                ("OPENAI_BASE_URL", "http://x/v1"),
-            ]),
-        )
-        .unwrap();
+        let choice = http(
+            choose(
+                &options,
+                env(&[
+                    ("ANTHROPIC_API_KEY", "k"),
+                    ("OPENAI_BASE_URL", "http://x/v1"),
+                ]),
+            )
+            .unwrap(),
+        );
         assert_eq!(choice.format, WireFormat::OpenAi);
         assert_eq!(
             (choice.base_url.as_str(), choice.model.as_str()),
@@ -120,21 +146,38 @@ mod tests {
 
     #[test]
     fn the_environment_picks_anthropic_then_openai() {
-        let choice = choose(&AskOptions::default(), env(&[("ANTHROPIC_API_KEY", "k")])).unwrap();
+        let choice =
+            http(choose(&AskOptions::default(), env(&[("ANTHROPIC_API_KEY", "k")])).unwrap());
         assert_eq!(choice.format, WireFormat::Anthropic);
         assert_eq!(choice.model, DEFAULT_ANTHROPIC_MODEL);
-        let choice = choose(
-            &AskOptions::default(),
-            env(&[
-                ("OPENAI_BASE_URL", "http://l/v1"),
-                ("MAHTAB_MODEL", "local"),
-            ]),
-        )
-        .unwrap();
+        let choice = http(
+            choose(
+                &AskOptions::default(),
+                env(&[
+                    ("OPENAI_BASE_URL", "http://l/v1"),
+                    ("MAHTAB_MODEL", "local"),
+                ]),
+            )
+            .unwrap(),
+        );
         assert_eq!(
             (choice.format, choice.model.as_str()),
             (WireFormat::OpenAi, "local")
         );
+    }
+
+    #[test]
+    fn the_claude_cli_is_chosen_by_name() {
+        let options = AskOptions {
+            provider: Some("claude".into()),
+            ..Default::default()
+        };
+        match choose(&options, env(&[("MAHTAB_CLAUDE_BIN", "/opt/claude")])).unwrap() {
+            Choice::ClaudeCli(cli) => {
+                assert_eq!(cli.program, std::path::PathBuf::from("/opt/claude"))
+            }
+            Choice::Http(other) => panic!("expected the CLI, got {other:?}"),
+        }
     }
 
     #[test]
@@ -155,5 +198,7 @@ mod tests {
             choose(&bad, env(&[])),
             Err(ConfigError::UnknownProvider(_))
         ));
+        assert!(!local_model_allowed(env(&[("MAHTAB_LOCAL_MODEL", "0")])));
+        assert!(local_model_allowed(env(&[])));
     }
 }

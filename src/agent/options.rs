@@ -19,7 +19,7 @@ pub struct AskCell {
     pub prompt: String,
 }
 
-pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai] \
+pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
 [--max-turns N] [--graph default] [--no-exec] [--new]\n<your request on the following lines>";
 
 /// Why a magic line could not be read.

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::Shared;
 use crate::agent::config::{self, ProviderChoice};
 use crate::agent::graph::{Observer, RunEnd};
+use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::HttpProvider;
 use crate::agent::llm::local::{self, LocalModel};
 use crate::agent::llm::{ChatMessage, ChatRequest, Usage};
@@ -84,15 +85,18 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
                 }
             };
             match started {
-                Ok(choice) => choice,
+                Ok(choice) => config::Choice::Http(choice),
                 Err(message) => return publisher.fail("AskConfigError", &message),
             }
         }
         Err(e) => return publisher.fail("AskConfigError", &e.to_string()),
     };
-    let provider = match provider(&choice) {
-        Ok(provider) => provider,
-        Err(e) => return publisher.fail("AskProviderError", &e.to_string()),
+    let provider = match choice {
+        config::Choice::Http(choice) => match provider(&choice) {
+            Ok(provider) => Provider::Http(provider),
+            Err(e) => return publisher.fail("AskProviderError", &e.to_string()),
+        },
+        config::Choice::ClaudeCli(cli) => Provider::Cli(cli),
     };
 
     let started = Instant::now();
@@ -100,13 +104,13 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     let history = shared.conversation.take(cell.options.new_conversation);
     let mut state = AgentState::new(cell.prompt, history, max_turns);
     // The small local model rambles; a tighter cap keeps its turns short.
-    let max_tokens = if provider.model == local::LOCAL_MODEL {
+    let max_tokens = if provider.model() == local::LOCAL_MODEL {
         LOCAL_MAX_TOKENS
     } else {
         MAX_TOKENS
     };
     let settings = Settings {
-        model: provider.model.clone(),
+        model: provider.model().to_owned(),
         max_tokens,
         execute: !cell.options.no_exec,
     };
@@ -185,6 +189,39 @@ pub(super) fn usage_error(
     Publisher { shared, parent }.fail("UsageError", &error.to_string())
 }
 
+/// The provider of a run.
+enum Provider {
+    Http(HttpProvider),
+    Cli(ClaudeCli),
+}
+
+impl Provider {
+    fn name(&self) -> &'static str {
+        match self {
+            Provider::Http(http) => http.name(),
+            Provider::Cli(_) => "claude CLI",
+        }
+    }
+
+    fn model(&self) -> &str {
+        match self {
+            Provider::Http(http) => &http.model,
+            Provider::Cli(cli) => cli.model.as_deref().unwrap_or("default model"),
+        }
+    }
+
+    async fn chat(
+        &self,
+        request: ChatRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ChatOutcome, crate::agent::llm::LlmError> {
+        match self {
+            Provider::Http(http) => http.chat(request, on_text).await,
+            Provider::Cli(cli) => cli.chat(request, on_text).await,
+        }
+    }
+}
+
 fn provider(choice: &ProviderChoice) -> Result<HttpProvider, crate::agent::llm::LlmError> {
     HttpProvider::new(
         choice.format,
@@ -232,7 +269,7 @@ impl Publisher {
             .publish("display_data", content, self.parent.clone());
     }
 
-    fn summary(&self, provider: &HttpProvider, state: &AgentState, end: RunEnd, elapsed: Duration) {
+    fn summary(&self, provider: &Provider, state: &AgentState, end: RunEnd, elapsed: Duration) {
         let ending = match (state.outcome, end) {
             (Some(Outcome::Complete), _) => "done",
             (Some(Outcome::Answered), _) => "answered",
@@ -248,7 +285,7 @@ impl Publisher {
         let line = format!(
             "{ending} · {} {} · {} turn{} · {} in / {} out tokens{cost} · {:.1} s",
             provider.name(),
-            provider.model,
+            provider.model(),
             state.turn,
             if state.turn == 1 { "" } else { "s" },
             state.usage.input_tokens,
@@ -310,7 +347,7 @@ impl Coalescer<'_> {
 
 struct KernelEffects {
     publisher: Publisher,
-    provider: HttpProvider,
+    provider: Provider,
     usage: Usage,
 }
 

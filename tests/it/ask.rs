@@ -173,3 +173,80 @@ async fn interrupt_stops_a_stream_at_once() {
     let (reply, _) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
 }
+
+/// A stand-in `claude` executable: records its arguments, then prints the
+/// stream-json lines of the next scripted answer.
+fn fake_claude(dir: &std::path::Path) -> std::path::PathBuf {
+    let answer_1 = [
+        r#"{"type":"system","subtype":"init","session_id":"s","tools":[]}"#,
+        r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Computing.\n```python\nfrom_cli = 2 ** 5\n"}},"session_id":"s"}"#,
+        r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"print(from_cli)\n```"}},"session_id":"s"}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"...","total_cost_usd":0.0123,"usage":{"input_tokens":100,"output_tokens":20}}"#,
+    ];
+    let answer_2 = [
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"{\"is_complete\": true, \"reasoning\": \"printed 32\", \"next_action\": \"\"}","total_cost_usd":0.001,"usage":{"input_tokens":50,"output_tokens":10}}"#,
+    ];
+    let quote = |lines: &[&str]| {
+        lines
+            .iter()
+            .map(|l| format!("  printf '%s\\n' '{l}'\n"))
+            .collect::<String>()
+    };
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"{dir}/args.$$\"\ncount=$(ls \"{dir}\" | grep -c '^args')\nif [ \"$count\" = 1 ]; then\n{}else\n{}fi\n",
+        quote(&answer_1),
+        quote(&answer_2),
+        dir = dir.display(),
+    );
+    let path = dir.join("claude");
+    std::fs::write(&path, script).unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_claude_cli_provider_streams_and_reports_cost() {
+    let dir = crate::support::TempDir::new("claude");
+    let claude = fake_claude(&dir.0);
+    let mut kernel = Kernel::start_with_env(&[
+        ("MAHTAB_PROVIDER", "claude".into()),
+        ("MAHTAB_CLAUDE_BIN", claude.display().to_string()),
+    ])
+    .await;
+    let (reply, iopub) = kernel.execute("%%ask\nWhat is two to the fifth?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(stream_text(&iopub, "stdout").starts_with("Computing."));
+    let summary = iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "display_data")
+        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
+        .next_back()
+        .unwrap();
+    assert!(
+        summary.contains("claude CLI") && summary.contains("$0.0133"),
+        "{summary}"
+    );
+    let (_, iopub) = kernel.execute("from_cli").await;
+    let result = iopub
+        .iter()
+        .find(|m| m.header.msg_type == "execute_result")
+        .unwrap();
+    assert_eq!(result.content["data"]["text/plain"], "32");
+    // Claude Code's own tools were blocked on every call.
+    let calls: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("args"))
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for call in calls {
+        let args = std::fs::read_to_string(call.path()).unwrap();
+        assert!(
+            args.contains("--disallowedTools") && args.contains("Bash"),
+            "{args}"
+        );
+        assert!(args.contains("stream-json") && args.contains("--include-partial-messages"));
+    }
+}

@@ -4,6 +4,7 @@
 //! without a network; the shared decoders live in [`sse`].
 
 pub mod anthropic;
+pub mod claude_cli;
 pub mod http;
 pub mod local;
 pub mod openai;
