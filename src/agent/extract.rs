@@ -21,8 +21,10 @@ fn is_python(info: &str) -> bool {
     matches!(lang.as_str(), "" | "python" | "py" | "python3" | "ipython")
 }
 
-/// All runnable blocks in `text`. An unclosed block at the end is ignored
-/// (the model was cut off; running half a program helps nobody).
+/// All runnable blocks in `text`. A block left open at the very end counts
+/// too: small models often stop without the closing fence. (If the answer
+/// was cut off mid-block, the run fails with a SyntaxError, which the model
+/// is shown and can fix.)
 pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
     let mut blocks = Vec::new();
     let mut rest = text;
@@ -82,6 +84,12 @@ fn take_fenced<'a>(
             return &body[offset + line.len()..];
         }
         offset += line.len();
+    }
+    if is_python(info) {
+        let code = dedent(body.trim_end_matches('\n'));
+        if !code.trim().is_empty() {
+            blocks.push(CodeBlock { code });
+        }
     }
     ""
 }
@@ -147,8 +155,8 @@ mod tests {
 
     #[test]
     fn malformed_blocks_are_not_run() {
-        // Unclosed fence: the model was cut off.
-        assert!(codes("```python\nimport os\nos.remove(").is_empty());
+        // A fence left open at the end still counts: the model stopped there.
+        assert_eq!(codes("```python\nx = 1\nprint(x)\n"), ["x = 1\nprint(x)"]);
         // Fence with nothing inside.
         assert!(codes("```python\n```").is_empty());
         // Backticks inside a line are not a fence.

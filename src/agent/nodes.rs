@@ -91,7 +91,7 @@ async fn generate<E: Effects>(
     let namespace = effects.namespace().await;
     let request = ChatRequest {
         model: settings.model,
-        system: prompts::system(&namespace),
+        system: prompts::system(&namespace, &state.recent_cells),
         messages: state.conversation.clone(),
         max_tokens: settings.max_tokens,
     };

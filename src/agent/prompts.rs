@@ -4,14 +4,26 @@
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const REFLECT: &str = include_str!("../../prompts/reflect.md");
 
-/// The system prompt for a generate turn, with the namespace summary.
-pub fn system(namespace: &str) -> String {
+/// The system prompt for a generate turn, with the namespace summary and
+/// the cells the user ran since the last request.
+pub fn system(namespace: &str, recent_cells: &[String]) -> String {
     let namespace = if namespace.trim().is_empty() {
         "(no user variables yet)"
     } else {
         namespace
     };
-    SYSTEM.replace("{namespace}", namespace)
+    let recent = if recent_cells.is_empty() {
+        "(none)".to_owned()
+    } else {
+        recent_cells
+            .iter()
+            .map(|code| format!("```python\n{}\n```", code.trim_end()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    SYSTEM
+        .replace("{namespace}", namespace)
+        .replace("{recent_cells}", &recent)
 }
 
 /// The system prompt of the reflection step.
@@ -48,10 +60,11 @@ mod tests {
 
     #[test]
     fn templates_fill_their_placeholders() {
-        let prompt = system("df: DataFrame (3 rows)");
+        let prompt = system("df: DataFrame (3 rows)", &["df = load()".to_owned()]);
         assert!(prompt.contains("df: DataFrame (3 rows)"));
-        assert!(!prompt.contains("{namespace}"));
-        assert!(system("").contains("(no user variables yet)"));
+        assert!(prompt.contains("```python\ndf = load()\n```"));
+        assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
+        assert!(system("", &[]).contains("(no user variables yet)"));
         assert!(reflect("plot it").contains("plot it"));
     }
 

@@ -32,6 +32,8 @@ pub enum Outcome {
 pub struct AgentState {
     /// The user's request for this run.
     pub request: String,
+    /// Code of the cells the user ran since the previous request.
+    pub recent_cells: Vec<String>,
     /// The conversation so far, this run's request and turns included; it
     /// carries over between runs in the same kernel.
     pub conversation: Vec<ChatMessage>,
@@ -56,6 +58,7 @@ impl AgentState {
         conversation.push(ChatMessage::user(request.clone()));
         Self {
             request,
+            recent_cells: Vec::new(),
             conversation,
             turn: 0,
             max_turns: max_turns.max(1),

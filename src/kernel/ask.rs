@@ -40,9 +40,26 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(20);
 
 /// The conversation of this kernel's `%%ask` cells.
 #[derive(Default)]
-pub struct Conversation(Mutex<Vec<ChatMessage>>);
+pub struct Conversation(Mutex<Vec<ChatMessage>>, Mutex<Vec<String>>);
+
+/// How many recent cells (and how much of each) the model is shown.
+const RECENT_CELLS: usize = 10;
+const RECENT_CELL_CHARS: usize = 2000;
 
 impl Conversation {
+    /// Remembers a cell the user ran, for the next request's context.
+    pub(super) fn note_cell(&self, code: &str) {
+        let mut recent = self.1.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.len() == RECENT_CELLS {
+            recent.remove(0);
+        }
+        recent.push(code.chars().take(RECENT_CELL_CHARS).collect());
+    }
+
+    fn take_recent_cells(&self) -> Vec<String> {
+        std::mem::take(&mut *self.1.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     fn take(&self, fresh: bool) -> Vec<ChatMessage> {
         let mut messages = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if fresh {
@@ -102,7 +119,9 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     let started = Instant::now();
     let max_turns = cell.options.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
     let history = shared.conversation.take(cell.options.new_conversation);
-    let mut state = AgentState::new(cell.prompt, history, max_turns);
+    let prompt = interpolate(&shared, cell.prompt).await;
+    let mut state = AgentState::new(prompt, history, max_turns);
+    state.recent_cells = shared.conversation.take_recent_cells();
     // The small local model rambles; a tighter cap keeps its turns short.
     let max_tokens = if provider.model() == local::LOCAL_MODEL {
         LOCAL_MAX_TOKENS
@@ -229,6 +248,26 @@ fn provider(choice: &ProviderChoice) -> Result<HttpProvider, crate::agent::llm::
         &choice.model,
         choice.key.clone(),
     )
+}
+
+/// Replaces `{name}` in the prompt with that variable's value (`{{` and `}}`
+/// stand for braces), as jupyter-ai does.
+async fn interpolate(shared: &Shared, prompt: String) -> String {
+    if !prompt.contains('{') {
+        return prompt;
+    }
+    let request = shared.python.request(
+        "agent_interpolate_request",
+        json!({ "prompt": prompt }),
+        Vec::new(),
+    );
+    match request.await {
+        Ok(reply) => reply["prompt"].as_str().map_or(prompt, str::to_owned),
+        Err(e) => {
+            tracing::warn!("%%ask: prompt not interpolated: {}", e.evalue);
+            prompt
+        }
+    }
 }
 
 async fn wait_for_interrupt(shared: &Shared, seen: u64) {

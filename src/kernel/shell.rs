@@ -152,6 +152,9 @@ async fn execute(
         Some(Ok(cell)) => ask::run(shared.clone(), request.raw_header.clone(), cell).await,
         Some(Err(usage)) => ask::usage_error(shared, request.raw_header.clone(), &usage),
         None => {
+            if store_history {
+                shared.conversation.note_cell(&exec.code);
+            }
             shared
                 .python
                 .execute(ExecuteCell {

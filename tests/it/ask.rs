@@ -19,7 +19,9 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
     kernel.execute("base = 6").await;
-    let (reply, iopub) = kernel.execute("%%ask\nWhat is six times seven?").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nWhat is {base} times seven? {{no interpolation}} {missing}")
+        .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert!(stream_text(&iopub, "stdout").starts_with("Let me compute it."));
     let panels: Vec<_> = iopub
@@ -73,6 +75,10 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
     let requests = llm.requests.lock().unwrap().clone();
     let system = requests[0]["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("base: int = 6"), "{system}");
+    // The cells run since the last request, and the prompt with {name} filled in.
+    assert!(system.contains("```python\nbase = 6\n```"), "{system}");
+    let asked = requests[0]["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(asked, "What is 6 times seven? {no interpolation} {missing}");
     let reflect = requests[1]["messages"].as_array().unwrap();
     assert!(
         reflect.last().unwrap()["content"]
