@@ -9,6 +9,8 @@ pub struct AskOptions {
     pub max_turns: Option<u32>,
     pub graph: Option<String>,
     pub no_exec: bool,
+    /// Ask the user before running each code block.
+    pub confirm: bool,
     pub new_conversation: bool,
 }
 
@@ -20,7 +22,7 @@ pub struct AskCell {
 }
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default] [--no-exec] [--new]\n<your request on the following lines>";
+[--max-turns N] [--graph default] [--no-exec] [--confirm] [--new]\n<your request on the following lines>";
 
 /// Why a magic line could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,6 +71,7 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
                 options.max_turns = Some(turns);
             }
             "--no-exec" => options.no_exec = true,
+            "--confirm" => options.confirm = true,
             "--new" => options.new_conversation = true,
             other => return Err(UsageError(format!("unknown option {other:?}"))),
         }
@@ -93,7 +96,7 @@ mod tests {
     #[test]
     fn reads_every_option() {
         let cell = parse_cell(
-            "%%ask --model m1 --provider=openai --max-turns 3 --graph default --no-exec --new\nq",
+            "%%ask --model m1 --provider=openai --max-turns 3 --graph default --no-exec --confirm --new\nq",
         )
         .unwrap()
         .unwrap();
@@ -102,7 +105,7 @@ mod tests {
         assert_eq!(o.provider.as_deref(), Some("openai"));
         assert_eq!(o.max_turns, Some(3));
         assert_eq!(o.graph.as_deref(), Some("default"));
-        assert!(o.no_exec && o.new_conversation);
+        assert!(o.no_exec && o.confirm && o.new_conversation);
     }
 
     #[test]

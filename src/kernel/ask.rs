@@ -23,7 +23,7 @@ use crate::agent::llm::{ChatMessage, ChatRequest, Usage};
 use crate::agent::nodes::{Settings, default_graph};
 use crate::agent::options::AskCell;
 use crate::agent::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome};
-use crate::python::{ExecuteOutcome, PythonError};
+use crate::python::{ExecuteOutcome, InputProvider, PythonError};
 
 /// Default turn limit of a run.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
@@ -136,6 +136,7 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     let mut effects = KernelEffects {
         publisher,
         provider,
+        confirm: cell.options.confirm,
         usage: Usage::default(),
     };
     let graph = default_graph::<KernelEffects>(settings, max_turns);
@@ -387,7 +388,38 @@ impl Coalescer<'_> {
 struct KernelEffects {
     publisher: Publisher,
     provider: Provider,
+    /// Ask before running each block (`--confirm`).
+    confirm: bool,
     usage: Usage,
+}
+
+impl KernelEffects {
+    /// Asks the client of the cell (an input_request) whether to run the
+    /// block just shown; only "y" or "yes" agrees.
+    async fn user_agrees(&self) -> Result<bool, AgentError> {
+        let answer = self
+            .publisher
+            .shared
+            .current
+            .request_input("Run this code? [y/N] ", false)
+            .map_err(|_| AgentError::Graph("--confirm needs a frontend that takes input".into()))?;
+        // Polled rather than waited on, so an interrupt (which drops this
+        // future) leaves no thread behind.
+        loop {
+            match answer.try_recv() {
+                Ok(text) => {
+                    let text = text.trim().to_ascii_lowercase();
+                    return Ok(text == "y" || text == "yes");
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    tokio::time::sleep(INTERRUPT_POLL).await;
+                }
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(AgentError::Graph("the input request was dropped".into()));
+                }
+            }
+        }
+    }
 }
 
 impl Observer for KernelEffects {
@@ -426,6 +458,13 @@ impl Effects for KernelEffects {
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
+        if self.confirm && !self.user_agrees().await? {
+            return Ok(Execution {
+                code: code.to_owned(),
+                output: "The user chose not to run this code.".into(),
+                failed: false,
+            });
+        }
         match self
             .publisher
             .shared

@@ -256,3 +256,48 @@ async fn the_claude_cli_provider_streams_and_reports_cost() {
         assert!(args.contains("stream-json") && args.contains("--include-partial-messages"));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn confirm_asks_before_each_block_and_respects_the_answer() {
+    let code_answer = "```python\nconfirmed = 'ran'\n```";
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(code_answer.into()),
+        Reply::Answer(DONE.into()),
+        Reply::Answer(code_answer.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    for (answer, ran) in [("n", false), ("y", true)] {
+        let msg_id = kernel
+            .send(
+                Channel::Shell,
+                "execute_request",
+                json!({ "code": "%%ask --confirm\nset the flag", "allow_stdin": true }),
+            )
+            .await;
+        let request = kernel.next_stdin().await;
+        assert_eq!(request.header.msg_type, "input_request");
+        assert!(
+            request.content["prompt"]
+                .as_str()
+                .unwrap()
+                .contains("Run this code?")
+        );
+        assert_eq!(crate::support::parent_id(&request), msg_id);
+        kernel.input_reply(&request, answer).await;
+        let reply = kernel.reply(Channel::Shell).await;
+        assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+        kernel.iopub_for(&msg_id).await;
+        let (_, iopub) = kernel.execute("'confirmed' in globals()").await;
+        let result = iopub
+            .iter()
+            .find(|m| m.header.msg_type == "execute_result")
+            .unwrap();
+        let expected = if ran { "True" } else { "False" };
+        assert_eq!(
+            result.content["data"]["text/plain"], expected,
+            "after answering {answer:?}"
+        );
+    }
+}

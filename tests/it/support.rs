@@ -32,6 +32,9 @@ pub struct Kernel {
     child: Child,
     _dir: TempDir,
     pub shell: DealerSocket,
+    /// Shares the shell socket's identity, as Jupyter clients do, so the
+    /// kernel's input requests reach it.
+    pub stdin: DealerSocket,
     pub control: DealerSocket,
     pub iopub: SubSocket,
     pub heartbeat: ReqSocket,
@@ -177,17 +180,21 @@ impl Kernel {
             Transport::Ipc => format!("ipc://{ip}-{port}"),
         };
 
-        let mut options = SocketOptions::default();
-        options.peer_identity(
-            PeerIdentity::try_from(uuid::Uuid::new_v4().to_string().into_bytes()).unwrap(),
-        );
-        let mut shell = DealerSocket::with_options(options);
+        let identity = uuid::Uuid::new_v4().to_string().into_bytes();
+        let with_identity = || {
+            let mut options = SocketOptions::default();
+            options.peer_identity(PeerIdentity::try_from(identity.clone()).unwrap());
+            options
+        };
+        let mut shell = DealerSocket::with_options(with_identity());
+        let mut stdin = DealerSocket::with_options(with_identity());
         let mut control = DealerSocket::new();
         let mut iopub = SubSocket::new();
         let mut heartbeat = ReqSocket::new();
         // The kernel may still be binding: connect retries until it is up.
         within(TIMEOUT, async {
             shell.connect(&url(ports[0])).await.expect("connect shell");
+            stdin.connect(&url(ports[2])).await.expect("connect stdin");
             iopub.connect(&url(ports[1])).await.expect("connect iopub");
             iopub.subscribe("").await.expect("subscribe");
             control
@@ -206,6 +213,7 @@ impl Kernel {
             child,
             _dir: dir,
             shell,
+            stdin,
             control,
             iopub,
             heartbeat,
@@ -216,6 +224,30 @@ impl Kernel {
         let welcome = kernel.next_iopub().await;
         assert_eq!(welcome.header.msg_type, "iopub_welcome");
         kernel
+    }
+
+    /// The next message the kernel sends on stdin (an input_request).
+    pub async fn next_stdin(&mut self) -> Message {
+        let message = tokio::time::timeout(TIMEOUT, self.stdin.recv())
+            .await
+            .expect("timed out waiting for an input_request")
+            .expect("receive on stdin");
+        self.codec
+            .decode(message.into_vec())
+            .expect("a valid stdin message")
+    }
+
+    /// Answers an input_request with `value`.
+    pub async fn input_reply(&mut self, request: &Message, value: &str) {
+        let out = Outgoing::new(
+            "input_reply",
+            json!({ "value": value }),
+            request.raw_header.clone(),
+        );
+        let message = ZmqMessage::try_from(self.codec.encode(&out)).expect("frames");
+        within(TIMEOUT, self.stdin.send(message))
+            .await
+            .expect("send input_reply");
     }
 
     pub fn pid(&self) -> u32 {
