@@ -35,13 +35,10 @@ pub enum AgentError {
     Graph(String),
 }
 
-/// What a run reports as it goes; the kernel turns these into messages.
+/// What a run reports as it goes, besides streamed text (which
+/// [`Effects::chat`] shows itself); the kernel turns these into panels.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
-    NodeStarted(&'static str),
-    NodeFinished(&'static str),
-    /// Answer text, as it streams.
-    Token(String),
     /// A code block is about to run (or would, with execution off).
     Code {
         turn: u32,
@@ -55,7 +52,6 @@ pub enum AgentEvent {
         execution: Execution,
     },
     Verdict(Verdict),
-    Usage(Usage),
 }
 
 /// A model's complete answer to one call.
@@ -68,7 +64,7 @@ pub struct ChatOutcome {
 /// Everything a run needs from outside.
 pub trait Effects: graph::Observer + Send {
     /// Calls the model. With `show`, the answer's text is streamed to the
-    /// user as it arrives (as [`AgentEvent::Token`]s).
+    /// user as it arrives.
     fn chat(
         &mut self,
         request: ChatRequest,

@@ -198,6 +198,7 @@ mod tests {
         answers: VecDeque<&'static str>,
         requests: Vec<ChatRequest>,
         executed: Vec<String>,
+        nodes: Vec<&'static str>,
         events: Vec<AgentEvent>,
         run: fn(&str) -> Execution,
     }
@@ -208,6 +209,7 @@ mod tests {
                 answers: answers.iter().copied().collect(),
                 requests: Vec::new(),
                 executed: Vec::new(),
+                nodes: Vec::new(),
                 events: Vec::new(),
                 run,
             }
@@ -216,27 +218,22 @@ mod tests {
 
     impl Observer for Script {
         fn node_started(&mut self, node: &'static str) {
-            self.events.push(AgentEvent::NodeStarted(node));
+            self.nodes.push(node);
         }
-        fn node_finished(&mut self, node: &'static str) {
-            self.events.push(AgentEvent::NodeFinished(node));
-        }
+        fn node_finished(&mut self, _node: &'static str) {}
     }
 
     impl Effects for Script {
         async fn chat(
             &mut self,
             request: ChatRequest,
-            show: bool,
+            _show: bool,
         ) -> Result<ChatOutcome, AgentError> {
             self.requests.push(request);
             let text = self
                 .answers
                 .pop_front()
                 .expect("the script has an answer left");
-            if show {
-                self.events.push(AgentEvent::Token(text.to_owned()));
-            }
             Ok(ChatOutcome {
                 text: text.to_owned(),
                 usage: Usage {
@@ -305,14 +302,7 @@ mod tests {
     }
 
     fn nodes_run(script: &Script) -> Vec<&'static str> {
-        script
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                AgentEvent::NodeStarted(n) => Some(*n),
-                _ => None,
-            })
-            .collect()
+        script.nodes.clone()
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::agent::graph::{Observer, RunEnd};
 use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::HttpProvider;
 use crate::agent::llm::local::{self, LocalModel};
-use crate::agent::llm::{ChatMessage, ChatRequest, Usage};
+use crate::agent::llm::{ChatMessage, ChatRequest};
 use crate::agent::nodes::{Settings, default_graph};
 use crate::agent::options::AskCell;
 use crate::agent::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome};
@@ -137,7 +137,6 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
         publisher,
         provider,
         confirm: cell.options.confirm,
-        usage: Usage::default(),
     };
     let graph = default_graph::<KernelEffects>(settings, max_turns);
     let result = tokio::select! {
@@ -390,7 +389,6 @@ struct KernelEffects {
     provider: Provider,
     /// Ask before running each block (`--confirm`).
     confirm: bool,
-    usage: Usage,
 }
 
 impl KernelEffects {
@@ -452,9 +450,7 @@ impl Effects for KernelEffects {
             coalescer.pending.push('\n');
         }
         coalescer.flush();
-        let outcome = result?;
-        self.usage.add(outcome.usage);
-        Ok(outcome)
+        Ok(result?)
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
@@ -540,7 +536,6 @@ impl Effects for KernelEffects {
                     verdict.reasoning.trim()
                 ));
             }
-            _ => {}
         }
     }
 }

@@ -182,13 +182,6 @@ class ExitAutocall:
         return "Use exit() or quit() to end the session."
 
 
-def _json_safe(value):
-    """Makes a ``_repr_*_`` result JSON-serialisable (bytes become base64)."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return value
-
-
 def mime_bundle(obj):
     """Returns ``(data, metadata)`` for ``obj`` the way IPython's formatter does."""
     data, metadata = {}, {}
@@ -202,7 +195,7 @@ def mime_bundle(obj):
             result, extra = result
             metadata.update(extra or {})
         if isinstance(result, dict):
-            data.update({k: _json_safe(v) for k, v in result.items()})
+            data.update(result)
     for mime, name in _MIME_REPR_METHODS:
         if mime in data or getattr(type(obj), name, None) is None:
             continue
@@ -216,7 +209,7 @@ def mime_bundle(obj):
             result, extra = result
             if extra:
                 metadata[mime] = extra
-        data[mime] = _json_safe(result)
+        data[mime] = result  # bytes become base64 when published (json_default)
     if "text/plain" not in data:
         try:
             data["text/plain"] = repr(obj)

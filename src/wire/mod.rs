@@ -143,11 +143,6 @@ impl Codec {
         }
     }
 
-    /// The kernel's own session id, used in every header it sends.
-    pub fn session(&self) -> &str {
-        &self.session
-    }
-
     /// Decodes one multipart message. On error the message must be dropped
     /// without a reply: it is either not authentic or cannot be answered.
     pub fn decode(&self, frames: Vec<Bytes>) -> Result<Message, DecodeError> {

@@ -8,8 +8,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::sse::SseDecoder;
 use super::{ChatEvent, ChatRequest, LlmError, Usage, anthropic, openai};
 use crate::agent::ChatOutcome;
@@ -233,10 +231,4 @@ fn without_url(error: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "<url>");
     }
     text
-}
-
-/// The model's id as the server lists it, for servers that choose for you
-/// (llama.cpp serves one model whatever name is asked for).
-pub fn first_model(models: &Value) -> Option<String> {
-    models["data"][0]["id"].as_str().map(str::to_owned)
 }
