@@ -7,6 +7,7 @@
 //! execution, a namespace summary, and events for the user. The kernel
 //! provides the real effects; tests provide scripted ones.
 
+pub mod analyst;
 pub mod config;
 pub mod extract;
 pub mod graph;
@@ -15,6 +16,8 @@ pub mod nodes;
 pub mod options;
 pub mod prompts;
 pub mod reflect;
+#[cfg(test)]
+mod script;
 pub mod state;
 
 use std::future::Future;
@@ -52,6 +55,12 @@ pub enum AgentEvent {
         execution: Execution,
     },
     Verdict(Verdict),
+    /// The analyst graph decided how to answer.
+    Plan(analyst::Plan),
+    /// The analyst graph gave up: every attempt at the code failed.
+    GaveUp {
+        failed: Vec<Execution>,
+    },
 }
 
 /// A model's complete answer to one call.

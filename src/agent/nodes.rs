@@ -118,8 +118,33 @@ async fn execute<E: Effects>(
     effects: &mut E,
     enabled: bool,
 ) -> Result<(), AgentError> {
+    let ran = run_pending(state, effects, enabled).await?;
+    if !enabled {
+        state.outcome = Some(Outcome::Answered);
+    } else {
+        state.conversation.push(ChatMessage::user(ran.report));
+    }
+    Ok(())
+}
+
+/// What running a turn's blocks gave.
+pub(super) struct BlocksRun {
+    /// What the model is told about the blocks that ran.
+    pub report: String,
+    /// Whether a block failed (the blocks after it were not run).
+    pub failed: bool,
+}
+
+/// Shows each pending block and, when `enabled`, runs it in order, stopping
+/// at the first failure.
+pub(super) async fn run_pending<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    enabled: bool,
+) -> Result<BlocksRun, AgentError> {
     let blocks = std::mem::take(&mut state.pending);
     let mut reports = Vec::new();
+    let mut failed = false;
     for (index, block) in blocks.into_iter().enumerate() {
         let (turn, code) = (state.turn, block.code);
         effects.emit(AgentEvent::Code {
@@ -136,7 +161,7 @@ async fn execute<E: Effects>(
             &execution.output,
             execution.failed,
         ));
-        let failed = execution.failed;
+        failed = execution.failed;
         effects.emit(AgentEvent::Executed {
             turn,
             block: index,
@@ -147,14 +172,10 @@ async fn execute<E: Effects>(
             break; // later blocks likely depend on this one
         }
     }
-    if !enabled {
-        state.outcome = Some(Outcome::Answered);
-    } else {
-        state
-            .conversation
-            .push(ChatMessage::user(reports.join("\n\n")));
-    }
-    Ok(())
+    Ok(BlocksRun {
+        report: reports.join("\n\n"),
+        failed,
+    })
 }
 
 async fn reflect<E: Effects>(
@@ -186,99 +207,10 @@ async fn reflect<E: Effects>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-
     use super::*;
-    use crate::agent::graph::{Observer, RunEnd};
-    use crate::agent::llm::{Role, Usage};
-    use crate::agent::{ChatOutcome, Execution};
-
-    /// Scripted effects: answers in order, executions by a closure.
-    struct Script {
-        answers: VecDeque<&'static str>,
-        requests: Vec<ChatRequest>,
-        executed: Vec<String>,
-        nodes: Vec<&'static str>,
-        events: Vec<AgentEvent>,
-        run: fn(&str) -> Execution,
-    }
-
-    impl Script {
-        fn new(answers: &[&'static str], run: fn(&str) -> Execution) -> Self {
-            Self {
-                answers: answers.iter().copied().collect(),
-                requests: Vec::new(),
-                executed: Vec::new(),
-                nodes: Vec::new(),
-                events: Vec::new(),
-                run,
-            }
-        }
-    }
-
-    impl Observer for Script {
-        fn node_started(&mut self, node: &'static str) {
-            self.nodes.push(node);
-        }
-        fn node_finished(&mut self, _node: &'static str) {}
-    }
-
-    impl Effects for Script {
-        async fn chat(
-            &mut self,
-            request: ChatRequest,
-            _show: bool,
-        ) -> Result<ChatOutcome, AgentError> {
-            self.requests.push(request);
-            let text = self
-                .answers
-                .pop_front()
-                .expect("the script has an answer left");
-            Ok(ChatOutcome {
-                text: text.to_owned(),
-                usage: Usage {
-                    input_tokens: 10,
-                    output_tokens: 5,
-                    cost_usd: None,
-                },
-            })
-        }
-
-        async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
-            self.executed.push(code.to_owned());
-            Ok((self.run)(code))
-        }
-
-        async fn namespace(&mut self) -> String {
-            "x: int = 1".into()
-        }
-
-        fn emit(&mut self, event: AgentEvent) {
-            self.events.push(event);
-        }
-    }
-
-    fn ok(code: &str) -> Execution {
-        Execution {
-            code: code.into(),
-            output: "42".into(),
-            failed: false,
-        }
-    }
-
-    fn fails_once(code: &str) -> Execution {
-        let failed = code.contains("1/0");
-        let output = if failed {
-            "ZeroDivisionError: division by zero"
-        } else {
-            "fixed"
-        };
-        Execution {
-            code: code.into(),
-            output: output.into(),
-            failed,
-        }
-    }
+    use crate::agent::graph::RunEnd;
+    use crate::agent::llm::Role;
+    use crate::agent::script::{Script, fails_once, ok};
 
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const NOT_DONE: &str =

@@ -1,5 +1,41 @@
 //! The `%%ask` magic line: `%%ask [--model M] [--provider P] [--max-turns N]
-//! [--graph NAME] [--no-exec] [--new]`, and where the cell's prompt starts.
+//! [--graph NAME] [--no-exec] [--confirm] [--new]`, and where the cell's prompt starts.
+
+/// Which agent graph runs a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GraphKind {
+    /// generate -> execute -> reflect, until done or out of turns.
+    #[default]
+    Default,
+    /// plan -> code (with retries) -> evaluate -> explain.
+    Analyst,
+}
+
+impl GraphKind {
+    pub const NAMES: &str = "default, analyst";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GraphKind::Default => "default",
+            GraphKind::Analyst => "analyst",
+        }
+    }
+}
+
+impl std::str::FromStr for GraphKind {
+    type Err = UsageError;
+
+    fn from_str(name: &str) -> Result<Self, UsageError> {
+        match name {
+            "default" => Ok(GraphKind::Default),
+            "analyst" => Ok(GraphKind::Analyst),
+            other => Err(UsageError(format!(
+                "unknown graph {other:?}; available: {}",
+                Self::NAMES
+            ))),
+        }
+    }
+}
 
 /// What the magic line asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -7,7 +43,7 @@ pub struct AskOptions {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub max_turns: Option<u32>,
-    pub graph: Option<String>,
+    pub graph: Option<GraphKind>,
     pub no_exec: bool,
     /// Ask the user before running each code block.
     pub confirm: bool,
@@ -22,7 +58,7 @@ pub struct AskCell {
 }
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default] [--no-exec] [--confirm] [--new]\n<your request on the following lines>";
+[--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new]\n<your request on the following lines>";
 
 /// Why a magic line could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +98,7 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
         match flag {
             "--model" => options.model = Some(value("--model")?),
             "--provider" => options.provider = Some(value("--provider")?),
-            "--graph" => options.graph = Some(value("--graph")?),
+            "--graph" => options.graph = Some(value("--graph")?.parse()?),
             "--max-turns" => {
                 let text = value("--max-turns")?;
                 let turns: u32 = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -96,7 +132,7 @@ mod tests {
     #[test]
     fn reads_every_option() {
         let cell = parse_cell(
-            "%%ask --model m1 --provider=openai --max-turns 3 --graph default --no-exec --confirm --new\nq",
+            "%%ask --model m1 --provider=openai --max-turns 3 --graph analyst --no-exec --confirm --new\nq",
         )
         .unwrap()
         .unwrap();
@@ -104,7 +140,7 @@ mod tests {
         assert_eq!(o.model.as_deref(), Some("m1"));
         assert_eq!(o.provider.as_deref(), Some("openai"));
         assert_eq!(o.max_turns, Some(3));
-        assert_eq!(o.graph.as_deref(), Some("default"));
+        assert_eq!(o.graph, Some(GraphKind::Analyst));
         assert!(o.no_exec && o.confirm && o.new_conversation);
     }
 
@@ -116,6 +152,7 @@ mod tests {
             "%%ask --max-turns zero",
             "%%ask --max-turns 0",
             "%%ask --model",
+            "%%ask --graph fancy",
         ] {
             let err = parse_cell(line).unwrap().unwrap_err();
             assert!(err.to_string().contains("usage: %%ask"), "{line}: {err}");

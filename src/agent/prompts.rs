@@ -3,15 +3,62 @@
 
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const REFLECT: &str = include_str!("../../prompts/reflect.md");
+const PLAN: &str = include_str!("../../prompts/plan.md");
+const ANALYST_CODE: &str = include_str!("../../prompts/analyst_code.md");
+const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
+const EXPLAIN: &str = include_str!("../../prompts/explain.md");
 
 /// The system prompt for a generate turn, with the namespace summary and
 /// the cells the user ran since the last request.
 pub fn system(namespace: &str, recent_cells: &[String]) -> String {
-    let namespace = if namespace.trim().is_empty() {
+    with_context(SYSTEM, namespace, recent_cells)
+}
+
+/// The system prompt of the reflection step.
+pub fn reflect(request: &str) -> String {
+    REFLECT.replace("{request}", request)
+}
+
+/// The analyst graph's planning prompt.
+pub fn plan(namespace: &str, recent_cells: &[String]) -> String {
+    with_context(PLAN, namespace, recent_cells)
+}
+
+/// The analyst graph's prompt for writing (and fixing) the code.
+pub fn analyst_code(namespace: &str, recent_cells: &[String]) -> String {
+    with_context(ANALYST_CODE, namespace, recent_cells)
+}
+
+/// The analyst graph's prompt for examining the code's results.
+pub fn evaluate(request: &str) -> String {
+    EVALUATE.replace("{request}", request)
+}
+
+/// The analyst graph's prompt for the final answer.
+pub fn explain(request: &str, namespace: &str) -> String {
+    EXPLAIN
+        .replace("{namespace}", namespace_or_none(namespace))
+        .replace("{request}", request)
+}
+
+/// What the model is told after a failed attempt, so the next one fixes it.
+pub fn fix_request(report: &str) -> String {
+    format!("{report}\n\nFind the cause of the error and send the whole corrected block.")
+}
+
+/// Asks for the final answer once the work is done.
+pub const ANSWER_NOW: &str = "Now answer my request, based on the results above.";
+
+fn namespace_or_none(namespace: &str) -> &str {
+    if namespace.trim().is_empty() {
         "(no user variables yet)"
     } else {
         namespace
-    };
+    }
+}
+
+/// `template` with the namespace summary and the recent cells filled in.
+fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> String {
     let recent = if recent_cells.is_empty() {
         "(none)".to_owned()
     } else {
@@ -21,14 +68,9 @@ pub fn system(namespace: &str, recent_cells: &[String]) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    SYSTEM
-        .replace("{namespace}", namespace)
+    template
+        .replace("{namespace}", namespace_or_none(namespace))
         .replace("{recent_cells}", &recent)
-}
-
-/// The system prompt of the reflection step.
-pub fn reflect(request: &str) -> String {
-    REFLECT.replace("{request}", request)
 }
 
 /// The message that carries a failed verdict into the next generate turn.
@@ -66,6 +108,16 @@ mod tests {
         assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         assert!(system("", &[]).contains("(no user variables yet)"));
         assert!(reflect("plot it").contains("plot it"));
+        for prompt in [
+            plan("df: DataFrame", &[]),
+            analyst_code("df: DataFrame", &[]),
+            explain("why?", "df: DataFrame"),
+        ] {
+            assert!(prompt.contains("df: DataFrame"), "{prompt}");
+            assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
+        }
+        assert!(evaluate("is it high?").contains("is it high?"));
+        assert!(fix_request("This code failed").starts_with("This code failed"));
     }
 
     #[test]

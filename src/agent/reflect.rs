@@ -59,7 +59,7 @@ fn from_json(value: &Value) -> Option<Verdict> {
     })
 }
 
-fn truthy(text: &str) -> Option<bool> {
+pub(super) fn truthy(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" => Some(true),
         "false" | "no" | "0" => Some(false),
@@ -68,7 +68,7 @@ fn truthy(text: &str) -> Option<bool> {
 }
 
 /// Every balanced `{...}` in `text` that parses as JSON, outermost first.
-fn json_objects(text: &str) -> impl Iterator<Item = Value> + '_ {
+pub(super) fn json_objects(text: &str) -> impl Iterator<Item = Value> + '_ {
     let starts = text.match_indices('{').map(|(i, _)| i);
     starts.filter_map(move |start| {
         let end = matching_brace(&text[start..])?;

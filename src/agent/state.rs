@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::analyst::Plan;
 use super::extract::CodeBlock;
 use super::llm::{ChatMessage, Usage};
 use super::reflect::Verdict;
@@ -25,6 +26,8 @@ pub enum Outcome {
     Complete,
     /// The turn limit was reached first.
     MaxTurns,
+    /// Every attempt at the code failed (the analyst graph's error node).
+    GaveUp,
 }
 
 /// Everything a run reads and writes.
@@ -46,6 +49,12 @@ pub struct AgentState {
     /// Executions of this run, in order.
     pub executions: Vec<Execution>,
     pub verdict: Option<Verdict>,
+    /// The analyst graph's plan for this run.
+    pub plan: Option<Plan>,
+    /// The analyst graph's failed attempts at the code, in order.
+    pub failed_attempts: Vec<Execution>,
+    /// The analyst graph's evaluation of the code's results.
+    pub evaluation: Option<String>,
     pub usage: Usage,
     pub outcome: Option<Outcome>,
 }
@@ -66,6 +75,9 @@ impl AgentState {
             pending: Vec::new(),
             executions: Vec::new(),
             verdict: None,
+            plan: None,
+            failed_attempts: Vec::new(),
+            evaluation: None,
             usage: Usage::default(),
             outcome: None,
         }

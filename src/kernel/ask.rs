@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Shared;
+use crate::agent::analyst::{self, analyst_graph};
 use crate::agent::config::{self, ProviderChoice};
 use crate::agent::graph::{Observer, RunEnd};
 use crate::agent::llm::claude_cli::ClaudeCli;
@@ -21,7 +22,7 @@ use crate::agent::llm::http::HttpProvider;
 use crate::agent::llm::local::{self, LocalModel};
 use crate::agent::llm::{ChatMessage, ChatRequest};
 use crate::agent::nodes::{Settings, default_graph};
-use crate::agent::options::AskCell;
+use crate::agent::options::{AskCell, GraphKind};
 use crate::agent::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome};
 use crate::python::{ExecuteOutcome, InputProvider, PythonError};
 
@@ -84,12 +85,6 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     if cell.prompt.is_empty() {
         return publisher.fail("UsageError", crate::agent::options::USAGE);
     }
-    if let Some(graph) = cell.options.graph.as_deref().filter(|g| *g != "default") {
-        return publisher.fail(
-            "UsageError",
-            &format!("unknown graph {graph:?}; available: default"),
-        );
-    }
     let choice = match config::choose(&cell.options, |name| std::env::var(name).ok()) {
         Ok(choice) => choice,
         Err(config::ConfigError::NoProvider)
@@ -117,7 +112,12 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     };
 
     let started = Instant::now();
-    let max_turns = cell.options.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+    let kind = cell.options.graph.unwrap_or_default();
+    // For the analyst graph a turn is an attempt at the code.
+    let max_turns = cell.options.max_turns.unwrap_or(match kind {
+        GraphKind::Default => DEFAULT_MAX_TURNS,
+        GraphKind::Analyst => analyst::MAX_ATTEMPTS,
+    });
     let history = shared.conversation.take(cell.options.new_conversation);
     let prompt = interpolate(&shared, cell.prompt).await;
     let mut state = AgentState::new(prompt, history, max_turns);
@@ -138,7 +138,10 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
         provider,
         confirm: cell.options.confirm,
     };
-    let graph = default_graph::<KernelEffects>(settings, max_turns);
+    let graph = match kind {
+        GraphKind::Default => default_graph::<KernelEffects>(settings, max_turns),
+        GraphKind::Analyst => analyst_graph::<KernelEffects>(settings, max_turns),
+    };
     let result = tokio::select! {
         result = graph.run(&mut state, &mut effects) => result,
         () = wait_for_interrupt(&shared, interrupts) => Err(AgentError::Interrupted),
@@ -313,6 +316,7 @@ impl Publisher {
             (Some(Outcome::Complete), _) => "done",
             (Some(Outcome::Answered), _) => "answered",
             (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
+            (Some(Outcome::GaveUp), _) => "gave up: every attempt failed",
             (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
             (None, RunEnd::Finished { .. }) => "finished",
         };
@@ -536,8 +540,48 @@ impl Effects for KernelEffects {
                     verdict.reasoning.trim()
                 ));
             }
+            AgentEvent::Plan(plan) => {
+                let steps = match (plan.needs_code, plan.needs_evaluation) {
+                    (false, _) => "answer without code",
+                    (true, false) => "run code, then explain",
+                    (true, true) => "run code, evaluate the results, then explain",
+                };
+                let why = match plan.reasoning.trim() {
+                    "" => String::new(),
+                    reasoning => format!(" ({reasoning})"),
+                };
+                self.publisher.stream(&format!("plan: {steps}{why}\n"));
+            }
+            AgentEvent::GaveUp { failed } => {
+                let (plain, markdown) = failed_attempts(&failed);
+                self.publisher
+                    .panel(plain, markdown, json!({ "kind": "gave_up" }));
+            }
         }
     }
+}
+
+/// The panel that lists every failed attempt: plain text and Markdown.
+fn failed_attempts(failed: &[Execution]) -> (String, String) {
+    let title = format!("gave up after {} failed attempts", failed.len());
+    let mut plain = format!("[{title}]");
+    let mut markdown = format!("**{title}**");
+    for (number, attempt) in failed.iter().enumerate() {
+        let number = number + 1;
+        let error = attempt.output.trim_end();
+        plain.push_str(&format!("\n--- attempt {number}\n"));
+        markdown.push_str(&format!("\n\nattempt {number}\n\n"));
+        if !attempt.code.is_empty() {
+            plain.push_str(&format!("{}\n", attempt.code.trim_end()));
+            markdown.push_str(&format!(
+                "{}\n\n",
+                fenced(attempt.code.trim_end(), "python")
+            ));
+        }
+        plain.push_str(&format!("-> {error}"));
+        markdown.push_str(&fenced(error, ""));
+    }
+    (plain, markdown)
 }
 
 /// `text` in a Markdown code fence longer than any backtick run inside it.

@@ -1,0 +1,526 @@
+//! The analyst graph (seed 003), chosen with `%%ask --graph analyst`:
+//!
+//! ```text
+//! plan --(needs code)--> code --(ran)--> [evaluate] --> explain --> end
+//!   |                     ^  |
+//!   |                     +--+ failed, attempts left (the error goes back
+//!   |                        |  to the model with a request to fix it)
+//!   |                        +--> error (every attempt failed) --> end
+//!   +--(no code needed)---------------------------> explain
+//! ```
+//!
+//! Unlike the default graph it decides up front whether the request needs
+//! code at all and whether the results deserve a critical look, retries
+//! failing code a bounded number of times, and always ends with a
+//! plain-language answer (or, when every attempt failed, with all of them
+//! shown).
+
+use serde::Serialize;
+
+use super::extract::code_blocks;
+use super::graph::{Graph, NodeFn, Route};
+use super::llm::{ChatMessage, ChatRequest, Role};
+use super::nodes::{Settings, run_pending};
+use super::reflect::{json_objects, truthy};
+use super::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, prompts};
+
+/// Attempts at the code before the graph gives up, unless `--max-turns`
+/// says otherwise.
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// The planning step's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub needs_code: bool,
+    pub needs_evaluation: bool,
+    pub reasoning: String,
+    /// False when the answer could not be read and the defaults were used.
+    #[serde(skip)]
+    pub parsed: bool,
+}
+
+/// Reads a plan from the model's answer: JSON (also inside prose or a
+/// fence), else `needs_code: true`-style lines. An unreadable answer plans to
+/// run code without evaluation: in a notebook, guessing at data is worse
+/// than computing something that was not strictly needed.
+pub fn parse_plan(answer: &str) -> Plan {
+    let from_json = json_objects(answer).find_map(|value| {
+        let object = value.as_object()?;
+        let flag = |key: &str| match object.get(key)? {
+            serde_json::Value::Bool(b) => Some(*b),
+            serde_json::Value::String(s) => truthy(s),
+            _ => None,
+        };
+        Some(Plan {
+            needs_code: flag("needs_code")?,
+            needs_evaluation: flag("needs_evaluation").unwrap_or(false),
+            reasoning: object
+                .get("reasoning")
+                .and_then(|r| r.as_str())
+                .unwrap_or_default()
+                .to_owned(),
+            parsed: true,
+        })
+    });
+    if let Some(plan) = from_json {
+        return plan;
+    }
+    match flag_in_text(answer, "needs_code") {
+        Some(needs_code) => Plan {
+            needs_code,
+            needs_evaluation: flag_in_text(answer, "needs_evaluation").unwrap_or(false),
+            reasoning: String::new(),
+            parsed: true,
+        },
+        None => Plan {
+            needs_code: true,
+            needs_evaluation: false,
+            reasoning: String::new(),
+            parsed: false,
+        },
+    }
+}
+
+/// The value after `key:` or `key =` in free text, if it reads as a boolean.
+fn flag_in_text(text: &str, key: &str) -> Option<bool> {
+    let at = text.find(key)? + key.len();
+    let rest = text[at..].trim_start_matches(['"', '\'', '*', ' ']);
+    let rest = rest.strip_prefix([':', '='])?;
+    let word: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    truthy(&word)
+}
+
+/// The analyst graph, giving up after `max_attempts` failed attempts.
+pub fn analyst_graph<E: Effects + 'static>(
+    settings: Settings,
+    max_attempts: u32,
+) -> Graph<AgentState, E> {
+    let (plan_settings, code_settings) = (settings.clone(), settings.clone());
+    let (evaluate_settings, explain_settings) = (settings.clone(), settings);
+    // plan, every attempt, evaluate and explain (or error), with room to spare.
+    let step_cap = max_attempts as usize + 5;
+    Graph::new("plan", step_cap)
+        .node(
+            "plan",
+            node(move |s, e| Box::pin(plan(s, e, plan_settings.clone()))),
+        )
+        .node(
+            "code",
+            node(move |s, e| Box::pin(code(s, e, code_settings.clone()))),
+        )
+        .node(
+            "evaluate",
+            node(move |s, e| Box::pin(evaluate(s, e, evaluate_settings.clone()))),
+        )
+        .node(
+            "explain",
+            node(move |s, e| Box::pin(explain(s, e, explain_settings.clone()))),
+        )
+        .node("error", node(|s, e| Box::pin(async move { give_up(s, e) })))
+        .conditional_edge("plan", |s: &AgentState| {
+            if s.plan.as_ref().is_none_or(|p| p.needs_code) {
+                Route::To("code")
+            } else {
+                Route::To("explain")
+            }
+        })
+        .conditional_edge("code", |s: &AgentState| {
+            if s.outcome.is_some() {
+                Route::End // --no-exec: the code was shown, nothing ran
+            } else if last_attempt_failed(s) {
+                if s.turn < s.max_turns {
+                    Route::To("code")
+                } else {
+                    Route::To("error")
+                }
+            } else if s.plan.as_ref().is_some_and(|p| p.needs_evaluation) {
+                Route::To("evaluate")
+            } else {
+                Route::To("explain")
+            }
+        })
+        .edge("evaluate", Route::To("explain"))
+        .edge("explain", Route::End)
+        .edge("error", Route::End)
+}
+
+/// Each attempt is a turn, and attempts stop at the first success, so the
+/// last one failed exactly when every one did.
+fn last_attempt_failed(state: &AgentState) -> bool {
+    state.turn > 0 && state.failed_attempts.len() == state.turn as usize
+}
+
+fn node<E: Effects + 'static>(
+    f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> super::graph::NodeFuture<'a>
+    + Send
+    + Sync
+    + 'static,
+) -> NodeFn<AgentState, E> {
+    Box::new(f)
+}
+
+async fn plan<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    let namespace = effects.namespace().await;
+    let request = ChatRequest {
+        model: settings.model,
+        system: prompts::plan(&namespace, &state.recent_cells),
+        messages: state.conversation.clone(),
+        max_tokens: 300,
+    };
+    let answer = effects.chat(request, false).await?;
+    state.usage.add(answer.usage);
+    let plan = parse_plan(&answer.text);
+    effects.emit(AgentEvent::Plan(plan.clone()));
+    state.plan = Some(plan);
+    Ok(())
+}
+
+async fn code<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    let namespace = effects.namespace().await;
+    let request = ChatRequest {
+        model: settings.model,
+        system: prompts::analyst_code(&namespace, &state.recent_cells),
+        messages: state.conversation.clone(),
+        max_tokens: settings.max_tokens,
+    };
+    let answer = effects.chat(request, true).await?;
+    state.turn += 1;
+    state.usage.add(answer.usage);
+    state
+        .conversation
+        .push(ChatMessage::assistant(answer.text.clone()));
+    state.pending = code_blocks(&answer.text);
+    state.answer = answer.text;
+    if state.pending.is_empty() {
+        const NO_CODE: &str = "The answer had no ```python block to run.";
+        state.failed_attempts.push(Execution {
+            code: String::new(),
+            output: NO_CODE.into(),
+            failed: true,
+        });
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::fix_request(NO_CODE)));
+        return Ok(());
+    }
+    let ran = run_pending(state, effects, settings.execute).await?;
+    if !settings.execute {
+        state.outcome = Some(Outcome::Answered);
+    } else if ran.failed {
+        let failure = state.executions.last().cloned().expect("a block failed");
+        state.failed_attempts.push(failure);
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::fix_request(&ran.report)));
+    } else {
+        state.conversation.push(ChatMessage::user(ran.report));
+    }
+    Ok(())
+}
+
+async fn evaluate<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    let request = ChatRequest {
+        model: settings.model,
+        system: prompts::evaluate(&state.request),
+        messages: state.conversation.clone(),
+        max_tokens: settings.max_tokens,
+    };
+    let answer = effects.chat(request, true).await?;
+    state.usage.add(answer.usage);
+    state
+        .conversation
+        .push(ChatMessage::assistant(answer.text.clone()));
+    state.evaluation = Some(answer.text);
+    Ok(())
+}
+
+async fn explain<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    // Roles must alternate; after the evaluation the model spoke last.
+    if state
+        .conversation
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant)
+    {
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::ANSWER_NOW));
+    }
+    let namespace = effects.namespace().await;
+    let request = ChatRequest {
+        model: settings.model,
+        system: prompts::explain(&state.request, &namespace),
+        messages: state.conversation.clone(),
+        max_tokens: settings.max_tokens,
+    };
+    let answer = effects.chat(request, true).await?;
+    state.usage.add(answer.usage);
+    state
+        .conversation
+        .push(ChatMessage::assistant(answer.text.clone()));
+    state.answer = answer.text;
+    if state.executions.is_empty() {
+        state.turn = state.turn.max(1); // a text-only answer is one turn
+        state.outcome = Some(Outcome::Answered);
+    } else {
+        state.outcome = Some(Outcome::Complete);
+    }
+    Ok(())
+}
+
+fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), AgentError> {
+    let failed = state.failed_attempts.clone();
+    let last_error = failed.last().map_or("", |f| f.output.trim());
+    // Kept in the conversation, so a follow-up `%%ask` knows what happened.
+    state.conversation.push(ChatMessage::assistant(format!(
+        "I could not get the code to run in {} attempts. The last error was:\n{last_error}",
+        failed.len()
+    )));
+    effects.emit(AgentEvent::GaveUp { failed });
+    state.outcome = Some(Outcome::GaveUp);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::graph::RunEnd;
+    use crate::agent::script::{Script, fails_once, ok};
+
+    const CODE_AND_EVALUATE: &str =
+        r#"{"needs_code": true, "needs_evaluation": true, "reasoning": "needs data"}"#;
+    const CODE_ONLY: &str =
+        r#"{"needs_code": true, "needs_evaluation": false, "reasoning": "a sum"}"#;
+    const NO_CODE: &str =
+        r#"{"needs_code": false, "needs_evaluation": false, "reasoning": "concept"}"#;
+
+    fn settings(execute: bool) -> Settings {
+        Settings {
+            model: "test-model".into(),
+            max_tokens: 1000,
+            execute,
+        }
+    }
+
+    fn run(script: &mut Script, state: &mut AgentState, execute: bool) -> RunEnd {
+        let graph = analyst_graph::<Script>(settings(execute), state.max_turns);
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(graph.run(state, script))
+            .unwrap()
+    }
+
+    fn always_fails(code: &str) -> Execution {
+        Execution {
+            code: code.into(),
+            output: format!("NameError: name 'x{}' is not defined", code.len()),
+            failed: true,
+        }
+    }
+
+    /// Roles alternate in every request, as the Anthropic API requires.
+    fn assert_roles_alternate(script: &Script) {
+        for request in &script.requests {
+            for pair in request.messages.windows(2) {
+                assert_ne!(pair[0].role, pair[1].role, "{:?}", request.messages);
+            }
+            assert_eq!(request.messages.last().unwrap().role, Role::User);
+        }
+    }
+
+    #[test]
+    fn plans_are_read_from_json_prose_or_lines_and_default_to_code() {
+        let plan = parse_plan(&format!("Sure!\n```json\n{CODE_AND_EVALUATE}\n```"));
+        assert!(plan.needs_code && plan.needs_evaluation && plan.parsed);
+        assert_eq!(plan.reasoning, "needs data");
+        let plan = parse_plan(r#"{"needs_code": "no"}"#);
+        assert!(!plan.needs_code && !plan.needs_evaluation);
+        let plan = parse_plan("needs_code: false\nneeds_evaluation: true");
+        assert!(!plan.needs_code && plan.needs_evaluation && plan.parsed);
+        let plan = parse_plan("**needs_code** = True");
+        assert!(plan.needs_code && plan.parsed);
+        let plan = parse_plan("I would look at the data first.");
+        assert!(plan.needs_code && !plan.needs_evaluation && !plan.parsed);
+    }
+
+    #[test]
+    fn a_conceptual_question_goes_straight_to_the_explanation() {
+        let mut script = Script::new(&[NO_CODE, "A DataFrame is a table."], ok);
+        let mut state = AgentState::new("what is a DataFrame?", Vec::new(), MAX_ATTEMPTS);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "explain"]);
+        assert!(script.executed.is_empty());
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        assert_eq!(state.turn, 1);
+        assert_eq!(
+            state.conversation.last().unwrap().content,
+            "A DataFrame is a table."
+        );
+        assert!(
+            script
+                .events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Plan(p) if !p.needs_code))
+        );
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn code_that_runs_is_explained_without_evaluation_when_the_plan_says_so() {
+        let mut script = Script::new(
+            &[CODE_ONLY, "```python\nprint(6*7)\n```", "The total is 42."],
+            ok,
+        );
+        let mut state = AgentState::new("total?", Vec::new(), MAX_ATTEMPTS);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "explain"]);
+        assert_eq!(script.executed, ["print(6*7)"]);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        // The explanation saw the output.
+        let explain = script.requests.last().unwrap();
+        assert!(explain.messages.last().unwrap().content.contains("42"));
+        assert!(explain.system.contains("total?"));
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn evaluation_runs_between_code_and_explanation_when_planned() {
+        let mut script = Script::new(
+            &[
+                CODE_AND_EVALUATE,
+                "```python\nprint(6*7)\n```",
+                "42 is high for this data.",
+                "Yes, it is unusually high.",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("is it high?", Vec::new(), MAX_ATTEMPTS);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "evaluate", "explain"]);
+        assert_eq!(
+            state.evaluation.as_deref(),
+            Some("42 is high for this data.")
+        );
+        // The explanation was asked for after the evaluation and saw it.
+        let explain = script.requests.last().unwrap();
+        let n = explain.messages.len();
+        assert_eq!(explain.messages[n - 2].content, "42 is high for this data.");
+        assert_eq!(explain.messages[n - 1].content, prompts::ANSWER_NOW);
+        assert_eq!(state.usage.input_tokens, 40);
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn failing_code_is_retried_with_the_error_until_it_runs() {
+        let mut script = Script::new(
+            &[
+                CODE_ONLY,
+                "```python\n1/0\n```",
+                "```python\nprint('fixed')\n```",
+                "Fixed it.",
+            ],
+            fails_once,
+        );
+        let mut state = AgentState::new("divide", Vec::new(), MAX_ATTEMPTS);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "code", "explain"]);
+        assert_eq!(script.executed, ["1/0", "print('fixed')"]);
+        // The retry was told the error and asked for a fix.
+        let retry = &script.requests[2];
+        let told = &retry.messages.last().unwrap().content;
+        assert!(told.contains("ZeroDivisionError") && told.contains("corrected"));
+        assert_eq!(state.turn, 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn after_the_last_failed_attempt_the_error_node_shows_them_all() {
+        let mut script = Script::new(
+            &[
+                CODE_ONLY,
+                "```python\na\n```",
+                "no code this time",
+                "```python\nabc\n```",
+            ],
+            always_fails,
+        );
+        let mut state = AgentState::new("fail", Vec::new(), MAX_ATTEMPTS);
+        let end = run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "code", "code", "error"]);
+        assert_eq!(end, RunEnd::Finished { steps: 5 });
+        assert_eq!(state.outcome, Some(Outcome::GaveUp));
+        let Some(AgentEvent::GaveUp { failed }) = script.events.last() else {
+            panic!("no GaveUp event: {:?}", script.events);
+        };
+        let outputs: Vec<_> = failed.iter().map(|f| f.output.as_str()).collect();
+        assert_eq!(
+            outputs,
+            [
+                "NameError: name 'x1' is not defined",
+                "The answer had no ```python block to run.",
+                "NameError: name 'x3' is not defined",
+            ]
+        );
+        // The conversation ends with the model's side, ready for a follow-up.
+        let last = state.conversation.last().unwrap();
+        assert_eq!(last.role, Role::Assistant);
+        assert!(last.content.contains("x3"));
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn max_turns_bounds_the_attempts() {
+        let mut script = Script::new(&[CODE_ONLY, "```python\na\n```"], always_fails);
+        let mut state = AgentState::new("fail", Vec::new(), 1);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "error"]);
+    }
+
+    #[test]
+    fn no_exec_shows_the_code_and_stops() {
+        let mut script = Script::new(&[CODE_ONLY, "```python\nimport os\n```"], ok);
+        let mut state = AgentState::new("show me", Vec::new(), MAX_ATTEMPTS);
+        run(&mut script, &mut state, false);
+        assert_eq!(script.nodes, ["plan", "code"]);
+        assert!(script.executed.is_empty());
+        assert!(
+            script
+                .events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Code { .. }))
+        );
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+    }
+
+    #[test]
+    fn an_unreadable_plan_still_computes() {
+        let mut script = Script::new(
+            &["let me think", "```python\nprint(1)\n```", "It is 1."],
+            ok,
+        );
+        let mut state = AgentState::new("value?", Vec::new(), MAX_ATTEMPTS);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "explain"]);
+    }
+}

@@ -1,0 +1,92 @@
+//! Scripted effects for unit tests of the graphs: the model's answers come
+//! from a list, code "runs" through a function, and everything the graph
+//! asked for is recorded.
+
+use std::collections::VecDeque;
+
+use super::graph::Observer;
+use super::llm::{ChatRequest, Usage};
+use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution};
+
+/// Scripted effects: answers in order, executions by a closure.
+pub struct Script {
+    pub answers: VecDeque<&'static str>,
+    pub requests: Vec<ChatRequest>,
+    pub executed: Vec<String>,
+    pub nodes: Vec<&'static str>,
+    pub events: Vec<AgentEvent>,
+    pub run: fn(&str) -> Execution,
+}
+
+impl Script {
+    pub fn new(answers: &[&'static str], run: fn(&str) -> Execution) -> Self {
+        Self {
+            answers: answers.iter().copied().collect(),
+            requests: Vec::new(),
+            executed: Vec::new(),
+            nodes: Vec::new(),
+            events: Vec::new(),
+            run,
+        }
+    }
+}
+
+impl Observer for Script {
+    fn node_started(&mut self, node: &'static str) {
+        self.nodes.push(node);
+    }
+    fn node_finished(&mut self, _node: &'static str) {}
+}
+
+impl Effects for Script {
+    async fn chat(&mut self, request: ChatRequest, _show: bool) -> Result<ChatOutcome, AgentError> {
+        self.requests.push(request);
+        let text = self
+            .answers
+            .pop_front()
+            .expect("the script has an answer left");
+        Ok(ChatOutcome {
+            text: text.to_owned(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cost_usd: None,
+            },
+        })
+    }
+
+    async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
+        self.executed.push(code.to_owned());
+        Ok((self.run)(code))
+    }
+
+    async fn namespace(&mut self) -> String {
+        "x: int = 1".into()
+    }
+
+    fn emit(&mut self, event: AgentEvent) {
+        self.events.push(event);
+    }
+}
+
+pub fn ok(code: &str) -> Execution {
+    Execution {
+        code: code.into(),
+        output: "42".into(),
+        failed: false,
+    }
+}
+
+pub fn fails_once(code: &str) -> Execution {
+    let failed = code.contains("1/0");
+    let output = if failed {
+        "ZeroDivisionError: division by zero"
+    } else {
+        "fixed"
+    };
+    Execution {
+        code: code.into(),
+        output: output.into(),
+        failed,
+    }
+}
