@@ -4,6 +4,7 @@ the outputs that matter (types and MIME types, no errors)."""
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from nbclient import NotebookClient
 from conftest import KERNEL_NAME, REPO_ROOT
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
 
 
@@ -46,16 +48,36 @@ def test_notebooks_are_saved_without_outputs() -> None:
                 assert not cell.outputs and cell.execution_count is None, f"{path.name} has saved outputs"
 
 
+def rich(cell, mime: str) -> list:
+    """The cell's display_data and execute_result outputs that carry `mime`."""
+    return [o for o in outputs(cell) if o.output_type in ("display_data", "execute_result") and mime in o.data]
+
+
 def test_basics_notebook(tmp_path: Path) -> None:
     cells = [c for c in run("basics.ipynb", tmp_path).cells if c.cell_type == "code"]
     for cell in cells:
         assert all(o.output_type != "error" for o in outputs(cell)), cell.source
+    by_source = {c.source.split("\n", 1)[0]: c for c in cells}
     assert "Python 3." in outputs(cells[0])[0].text
     assert outputs(cells[1])[0].output_type == "execute_result"
     streams = {o.name for o in outputs(cells[2]) if o.output_type == "stream"}
     assert streams == {"stdout", "stderr"}
-    rich = [o for o in outputs(cells[3]) if o.output_type in ("display_data", "execute_result")]
-    assert len(rich) == 2 and all("text/html" in o.data for o in rich)
+    badges = [o for o in outputs(cells[3]) if o.output_type in ("display_data", "execute_result")]
+    assert len(badges) == 2 and all("text/html" in o.data for o in badges)
+
+    (table,) = rich(by_source["import pandas as pd"], "text/html")
+    assert "<table" in table.data["text/html"] and "cube" in table.data["text/html"]
+
+    (plot,) = rich(by_source["import matplotlib.pyplot as plt"], "image/png")
+    assert base64.b64decode(plot.data["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+
+    (view,) = rich(by_source["import ipywidgets as widgets"], WIDGET_VIEW)
+    assert view.data[WIDGET_VIEW]["model_id"], view.data
+    assert "3 squared is 9" in view.data["text/plain"], "the label was computed when shown"
+
+    # nbclient takes no input: the input() cell falls back instead of failing.
+    (greeting,) = [o for o in outputs(by_source["try:"]) if o.output_type == "stream"]
+    assert greeting.text == "Hello, headless reader!\n"
 
 
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
