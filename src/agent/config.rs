@@ -1,7 +1,9 @@
-//! Choosing the model provider for a `%%ask` cell: the magic line's options
-//! first, then the environment (`MAHTAB_PROVIDER`, `MAHTAB_MODEL`,
+//! Choosing the model provider for a `%%ask` cell from its options (already
+//! merged with the kernel's defaults) and settings looked up by their
+//! environment variable names (`MAHTAB_PROVIDER`, `MAHTAB_MODEL`,
 //! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`; the `claude` CLI
-//! when asked for, `MAHTAB_CLAUDE_BIN` naming it). With none, the user is
+//! when asked for, `MAHTAB_CLAUDE_BIN` naming it), which the kernel answers
+//! from the settings file and then the environment. With none, the user is
 //! told how to configure one.
 
 use super::llm::claude_cli::ClaudeCli;
@@ -32,7 +34,8 @@ pub const HOW_TO_CONFIGURE: &str = "No model provider is configured for %%ask. S
   ANTHROPIC_API_KEY=...            (Anthropic; model with MAHTAB_MODEL or --model)\n\
   OPENAI_API_KEY=...               (OpenAI)\n\
   OPENAI_BASE_URL=http://host/v1   (any OpenAI-compatible server: Ollama, vLLM, llama.cpp, LM Studio)\n\
-in the kernel's environment, or choose with --provider anthropic|openai on the %%ask line.";
+in the kernel's environment or in ~/.config/mahtab/config.toml ([anthropic] api_key = ..., \
+[openai] base_url = ...), or choose with --provider anthropic|openai|claude on the %%ask line.";
 
 /// Why no provider could be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,6 +9,7 @@
 
 pub mod analyst;
 pub mod config;
+pub mod config_file;
 pub mod extract;
 pub mod graph;
 pub mod llm;

@@ -1,5 +1,7 @@
-//! The `%%ask` magic line: `%%ask [--model M] [--provider P] [--max-turns N]
-//! [--graph NAME] [--no-exec] [--confirm] [--new]`, and where the cell's prompt starts.
+//! The agent's magics: the `%%ask` line (`%%ask [--model M] [--provider P]
+//! [--max-turns N] [--graph NAME] [--no-exec] [--confirm] [--new]`) and
+//! where its prompt starts, and `%ask_config`, which sets this kernel's
+//! defaults for those options.
 
 /// Which agent graph runs a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,7 +31,7 @@ impl std::str::FromStr for GraphKind {
         match name {
             "default" => Ok(GraphKind::Default),
             "analyst" => Ok(GraphKind::Analyst),
-            other => Err(UsageError(format!(
+            other => Err(UsageError::ask(format!(
                 "unknown graph {other:?}; available: {}",
                 Self::NAMES
             ))),
@@ -50,6 +52,19 @@ pub struct AskOptions {
     pub new_conversation: bool,
 }
 
+impl AskOptions {
+    /// These options, with what they leave unset taken from `defaults`
+    /// (the settings that choose the model and the graph; the per-run
+    /// switches are never defaults).
+    pub fn or(mut self, defaults: &AskOptions) -> AskOptions {
+        self.model = self.model.or_else(|| defaults.model.clone());
+        self.provider = self.provider.or_else(|| defaults.provider.clone());
+        self.max_turns = self.max_turns.or(defaults.max_turns);
+        self.graph = self.graph.or(defaults.graph);
+        self
+    }
+}
+
 /// A cell that goes to the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AskCell {
@@ -57,27 +72,93 @@ pub struct AskCell {
     pub prompt: String,
 }
 
+/// A cell the kernel answers itself instead of Python.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentCell {
+    Ask(AskCell),
+    Configure(ConfigChange),
+}
+
+/// What an `%ask_config` line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigChange {
+    /// Show the settings a `%%ask` cell would use, and where they come from.
+    Show,
+    /// Set these defaults for the `%%ask` cells of this kernel.
+    Set(AskOptions),
+    /// Forget the defaults set before.
+    Reset,
+}
+
+pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
+[--max-turns N] [--graph default|analyst] | --reset\n(with no options: show the settings %%ask uses)";
+
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
 [--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new]\n<your request on the following lines>";
 
-/// Why a magic line could not be read.
+/// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}\n{USAGE}")]
-pub struct UsageError(pub String);
+#[error("{0}\n{1}")]
+pub struct UsageError(pub String, pub &'static str);
 
-/// The `%%ask` cell in `code`, if it is one (IPython's rule: the first line,
-/// after leading blank lines, starts with the cell magic).
-pub fn parse_cell(code: &str) -> Option<Result<AskCell, UsageError>> {
+impl UsageError {
+    fn ask(reason: String) -> Self {
+        Self(reason, USAGE)
+    }
+}
+
+/// The agent cell in `code`, if it is one: a `%%ask` cell (IPython's rule:
+/// the first line, after leading blank lines, starts with the cell magic) or
+/// an `%ask_config` line alone in its cell.
+pub fn parse_cell(code: &str) -> Option<Result<AgentCell, UsageError>> {
     let code = code.trim_start_matches(['\n', '\r']);
     let (first, rest) = code.split_once('\n').unwrap_or((code, ""));
-    let args = first.trim_end().strip_prefix("%%ask")?;
-    if !(args.is_empty() || args.starts_with(char::is_whitespace)) {
-        return None; // `%%asking` is some other magic
+    let first = first.trim_end();
+    if let Some(args) = magic_args(first, "%%ask") {
+        return Some(parse_options(args).map(|options| {
+            AgentCell::Ask(AskCell {
+                options,
+                prompt: rest.trim().to_owned(),
+            })
+        }));
     }
-    Some(parse_options(args).map(|options| AskCell {
-        options,
-        prompt: rest.trim().to_owned(),
-    }))
+    let args = magic_args(first, "%ask_config")?;
+    if !rest.trim().is_empty() {
+        return Some(Err(UsageError(
+            "%ask_config goes in a cell of its own".into(),
+            CONFIG_USAGE,
+        )));
+    }
+    Some(parse_config(args).map(AgentCell::Configure))
+}
+
+/// What follows `magic` on `line`, if the line calls that magic (and not
+/// one whose name merely starts the same, like `%%asking`).
+fn magic_args<'a>(line: &'a str, magic: &str) -> Option<&'a str> {
+    let args = line.strip_prefix(magic)?;
+    (args.is_empty() || args.starts_with(char::is_whitespace)).then_some(args)
+}
+
+fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
+    let usage = |reason: String| UsageError(reason, CONFIG_USAGE);
+    match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [] => return Ok(ConfigChange::Show),
+        ["--reset"] => return Ok(ConfigChange::Reset),
+        _ => {}
+    }
+    let options = parse_options(args).map_err(|e| usage(e.0))?;
+    let switches = AskOptions {
+        no_exec: options.no_exec,
+        confirm: options.confirm,
+        new_conversation: options.new_conversation,
+        ..AskOptions::default()
+    };
+    if switches != AskOptions::default() {
+        return Err(usage(
+            "--no-exec, --confirm and --new apply to one %%ask cell, not as defaults".into(),
+        ));
+    }
+    Ok(ConfigChange::Set(options))
 }
 
 fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
@@ -93,7 +174,7 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
                 .clone()
                 .or_else(|| words.next().map(str::to_owned))
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| UsageError(format!("{name} needs a value")))
+                .ok_or_else(|| UsageError::ask(format!("{name} needs a value")))
         };
         match flag {
             "--model" => options.model = Some(value("--model")?),
@@ -102,14 +183,14 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
             "--max-turns" => {
                 let text = value("--max-turns")?;
                 let turns: u32 = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    UsageError(format!("--max-turns takes a positive number, not {text:?}"))
+                    UsageError::ask(format!("--max-turns takes a positive number, not {text:?}"))
                 })?;
                 options.max_turns = Some(turns);
             }
             "--no-exec" => options.no_exec = true,
             "--confirm" => options.confirm = true,
             "--new" => options.new_conversation = true,
-            other => return Err(UsageError(format!("unknown option {other:?}"))),
+            other => return Err(UsageError::ask(format!("unknown option {other:?}"))),
         }
     }
     Ok(options)
@@ -119,23 +200,36 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
 mod tests {
     use super::*;
 
+    fn ask(code: &str) -> AskCell {
+        match parse_cell(code).unwrap().unwrap() {
+            AgentCell::Ask(cell) => cell,
+            other => panic!("not an %%ask cell: {other:?}"),
+        }
+    }
+
+    fn config(code: &str) -> Result<ConfigChange, UsageError> {
+        match parse_cell(code).unwrap()? {
+            AgentCell::Configure(change) => Ok(change),
+            other => panic!("not an %ask_config cell: {other:?}"),
+        }
+    }
+
     #[test]
     fn recognises_ask_cells_only() {
         assert!(parse_cell("print(1)").is_none());
         assert!(parse_cell("%%asking\nx").is_none());
         assert!(parse_cell("# %%ask\nx").is_none());
-        let cell = parse_cell("\n%%ask\nplot the data\n").unwrap().unwrap();
+        assert!(parse_cell("%ask_configure").is_none());
+        let cell = ask("\n%%ask\nplot the data\n");
         assert_eq!(cell.prompt, "plot the data");
         assert_eq!(cell.options, AskOptions::default());
     }
 
     #[test]
     fn reads_every_option() {
-        let cell = parse_cell(
+        let cell = ask(
             "%%ask --model m1 --provider=openai --max-turns 3 --graph analyst --no-exec --confirm --new\nq",
-        )
-        .unwrap()
-        .unwrap();
+        );
         let o = cell.options;
         assert_eq!(o.model.as_deref(), Some("m1"));
         assert_eq!(o.provider.as_deref(), Some("openai"));
@@ -157,5 +251,46 @@ mod tests {
             let err = parse_cell(line).unwrap().unwrap_err();
             assert!(err.to_string().contains("usage: %%ask"), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn ask_config_shows_sets_and_resets_defaults() {
+        assert_eq!(config("%ask_config"), Ok(ConfigChange::Show));
+        assert_eq!(config("%ask_config --reset\n\n"), Ok(ConfigChange::Reset));
+        let Ok(ConfigChange::Set(set)) = config("%ask_config --model m --graph analyst") else {
+            panic!("expected settings");
+        };
+        assert_eq!(set.model.as_deref(), Some("m"));
+        assert_eq!(set.graph, Some(GraphKind::Analyst));
+        for bad in [
+            "%ask_config --new",
+            "%ask_config --reset --model m",
+            "%ask_config --graph x",
+            "%ask_config\nprint(1)",
+        ] {
+            let err = config(bad).unwrap_err();
+            assert!(
+                err.to_string().contains("usage: %ask_config"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn options_fall_back_to_defaults_field_by_field() {
+        let defaults = AskOptions {
+            model: Some("d".into()),
+            max_turns: Some(2),
+            no_exec: true,
+            ..AskOptions::default()
+        };
+        let cell = AskOptions {
+            model: Some("c".into()),
+            ..AskOptions::default()
+        };
+        let merged = cell.or(&defaults);
+        assert_eq!(merged.model.as_deref(), Some("c"));
+        assert_eq!(merged.max_turns, Some(2));
+        assert!(!merged.no_exec);
     }
 }

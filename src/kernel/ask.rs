@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Shared;
+use super::ask_config::Settings;
 use crate::agent::analyst::{self, analyst_graph};
 use crate::agent::config::{self, ProviderChoice};
 use crate::agent::graph::{Observer, RunEnd};
@@ -21,7 +22,7 @@ use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::HttpProvider;
 use crate::agent::llm::local::{self, LocalModel};
 use crate::agent::llm::{ChatMessage, ChatRequest};
-use crate::agent::nodes::{Settings, default_graph};
+use crate::agent::nodes::{Settings as NodeSettings, default_graph};
 use crate::agent::options::{AskCell, GraphKind};
 use crate::agent::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome};
 use crate::python::{ExecuteOutcome, InputProvider, PythonError};
@@ -85,10 +86,15 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     if cell.prompt.is_empty() {
         return publisher.fail("UsageError", crate::agent::options::USAGE);
     }
-    let choice = match config::choose(&cell.options, |name| std::env::var(name).ok()) {
+    let settings = match Settings::now(&shared) {
+        Ok(settings) => settings,
+        Err(e) => return publisher.fail("AskConfigError", &e.to_string()),
+    };
+    let options = settings.options_for(&cell.options);
+    let choice = match config::choose(&options, |name| settings.var(name)) {
         Ok(choice) => choice,
         Err(config::ConfigError::NoProvider)
-            if config::local_model_allowed(|n| std::env::var(n).ok()) =>
+            if config::local_model_allowed(|name| settings.var(name)) =>
         {
             let started = tokio::select! {
                 started = local_model(&publisher) => started,
@@ -112,9 +118,9 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     };
 
     let started = Instant::now();
-    let kind = cell.options.graph.unwrap_or_default();
+    let kind = options.graph.unwrap_or_default();
     // For the analyst graph a turn is an attempt at the code.
-    let max_turns = cell.options.max_turns.unwrap_or(match kind {
+    let max_turns = options.max_turns.unwrap_or(match kind {
         GraphKind::Default => DEFAULT_MAX_TURNS,
         GraphKind::Analyst => analyst::MAX_ATTEMPTS,
     });
@@ -128,7 +134,7 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
     } else {
         MAX_TOKENS
     };
-    let settings = Settings {
+    let settings = NodeSettings {
         model: provider.model().to_owned(),
         max_tokens,
         execute: !cell.options.no_exec,
@@ -284,13 +290,13 @@ async fn wait_for_interrupt(shared: &Shared, seen: u64) {
 }
 
 /// Publishes a run's output with the cell's request as parent.
-struct Publisher {
-    shared: Arc<Shared>,
-    parent: Arc<Value>,
+pub(super) struct Publisher {
+    pub(super) shared: Arc<Shared>,
+    pub(super) parent: Arc<Value>,
 }
 
 impl Publisher {
-    fn stream(&self, text: &str) {
+    pub(super) fn stream(&self, text: &str) {
         if !text.is_empty() {
             let content = json!({ "name": "stdout", "text": text });
             self.shared
@@ -343,7 +349,7 @@ impl Publisher {
     }
 
     /// Publishes an error for the cell and returns the failed outcome.
-    fn fail(&self, ename: &str, evalue: &str) -> ExecuteOutcome {
+    pub(super) fn fail(&self, ename: &str, evalue: &str) -> ExecuteOutcome {
         let error = PythonError {
             ename: ename.to_owned(),
             evalue: evalue.to_owned(),

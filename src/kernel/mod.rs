@@ -9,6 +9,7 @@
 //! [`PythonHandle`].
 
 mod ask;
+mod ask_config;
 mod control;
 mod heartbeat;
 mod info;
@@ -62,6 +63,8 @@ struct Shared {
     kernel_info: Value,
     iopub: Iopub,
     conversation: ask::Conversation,
+    /// `%%ask` defaults set with `%ask_config` in this kernel.
+    ask_defaults: std::sync::Mutex<crate::agent::options::AskOptions>,
     /// The embedded default model's server, once started.
     local_model: tokio::sync::Mutex<Option<crate::agent::llm::local::LocalModel>>,
     python: PythonHandle,
@@ -100,6 +103,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         kernel_info: kernel_info(&crate::python::linked_python_version()),
         iopub: iopub.clone(),
         conversation: ask::Conversation::default(),
+        ask_defaults: Default::default(),
         local_model: tokio::sync::Mutex::new(None),
         python: python_handle,
         interrupter,

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::Shared;
-use super::ask;
 use super::requests::{ExecuteRequest, ShutdownRequest};
 use super::router::{self, RouterChannel};
+use super::{ask, ask_config};
+use crate::agent::options::AgentCell;
 use crate::python::ExecuteCell;
 use crate::wire::Message;
 
@@ -134,8 +135,8 @@ async fn execute(
         state.execution_count += 1;
     }
     let count = state.execution_count;
-    let ask = crate::agent::options::parse_cell(&exec.code);
-    if ask.is_none() {
+    let agent_cell = crate::agent::options::parse_cell(&exec.code);
+    if agent_cell.is_none() {
         // An %%ask cell's Python runs block by block, each announced itself.
         shared.interrupter.cell_coming();
     }
@@ -148,8 +149,13 @@ async fn execute(
     }
     shared.current.set(request, exec.allow_stdin);
     let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-    let outcome = match ask {
-        Some(Ok(cell)) => ask::run(shared.clone(), request.raw_header.clone(), cell).await,
+    let outcome = match agent_cell {
+        Some(Ok(AgentCell::Ask(cell))) => {
+            ask::run(shared.clone(), request.raw_header.clone(), cell).await
+        }
+        Some(Ok(AgentCell::Configure(change))) => {
+            ask_config::configure(shared, request.raw_header.clone(), change)
+        }
         Some(Err(usage)) => ask::usage_error(shared, request.raw_header.clone(), &usage),
         None => {
             if store_history {

@@ -113,12 +113,16 @@ pub fn spawn_kernel_with_env(dir: &TempDir, connection: &Value, env: &[(&str, St
     // gets its own.
     command.env("IPYTHONDIR", dir.0.join("ipython"));
     command.env("JUPYTER_DATA_DIR", dir.0.join("jupyter"));
+    // No %%ask settings file unless a test writes one.
+    command.env("XDG_CONFIG_HOME", dir.0.join("config"));
     for name in [
         "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "MAHTAB_PROVIDER",
         "MAHTAB_MODEL",
+        "MAHTAB_CONFIG",
     ] {
         command.env_remove(name);
     }

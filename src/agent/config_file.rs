@@ -1,0 +1,247 @@
+//! The `%%ask` settings file: TOML at `$MAHTAB_CONFIG`, or else
+//! `$XDG_CONFIG_HOME/mahtab/config.toml` (`~/.config/mahtab/config.toml`).
+//!
+//! ```toml
+//! provider = "openai"        # anthropic | openai | claude
+//! model = "qwen2.5-coder"
+//! max_turns = 4
+//! graph = "analyst"          # default | analyst
+//! local_model = true         # start the embedded model when nothing else is set
+//!
+//! [openai]
+//! base_url = "http://127.0.0.1:11434/v1"
+//! api_key = "..."
+//!
+//! [anthropic]
+//! api_key = "..."
+//! base_url = "https://api.anthropic.com"
+//!
+//! [claude]
+//! bin = "/usr/local/bin/claude"
+//! ```
+//!
+//! Its entries stand for the environment variables of the same meaning and
+//! rank above them; options on the magic line and `%ask_config` rank above
+//! the file. The file is read for every `%%ask`, so edits apply at once.
+//! Errors name the file and line but never quote its values (keys live here).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::options::{AskOptions, GraphKind};
+
+/// The settings file's contents.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    provider: Option<String>,
+    model: Option<String>,
+    max_turns: Option<u32>,
+    graph: Option<String>,
+    local_model: Option<bool>,
+    #[serde(default)]
+    anthropic: Endpoint,
+    #[serde(default)]
+    openai: Endpoint,
+    #[serde(default)]
+    claude: Claude,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Endpoint {
+    api_key: Option<String>,
+    base_url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Claude {
+    bin: Option<String>,
+}
+
+/// Why the settings file could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("%%ask settings file {path}: {message}")]
+pub struct ConfigFileError {
+    pub path: String,
+    pub message: String,
+}
+
+/// Where the settings file is looked for (`env` looks a variable up).
+pub fn location(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(path) = var("MAHTAB_CONFIG") {
+        return Some(path.into());
+    }
+    let base = var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| Path::new(&home).join(".config")))?;
+    Some(base.join("mahtab").join("config.toml"))
+}
+
+impl ConfigFile {
+    /// Reads the settings file, if there is one. A file named by
+    /// `MAHTAB_CONFIG` must exist; the default location may be empty.
+    pub fn load(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigFileError> {
+        let explicit = env("MAHTAB_CONFIG").is_some_and(|v| !v.is_empty());
+        let Some(path) = location(env) else {
+            return Ok(Self::default());
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text).map_err(|message| ConfigFileError {
+                path: path.display().to_string(),
+                message,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => Ok(Self::default()),
+            Err(e) => Err(ConfigFileError {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Parses the file's text; the error says where, without its values.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file: Self = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            let message = without_values(e.message());
+            match line {
+                Some(line) => format!("line {line}: {message}"),
+                None => message,
+            }
+        })?;
+        if let Some(graph) = &file.graph {
+            graph.parse::<GraphKind>().map_err(|e| e.0)?;
+        }
+        Ok(file)
+    }
+
+    /// The defaults the file sets for the magic line's options.
+    pub fn options(&self) -> AskOptions {
+        AskOptions {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            max_turns: self.max_turns.filter(|n| *n > 0),
+            graph: self.graph.as_deref().and_then(|g| g.parse().ok()),
+            ..AskOptions::default()
+        }
+    }
+
+    /// The file's value for the environment variable `name`, if it sets one.
+    pub fn var(&self, name: &str) -> Option<String> {
+        let value = match name {
+            "MAHTAB_PROVIDER" => self.provider.clone(),
+            "MAHTAB_MODEL" => self.model.clone(),
+            "ANTHROPIC_API_KEY" => self.anthropic.api_key.clone(),
+            "ANTHROPIC_BASE_URL" => self.anthropic.base_url.clone(),
+            "OPENAI_API_KEY" => self.openai.api_key.clone(),
+            "OPENAI_BASE_URL" => self.openai.base_url.clone(),
+            "MAHTAB_CLAUDE_BIN" => self.claude.bin.clone(),
+            "MAHTAB_LOCAL_MODEL" => self.local_model.map(|on| if on { "1" } else { "0" }.into()),
+            _ => None,
+        };
+        value.filter(|v| !v.is_empty())
+    }
+}
+
+/// A parser message with quoted values blanked out: a key typed into the
+/// wrong field must not end up in the cell's output.
+fn without_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quote: Option<char> = None;
+    for c in message.chars() {
+        match quote {
+            Some(q) if c == q => {
+                out.push('…');
+                out.push(c);
+                quote = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                // Field names are quoted with backticks and stay readable.
+                if c == '"' {
+                    quote = Some(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn entries_stand_for_their_environment_variables() {
+        let file = ConfigFile::parse(
+            "provider = \"openai\"\nmodel = \"m\"\nmax_turns = 2\ngraph = \"analyst\"\nlocal_model = false\n\
+             [openai]\nbase_url = \"http://h/v1\"\napi_key = \"sk-1\"\n[claude]\nbin = \"/c\"\n",
+        )
+        .unwrap();
+        assert_eq!(file.var("OPENAI_BASE_URL").as_deref(), Some("http://h/v1"));
+        assert_eq!(file.var("OPENAI_API_KEY").as_deref(), Some("sk-1"));
+        assert_eq!(file.var("MAHTAB_CLAUDE_BIN").as_deref(), Some("/c"));
+        assert_eq!(file.var("MAHTAB_LOCAL_MODEL").as_deref(), Some("0"));
+        assert_eq!(file.var("ANTHROPIC_API_KEY"), None);
+        let options = file.options();
+        assert_eq!(options.max_turns, Some(2));
+        assert_eq!(options.graph, Some(GraphKind::Analyst));
+        assert_eq!(options.provider.as_deref(), Some("openai"));
+    }
+
+    #[test]
+    fn errors_give_the_line_but_not_the_values() {
+        let err = ConfigFile::parse("model = \"m\"\nmax_turns = \"sk-secret\"\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(!err.contains("sk-secret"), "{err}");
+        let err = ConfigFile::parse("[openai]\napi_kee = \"sk-secret\"\n").unwrap_err();
+        assert!(err.contains("unknown field `api_kee`"), "{err}");
+        assert!(!err.contains("sk-secret"), "{err}");
+        let err = ConfigFile::parse("graph = \"fancy\"").unwrap_err();
+        assert!(err.contains("available: default, analyst"), "{err}");
+        assert!(ConfigFile::parse("model = ").is_err());
+    }
+
+    #[test]
+    fn the_file_is_found_by_variable_then_xdg_then_home() {
+        assert_eq!(
+            location(env(&[("MAHTAB_CONFIG", "/a.toml"), ("HOME", "/h")])),
+            Some("/a.toml".into())
+        );
+        assert_eq!(
+            location(env(&[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")])),
+            Some("/x/mahtab/config.toml".into())
+        );
+        assert_eq!(
+            location(env(&[("HOME", "/h")])),
+            Some("/h/.config/mahtab/config.toml".into())
+        );
+        assert_eq!(location(env(&[])), None);
+    }
+
+    #[test]
+    fn a_missing_default_file_is_empty_but_a_named_one_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("mahtab-config-{}", std::process::id()));
+        let missing = dir.join("nope.toml");
+        let file = ConfigFile::load(env(&[("XDG_CONFIG_HOME", dir.to_str().unwrap())])).unwrap();
+        assert_eq!(file.var("MAHTAB_PROVIDER"), None);
+        let err = ConfigFile::load(env(&[("MAHTAB_CONFIG", missing.to_str().unwrap())]));
+        assert!(err.unwrap_err().to_string().contains("nope.toml"));
+    }
+}

@@ -1,0 +1,179 @@
+//! Where a `%%ask` cell's settings come from, and the `%ask_config` magic
+//! that sets this kernel's defaults and shows what a cell would use.
+//!
+//! Highest first: the cell's own options, `%ask_config`, the settings file
+//! (see [`crate::agent::config_file`]), the kernel's environment, and last
+//! the embedded local model.
+
+use std::sync::{Arc, PoisonError};
+
+use serde_json::Value;
+
+use super::Shared;
+use super::ask::{DEFAULT_MAX_TURNS, Publisher};
+use crate::agent::analyst;
+use crate::agent::config::{self, Choice};
+use crate::agent::config_file::{self, ConfigFile, ConfigFileError};
+use crate::agent::llm::http::WireFormat;
+use crate::agent::options::{AskOptions, ConfigChange, GraphKind};
+use crate::python::ExecuteOutcome;
+
+/// Every source of `%%ask` settings, read once for a cell.
+pub(super) struct Settings {
+    session: AskOptions,
+    file: ConfigFile,
+}
+
+impl Settings {
+    /// The settings as they are now (the file is read afresh).
+    pub(super) fn now(shared: &Shared) -> Result<Self, ConfigFileError> {
+        Ok(Self {
+            session: shared
+                .ask_defaults
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            file: ConfigFile::load(env)?,
+        })
+    }
+
+    /// A cell's options with the defaults filled in.
+    pub(super) fn options_for(&self, cell: &AskOptions) -> AskOptions {
+        cell.clone().or(&self.session).or(&self.file.options())
+    }
+
+    /// A setting that has an environment variable: the file's value, else
+    /// the environment's.
+    pub(super) fn var(&self, name: &str) -> Option<String> {
+        self.file.var(name).or_else(|| env(name))
+    }
+
+    /// Where a setting comes from, for the overview.
+    fn source(&self, field: impl Fn(&AskOptions) -> bool, variable: Option<&str>) -> &'static str {
+        if field(&self.session) {
+            "%ask_config"
+        } else if field(&self.file.options()) {
+            "settings file"
+        } else if variable.is_some_and(|name| env(name).is_some()) {
+            "environment"
+        } else {
+            "default"
+        }
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Runs an `%ask_config` cell.
+pub(super) fn configure(
+    shared: &Arc<Shared>,
+    parent: Arc<Value>,
+    change: ConfigChange,
+) -> ExecuteOutcome {
+    let publisher = Publisher {
+        shared: shared.clone(),
+        parent,
+    };
+    {
+        let mut defaults = shared
+            .ask_defaults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match change {
+            ConfigChange::Show => {}
+            ConfigChange::Reset => *defaults = AskOptions::default(),
+            ConfigChange::Set(options) => *defaults = options.or(&defaults),
+        }
+    }
+    match Settings::now(shared) {
+        Ok(settings) => {
+            publisher.stream(&overview(&settings));
+            ExecuteOutcome::ok()
+        }
+        Err(e) => publisher.fail("AskConfigError", &e.to_string()),
+    }
+}
+
+/// What a `%%ask` cell without options would use, and why. Keys are only
+/// ever said to be set.
+fn overview(settings: &Settings) -> String {
+    let options = settings.options_for(&AskOptions::default());
+    let provider_source = match settings.source(|o| o.provider.is_some(), Some("MAHTAB_PROVIDER")) {
+        // Not named anywhere: the first key or URL found chose it.
+        "default" => {
+            let implied = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"];
+            if implied.iter().any(|name| settings.file.var(name).is_some()) {
+                "settings file"
+            } else if implied.iter().any(|name| env(name).is_some()) {
+                "environment"
+            } else {
+                "default"
+            }
+        }
+        explicit => explicit,
+    };
+    let provider = match config::choose(&options, |name| settings.var(name)) {
+        Ok(Choice::Http(choice)) => {
+            let (name, key_var) = match choice.format {
+                WireFormat::Anthropic => ("anthropic", "ANTHROPIC_API_KEY"),
+                WireFormat::OpenAi => ("openai", "OPENAI_API_KEY"),
+            };
+            let key = if settings.var(key_var).is_some() {
+                "key set"
+            } else {
+                "no key"
+            };
+            format!("{name} at {} ({key})", choice.base_url)
+        }
+        Ok(Choice::ClaudeCli(cli)) => format!("claude CLI ({})", cli.program.display()),
+        Err(config::ConfigError::NoProvider)
+            if config::local_model_allowed(|name| settings.var(name)) =>
+        {
+            "none configured: the embedded local model, when installed".to_owned()
+        }
+        Err(e) => format!("not usable: {e}"),
+    };
+    let model = options
+        .model
+        .clone()
+        .unwrap_or_else(|| "provider's default".into());
+    let graph = options.graph.unwrap_or_default();
+    let max_turns = options.max_turns.map_or_else(
+        || match graph {
+            GraphKind::Default => format!("{DEFAULT_MAX_TURNS}"),
+            GraphKind::Analyst => format!("{} attempts", analyst::MAX_ATTEMPTS),
+        },
+        |n| n.to_string(),
+    );
+    let file = match config_file::location(env) {
+        Some(path) if path.exists() => path.display().to_string(),
+        Some(path) => format!("{} (none there)", path.display()),
+        None => "(no location: HOME is not set)".into(),
+    };
+    let rows = [
+        ("provider", provider, provider_source),
+        (
+            "model",
+            model,
+            settings.source(|o| o.model.is_some(), Some("MAHTAB_MODEL")),
+        ),
+        (
+            "graph",
+            graph.name().to_owned(),
+            settings.source(|o| o.graph.is_some(), None),
+        ),
+        (
+            "max turns",
+            max_turns,
+            settings.source(|o| o.max_turns.is_some(), None),
+        ),
+    ];
+    let mut text = String::from("%%ask settings (options on the %%ask line override them):\n");
+    for (name, value, source) in rows {
+        text.push_str(&format!("  {name:<10} {value}  [{source}]\n"));
+    }
+    text.push_str(&format!("  {:<10} {file}\n", "file"));
+    text
+}
