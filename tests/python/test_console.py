@@ -3,7 +3,8 @@
 - piped (non-tty) stdin, which exposes the IOPub slow-joiner race;
 - an interactive session in a pseudo-terminal (pexpect): prompt, output,
   a multi-line block that relies on is_complete_request, Ctrl-C interrupting
-  a running cell, and `exit` ending the console and its kernel.
+  a running cell, and `exit` ending the console and its kernel;
+- a `%%ask` cell typed into that interface, answered by the local model.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pexpect
 import psutil
 import pytest
 from conftest import JUPYTER, KERNEL_NAME
+
+PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
 
 CONSOLE_TIMEOUT = 30  # whole piped session, kernel start-up included
 STARTUP_TIMEOUT = 60  # first prompt in the interactive session
@@ -151,8 +154,9 @@ def test_piped_input_runs_and_exit_ends_console(attempt: int, tmp_path: Path) ->
 class Console:
     """A jupyter console in a pty, with a transcript for failure messages."""
 
-    def __init__(self, connection_file: Path) -> None:
-        env = dict(os.environ, TERM="dumb")
+    def __init__(self, connection_file: Path, without: tuple[str, ...] = ()) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in without}
+        env["TERM"] = "dumb"
         env.pop("JUPYTER_CONSOLE_TEST", None)  # it would force the simple prompt
         cmd = console_command(connection_file)
         self.transcript = io.StringIO()
@@ -244,6 +248,57 @@ def test_interactive_session(tmp_path: Path) -> None:
             f"console exit status {console.child.exitstatus}\n"
             f"--- console transcript ---\n{console.transcript.getvalue()}"
         )
+    finally:
+        console.close()
+        leftover_kernels = reap_kernel(connection_file)
+    assert not leftover_kernels, f"kernel still running after console exit: {leftover_kernels}"
+
+
+# -- c) a %%ask cell in the interactive console -----------------------------------
+#
+# With no provider configured the kernel answers with its local model
+# (SmolLM2-135M); it is small and often wrong, so this checks what the console
+# shows, not what the model says: streamed text, then the code panel and the
+# output (or error) panel as plain text, then the run's summary line.
+#
+# `%%ask` is a cell magic, and by IPython's rules (ipykernel and IPython's own
+# terminal answer the same) a cell magic is complete once its text ends in an
+# empty line. On the first Enter on a blank line the console checks
+# "%%ask ...\nrequest\n", whose last line is the request, so it adds a line;
+# the second Enter runs the cell. The llama.cpp server logs to the kernel's
+# stderr, which is this terminal too, so patterns tolerate lines in between.
+
+ASK_TIMEOUT = 240  # model start-up and one turn of a 135M model on 2 cores
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
+def test_ask_cell_in_the_console(tmp_path: Path) -> None:
+    connection_file = tmp_path / "kernel.json"
+    console = Console(connection_file, without=PROVIDER_VARIABLES)
+    try:
+        console.prompt(1, timeout=STARTUP_TIMEOUT)
+        console.enter("%%ask --max-turns 1")
+        console.enter("Write one Python code block that assigns 6*7 to a variable named answer and prints it.")
+        console.enter("")
+        console.enter("")
+
+        streamed = console.expect(r"\[code, turn 1\]\r\n", "the code panel", ASK_TIMEOUT)
+        transcript = console.transcript.getvalue
+        assert "starting the local model" in streamed, transcript()
+        assert "```" in streamed or "<assistant-repl-in>" in streamed, (
+            f"the model's answer (with its code) did not stream in before the panel\n{transcript()}"
+        )
+        console.expect(r"\[(output|error)\]\r\n", "the output panel of the code", ASK_TIMEOUT)
+        console.expect(r"local-model", "the summary line", ASK_TIMEOUT)
+        # One cell: the request line did not run as Python on its own.
+        after = console.prompt(2, timeout=ASK_TIMEOUT)
+        assert "SyntaxError" not in after, transcript()
+
+        console.enter("print('still' + ' here')")
+        console.expect(r"\r\nstill here\r\n", "output of the next cell")
+        console.prompt(3)
+        console.enter("exit")
+        console.expect(pexpect.EOF, "the console to exit")
     finally:
         console.close()
         leftover_kernels = reap_kernel(connection_file)
