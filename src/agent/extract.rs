@@ -8,11 +8,11 @@ pub struct CodeBlock {
     pub code: String,
 }
 
-const TAG_OPEN: &str = "<assistant-repl-in>";
-const TAG_CLOSE: &str = "</assistant-repl-in>";
+pub(super) const TAG_OPEN: &str = "<assistant-repl-in>";
+pub(super) const TAG_CLOSE: &str = "</assistant-repl-in>";
 
 /// Languages whose fenced blocks are run; an empty info string counts as Python.
-fn is_python(info: &str) -> bool {
+pub(super) fn is_python(info: &str) -> bool {
     let lang = info
         .split_whitespace()
         .next()

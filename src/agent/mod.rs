@@ -16,6 +16,7 @@ pub mod llm;
 pub mod nodes;
 pub mod options;
 pub mod prompts;
+pub mod prose;
 pub mod reflect;
 #[cfg(test)]
 mod script;

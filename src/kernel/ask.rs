@@ -24,6 +24,7 @@ use crate::agent::llm::local::{self, LocalModel};
 use crate::agent::llm::{ChatMessage, ChatRequest};
 use crate::agent::nodes::{Settings as NodeSettings, default_graph};
 use crate::agent::options::{AskCell, GraphKind};
+use crate::agent::prose::ProseFilter;
 use crate::agent::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome};
 use crate::python::{ExecuteOutcome, InputProvider, PythonError};
 
@@ -372,10 +373,16 @@ struct Coalescer<'a> {
     publisher: &'a Publisher,
     pending: String,
     last: Option<Instant>,
+    /// Whether the text so far ends a line (or there is none).
+    at_line_start: bool,
 }
 
 impl Coalescer<'_> {
     fn push(&mut self, text: &str) {
+        let Some(last) = text.chars().next_back() else {
+            return;
+        };
+        self.at_line_start = last == '\n';
         self.pending.push_str(text);
         // The first text goes out at once; later text at most every 20 ms.
         if self
@@ -446,18 +453,24 @@ impl Effects for KernelEffects {
             publisher: &self.publisher,
             pending: String::new(),
             last: None,
+            at_line_start: true,
         };
+        // Code that will run is shown as a panel, so it is kept out of the text.
+        let mut prose = ProseFilter::default();
         let result = self
             .provider
             .chat(request, &mut |text| {
                 if show {
-                    coalescer.push(text);
+                    coalescer.push(&prose.push(text));
                 }
             })
             .await;
-        // End the streamed answer's line, so what follows starts on its own.
-        if show && (coalescer.last.is_some() || !coalescer.pending.is_empty()) {
-            coalescer.pending.push('\n');
+        if show {
+            coalescer.push(&prose.finish());
+            // End the streamed answer's line, so what follows starts on its own.
+            if !coalescer.at_line_start {
+                coalescer.pending.push('\n');
+            }
         }
         coalescer.flush();
         Ok(result?)

@@ -23,7 +23,10 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
         .execute("%%ask\nWhat is {base} times seven? {{no interpolation}} {missing}")
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    assert!(stream_text(&iopub, "stdout").starts_with("Let me compute it."));
+    let text = stream_text(&iopub, "stdout");
+    assert!(text.starts_with("Let me compute it.\n"), "{text}");
+    // The code shows once: in its panel, not in the streamed text.
+    assert!(!text.contains("answer = 6 * 7"), "{text}");
     let panels: Vec<_> = iopub
         .iter()
         .filter(|m| m.header.msg_type == "display_data")

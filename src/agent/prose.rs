@@ -1,0 +1,265 @@
+//! Splitting a streamed answer into what the user reads now and what they
+//! see later as a code panel. The code blocks that will run (by the rules of
+//! [`super::extract`]) are held back from the text stream, so no code shows
+//! twice; everything else streams as it arrives, except the few characters
+//! that might begin a fence or a `<assistant-repl-in>` tag, which wait until
+//! they are known to be neither.
+
+use super::extract::{TAG_CLOSE, TAG_OPEN, is_python};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Ordinary text; `line_start` when nothing of the current line is out yet.
+    Prose { line_start: bool },
+    /// Inside a fenced block opened by `ticks` backticks; held back when it
+    /// will run.
+    Fenced { ticks: usize, runs: bool },
+    /// Inside a `<assistant-repl-in>` block.
+    Tagged,
+}
+
+/// A streaming filter: feed it pieces of an answer, get back the text to show.
+#[derive(Debug)]
+pub struct ProseFilter {
+    state: State,
+    /// Text received but not yet decided on.
+    pending: String,
+    /// A tagged block's text so far: shown after all if the tag never closes
+    /// (an unclosed tag does not run).
+    tagged: String,
+}
+
+impl Default for ProseFilter {
+    fn default() -> Self {
+        Self {
+            state: State::Prose { line_start: true },
+            pending: String::new(),
+            tagged: String::new(),
+        }
+    }
+}
+
+impl ProseFilter {
+    /// Takes the next piece of the answer; returns what can be shown now.
+    pub fn push(&mut self, text: &str) -> String {
+        self.pending.push_str(text);
+        let mut shown = String::new();
+        while self.step(&mut shown) {}
+        shown
+    }
+
+    /// The answer is complete: whatever was held back and does not run.
+    pub fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.pending);
+        let state = std::mem::replace(&mut self.state, State::Prose { line_start: true });
+        match state {
+            State::Prose { .. } | State::Fenced { runs: false, .. } => rest,
+            // A block left open at the end still runs (see extract).
+            State::Fenced { runs: true, .. } => String::new(),
+            State::Tagged => std::mem::take(&mut self.tagged) + &rest,
+        }
+    }
+
+    /// Decides on some of the pending text; false when it must wait for more.
+    fn step(&mut self, shown: &mut String) -> bool {
+        match self.state {
+            State::Prose { line_start: true } => self.line_start(shown),
+            State::Prose { line_start: false } => self.mid_line(shown),
+            State::Fenced { ticks, runs } => self.fenced(ticks, runs, shown),
+            State::Tagged => self.tagged(),
+        }
+    }
+
+    /// At the start of a line: a fence opens here only if the line, after
+    /// indentation, starts with three or more backticks.
+    fn line_start(&mut self, shown: &mut String) -> bool {
+        let trimmed = self.pending.trim_start_matches([' ', '\t']);
+        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
+        let decided = trimmed.len() > ticks || self.pending.contains('\n');
+        if trimmed.is_empty() || (ticks > 0 && !decided) {
+            return false; // indentation or backticks only, so far
+        }
+        if ticks < 3 {
+            self.state = State::Prose { line_start: false };
+            return true;
+        }
+        let Some(newline) = self.pending.find('\n') else {
+            return false; // the info string decides whether it runs
+        };
+        let line: String = self.pending.drain(..=newline).collect();
+        let info = &line.trim_start()[ticks..];
+        let runs = is_python(info);
+        if !runs {
+            shown.push_str(&line);
+        }
+        self.state = State::Fenced { ticks, runs };
+        true
+    }
+
+    /// Inside a line of prose: show up to the end of the line or the next
+    /// tag, holding back what may be the start of a tag.
+    fn mid_line(&mut self, shown: &mut String) -> bool {
+        let newline = self.pending.find('\n');
+        let tag = self.pending.find(TAG_OPEN);
+        match (newline, tag) {
+            (_, Some(tag)) if newline.is_none_or(|n| tag < n) => {
+                shown.push_str(&self.pending[..tag]);
+                self.pending.drain(..tag + TAG_OPEN.len());
+                self.state = State::Tagged;
+                true
+            }
+            (Some(newline), _) => {
+                shown.extend(self.pending.drain(..=newline));
+                self.state = State::Prose { line_start: true };
+                true
+            }
+            (None, _) => {
+                let keep = partial_suffix(&self.pending, TAG_OPEN);
+                let ready = self.pending.len() - keep;
+                shown.extend(self.pending.drain(..ready));
+                false
+            }
+        }
+    }
+
+    /// Inside a fence, a whole line at a time: the closing fence is a line of
+    /// at least as many backticks and nothing else.
+    fn fenced(&mut self, ticks: usize, runs: bool, shown: &mut String) -> bool {
+        let Some(newline) = self.pending.find('\n') else {
+            return false;
+        };
+        let line: String = self.pending.drain(..=newline).collect();
+        let trimmed = line.trim();
+        if trimmed.len() >= ticks && trimmed.chars().all(|c| c == '`') {
+            self.state = State::Prose { line_start: true };
+        }
+        if !runs {
+            shown.push_str(&line);
+        }
+        true
+    }
+
+    fn tagged(&mut self) -> bool {
+        if let Some(end) = self.pending.find(TAG_CLOSE) {
+            self.pending.drain(..end + TAG_CLOSE.len());
+            self.tagged.clear();
+            self.state = State::Prose { line_start: false };
+            return true;
+        }
+        // Keep what may be the start of the closing tag; remember the rest.
+        let keep = partial_suffix(&self.pending, TAG_CLOSE);
+        let ready = self.pending.len() - keep;
+        if ready == 0 {
+            return false;
+        }
+        let held: String = self.pending.drain(..ready).collect();
+        if self.tagged.is_empty() {
+            self.tagged.push_str(TAG_OPEN);
+        }
+        self.tagged.push_str(&held);
+        false
+    }
+}
+
+/// The length of the longest end of `text` that begins `marker`.
+fn partial_suffix(text: &str, marker: &str) -> usize {
+    (1..marker.len().min(text.len() + 1))
+        .rev()
+        .find(|&n| {
+            text.is_char_boundary(text.len() - n) && marker.starts_with(&text[text.len() - n..])
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::extract::code_blocks;
+
+    /// The text shown for `answer` fed in pieces of `size` characters.
+    fn shown(answer: &str, size: usize) -> String {
+        let mut filter = ProseFilter::default();
+        let chars: Vec<char> = answer.chars().collect();
+        let mut out = String::new();
+        for piece in chars.chunks(size) {
+            out.push_str(&filter.push(&piece.iter().collect::<String>()));
+        }
+        out + &filter.finish()
+    }
+
+    /// Every chunking shows the same text.
+    fn shown_in_any_chunking(answer: &str) -> String {
+        let whole = shown(answer, answer.len().max(1));
+        for size in 1..=8 {
+            assert_eq!(shown(answer, size), whole, "pieces of {size}: {answer:?}");
+        }
+        whole
+    }
+
+    #[test]
+    fn python_blocks_are_held_back_and_prose_streams() {
+        let answer = "Let me compute it.\n```python\nx = 6 * 7\nprint(x)\n```\nThat prints 42.";
+        assert_eq!(
+            shown_in_any_chunking(answer),
+            "Let me compute it.\nThat prints 42."
+        );
+        assert_eq!(code_blocks(answer).len(), 1);
+    }
+
+    #[test]
+    fn blocks_that_do_not_run_are_shown() {
+        let answer = "Output:\n```text\n42\n```\n```json\n{\"a\": 1}\n```\nend";
+        assert_eq!(shown_in_any_chunking(answer), answer);
+        assert!(code_blocks(answer).is_empty());
+    }
+
+    #[test]
+    fn bare_and_longer_fences_and_indented_ones() {
+        assert_eq!(shown_in_any_chunking("a\n```\nb = 2\n```\nc"), "a\nc");
+        assert_eq!(
+            shown_in_any_chunking("````python\ns = '```'\n````\nafter"),
+            "after"
+        );
+        assert_eq!(
+            shown_in_any_chunking("1. Run:\n   ```py\n   t = 5\n   ```\n2. Done"),
+            "1. Run:\n2. Done"
+        );
+    }
+
+    #[test]
+    fn inline_backticks_are_prose() {
+        let answer = "Use `x` or ``y`` here.\n`` not a fence\n";
+        assert_eq!(shown_in_any_chunking(answer), answer);
+    }
+
+    #[test]
+    fn a_block_left_open_at_the_end_runs_so_it_is_not_shown() {
+        let answer = "Here:\n```python\nx = 1\nprint(x)";
+        assert_eq!(shown_in_any_chunking(answer), "Here:\n");
+        assert_eq!(code_blocks(answer).len(), 1);
+    }
+
+    #[test]
+    fn tags_are_held_back_unless_they_never_close() {
+        let answer = "First <assistant-repl-in>\nx = 2\n</assistant-repl-in> then done";
+        assert_eq!(shown_in_any_chunking(answer), "First  then done");
+        let open = "Try <assistant-repl-in>x = 1";
+        assert_eq!(shown_in_any_chunking(open), open);
+        assert!(code_blocks(open).is_empty());
+        // Something that merely starts like a tag is text.
+        assert_eq!(shown_in_any_chunking("a <assist b"), "a <assist b");
+    }
+
+    #[test]
+    fn text_streams_before_the_line_ends() {
+        let mut filter = ProseFilter::default();
+        assert_eq!(filter.push("The answer"), "The answer");
+        assert_eq!(filter.push(" is <assis"), " is ");
+        assert_eq!(filter.push("tant>"), "<assistant>");
+        // At a line start, backticks wait for the rest of the line.
+        assert_eq!(filter.push("\n``"), "\n");
+        assert_eq!(filter.push("`py"), "");
+        assert_eq!(filter.push("thon\nx = 1\n"), "");
+        assert_eq!(filter.push("```\nok"), "ok");
+    }
+}
