@@ -8,6 +8,7 @@ import contextlib
 import html
 import json
 import os
+import re
 import sys
 
 from IPython.core import page
@@ -15,6 +16,7 @@ from IPython.core.autocall import ZMQExitAutocall
 from IPython.core.completer import provisionalcompleter
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
+from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.tokenutil import token_at_cursor
 from traitlets import Instance, Type, default
@@ -38,11 +40,61 @@ class KernelDisplayPublisher(DisplayPublisher):
         self.runtime.publish("clear_output", {"wait": bool(wait)})
 
 
+# Exact types that have no rich representation of their own: for them only a
+# formatter registered for the type (sympy's init_printing registers LaTeX for
+# int and float) could add one.
+_TEXT_ONLY_TYPES = frozenset({int, float, complex, bool, str, bytes, range})
+
+
 class KernelDisplayHook(DisplayHook):
     """A cell's last value becomes ``execute_result`` (``Out[n]`` and ``_`` as usual)."""
 
     runtime = None
     msg = None
+
+    def compute_format_data(self, result):
+        # Asking all twelve formatters about a number takes most of a trivial
+        # cell's time in Python; when none but text/plain can apply, the
+        # result is the same without asking them.
+        kind = type(result)
+        if kind in _TEXT_ONLY_TYPES and self._only_text_applies(kind):
+            data = self.shell.display_formatter.formatters["text/plain"](result)
+            md = None
+            if isinstance(data, tuple) and len(data) == 2:
+                data, md = data
+            return ({} if data is None else {"text/plain": data}), ({} if md is None else {"text/plain": md})
+        return super().compute_format_data(result)
+
+    def quiet(self):
+        # A trailing semicolon silences the result; without one anywhere in
+        # the cell there is nothing to tokenize.
+        cell = self.shell.history_manager.input_hist_parsed[-1:]
+        if cell and ";" not in cell[0]:
+            return False
+        return super().quiet()
+
+    def _only_text_applies(self, kind):
+        display = self.shell.display_formatter
+        plain = display.formatters.get("text/plain")
+        if plain is None:
+            return False
+        classes = kind.__mro__
+        names = [(cls.__module__, cls.__name__) for cls in classes]
+        others = [display.ipython_display_formatter, display.mimebundle_formatter]
+        others.extend(f for f in display.formatters.values() if f is not plain)
+        for formatter in others:
+            # Read past traitlets' descriptors (a third of this check's time
+            # otherwise); a trait not set yet means asking the slow way.
+            values = formatter._trait_values
+            try:
+                enabled, printers, deferred = values["enabled"], values["type_printers"], values["deferred_printers"]
+            except KeyError:
+                enabled, printers, deferred = formatter.enabled, formatter.type_printers, formatter.deferred_printers
+            if not enabled:
+                continue
+            if any(cls in printers for cls in classes) or any(name in deferred for name in names):
+                return False
+        return True
 
     def start_displayhook(self):
         super().start_displayhook()
@@ -60,6 +112,31 @@ class KernelDisplayHook(DisplayHook):
         self._is_active = False
         if msg and msg["data"]:
             self.runtime.publish("execute_result", msg)
+
+
+# Everything IPython's input transformations act on: magics, shell escapes
+# and help (% ! ?), pasted prompts (>>> ... In [1]: ...:), the autocall
+# escapes , ; / at the start of a line, and leading blank lines or indentation.
+_MAY_TRANSFORM = re.compile(r"[%!?]|^[\s,;/]|^\s*(?:>>>|\.\.\.|In \[)|\n\s*[,;/]", re.MULTILINE)
+
+
+class FastTransformerManager(TransformerManager):
+    """IPython's static input transformations, skipped for cells that contain
+    nothing they act on (most cells), whose tokenizing passes would return the
+    cell unchanged."""
+
+    def __init__(self):
+        super().__init__()
+        self._stock = self._transforms()
+
+    def _transforms(self):
+        return (tuple(self.cleanup_transforms), tuple(self.line_transforms), tuple(self.token_transformers))
+
+    def transform_cell(self, cell):
+        # Extensions may add transforms of their own; then every cell goes through.
+        if _MAY_TRANSFORM.search(cell) is None and self._transforms() == self._stock:
+            return cell if cell.endswith("\n") else cell + "\n"
+        return super().transform_cell(cell)
 
 
 class MahtabShell(InteractiveShell):
@@ -226,6 +303,7 @@ class IPythonRuntime(BaseRuntime):
         # As ipykernel does: figures drawn in a cell show up when it ends.
         os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
         self.shell = MahtabShell.instance(config=_shell_config())
+        self.shell.input_transformer_manager = FastTransformerManager()
         self.shell.runtime = self
         self.shell.display_pub.runtime = self
         self.shell.displayhook.runtime = self

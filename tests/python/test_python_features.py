@@ -713,3 +713,50 @@ def test_kernel_info_requests_publish_busy_idle(kernel: Kernel) -> None:
             if m["msg_type"] == "status"
         ]
         assert states == ["busy", "idle"], (channel, states)
+
+
+# -- IPython's input transformations and result formatting, also on their fast paths --
+
+
+@pytest.mark.parametrize(
+    "code, plain",
+    [
+        (">>> 40 + 2", "42"),  # a pasted classic prompt
+        ("In [3]: 40 + 2", "42"),  # a pasted IPython prompt
+        ("\n\n    40 + 2", "42"),  # leading blank lines and indentation
+        ("x = [40]\nx[0] + 2", "42"),
+        ("f'{40}%'", "'40%'"),
+    ],
+)
+def test_input_transformations(kernel: Kernel, code: str, plain: str) -> None:
+    assert kernel.execute(code).assert_ok().result()["text/plain"] == plain
+
+
+def test_trailing_semicolon_silences_the_result(kernel: Kernel) -> None:
+    assert not kernel.execute("1 + 1;").assert_ok().of_type("execute_result")
+    assert not kernel.execute("x = 1; x;  # quiet").assert_ok().of_type("execute_result")
+    assert kernel.execute("'a;b'").assert_ok().result()["text/plain"] == "'a;b'"
+
+
+def test_a_transform_added_by_an_extension_applies_to_every_cell(kernel: Kernel) -> None:
+    kernel.execute(
+        "def shout(lines):\n"
+        "    return [line.replace('quiet', 'LOUD') for line in lines]\n"
+        "get_ipython().input_transformer_manager.line_transforms.append(shout)"
+    ).assert_ok()
+    assert kernel.execute("'quiet'").assert_ok().result()["text/plain"] == "'LOUD'"
+
+
+def test_formatters_registered_for_builtin_types_still_apply(kernel: Kernel) -> None:
+    kernel.execute(
+        "formatters = get_ipython().display_formatter.formatters\n"
+        "formatters['text/latex'].for_type(int, lambda n: f'${n}$')\n"
+        "formatters['text/html'].for_type_by_name('builtins', 'float', lambda x: f'<b>{x}</b>')\n"
+        "formatters['text/plain'].for_type(str, lambda s, p, cycle: p.text(s.upper()))"
+    ).assert_ok()
+    assert kernel.execute("7").assert_ok().result() == {"text/plain": "7", "text/latex": "$7$"}
+    assert kernel.execute("True").assert_ok().result() == {"text/plain": "True", "text/latex": "$True$"}
+    assert kernel.execute("0.5").assert_ok().result() == {"text/plain": "0.5", "text/html": "<b>0.5</b>"}
+    assert kernel.execute("'abc'").assert_ok().result() == {"text/plain": "ABC"}
+    assert kernel.execute("%precision 2\n3.14159").assert_ok().result()["text/plain"] == "3.14"
+    assert kernel.execute("2.71828").assert_ok().result()["text/plain"] == "2.72"
