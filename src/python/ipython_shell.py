@@ -178,6 +178,16 @@ class MahtabShell(InteractiveShell):
 
             raise UsageError("GUI event loop %r is not supported in this kernel" % gui)
 
+    def should_run_async(self, raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None):
+        # Only a cell with top-level await (or async for/with) runs as a
+        # coroutine; IPython finds out by compiling every cell an extra time.
+        code = raw_cell if transformed_cell is None else transformed_cell
+        if "await" not in code and "async" not in code:
+            return False
+        return super().should_run_async(
+            raw_cell, transformed_cell=transformed_cell, preprocessing_exc_tuple=preprocessing_exc_tuple
+        )
+
     async def run_ast_nodes(self, *args, **kwargs):
         # The last step before the user's code: a kept interrupt lands here,
         # inside run_cell's error handling, not in an event hook.

@@ -760,3 +760,8 @@ def test_formatters_registered_for_builtin_types_still_apply(kernel: Kernel) -> 
     assert kernel.execute("'abc'").assert_ok().result() == {"text/plain": "ABC"}
     assert kernel.execute("%precision 2\n3.14159").assert_ok().result()["text/plain"] == "3.14"
     assert kernel.execute("2.71828").assert_ok().result()["text/plain"] == "2.72"
+
+
+def test_top_level_await(kernel: Kernel) -> None:
+    code = "import asyncio\nasync def answer():\n    await asyncio.sleep(0)\n    return 42\nawait answer()"
+    assert kernel.execute(code).assert_ok().result()["text/plain"] == "42"
