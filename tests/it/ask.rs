@@ -218,10 +218,11 @@ fn fake_claude(dir: &std::path::Path) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_claude_cli_provider_streams_and_reports_cost() {
     let dir = crate::support::TempDir::new("claude");
-    let claude = fake_claude(&dir.0);
+    fake_claude(&dir.0);
+    // Found on PATH, as an installed Claude Code would be.
     let mut kernel = Kernel::start_with_env(&[
         ("MAHTAB_PROVIDER", "claude".into()),
-        ("MAHTAB_CLAUDE_BIN", claude.display().to_string()),
+        ("PATH", path_with(&dir.0)),
     ])
     .await;
     let (reply, iopub) = kernel.execute("%%ask\nWhat is two to the fifth?").await;
@@ -480,5 +481,110 @@ async fn a_broken_settings_file_is_a_readable_error_that_keeps_its_secrets() {
     let (reply, _) = kernel.execute("%ask_config --bogus").await;
     assert_eq!(reply.content["ename"], "UsageError");
     let (reply, _) = kernel.execute("kept").await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+/// PATH with `dir` first.
+fn path_with(dir: &std::path::Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Writes an executable shell script named `claude` into `dir`.
+fn claude_script(dir: &std::path::Path, body: &str) {
+    let path = dir.join("claude");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_claude_cli_is_a_readable_error() {
+    let dir = crate::support::TempDir::new("claude-fails");
+    claude_script(
+        &dir.0,
+        "echo 'Invalid API key. Please run /login' >&2\nexit 1\n",
+    );
+    let mut kernel = Kernel::start_with_env(&[
+        ("MAHTAB_PROVIDER", "claude".into()),
+        ("PATH", path_with(&dir.0)),
+    ])
+    .await;
+    kernel.execute("kept = 1").await;
+    let (reply, _) = kernel.execute("%%ask\nhello").await;
+    assert_eq!(reply.content["status"], "error");
+    let evalue = reply.content["evalue"].as_str().unwrap();
+    assert!(
+        evalue.contains("claude") && evalue.contains("Invalid API key"),
+        "{evalue}"
+    );
+    let (reply, _) = kernel.execute("kept").await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupt_kills_the_claude_cli() {
+    let dir = crate::support::TempDir::new("claude-stalls");
+    let pid_file = dir.0.join("pid");
+    let first = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Thinking"}}}"#;
+    claude_script(
+        &dir.0,
+        &format!(
+            "echo $$ > '{}'\nprintf '%s\\n' '{first}'\nexec sleep 600\n",
+            pid_file.display()
+        ),
+    );
+    let mut kernel = Kernel::start_with_env(&[
+        ("MAHTAB_PROVIDER", "claude".into()),
+        ("PATH", path_with(&dir.0)),
+    ])
+    .await;
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "%%ask\ntake your time" }),
+        )
+        .await;
+    loop {
+        let message = kernel.next_for(&msg_id).await;
+        if message.header.msg_type == "stream" {
+            break;
+        }
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    let reply = tokio::time::timeout(Duration::from_secs(5), kernel.reply(Channel::Shell))
+        .await
+        .expect("the interrupted run ends promptly");
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    // The CLI process (the script exec'd into sleep) is gone: killed, and
+    // no longer running even if not yet reaped.
+    let running = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the claude process {pid} still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (reply, _) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
 }
