@@ -18,9 +18,9 @@
 use serde::Serialize;
 
 use super::extract::code_blocks;
-use super::graph::{Graph, NodeFn, Route};
-use super::llm::{ChatMessage, ChatRequest, Role};
-use super::nodes::{Settings, run_pending};
+use super::graph::{Graph, Route};
+use super::llm::{ChatMessage, Role};
+use super::nodes::{Settings, node, run_pending};
 use super::reflect::{json_objects, truthy};
 use super::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, prompts};
 
@@ -154,29 +154,14 @@ fn last_attempt_failed(state: &AgentState) -> bool {
     state.turn > 0 && state.failed_attempts.len() == state.turn as usize
 }
 
-fn node<E: Effects + 'static>(
-    f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> super::graph::NodeFuture<'a>
-    + Send
-    + Sync
-    + 'static,
-) -> NodeFn<AgentState, E> {
-    Box::new(f)
-}
-
 async fn plan<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let request = ChatRequest {
-        model: settings.model,
-        system: prompts::plan(&namespace, &state.recent_cells),
-        messages: state.conversation.clone(),
-        max_tokens: 300,
-    };
-    let answer = effects.chat(request, false).await?;
-    state.usage.add(answer.usage);
+    let system = prompts::plan(&namespace, &state.recent_cells);
+    let answer = settings.judge(state, effects, system).await?;
     let plan = parse_plan(&answer.text);
     effects.emit(AgentEvent::Plan(plan.clone()));
     state.plan = Some(plan);
@@ -189,15 +174,9 @@ async fn code<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let request = ChatRequest {
-        model: settings.model,
-        system: prompts::analyst_code(&namespace, &state.recent_cells),
-        messages: state.conversation.clone(),
-        max_tokens: settings.max_tokens,
-    };
-    let answer = effects.chat(request, true).await?;
+    let system = prompts::analyst_code(&namespace, &state.recent_cells);
+    let answer = settings.answer(state, effects, system).await?;
     state.turn += 1;
-    state.usage.add(answer.usage);
     state
         .conversation
         .push(ChatMessage::assistant(answer.text.clone()));
@@ -235,14 +214,8 @@ async fn evaluate<E: Effects>(
     effects: &mut E,
     settings: Settings,
 ) -> Result<(), AgentError> {
-    let request = ChatRequest {
-        model: settings.model,
-        system: prompts::evaluate(&state.request),
-        messages: state.conversation.clone(),
-        max_tokens: settings.max_tokens,
-    };
-    let answer = effects.chat(request, true).await?;
-    state.usage.add(answer.usage);
+    let system = prompts::evaluate(&state.request);
+    let answer = settings.answer(state, effects, system).await?;
     state
         .conversation
         .push(ChatMessage::assistant(answer.text.clone()));
@@ -266,14 +239,8 @@ async fn explain<E: Effects>(
             .push(ChatMessage::user(prompts::ANSWER_NOW));
     }
     let namespace = effects.namespace().await;
-    let request = ChatRequest {
-        model: settings.model,
-        system: prompts::explain(&state.request, &namespace),
-        messages: state.conversation.clone(),
-        max_tokens: settings.max_tokens,
-    };
-    let answer = effects.chat(request, true).await?;
-    state.usage.add(answer.usage);
+    let system = prompts::explain(&state.request, &namespace);
+    let answer = settings.answer(state, effects, system).await?;
     state
         .conversation
         .push(ChatMessage::assistant(answer.text.clone()));

@@ -14,7 +14,7 @@ use super::extract::code_blocks;
 use super::graph::{Graph, NodeFn, Route};
 use super::llm::{ChatMessage, ChatRequest};
 use super::reflect::parse_verdict;
-use super::{AgentError, AgentEvent, AgentState, Effects, Outcome, prompts};
+use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Outcome, prompts};
 
 /// Settings the nodes need besides the state.
 #[derive(Debug, Clone)]
@@ -74,7 +74,54 @@ pub fn default_graph<E: Effects + 'static>(
         })
 }
 
-fn node<E: Effects + 'static>(
+/// Answers of judging steps (reflect, plan) are short JSON.
+const JUDGEMENT_TOKENS: u32 = 300;
+
+impl Settings {
+    /// Asks the model, with `system` as the system prompt, about the
+    /// conversation so far, for an answer the user watches stream in.
+    pub(super) async fn answer<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+    ) -> Result<ChatOutcome, AgentError> {
+        ask_model(state, effects, &self.model, system, self.max_tokens, true).await
+    }
+
+    /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
+    /// that the kernel reads rather than shows.
+    pub(super) async fn judge<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+    ) -> Result<ChatOutcome, AgentError> {
+        ask_model(state, effects, &self.model, system, JUDGEMENT_TOKENS, false).await
+    }
+}
+
+/// One model call over the conversation so far; its usage is counted.
+async fn ask_model<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    model: &str,
+    system: String,
+    max_tokens: u32,
+    show: bool,
+) -> Result<ChatOutcome, AgentError> {
+    let request = ChatRequest {
+        model: model.to_owned(),
+        system,
+        messages: state.conversation.clone(),
+        max_tokens,
+    };
+    let answer = effects.chat(request, show).await?;
+    state.usage.add(answer.usage);
+    Ok(answer)
+}
+
+pub(super) fn node<E: Effects + 'static>(
     f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> super::graph::NodeFuture<'a>
     + Send
     + Sync
@@ -89,15 +136,9 @@ async fn generate<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let request = ChatRequest {
-        model: settings.model,
-        system: prompts::system(&namespace, &state.recent_cells),
-        messages: state.conversation.clone(),
-        max_tokens: settings.max_tokens,
-    };
-    let answer = effects.chat(request, true).await?;
+    let system = prompts::system(&namespace, &state.recent_cells);
+    let answer = settings.answer(state, effects, system).await?;
     state.turn += 1;
-    state.usage.add(answer.usage);
     state
         .conversation
         .push(ChatMessage::assistant(answer.text.clone()));
@@ -183,14 +224,8 @@ async fn reflect<E: Effects>(
     effects: &mut E,
     settings: Settings,
 ) -> Result<(), AgentError> {
-    let request = ChatRequest {
-        model: settings.model,
-        system: prompts::reflect(&state.request),
-        messages: state.conversation.clone(),
-        max_tokens: 300,
-    };
-    let answer = effects.chat(request, false).await?;
-    state.usage.add(answer.usage);
+    let system = prompts::reflect(&state.request);
+    let answer = settings.judge(state, effects, system).await?;
     let verdict = parse_verdict(&answer.text);
     effects.emit(AgentEvent::Verdict(verdict.clone()));
     if verdict.is_complete {
