@@ -279,8 +279,10 @@ fn initialize(config: &PythonConfig) -> Result<(), String> {
         let mut cfg = std::mem::MaybeUninit::<pyo3::ffi::PyConfig>::zeroed();
         pyo3::ffi::PyConfig_InitPythonConfig(cfg.as_mut_ptr());
         let mut cfg = cfg.assume_init();
-        // Python's own SIGINT handler makes KeyboardInterrupt possible; the
-        // interrupt module then takes over the OS-level disposition.
+        // Python's own SIGINT handler makes KeyboardInterrupt possible (it is
+        // installed only if SIGINT is not ignored); the interrupt module then
+        // takes over the OS-level disposition.
+        interrupt::sigint_default_before_python();
         cfg.install_signal_handlers = 1;
         cfg.parse_argv = 0;
         let mut status = pyo3::ffi::PyStatus_Ok();

@@ -107,6 +107,19 @@ pub fn block_sigint_in_current_thread() {
     }
 }
 
+/// Gives SIGINT its default disposition before CPython initialises. A kernel
+/// started by a process that ignores SIGINT (a server run as a script's
+/// background job, or under nohup) inherits the ignore across exec; CPython
+/// then records SIGINT as ignored and never installs `default_int_handler`,
+/// so `PyErr_SetInterruptEx` does nothing and no interrupt ever lands.
+pub(super) fn sigint_default_before_python() {
+    // SAFETY: changes the process's disposition of SIGINT; the kernel handles
+    // SIGINT itself, so an inherited ignore is never wanted.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
 /// Installs the SIGINT handler and unblocks SIGINT for the calling thread,
 /// which must be the thread that initialised Python.
 pub(super) fn install_on_interpreter_thread() {

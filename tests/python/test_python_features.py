@@ -15,7 +15,9 @@ idle" holds for every output checked here.
 from __future__ import annotations
 
 import base64
+import os
 import re
+import signal
 import struct
 import uuid
 import zlib
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import KERNEL_NAME, Execution, Kernel
+from jupyter_client.manager import start_new_kernel
 
 # Importing matplotlib (and pandas) in a fresh kernel can take a few seconds.
 SLOW_CELL_TIMEOUT = 90
@@ -328,6 +331,41 @@ def test_interrupt_while_waiting_for_input(kernel: Kernel) -> None:
     kernel.finish(code, msg_id).assert_ok()
     assert kernel.execute("y").assert_ok().result()["text/plain"] == "'second'"
 
+
+
+@pytest.mark.parametrize("how", ["interrupt_request", "SIGINT"])
+def test_interrupt_when_started_with_sigint_ignored(tmp_path: Path, how: str) -> None:
+    """A kernel started by a process that ignores SIGINT (a server run as a
+    script's background job, or under nohup) inherits that disposition; the
+    stop button and Ctrl-C must interrupt it all the same."""
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited across fork and exec
+    try:
+        km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, cwd=str(tmp_path), env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    kernel = Kernel(km, kc)
+    try:
+        code = "print('sl' + 'eeping', flush=True); import time; time.sleep(30)"
+        msg_id = kc.execute(code)
+        kernel.wait_for(
+            "iopub",
+            lambda m: m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] == "stream"
+            and "sleeping" in m["content"]["text"],
+            "the cell to start",
+        )
+        if how == "SIGINT":
+            km.signal_kernel(signal.SIGINT)
+        else:
+            km.interrupt_kernel()
+        # Well before the 30 s sleep ends.
+        ex = kernel.finish(code, msg_id, timeout=10)
+        assert ex.reply["status"] == "error" and ex.reply["ename"] == "KeyboardInterrupt", ex.describe()
+        assert kernel.execute("1 + 1").assert_ok().result()["text/plain"] == "2"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 # -- 6. Completion ---------------------------------------------------------------------
 
