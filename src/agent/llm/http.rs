@@ -5,6 +5,11 @@
 //!
 //! Dropping the future of [`HttpProvider::chat`] drops the response, which
 //! closes the connection: that is how an interrupt stops a stream.
+//!
+//! Between attempts the client waits what the server asks in `retry-after`
+//! (or `retry-after-ms`), else 1 s, then 2 s. A server that asks for more
+//! than [`MAX_RETRY_AFTER`] gets no retry: the call fails at once rather than
+//! keep the cell waiting for an answer that is unlikely to come.
 
 use std::time::Duration;
 
@@ -17,7 +22,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a stream may stay silent before it counts as failed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Attempts for a call the provider refuses as overloaded or rate-limited.
-const ATTEMPTS: u32 = 3;
+pub const ATTEMPTS: u32 = 3;
+/// The wait before the first retry when the server does not say; doubled after.
+const FIRST_RETRY_DELAY: Duration = Duration::from_secs(1);
+/// The longest `retry-after` that is waited for.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,31 +103,56 @@ impl HttpProvider {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ChatOutcome, LlmError> {
         request.model = self.model.clone();
-        let mut delay = Duration::from_secs(1);
+        let mut delay = FIRST_RETRY_DELAY;
         for attempt in 1..=ATTEMPTS {
             let mut shown = false;
             let mut forward = |text: &str| {
                 shown = true;
                 on_text(text);
             };
-            let result = self.attempt(&request, &mut forward).await;
-            match result {
-                Err(e) if e.is_retryable() && !shown && attempt < ATTEMPTS => {
-                    tracing::warn!("{e}; retrying in {delay:?}");
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
-                other => return other,
+            let failure = match self.attempt(&request, &mut forward).await {
+                Ok(outcome) => return Ok(outcome),
+                Err(failure) => failure,
+            };
+            let error = self.redact(failure.error);
+            if !error.is_retryable() || shown {
+                return Err(error);
             }
+            if attempt == ATTEMPTS {
+                return Err(with_note(
+                    error,
+                    &format!("gave up after {ATTEMPTS} attempts"),
+                ));
+            }
+            let wait = match failure.retry_after {
+                Some(asked) if asked > MAX_RETRY_AFTER => {
+                    let note = format!("the server asks to retry in {} s", asked.as_secs());
+                    return Err(with_note(error, &note));
+                }
+                Some(asked) => asked,
+                None => delay,
+            };
+            tracing::warn!("{error}; attempt {attempt} of {ATTEMPTS}, retrying in {wait:?}");
+            tokio::time::sleep(wait).await;
+            delay *= 2;
         }
         unreachable!("the last attempt returns")
+    }
+
+    /// `error` with every occurrence of the key replaced: some servers and
+    /// proxies echo the key they were sent in their error messages.
+    fn redact(&self, error: LlmError) -> LlmError {
+        match &self.key.0 {
+            Some(key) if key.len() >= 8 => map_message(error, |m| m.replace(key, "<key>")),
+            _ => error,
+        }
     }
 
     async fn attempt(
         &self,
         request: &ChatRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ChatOutcome, LlmError> {
+    ) -> Result<ChatOutcome, Failure> {
         let provider = self.name();
         let (url, body) = match self.format {
             WireFormat::Anthropic => (
@@ -151,11 +185,13 @@ impl HttpProvider {
         })?;
         let status = response.status();
         if !status.is_success() {
+            let retry_after = retry_after(response.headers());
             let body = response.text().await.unwrap_or_default();
-            return Err(match self.format {
+            let error = match self.format {
                 WireFormat::Anthropic => anthropic::http_error(status.as_u16(), &body),
                 WireFormat::OpenAi => openai::http_error(status.as_u16(), &body),
-            });
+            };
+            return Err(Failure { error, retry_after });
         }
 
         let mut decoder = SseDecoder::default();
@@ -207,13 +243,88 @@ impl HttpProvider {
             return Err(LlmError::Malformed {
                 provider,
                 message: "the stream ended without an answer".into(),
-            });
+            }
+            .into());
+        }
+        // The Messages API always ends with `message_stop`; without it the
+        // connection was cut, and running half an answer's code would be wrong.
+        if !done && self.format == WireFormat::Anthropic {
+            return Err(LlmError::Failed {
+                provider,
+                message: "the stream ended before the answer was complete".into(),
+            }
+            .into());
         }
         if outcome.usage == Usage::default() {
             tracing::debug!("{provider} reported no usage");
         }
         Ok(outcome)
     }
+}
+
+/// Why one attempt failed, and how long the server asked to wait before the next.
+struct Failure {
+    error: LlmError,
+    retry_after: Option<Duration>,
+}
+
+impl From<LlmError> for Failure {
+    fn from(error: LlmError) -> Self {
+        Self {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms` (OpenAI), else
+/// `retry-after` in seconds. The HTTP-date form is not used by these APIs
+/// and falls back to the client's own backoff.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let number = |name: &str| -> Option<f64> {
+        let value: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        (value.is_finite() && value >= 0.0).then_some(value)
+    };
+    number("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| number("retry-after"))
+        .map(|seconds| Duration::from_secs_f64(seconds.min(86_400.0)))
+}
+
+/// `error` with its message changed by `f`.
+fn map_message(error: LlmError, f: impl FnOnce(&str) -> String) -> LlmError {
+    match error {
+        LlmError::Http {
+            provider,
+            status,
+            message,
+        } => LlmError::Http {
+            provider,
+            status,
+            message: f(&message),
+        },
+        LlmError::Overloaded { provider, message } => LlmError::Overloaded {
+            provider,
+            message: f(&message),
+        },
+        LlmError::Connect { provider, message } => LlmError::Connect {
+            provider,
+            message: f(&message),
+        },
+        LlmError::Malformed { provider, message } => LlmError::Malformed {
+            provider,
+            message: f(&message),
+        },
+        LlmError::Failed { provider, message } => LlmError::Failed {
+            provider,
+            message: f(&message),
+        },
+    }
+}
+
+/// `error` with `note` in parentheses after its message.
+fn with_note(error: LlmError, note: &str) -> LlmError {
+    map_message(error, |m| format!("{m} ({note})"))
 }
 
 fn name(format: WireFormat) -> &'static str {
@@ -231,4 +342,43 @@ fn without_url(error: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "<url>");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_milliseconds_or_seconds() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", "150".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        headers.insert("retry-after-ms", "-1".parse().unwrap());
+        headers.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn errors_never_carry_the_key() {
+        let provider = HttpProvider::new(
+            WireFormat::OpenAi,
+            "http://127.0.0.1:9/v1",
+            "m",
+            ApiKey::new(Some("sk-very-secret".into())),
+        )
+        .unwrap();
+        let error = provider.redact(LlmError::Http {
+            provider: "p",
+            status: 401,
+            message: "bad key sk-very-secret".into(),
+        });
+        assert_eq!(error.to_string(), "p returned HTTP 401: bad key <key>");
+        assert!(!format!("{provider:?}").contains("sk-very-secret"));
+    }
 }
