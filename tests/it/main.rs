@@ -7,5 +7,6 @@ mod install;
 mod interrupt;
 mod lifecycle;
 mod malformed;
+mod providers;
 mod requests;
 mod support;

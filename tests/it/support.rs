@@ -254,6 +254,12 @@ impl Kernel {
             .expect("send input_reply");
     }
 
+    /// The kernel's stderr (its log), for a test that reads it; there is
+    /// one, so only the first call gets it.
+    pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

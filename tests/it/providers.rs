@@ -1,0 +1,580 @@
+//! Model providers over real HTTP on loopback, in the Anthropic Messages
+//! streaming format: through the kernel binary (`ANTHROPIC_API_KEY` and
+//! `ANTHROPIC_BASE_URL` point it at the fake server) for what the user sees,
+//! and directly against [`HttpProvider`] where the transport itself is the
+//! subject (chunking, retry timing).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mahtab::agent::llm::http::{ApiKey, HttpProvider, WireFormat};
+use mahtab::agent::llm::{ChatMessage, ChatRequest, LlmError, Usage};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use crate::fake_llm::{Event, FakeLlm, Reply, Step, anthropic};
+use crate::support::{Channel, Kernel, stream_text, types};
+use mahtab::wire::Message;
+
+/// What the fake server reports as usage, as the kernel's summary shows it.
+fn usage_line() -> String {
+    format!(
+        "{} in / {} out tokens",
+        anthropic::INPUT_TOKENS,
+        anthropic::OUTPUT_TOKENS
+    )
+}
+
+fn key() -> String {
+    format!("sk-ant-test-{}", uuid::Uuid::new_v4())
+}
+
+fn provider(llm: &FakeLlm, key: &str) -> HttpProvider {
+    HttpProvider::new(
+        WireFormat::Anthropic,
+        &llm.root_url,
+        "fake-model",
+        ApiKey::new(Some(key.into())),
+    )
+    .unwrap()
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        model: String::new(),
+        system: "be brief".into(),
+        messages: vec![ChatMessage::user("hi")],
+        max_tokens: 100,
+    }
+}
+
+/// Calls `provider`; returns the result and each piece of text as it came.
+async fn chat(
+    provider: &HttpProvider,
+) -> (Result<mahtab::agent::ChatOutcome, LlmError>, Vec<String>) {
+    let mut pieces = Vec::new();
+    let result = tokio::time::timeout(
+        Duration::from_secs(30),
+        provider.chat(request(), &mut |text| pieces.push(text.to_owned())),
+    )
+    .await
+    .expect("the call ends");
+    (result, pieces)
+}
+
+fn overloaded(status: u16) -> Reply {
+    let (kind, message) = if status == 429 {
+        ("rate_limit_error", "Rate limited")
+    } else {
+        ("overloaded_error", "Overloaded")
+    };
+    Reply::StatusWith(
+        status,
+        vec![("retry-after", "0".into())],
+        json!({"type": "error", "error": {"type": kind, "message": message}}).to_string(),
+    )
+}
+
+/// Runs `code`; returns the reply and the cell's IOPub messages with the
+/// time each was read.
+async fn execute_timed(kernel: &mut Kernel, code: &str) -> (Message, Vec<(Instant, Message)>) {
+    let msg_id = kernel
+        .send(Channel::Shell, "execute_request", json!({ "code": code }))
+        .await;
+    let mut messages = Vec::new();
+    loop {
+        let message = kernel.next_for(&msg_id).await;
+        let idle =
+            message.header.msg_type == "status" && message.content["execution_state"] == "idle";
+        messages.push((Instant::now(), message));
+        if idle {
+            break;
+        }
+    }
+    (kernel.reply(Channel::Shell).await, messages)
+}
+
+fn panels(iopub: &[Message]) -> Vec<&Message> {
+    iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "display_data")
+        .collect()
+}
+
+fn summary(iopub: &[Message]) -> String {
+    let panels = panels(iopub);
+    let last = panels.last().expect("a summary panel");
+    assert_eq!(last.content["metadata"]["mahtab"]["kind"], "summary");
+    last.content["data"]["text/plain"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_streams_text_and_reports_usage_with_the_right_headers() {
+    let answer = "Forty-two is the answer: six times seven.";
+    let llm = FakeLlm::start(vec![Reply::Answer(answer.into())]).await;
+    let key = key();
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key)).await;
+    let (reply, iopub) = kernel.execute("%%ask\nWhat is six times seven?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // Pieces of seven characters, coalesced into few messages, the line ended.
+    assert_eq!(stream_text(&iopub, "stdout"), format!("{answer}\n"));
+    let summary = summary(&iopub);
+    assert!(
+        summary.starts_with("answered · Anthropic fake-model · 1 turn")
+            && summary.contains(&usage_line()),
+        "{summary}"
+    );
+    assert_eq!(panels(&iopub).len(), 1, "no code, so only the summary");
+
+    let heads = llm.heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1);
+    assert_eq!(
+        (heads[0].method.as_str(), heads[0].path.as_str()),
+        ("POST", "/v1/messages")
+    );
+    assert_eq!(heads[0].header("x-api-key"), Some(key.as_str()));
+    assert_eq!(heads[0].header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(heads[0].header("authorization"), None);
+    assert_eq!(heads[0].header("content-type"), Some("application/json"));
+    let body = llm.requests.lock().unwrap()[0].clone();
+    assert_eq!(body["model"], "fake-model");
+    assert_eq!(body["stream"], true);
+    assert!(body["system"].as_str().unwrap().contains("Python"));
+    assert_eq!(body["messages"][0]["role"], "user");
+    for message in &iopub {
+        assert!(!message.content.to_string().contains(&key));
+    }
+}
+
+/// The Anthropic stream of `text` with `\r\n` line endings, cut before every
+/// byte that continues a UTF-8 character, between every `\r` and its `\n`,
+/// and in the middle of every `event:` and `data:` field name.
+fn awkward_pieces(text: &str) -> Vec<Vec<u8>> {
+    let stream = anthropic::answer(text).replace('\n', "\r\n").into_bytes();
+    let mut cuts = Vec::new();
+    for (at, &byte) in stream.iter().enumerate().skip(1) {
+        let continuation = byte & 0xC0 == 0x80;
+        let after_cr = stream[at - 1] == b'\r';
+        let mid_field = stream[at..].starts_with(b"ent:") || stream[at..].starts_with(b"ta:");
+        if continuation || after_cr || mid_field {
+            cuts.push(at);
+        }
+    }
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for at in cuts {
+        pieces.push(stream[from..at].to_vec());
+        from = at;
+    }
+    pieces.push(stream[from..].to_vec());
+    pieces
+}
+
+const AWKWARD_TEXT: &str = "Grüße aus Köln — 世界 😀 naïve café\r\nend";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_split_mid_line_mid_character_and_mid_crlf_through_the_kernel() {
+    let pieces = awkward_pieces(AWKWARD_TEXT);
+    assert!(pieces.len() > 50, "{} pieces", pieces.len());
+    let steps = pieces.into_iter().map(Step::Write).collect();
+    let llm = FakeLlm::start(vec![Reply::Steps(steps)]).await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    let (reply, iopub) = kernel.execute("%%ask\nsay hello").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(stream_text(&iopub, "stdout"), format!("{AWKWARD_TEXT}\n"));
+    assert!(summary(&iopub).contains(&usage_line()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn any_chunking_of_the_stream_gives_the_same_answer() {
+    let whole = anthropic::answer(AWKWARD_TEXT).replace('\n', "\r\n");
+    let mut script = vec![Reply::Steps(
+        awkward_pieces(AWKWARD_TEXT)
+            .into_iter()
+            .map(Step::Write)
+            .collect(),
+    )];
+    for size in [1, 2, 3, 5] {
+        let steps = whole
+            .as_bytes()
+            .chunks(size)
+            .map(|c| Step::Write(c.to_vec()))
+            .collect();
+        script.push(Reply::Steps(steps));
+    }
+    let calls = script.len();
+    let llm = FakeLlm::start(script).await;
+    let provider = provider(&llm, &key());
+    for call in 0..calls {
+        let (result, pieces) = chat(&provider).await;
+        let outcome = result.unwrap_or_else(|e| panic!("call {call}: {e}"));
+        assert_eq!(outcome.text, AWKWARD_TEXT, "call {call}");
+        assert_eq!(pieces.concat(), AWKWARD_TEXT, "call {call}");
+        assert_eq!(
+            outcome.usage,
+            Usage {
+                input_tokens: anthropic::INPUT_TOKENS,
+                output_tokens: anthropic::OUTPUT_TOKENS,
+                cost_usd: None
+            }
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rate_limited_then_overloaded_then_answered_shows_the_answer_once() {
+    let answer = "Here it is, once.";
+    let llm = FakeLlm::start(vec![
+        overloaded(429),
+        overloaded(529),
+        Reply::Answer(answer.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    let (reply, iopub) = kernel.execute("%%ask\nanswer please").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(llm.requests.lock().unwrap().len(), 3);
+    assert_eq!(stream_text(&iopub, "stdout"), format!("{answer}\n"));
+    assert!(!types(&iopub).contains(&"error"));
+    assert!(summary(&iopub).contains(&usage_line()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn always_overloaded_ends_in_a_readable_error_after_bounded_attempts() {
+    let llm = FakeLlm::start(vec![overloaded(529); 5]).await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    kernel.execute("kept = 'still here'").await;
+    let (reply, iopub) = kernel.execute("%%ask\nanswer please").await;
+    assert_eq!(reply.content["status"], "error");
+    assert_eq!(reply.content["ename"], "AskError");
+    assert_eq!(
+        reply.content["evalue"],
+        format!(
+            "Anthropic is overloaded or rate-limited: overloaded_error: Overloaded \
+             (gave up after {} attempts)",
+            mahtab::agent::llm::http::ATTEMPTS
+        )
+    );
+    assert_eq!(
+        llm.requests.lock().unwrap().len(),
+        mahtab::agent::llm::http::ATTEMPTS as usize
+    );
+    assert_eq!(
+        types(&iopub),
+        ["status", "execute_input", "error", "status"]
+    );
+    let (reply, iopub) = kernel.execute("1 + 1").await;
+    assert_eq!(reply.content["status"], "ok");
+    let result = iopub
+        .iter()
+        .find(|m| m.header.msg_type == "execute_result")
+        .unwrap();
+    assert_eq!(result.content["data"]["text/plain"], "2");
+    let (reply, _) = kernel.execute("kept").await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_after_is_waited_for_and_a_long_one_ends_the_call_at_once() {
+    let llm = FakeLlm::start(vec![
+        Reply::StatusWith(
+            429,
+            vec![("retry-after", "2".into())],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#.into(),
+        ),
+        Reply::Answer("after the wait".into()),
+        Reply::StatusWith(
+            429,
+            vec![("retry-after", "3600".into())],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"come back later"}}"#
+                .into(),
+        ),
+        Reply::Answer("never asked for".into()),
+    ])
+    .await;
+    let provider = provider(&llm, &key());
+    let (result, _) = chat(&provider).await;
+    assert_eq!(result.unwrap().text, "after the wait");
+    let events = llm.events();
+    let at = |n| {
+        events
+            .iter()
+            .find(|(_, e)| *e == Event::Request(n))
+            .unwrap()
+            .0
+    };
+    // The default first delay is 1 s; the server asked for 2.
+    let waited = at(1) - at(0);
+    assert!(waited >= Duration::from_secs(2), "retried after {waited:?}");
+
+    let (result, _) = chat(&provider).await;
+    let error = result.unwrap_err();
+    assert!(error.is_retryable());
+    assert!(
+        error
+            .to_string()
+            .ends_with("come back later (the server asks to retry in 3600 s)"),
+        "{error}"
+    );
+    assert_eq!(llm.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overloaded_event_is_retried_before_any_text_but_not_after() {
+    let overloaded = anthropic::error("overloaded_error", "Overloaded");
+    let llm = FakeLlm::start(vec![
+        Reply::Steps(vec![Step::text(anthropic::start() + &overloaded)]),
+        Reply::Answer("second try".into()),
+        Reply::Steps(vec![Step::text(
+            anthropic::start() + &anthropic::delta("Partial answ") + &overloaded,
+        )]),
+        Reply::Answer("must not be asked for".into()),
+    ])
+    .await;
+    let provider = provider(&llm, &key());
+    let (result, pieces) = chat(&provider).await;
+    assert_eq!(result.unwrap().text, "second try");
+    assert_eq!(pieces.concat(), "second try");
+    assert_eq!(llm.requests.lock().unwrap().len(), 2);
+
+    // Text was shown: a retry would show it twice, so the call fails.
+    let (result, pieces) = chat(&provider).await;
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "Anthropic is overloaded or rate-limited: overloaded_error: Overloaded"
+    );
+    assert_eq!(pieces.concat(), "Partial answ");
+    assert_eq!(llm.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_cut_before_message_stop_is_an_error_not_an_answer() {
+    let llm = FakeLlm::start(vec![Reply::Steps(vec![Step::text(
+        anthropic::start() + &anthropic::delta("```python\nx = compute("),
+    )])])
+    .await;
+    let (result, pieces) = chat(&provider(&llm, &key())).await;
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "Anthropic failed: the stream ended before the answer was complete"
+    );
+    assert_eq!(pieces.concat(), "```python\nx = compute(");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_event_mid_stream_is_a_readable_error_and_the_namespace_stays() {
+    let llm = FakeLlm::start(vec![Reply::Steps(vec![
+        Step::text(anthropic::start() + &anthropic::delta("Working on it")),
+        Step::text(anthropic::error("api_error", "Internal server error")),
+    ])])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    kernel.execute("x = 41").await;
+    let (reply, iopub) = kernel.execute("%%ask\nadd one to x").await;
+    assert_eq!(reply.content["status"], "error");
+    assert_eq!(reply.content["ename"], "AskError");
+    assert_eq!(
+        reply.content["evalue"],
+        "Anthropic failed: api_error: Internal server error"
+    );
+    // The partial text (its line ended) stays, then the error; no panels.
+    let mut kinds = types(&iopub);
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        ["status", "execute_input", "stream", "error", "status"]
+    );
+    assert_eq!(stream_text(&iopub, "stdout"), "Working on it\n");
+    let error = iopub.iter().find(|m| m.header.msg_type == "error").unwrap();
+    assert_eq!(error.content["evalue"], reply.content["evalue"]);
+    let (_, iopub) = kernel.execute("x + 1").await;
+    let result = iopub
+        .iter()
+        .find(|m| m.header.msg_type == "execute_result")
+        .unwrap();
+    assert_eq!(result.content["data"]["text/plain"], "42");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_stream_shows_its_text_while_it_is_still_arriving() {
+    let pieces = ["One, ", "two, ", "three, ", "four, ", "five."];
+    let mut steps = vec![Step::text(anthropic::start())];
+    for piece in pieces {
+        steps.push(Step::text(anthropic::delta(piece)));
+        steps.push(Step::Pause(Duration::from_millis(150)));
+    }
+    steps.push(Step::text(anthropic::end()));
+    let last_delta = steps.len() - 3;
+    let llm = FakeLlm::start(vec![Reply::Steps(steps)]).await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    let (reply, timed) = execute_timed(&mut kernel, "%%ask\ncount to five").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let iopub: Vec<Message> = timed.iter().map(|(_, m)| m.clone()).collect();
+    assert_eq!(
+        stream_text(&iopub, "stdout"),
+        format!("{}\n", pieces.concat())
+    );
+
+    let server = llm.events();
+    let wrote = |step| {
+        server
+            .iter()
+            .find(|(_, e)| *e == Event::Wrote { request: 0, step })
+            .expect("the server wrote every step")
+            .0
+    };
+    let streams: Vec<Instant> = timed
+        .iter()
+        .filter(|(_, m)| m.header.msg_type == "stream")
+        .map(|(at, _)| *at)
+        .collect();
+    let last_written = wrote(last_delta);
+    assert!(
+        streams[0] < last_written,
+        "the first text arrived {:?} after the last piece was written",
+        streams[0] - last_written
+    );
+    let early = streams.iter().filter(|at| **at < last_written).count();
+    assert!(
+        early >= 2,
+        "{early} of {} stream messages before the last piece",
+        streams.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "streamed text that arrives less than 20 ms after a flush waits for the next \
+            piece of text, however long the model pauses (the coalescer in \
+            src/kernel/ask.rs flushes only when text arrives)"]
+async fn text_written_just_before_a_pause_is_shown_during_the_pause() {
+    let gate = Arc::new(Notify::new());
+    let llm = FakeLlm::start(vec![Reply::Steps(vec![
+        Step::text(anthropic::start() + &anthropic::delta("Alpha ")),
+        Step::text(anthropic::delta("Beta ")),
+        Step::Gate(gate.clone()),
+        Step::text(anthropic::delta("Gamma") + &anthropic::end()),
+    ])])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "%%ask\ngreek letters" }),
+        )
+        .await;
+    // The server holds the rest of the stream until the test has seen both
+    // pieces written before the gate.
+    let mut shown = String::new();
+    let seen = tokio::time::timeout(Duration::from_secs(5), async {
+        while !shown.contains("Alpha Beta") {
+            let message = kernel.next_for(&msg_id).await;
+            if message.header.msg_type == "stream" {
+                shown.push_str(message.content["text"].as_str().unwrap());
+            }
+        }
+    })
+    .await;
+    gate.notify_one();
+    assert!(
+        seen.is_ok(),
+        "during the pause the cell shows only {shown:?}"
+    );
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_closes_the_anthropic_connection_at_once() {
+    let llm = FakeLlm::start(vec![Reply::Steps(vec![
+        Step::text(anthropic::start() + &anthropic::delta("Thinking")),
+        Step::Hold,
+    ])])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "%%ask\ntake your time" }),
+        )
+        .await;
+    loop {
+        let message = kernel.next_for(&msg_id).await;
+        if message.header.msg_type == "stream" {
+            assert_eq!(message.content["text"], "Thinking");
+            break;
+        }
+    }
+    let interrupted = Instant::now();
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    let closed = llm
+        .wait_for(Event::Closed(0), Duration::from_secs(3))
+        .await
+        .expect("the server sees the connection closed within 3 s of the interrupt");
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    assert!(closed > interrupted);
+    assert!(!llm.events().iter().any(|(_, e)| *e == Event::Ended(0)));
+    let (reply, _) = kernel.execute("1 + 1").await;
+    assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_key_never_appears_in_any_message_or_the_log() {
+    let key = key();
+    let echoed = json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key: {key}")}});
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("Hello.".into()),
+        overloaded(429),
+        Reply::Answer("Hello again.".into()),
+        Reply::Status(401, echoed.to_string()),
+    ])
+    .await;
+    let mut env = llm.anthropic_env(&key);
+    env.push(("MAHTAB_LOG", "debug".into()));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    let mut stderr = kernel.take_stderr().expect("the kernel's stderr");
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+
+    let mut all = Vec::new();
+    for code in ["%%ask\nhello", "%%ask\nhello again", "%%ask\nonce more"] {
+        let (reply, iopub) = kernel.execute(code).await;
+        all.push(reply);
+        all.extend(iopub);
+    }
+    assert_eq!(all[0].content["status"], "ok");
+    let failed = all
+        .iter()
+        .find(|m| m.header.msg_type == "execute_reply" && m.content["status"] == "error")
+        .expect("the 401 fails its cell");
+    assert_eq!(
+        failed.content["evalue"],
+        "Anthropic returned HTTP 401: authentication_error: invalid x-api-key: <key>"
+    );
+    for message in &all {
+        assert!(
+            !message.content.to_string().contains(&key),
+            "{} carries the key",
+            message.header.msg_type
+        );
+    }
+    for head in llm.heads.lock().unwrap().iter() {
+        assert_eq!(head.header("x-api-key"), Some(key.as_str()));
+    }
+
+    kernel.shutdown(false).await;
+    let log = log.join().unwrap();
+    // The log is really there: the retry was logged.
+    assert!(log.contains("retrying"), "{log}");
+    assert!(!log.contains(&key), "the log carries the key");
+}
