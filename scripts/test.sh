@@ -2,7 +2,8 @@
 # Runs every test: formatting and lints, Rust unit and integration tests (the
 # real binary on real sockets, once with IPython in the kernel's environment
 # and once with plain Python), then the Python tests that drive the installed
-# kernelspec through real Jupyter clients (jupyter_kernel_test, jupyter console).
+# kernelspec through real Jupyter clients (jupyter_kernel_test, jupyter console,
+# nbclient, and JupyterLab in headless Chromium).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -23,6 +24,8 @@ MAHTAB_TEST_PYTHON="$root/.venv/bin/python" cargo test --release
 echo "==> integration tests again, plain-Python environment"
 MAHTAB_TEST_PYTHON="$root/.venv-plain/bin/python" cargo test --release --test it
 
+# Chromium and playwright-core, for the JupyterLab test.
+bash scripts/browser-env.sh
 echo "==> Python tests through real Jupyter clients"
 # Only the kernelspecs of .venv, whatever else is installed for this user.
 JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \

@@ -1,0 +1,170 @@
+"""JupyterLab in a real headless browser: a real `jupyter lab` server on
+loopback (random port and token) and Debian's Chromium driven by Playwright
+(tests/browser/lab.mjs) open a copy of the basics notebook with a %%ask cell
+added, pick the mahtab kernel, run every cell and check what the page shows:
+the pandas table, the plot, the widget, input(), the %%ask panels, and the
+stop button interrupting a long cell. Screenshots go to target/test-artifacts/.
+
+Needs Chromium and the node packages: scripts/browser-env.sh installs both
+(scripts/test.sh runs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+from conftest import JUPYTER, KERNEL_NAME, REPO_ROOT
+
+pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="the notebook has a %%ask cell")
+
+PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
+BROWSER_SCRIPT = REPO_ROOT / "tests" / "browser" / "lab.mjs"
+ARTIFACTS = REPO_ROOT / "target" / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+
+LAB_START_TIMEOUT = 60
+# The browser script's own waits are shorter; this bounds a hung browser.
+BROWSER_TIMEOUT = 240
+LAB_EXIT_TIMEOUT = 20
+
+ASK_CELL = (
+    "%%ask --max-turns 1\n"
+    "Write one Python code block that assigns 6*7 to a variable named answer and prints it."
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_notebook(root: Path) -> str:
+    notebook = nbformat.read(REPO_ROOT / "notebooks" / "basics.ipynb", as_version=4)
+    # No kernelspec in the copy: Lab asks which kernel to start, and the
+    # browser picks mahtab by its display name.
+    notebook.metadata.pop("kernelspec", None)
+    notebook.cells.append(nbformat.v4.new_code_cell(ASK_CELL))
+    nbformat.write(notebook, root / "lab.ipynb")
+    return "lab.ipynb"
+
+
+def wait_for_lab(server: subprocess.Popen, url: str, token: str, log: Path) -> None:
+    deadline = time.monotonic() + LAB_START_TIMEOUT
+    request = urllib.request.Request(f"{url}/api/status", headers={"Authorization": f"token {token}"})
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"jupyter lab exited with {server.returncode}\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                json.load(response)
+                return
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(0.2)  # poll interval, not a wait for anything in particular
+    pytest.fail(f"jupyter lab did not answer /api/status within {LAB_START_TIMEOUT} s\n{log.read_text()}")
+
+
+def stop_lab(server: subprocess.Popen, runtime_dir: Path) -> list[str]:
+    """Stop the server (SIGTERM: it shuts its kernels down first); return the
+    command lines of kernels that were still running and had to be killed."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(LAB_EXIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    # Kernels are found by their connection file, which lives in the runtime dir.
+    kernels = [
+        p for p in psutil.process_iter(["cmdline"]) if any(str(runtime_dir) in a for a in p.info["cmdline"] or [])
+    ]
+    _, alive = psutil.wait_procs(kernels, timeout=10)
+    leftovers = []
+    for proc in alive:
+        try:
+            leftovers.append(" ".join(proc.cmdline()))
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return leftovers
+
+
+def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
+    if not CHROMIUM.exists() or not (BROWSER_SCRIPT.parent / "node_modules" / "playwright-core").exists():
+        pytest.fail("Chromium or playwright-core is missing: run scripts/browser-env.sh", pytrace=False)
+
+    root, config, data, runtime = (tmp_path / d for d in ("root", "config", "data", "runtime"))
+    for d in (root, config, data, runtime):
+        d.mkdir()
+    notebook = write_notebook(root)
+    # A fresh Lab configuration: no remembered workspace, and no "official
+    # Jupyter news?" prompt over the page (nor any news fetched).
+    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}  # %%ask uses the local model
+    env.update(
+        # Kernelspecs only from .venv (its prefix also holds the widgets' Lab
+        # extension); state that Lab and the kernel write goes to the test's dirs.
+        JUPYTER_PATH=str(REPO_ROOT / ".venv" / "share" / "jupyter"),
+        JUPYTER_DATA_DIR=str(data),
+        JUPYTER_CONFIG_DIR=str(config),
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+    )
+    env.pop("MPLBACKEND", None)
+    port, token = free_port(), secrets.token_hex(24)
+    url = f"http://127.0.0.1:{port}"
+    command = [
+        str(JUPYTER), "lab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
+        # Nothing from the network: no news, no update check, no extension listing.
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]  # fmt: skip
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    log = tmp_path / "lab.log"
+    with log.open("w") as log_file:
+        server = subprocess.Popen(
+            command, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    leftovers: list[str] = []
+    try:
+        wait_for_lab(server, url, token, log)
+        browser_env = dict(os.environ, LAB_URL=url, LAB_TOKEN=token, NOTEBOOK=notebook, ARTIFACTS=str(ARTIFACTS))
+        try:
+            result = subprocess.run(
+                ["node", str(BROWSER_SCRIPT)],
+                cwd=BROWSER_SCRIPT.parent,
+                env=browser_env,
+                capture_output=True,
+                text=True,
+                timeout=BROWSER_TIMEOUT,
+            )
+            output, returncode = result.stdout + result.stderr, result.returncode
+        except subprocess.TimeoutExpired as exc:
+            # TimeoutExpired carries bytes even when the run used text=True.
+            output = b"".join(x or b"" for x in (exc.stdout, exc.stderr)).decode(errors="replace")
+            output, returncode = f"{output}\n(timed out after {BROWSER_TIMEOUT} s)", None
+    finally:
+        leftovers = stop_lab(server, runtime)
+    assert returncode == 0, (
+        f"the browser script failed ({returncode})\n--- browser ---\n{output}\n"
+        f"--- jupyter lab (last lines) ---\n{''.join(log.read_text().splitlines(True)[-60:])}"
+    )
+    assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
