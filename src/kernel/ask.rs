@@ -399,6 +399,13 @@ impl Coalescer<'_> {
             self.last = Some(Instant::now());
         }
     }
+
+    /// Resolves when held text is due, so a pause in the stream does not
+    /// keep it back.
+    async fn due(&self) {
+        let deadline = self.last.map_or_else(Instant::now, |last| last + STREAM_COALESCE);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
+    }
 }
 
 struct KernelEffects {
@@ -457,14 +464,27 @@ impl Effects for KernelEffects {
         };
         // Code that will run is shown as a panel, so it is kept out of the text.
         let mut prose = ProseFilter::default();
-        let result = self
-            .provider
-            .chat(request, &mut |text| {
-                if show {
-                    coalescer.push(&prose.push(text));
-                }
-            })
-            .await;
+        // Text goes through a channel so that held text can be published on
+        // a timer while the provider waits for more.
+        let (pieces, mut received) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut on_text = |text: &str| {
+            if show {
+                let _ = pieces.send(text.to_owned());
+            }
+        };
+        let chat = self.provider.chat(request, &mut on_text);
+        tokio::pin!(chat);
+        let result = loop {
+            tokio::select! {
+                biased;
+                result = &mut chat => break result,
+                Some(text) = received.recv() => coalescer.push(&prose.push(&text)),
+                () = coalescer.due(), if !coalescer.pending.is_empty() => coalescer.flush(),
+            }
+        };
+        while let Ok(text) = received.try_recv() {
+            coalescer.push(&prose.push(&text));
+        }
         if show {
             coalescer.push(&prose.finish());
             // End the streamed answer's line, so what follows starts on its own.

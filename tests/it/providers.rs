@@ -446,9 +446,6 @@ async fn a_slow_stream_shows_its_text_while_it_is_still_arriving() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "streamed text that arrives less than 20 ms after a flush waits for the next \
-            piece of text, however long the model pauses (the coalescer in \
-            src/kernel/ask.rs flushes only when text arrives)"]
 async fn text_written_just_before_a_pause_is_shown_during_the_pause() {
     let gate = Arc::new(Notify::new());
     let llm = FakeLlm::start(vec![Reply::Steps(vec![
