@@ -110,16 +110,18 @@ try {
   await expectVisible(page.locator('.jp-OutputArea-output').getByText('Hello, Lab!'), 'the greeting');
 
   // %%ask, the last cell: streamed text, then the code panel (Markdown: a bold
-  // title and the code block), the output panel and the run's summary.
+  // title and the code block), the output panel and the run's summary, which
+  // ends the run (so the panels are checked once it is there).
   const ask = cellStartingWith('%%ask');
   await expectVisible(ask.locator('[data-mime-type="application/vnd.jupyter.stdout"]').getByText('starting the local model'),
     'the streamed %%ask text', ASK_TIMEOUT);
   const markdown = ask.locator('.jp-RenderedMarkdown');
+  await expectVisible(markdown.getByText('local-model'), 'the summary panel of %%ask', ASK_TIMEOUT);
+  console.log(`%%ask cell as shown:\n${(await ask.locator('.jp-OutputArea').innerText()).slice(0, 2000)}`);
   await expectVisible(markdown.filter({ has: page.locator('strong', { hasText: /^code$/ }) }).locator('pre code'),
-    'the rendered code panel', ASK_TIMEOUT);
+    'the rendered code panel', 1000);
   await expectVisible(markdown.filter({ has: page.locator('strong', { hasText: /^(output|error)$/ }) }),
-    'the output panel', ASK_TIMEOUT);
-  await expectVisible(markdown.getByText('local-model'), 'the summary panel', ASK_TIMEOUT);
+    'the output panel', 1000);
   await expectVisible(page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]'), 'the end of Run All');
   const unfinished = await cells.locator('.jp-InputPrompt').filter({ hasText: /\[[ *]?\]/ }).count();
   if (unfinished) throw new Error(`${unfinished} cells did not run to the end`);

@@ -4,6 +4,8 @@ loopback (random port and token) and Debian's Chromium driven by Playwright
 added, pick the mahtab kernel, run every cell and check what the page shows:
 the pandas table, the plot, the widget, input(), the %%ask panels, and the
 stop button interrupting a long cell. Screenshots go to target/test-artifacts/.
+Also: scripts/lab.sh (`scripts/demo.sh --lab`) serves the demo notebooks on
+loopback behind a token and prints the URL.
 
 Needs Chromium and the node packages: scripts/browser-env.sh installs both
 (scripts/test.sh runs it)."""
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import select
 import signal
 import socket
 import subprocess
@@ -167,4 +171,70 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
         f"the browser script failed ({returncode})\n--- browser ---\n{output}\n"
         f"--- jupyter lab (last lines) ---\n{''.join(log.read_text().splitlines(True)[-60:])}"
     )
+    assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
+
+
+# -- scripts/lab.sh (what `scripts/demo.sh --lab` runs after building) ---------------
+
+LAB_URL_LINE = re.compile(r"(http://127\.0\.0\.1:(\d+))/lab/tree/basics\.ipynb\?token=([0-9a-f]{48})\b")
+
+
+def read_line(stream, deadline: float) -> str:
+    """One line of the script's stdout, or "" once the deadline has passed."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0 or not select.select([stream], [], [], remaining)[0]:
+        return ""
+    return stream.readline()
+
+
+def test_lab_script_serves_the_demo_notebooks_on_loopback_with_a_token(tmp_path: Path) -> None:
+    runtime = tmp_path / "runtime"
+    port = free_port()
+    env = dict(
+        os.environ,
+        MAHTAB_LAB_PORT=str(port),
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_DATA_DIR=str(tmp_path / "data"),
+        JUPYTER_RUNTIME_DIR=str(runtime),
+    )
+    log = tmp_path / "lab.log"
+    with log.open("w") as log_file:
+        server = subprocess.Popen(
+            ["bash", str(REPO_ROOT / "scripts" / "lab.sh")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+            start_new_session=True,
+        )
+    leftovers: list[str] = []
+    try:
+        deadline = time.monotonic() + LAB_START_TIMEOUT
+        printed = ""
+        while not (match := LAB_URL_LINE.search(printed)) and (line := read_line(server.stdout, deadline)):
+            printed += line
+        assert match, f"no URL with a token on stdout\n--- stdout ---\n{printed}\n--- log ---\n{log.read_text()}"
+        url, token = match.group(1), match.group(3)
+        assert int(match.group(2)) == port
+        wait_for_lab(server, url, token, log)
+
+        def get(path: str, with_token: bool = True) -> tuple[int, bytes]:
+            headers = {"Authorization": f"token {token}"} if with_token else {}
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url + path, headers=headers), timeout=10) as r:
+                    return r.status, r.read()
+            except urllib.error.HTTPError as error:
+                return error.code, b""
+
+        assert get("/api/status", with_token=False)[0] == 403, "the server answers without its token"
+        status, body = get("/api/kernelspecs")
+        assert status == 200 and "mahtab" in json.loads(body)["kernelspecs"]
+        for name in ("basics.ipynb", "ask.ipynb"):
+            assert get(f"/api/contents/{name}")[0] == 200, f"{name} is not in Lab's root"
+        status, body = get(f"/lab/tree/basics.ipynb?token={token}", with_token=False)
+        assert status == 200 and b"JupyterLab" in body
+        listening = {c.laddr.ip for c in psutil.Process(server.pid).net_connections("inet") if c.status == "LISTEN"}
+        assert listening == {"127.0.0.1"}, f"listening on {listening}"
+    finally:
+        leftovers = stop_lab(server, runtime)
     assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
