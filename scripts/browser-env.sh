@@ -16,6 +16,10 @@ if [[ ! -x /usr/bin/chromium ]]; then
     rm -f "$log"
 fi
 
+if ! command -v npm >/dev/null; then
+    echo "node (20 or later) and npm are needed for the browser test" >&2; exit 1
+fi
+
 browser="$root/tests/browser"
 stamp="$browser/node_modules/.package-lock.sha256"
 want="$(sha256sum "$browser/package-lock.json" | cut -d' ' -f1)"
