@@ -21,7 +21,7 @@ use crate::agent::graph::{Observer, RunEnd};
 use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::HttpProvider;
 use crate::agent::llm::local::{self, LocalModel};
-use crate::agent::llm::{ChatMessage, ChatRequest};
+use crate::agent::llm::{ChatMessage, ChatRequest, LlmError};
 use crate::agent::nodes::{Settings as NodeSettings, default_graph};
 use crate::agent::options::{AskCell, GraphKind};
 use crate::agent::prose::ProseFilter;
@@ -243,15 +243,16 @@ impl Provider {
         &self,
         request: ChatRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ChatOutcome, crate::agent::llm::LlmError> {
+        on_retry: &mut (dyn FnMut(&LlmError, Duration) + Send),
+    ) -> Result<ChatOutcome, LlmError> {
         match self {
-            Provider::Http(http) => http.chat(request, on_text).await,
+            Provider::Http(http) => http.chat_telling_retries(request, on_text, on_retry).await,
             Provider::Cli(cli) => cli.chat(request, on_text).await,
         }
     }
 }
 
-fn provider(choice: &ProviderChoice) -> Result<HttpProvider, crate::agent::llm::LlmError> {
+fn provider(choice: &ProviderChoice) -> Result<HttpProvider, LlmError> {
     HttpProvider::new(
         choice.format,
         &choice.base_url,
@@ -368,6 +369,14 @@ impl Publisher {
     }
 }
 
+/// What a provider reports while it streams.
+enum Piece {
+    /// Text of the answer.
+    Text(String),
+    /// A line for the user about the call itself (a retry after a refusal).
+    Notice(String),
+}
+
 /// Coalesces streamed text into few `stream` messages.
 struct Coalescer<'a> {
     publisher: &'a Publisher,
@@ -403,7 +412,9 @@ impl Coalescer<'_> {
     /// Resolves when held text is due, so a pause in the stream does not
     /// keep it back.
     async fn due(&self) {
-        let deadline = self.last.map_or_else(Instant::now, |last| last + STREAM_COALESCE);
+        let deadline = self
+            .last
+            .map_or_else(Instant::now, |last| last + STREAM_COALESCE);
         tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
     }
 }
@@ -466,24 +477,41 @@ impl Effects for KernelEffects {
         let mut prose = ProseFilter::default();
         // Text goes through a channel so that held text can be published on
         // a timer while the provider waits for more.
-        let (pieces, mut received) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (pieces, mut received) = tokio::sync::mpsc::unbounded_channel::<Piece>();
+        let text_pieces = pieces.clone();
         let mut on_text = |text: &str| {
             if show {
-                let _ = pieces.send(text.to_owned());
+                let _ = text_pieces.send(Piece::Text(text.to_owned()));
             }
         };
-        let chat = self.provider.chat(request, &mut on_text);
+        let mut on_retry = |error: &LlmError, wait: Duration| {
+            let wait = if wait < Duration::from_secs(1) {
+                format!("{} ms", wait.as_millis())
+            } else {
+                format!("{:.0} s", wait.as_secs_f64().ceil())
+            };
+            let notice = format!("({error}; trying again in {wait})\n");
+            let _ = pieces.send(Piece::Notice(notice));
+        };
+        let chat = self.provider.chat(request, &mut on_text, &mut on_retry);
         tokio::pin!(chat);
+        let mut take = |piece: Piece, coalescer: &mut Coalescer| match piece {
+            Piece::Text(text) => coalescer.push(&prose.push(&text)),
+            Piece::Notice(notice) => {
+                coalescer.flush();
+                coalescer.publisher.stream(&notice);
+            }
+        };
         let result = loop {
             tokio::select! {
                 biased;
                 result = &mut chat => break result,
-                Some(text) = received.recv() => coalescer.push(&prose.push(&text)),
+                Some(piece) = received.recv() => take(piece, &mut coalescer),
                 () = coalescer.due(), if !coalescer.pending.is_empty() => coalescer.flush(),
             }
         };
-        while let Ok(text) = received.try_recv() {
-            coalescer.push(&prose.push(&text));
+        while let Ok(piece) = received.try_recv() {
+            take(piece, &mut coalescer);
         }
         if show {
             coalescer.push(&prose.finish());

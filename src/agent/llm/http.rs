@@ -99,8 +99,20 @@ impl HttpProvider {
     /// Streams one answer; `on_text` gets each piece of text as it arrives.
     pub async fn chat(
         &self,
+        request: ChatRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ChatOutcome, LlmError> {
+        self.chat_telling_retries(request, on_text, &mut |_, _| {})
+            .await
+    }
+
+    /// Like [`HttpProvider::chat`]; `on_retry` hears why and for how long it
+    /// waits before each new attempt, so the user is not left in silence.
+    pub async fn chat_telling_retries(
+        &self,
         mut request: ChatRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
+        on_retry: &mut (dyn FnMut(&LlmError, Duration) + Send),
     ) -> Result<ChatOutcome, LlmError> {
         request.model = self.model.clone();
         let mut delay = FIRST_RETRY_DELAY;
@@ -133,6 +145,7 @@ impl HttpProvider {
                 None => delay,
             };
             tracing::warn!("{error}; attempt {attempt} of {ATTEMPTS}, retrying in {wait:?}");
+            on_retry(&error, wait);
             tokio::time::sleep(wait).await;
             delay *= 2;
         }
