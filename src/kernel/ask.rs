@@ -186,13 +186,9 @@ async fn local_model(publisher: &Publisher) -> Result<ProviderChoice, String> {
             ));
         };
         publisher.stream("(starting the local model; no provider is configured)\n");
-        let model = LocalModel::start(
-            std::path::Path::new(python),
-            std::path::Path::new(model),
-            crate::python::original_stderr(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        let model = LocalModel::start(std::path::Path::new(python), std::path::Path::new(model))
+            .await
+            .map_err(|e| e.to_string())?;
         *slot = Some(model);
     }
     let model = slot.as_ref().expect("started above");

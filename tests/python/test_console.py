@@ -298,6 +298,9 @@ def test_ask_cell_in_the_console(tmp_path: Path) -> None:
         console.enter("print('still' + ' here')")
         console.expect(r"\r\nstill here\r\n", "output of the next cell")
         console.prompt(3)
+        # The model server's own log stays in the kernel's log (at debug
+        # level), out of the console the kernel shares its stderr with.
+        assert "llama" not in seen() and "ggml" not in seen(), seen()
         console.enter("exit")
         console.expect(pexpect.EOF, "the console to exit")
     finally:

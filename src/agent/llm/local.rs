@@ -5,8 +5,10 @@
 //! talks to it as an OpenAI-compatible server. The server is a child process
 //! that dies with the kernel.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -42,12 +44,10 @@ impl std::fmt::Debug for LocalModel {
 
 impl LocalModel {
     /// Starts the server with `python` serving `model_file`, and waits until
-    /// it answers its health check. Its log goes to `log` (the kernel's).
-    pub async fn start(
-        python: &Path,
-        model_file: &Path,
-        log: std::fs::File,
-    ) -> Result<Self, LlmError> {
+    /// it answers its health check. Its own log goes to the kernel's at debug
+    /// level (a console shows the kernel's stderr, where llama.cpp's chatter
+    /// does not belong); its last lines explain a failed start.
+    pub async fn start(python: &Path, model_file: &Path) -> Result<Self, LlmError> {
         let failed = |message: String| LlmError::Connect {
             provider: PROVIDER,
             message,
@@ -61,7 +61,7 @@ impl LocalModel {
             .arg(threads.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         // SAFETY: prctl in the child before exec only asks the kernel to end
         // the child when its parent (this kernel) dies; no memory is touched.
@@ -79,15 +79,28 @@ impl LocalModel {
             .take()
             .ok_or_else(|| failed("no stdout".into()))?;
         let mut lines = BufReader::new(stdout).lines();
+        let log_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| failed("no stderr".into()))?;
+        let mut log_task = tokio::spawn(keep_log(BufReader::new(stderr).lines(), log_tail.clone()));
         let started = Instant::now();
         let url = loop {
             let line = tokio::time::timeout(START_TIMEOUT, lines.next_line())
                 .await
                 .map_err(|_| failed("the model server did not start in time".into()))?
-                .map_err(|e| failed(e.to_string()))?
-                .ok_or_else(|| {
-                    failed("the model server exited while starting (see the kernel log)".into())
-                })?;
+                .map_err(|e| failed(e.to_string()))?;
+            let Some(line) = line else {
+                // Its last words may still be on their way through the pipe.
+                let _ = tokio::time::timeout(Duration::from_secs(1), &mut log_task).await;
+                let tail = log_tail.lock().unwrap_or_else(PoisonError::into_inner);
+                let tail: Vec<&str> = tail.iter().map(String::as_str).collect();
+                return Err(failed(format!(
+                    "the model server exited while starting: {}",
+                    tail.join("\n")
+                )));
+            };
             if let Some(url) = line.strip_prefix("READY ") {
                 break url.trim().trim_end_matches('/').to_owned();
             }
@@ -114,6 +127,25 @@ impl LocalModel {
     }
 }
 
+/// How many of the server's last log lines a failed start reports.
+const LOG_TAIL: usize = 8;
+
+/// Passes the server's log on to the kernel's (debug level), keeping its last
+/// lines.
+async fn keep_log(
+    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!("local model: {line}");
+        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        if tail.len() == LOG_TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
 /// Polls `GET {url}/health` until it answers 200 (the port opens before the
 /// model is loaded, answering 503 meanwhile).
 async fn wait_until_healthy(url: &str, limit: Duration) -> Result<(), LlmError> {
@@ -133,5 +165,24 @@ async fn wait_until_healthy(url: &str, limit: Duration) -> Result<(), LlmError> 
             });
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_server_that_dies_while_starting_says_why() {
+        // `sh -c` runs the Python script as shell code: it fails at once and
+        // says so on stderr, as a broken model server would.
+        let err = LocalModel::start(Path::new("/bin/sh"), Path::new("model.gguf"))
+            .await
+            .err()
+            .expect("the server cannot start");
+        let message = err.to_string();
+        assert!(message.contains("exited while starting: "), "{message}");
+        let said = message.split("exited while starting: ").nth(1).unwrap();
+        assert!(!said.trim().is_empty(), "{message}");
     }
 }
