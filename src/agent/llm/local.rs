@@ -176,10 +176,10 @@ mod tests {
     async fn a_server_that_dies_while_starting_says_why() {
         // `sh -c` runs the Python script as shell code: it fails at once and
         // says so on stderr, as a broken model server would.
-        let err = LocalModel::start(Path::new("/bin/sh"), Path::new("model.gguf"))
-            .await
-            .err()
-            .expect("the server cannot start");
+        let Err(err) = LocalModel::start(Path::new("/bin/sh"), Path::new("model.gguf")).await
+        else {
+            panic!("the server cannot start");
+        };
         let message = err.to_string();
         assert!(message.contains("exited while starting: "), "{message}");
         let said = message.split("exited while starting: ").nth(1).unwrap();
