@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::LlmError;
@@ -78,16 +78,16 @@ impl LocalModel {
             .stdout
             .take()
             .ok_or_else(|| failed("no stdout".into()))?;
-        let mut lines = BufReader::new(stdout).lines();
+        let mut stdout = BufReader::new(stdout);
         let log_tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr = child
             .stderr
             .take()
             .ok_or_else(|| failed("no stderr".into()))?;
-        let mut log_task = tokio::spawn(keep_log(BufReader::new(stderr).lines(), log_tail.clone()));
+        let mut log_task = tokio::spawn(keep_log(BufReader::new(stderr), log_tail.clone()));
         let started = Instant::now();
         let url = loop {
-            let line = tokio::time::timeout(START_TIMEOUT, lines.next_line())
+            let line = tokio::time::timeout(START_TIMEOUT, next_line(&mut stdout))
                 .await
                 .map_err(|_| failed("the model server did not start in time".into()))?
                 .map_err(|e| failed(e.to_string()))?;
@@ -107,7 +107,7 @@ impl LocalModel {
         };
         // Keep reading what the server prints, so its pipe never fills.
         tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
+            while let Ok(Some(line)) = next_line(&mut stdout).await {
                 tracing::debug!("local model: {line}");
             }
         });
@@ -127,16 +127,29 @@ impl LocalModel {
     }
 }
 
+/// The next line the server printed, without its line ending; None at the
+/// end. Not `Lines::next_line`: that fails on bytes that are not UTF-8 (the
+/// server logs partial multi-byte tokens), and a reader that stops leaves the
+/// pipe to fill until the server blocks on its next log line.
+async fn next_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<String>> {
+    let mut bytes = Vec::new();
+    if reader.read_until(b'\n', &mut bytes).await? == 0 {
+        return Ok(None);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(Some(text.trim_end_matches(['\n', '\r']).to_owned()))
+}
+
 /// How many of the server's last log lines a failed start reports.
 const LOG_TAIL: usize = 8;
 
 /// Passes the server's log on to the kernel's (debug level), keeping its last
 /// lines.
 async fn keep_log(
-    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+    mut stderr: BufReader<tokio::process::ChildStderr>,
     tail: Arc<Mutex<VecDeque<String>>>,
 ) {
-    while let Ok(Some(line)) = lines.next_line().await {
+    while let Ok(Some(line)) = next_line(&mut stderr).await {
         tracing::debug!("local model: {line}");
         let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
         if tail.len() == LOG_TAIL {
@@ -171,6 +184,16 @@ async fn wait_until_healthy(url: &str, limit: Duration) -> Result<(), LlmError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn lines_that_are_not_utf8_are_read_not_fatal() {
+        let mut input: &[u8] = b"token \xe2\x82\n\xff ok\r\nlast";
+        let mut lines = Vec::new();
+        while let Some(line) = next_line(&mut input).await.unwrap() {
+            lines.push(line);
+        }
+        assert_eq!(lines, ["token \u{fffd}", "\u{fffd} ok", "last"]);
+    }
 
     #[tokio::test]
     async fn a_server_that_dies_while_starting_says_why() {
