@@ -176,12 +176,8 @@ async fn code<E: Effects>(
     let namespace = effects.namespace().await;
     let system = prompts::analyst_code(&namespace, &state.recent_cells);
     let answer = settings.answer(state, effects, system).await?;
-    state.turn += 1;
-    state
-        .conversation
-        .push(ChatMessage::assistant(answer.text.clone()));
     state.pending = code_blocks(&answer.text);
-    state.answer = answer.text;
+    state.record_answer(answer.text);
     if state.pending.is_empty() {
         const NO_CODE: &str = "The answer had no ```python block to run.";
         state.failed_attempts.push(Execution {

@@ -138,11 +138,7 @@ async fn generate<E: Effects>(
     let namespace = effects.namespace().await;
     let system = prompts::system(&namespace, &state.recent_cells);
     let answer = settings.answer(state, effects, system).await?;
-    state.turn += 1;
-    state
-        .conversation
-        .push(ChatMessage::assistant(answer.text.clone()));
-    state.answer = answer.text;
+    state.record_answer(answer.text);
     Ok(())
 }
 

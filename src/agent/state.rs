@@ -60,6 +60,14 @@ pub struct AgentState {
 }
 
 impl AgentState {
+    /// Records the model's answer to a turn: counted, kept in the
+    /// conversation, and the one the next node reads.
+    pub fn record_answer(&mut self, text: String) {
+        self.turn += 1;
+        self.conversation.push(ChatMessage::assistant(text.clone()));
+        self.answer = text;
+    }
+
     /// A new run of `request`, continuing `conversation`.
     pub fn new(request: impl Into<String>, conversation: Vec<ChatMessage>, max_turns: u32) -> Self {
         let request = request.into();

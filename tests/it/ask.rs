@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, stream_text, types};
+use crate::support::{Channel, Kernel, result_text, stream_text, types};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "the answer is 42", "next_action": ""}"#;
 
@@ -68,11 +68,8 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
 
     // What the agent defined, the next cell sees.
     let (_, iopub) = kernel.execute("answer").await;
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "42");
+    let result = result_text(&iopub);
+    assert_eq!(result, "42");
 
     // The model was told about the namespace and saw the execution output.
     let requests = llm.requests.lock().unwrap().clone();
@@ -239,11 +236,8 @@ async fn the_claude_cli_provider_streams_and_reports_cost() {
         "{summary}"
     );
     let (_, iopub) = kernel.execute("from_cli").await;
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "32");
+    let result = result_text(&iopub);
+    assert_eq!(result, "32");
     // Claude Code's own tools were blocked on every call.
     let calls: Vec<_> = std::fs::read_dir(&dir.0)
         .unwrap()
@@ -294,15 +288,9 @@ async fn confirm_asks_before_each_block_and_respects_the_answer() {
         assert_eq!(reply.content["status"], "ok", "{}", reply.content);
         kernel.iopub_for(&msg_id).await;
         let (_, iopub) = kernel.execute("'confirmed' in globals()").await;
-        let result = iopub
-            .iter()
-            .find(|m| m.header.msg_type == "execute_result")
-            .unwrap();
+        let result = result_text(&iopub);
         let expected = if ran { "True" } else { "False" };
-        assert_eq!(
-            result.content["data"]["text/plain"], expected,
-            "after answering {answer:?}"
-        );
+        assert_eq!(result, expected, "after answering {answer:?}");
     }
 }
 
@@ -349,11 +337,8 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
         "{told}"
     );
     let (_, iopub) = kernel.execute("total").await;
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "6");
+    let result = result_text(&iopub);
+    assert_eq!(result, "6");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{Channel, Kernel, parent_id, stream_text, strip_ansi, types};
+use crate::support::{Channel, Kernel, parent_id, result_text, stream_text, strip_ansi, types};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn execute_flow_is_busy_input_outputs_reply_idle() {
@@ -49,11 +49,8 @@ async fn namespace_persists_and_counts_increase() {
     kernel.execute("x = 20").await;
     let (reply, iopub) = kernel.execute("x + 1").await;
     assert_eq!(reply.content["execution_count"], 2);
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "21");
+    let result = result_text(&iopub);
+    assert_eq!(result, "21");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -165,11 +162,8 @@ async fn stop_on_error_aborts_queued_cells_only() {
     // A request sent after the failure's reply runs normally.
     let (reply, iopub) = kernel.execute("'ran' in globals()").await;
     assert_eq!(reply.content["status"], "ok");
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "False");
+    let result = result_text(&iopub);
+    assert_eq!(result, "False");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::fake_llm::{Event, FakeLlm, Reply, Step, anthropic};
-use crate::support::{Channel, Kernel, stream_text, types};
+use crate::support::{Channel, Kernel, result_text, stream_text, types};
 use mahtab::wire::Message;
 
 /// What the fake server reports as usage, as the kernel's summary shows it.
@@ -279,11 +279,8 @@ async fn always_overloaded_ends_in_a_readable_error_after_bounded_attempts() {
     assert_eq!(types(&iopub), expected);
     let (reply, iopub) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "2");
+    let result = result_text(&iopub);
+    assert_eq!(result, "2");
     let (reply, _) = kernel.execute("kept").await;
     assert_eq!(reply.content["status"], "ok");
 }
@@ -402,11 +399,8 @@ async fn an_error_event_mid_stream_is_a_readable_error_and_the_namespace_stays()
     let error = iopub.iter().find(|m| m.header.msg_type == "error").unwrap();
     assert_eq!(error.content["evalue"], reply.content["evalue"]);
     let (_, iopub) = kernel.execute("x + 1").await;
-    let result = iopub
-        .iter()
-        .find(|m| m.header.msg_type == "execute_result")
-        .unwrap();
-    assert_eq!(result.content["data"]["text/plain"], "42");
+    let result = result_text(&iopub);
+    assert_eq!(result, "42");
 }
 
 #[tokio::test(flavor = "multi_thread")]

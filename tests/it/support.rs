@@ -464,3 +464,15 @@ pub fn stream_text(messages: &[Message], name: &str) -> String {
         .map(|m| m.content["text"].as_str().unwrap_or_default())
         .collect()
 }
+
+/// The `text/plain` of the execute_result among `iopub` (panics if none).
+pub fn result_text(iopub: &[Message]) -> String {
+    let result = iopub
+        .iter()
+        .find(|m| m.header.msg_type == "execute_result")
+        .expect("an execute_result");
+    result.content["data"]["text/plain"]
+        .as_str()
+        .expect("text/plain")
+        .to_owned()
+}
