@@ -236,6 +236,8 @@ class DisplayHandle:
 
 
 AGENT_OUTPUT_LIMIT = 10_000
+# Innermost frames of a failed agent block kept for the model and the user.
+AGENT_TRACEBACK_FRAMES = 5
 
 
 class _Capture(io.TextIOBase):
@@ -410,8 +412,15 @@ class BaseRuntime:
         except BaseException:
             failed = True
             etype, value, tb = sys.exc_info()
-            frames = traceback.extract_tb(tb)[-3:]
-            captured.append("".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value)))
+            # From the agent's own code on: the runtime's frames (and the
+            # parser's, for a SyntaxError) would only distract the model.
+            frames = traceback.extract_tb(tb)
+            start = next((i for i, frame in enumerate(frames) if frame.filename == filename), len(frames))
+            frames = frames[start:][-AGENT_TRACEBACK_FRAMES:]
+            header = "Traceback (most recent call last):\n" if frames else ""
+            captured.append(
+                header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
+            )
         finally:
             sys.stdout, sys.stderr = saved
             self._agent_displays = None

@@ -573,3 +573,40 @@ async fn interrupt_kills_the_claude_cli() {
     let (reply, _) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_code_errors_show_the_agents_frames_only() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\ndef f():\n    return missing\nf()\n```".into()),
+        Reply::Answer(r#"{"is_complete": false, "reasoning": "fix it", "next_action": ""}"#.into()),
+        Reply::Answer("```python\nx = (1 +\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (_, iopub) = kernel.execute("%%ask\nbreak things").await;
+    let errors: Vec<String> = iopub
+        .iter()
+        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == "error")
+        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let (name_error, syntax_error) = (&errors[0], &errors[1]);
+    assert!(
+        name_error.contains("Traceback")
+            && name_error.contains("line 3, in <module>")
+            && name_error.contains("line 2, in f")
+            && name_error.contains("NameError: name 'missing' is not defined"),
+        "{name_error}"
+    );
+    assert!(
+        syntax_error.contains("SyntaxError") && !syntax_error.contains("Traceback"),
+        "{syntax_error}"
+    );
+    for error in &errors {
+        assert!(
+            !error.contains("mahtab_runtime") && !error.contains("ast.py"),
+            "{error}"
+        );
+    }
+}
