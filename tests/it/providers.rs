@@ -580,3 +580,42 @@ async fn the_key_never_appears_in_any_message_or_the_log() {
     assert!(log.contains("retrying"), "{log}");
     assert!(!log.contains(&key), "the log carries the key");
 }
+
+/// One OpenAI-format SSE chunk with `text`, and `finish_reason` when given.
+fn openai_chunk(text: &str, finish: Option<&str>) -> String {
+    let chunk = json!({
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{ "index": 0, "delta": { "content": text }, "finish_reason": finish }],
+    });
+    format!("data: {chunk}\n\n")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_stream_is_complete_at_its_finish_reason_and_cut_without_one() {
+    let llm = FakeLlm::start(vec![
+        // Finished, then closed without `[DONE]` (some servers): complete.
+        Reply::Steps(vec![Step::text(
+            openai_chunk("All ", None) + &openai_chunk("done.", Some("stop")),
+        )]),
+        // Closed in the middle of the answer: an error, not half an answer.
+        Reply::Steps(vec![Step::text(openai_chunk("```python\nx = ", None))]),
+    ])
+    .await;
+    let provider = HttpProvider::new(
+        WireFormat::OpenAi,
+        &llm.base_url,
+        "fake-model",
+        ApiKey::default(),
+    )
+    .unwrap();
+    let (finished, _) = chat(&provider).await;
+    assert_eq!(finished.unwrap().text, "All done.");
+    let (cut, pieces) = chat(&provider).await;
+    let error = cut.unwrap_err().to_string();
+    assert!(
+        error.contains("ended before the answer was complete"),
+        "{error}"
+    );
+    assert_eq!(pieces, ["```python\nx = "]);
+}

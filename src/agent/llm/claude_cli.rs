@@ -110,7 +110,7 @@ impl ClaudeCli {
                         outcome.text.push_str(&text);
                     }
                     ChatEvent::Usage(usage) => outcome.usage = usage,
-                    ChatEvent::Done => {}
+                    ChatEvent::Finished | ChatEvent::Done => {}
                     ChatEvent::Error(e) => return Err(e),
                 }
             }

@@ -211,13 +211,14 @@ impl HttpProvider {
         let mut anthropic_state = anthropic::StreamState::default();
         let mut outcome = ChatOutcome::default();
         let mut done = false;
+        let mut finished = false;
         let mut handle =
             |event: &super::sse::SseEvent, outcome: &mut ChatOutcome| -> Result<bool, LlmError> {
                 let events = match self.format {
                     WireFormat::Anthropic => anthropic_state.parse_event(event),
                     WireFormat::OpenAi => openai::parse_event(event),
                 };
-                let mut finished = false;
+                let mut done = false;
                 for event in events {
                     match event {
                         ChatEvent::Text(text) => {
@@ -225,11 +226,12 @@ impl HttpProvider {
                             outcome.text.push_str(&text);
                         }
                         ChatEvent::Usage(usage) => outcome.usage = usage,
-                        ChatEvent::Done => finished = true,
+                        ChatEvent::Finished => finished = true,
+                        ChatEvent::Done => done = true,
                         ChatEvent::Error(e) => return Err(e),
                     }
                 }
-                Ok(finished)
+                Ok(done)
             };
         while !done {
             let chunk = tokio::time::timeout(IDLE_TIMEOUT, response.chunk())
@@ -259,9 +261,11 @@ impl HttpProvider {
             }
             .into());
         }
-        // The Messages API always ends with `message_stop`; without it the
-        // connection was cut, and running half an answer's code would be wrong.
-        if !done && self.format == WireFormat::Anthropic {
+        // Both formats say when the answer is complete (Anthropic's
+        // `message_stop`; OpenAI's `finish_reason`, then `[DONE]`); without
+        // that the connection was cut, and running half an answer's code
+        // would be wrong.
+        if !done && !finished {
             return Err(LlmError::Failed {
                 provider,
                 message: "the stream ended before the answer was complete".into(),

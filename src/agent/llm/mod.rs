@@ -77,6 +77,9 @@ pub enum ChatEvent {
     Text(String),
     /// Token counts; the last one seen holds the totals.
     Usage(Usage),
+    /// The answer's text is complete, but the stream goes on (OpenAI's
+    /// `finish_reason`, before the usage chunk and `[DONE]`).
+    Finished,
     /// The answer is complete.
     Done,
     /// The provider reported an error inside the stream.

@@ -55,6 +55,9 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
             {
                 events.push(ChatEvent::Text(text.to_owned()));
             }
+            if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+                events.push(ChatEvent::Finished);
+            }
         }
     }
     if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
@@ -159,6 +162,7 @@ mod tests {
         let expected = vec![
             ChatEvent::Text("Hel".into()),
             ChatEvent::Text("lo".into()),
+            ChatEvent::Finished,
             ChatEvent::Usage(Usage {
                 input_tokens: 24,
                 output_tokens: 2,
