@@ -64,17 +64,20 @@ impl Drop for TempDir {
 /// A free loopback port, never the same twice in this test process: kernels
 /// start concurrently, and a port handed to one kernel but not yet bound by it
 /// must not be handed to another (whose client would then talk to the wrong
-/// kernel).
+/// kernel). The ports lie below Linux's ephemeral range (32768 and up), so
+/// neither a server bound to port 0 (the fake model servers) nor the local end
+/// of an outgoing connection can take one before the kernel binds it.
 fn free_port() -> u16 {
-    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    // Test processes that run at the same time start at different places.
+    let offset = std::process::id() * 97;
     loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("reserve a port")
-            .port();
-        if !handed_out.contains(&port) {
-            handed_out.push(port);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(n < COUNT, "ran out of test ports");
+        let port = (FIRST + (offset + n) % COUNT) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
