@@ -34,6 +34,9 @@ pub enum Reply {
     /// A 200 event stream made of these steps; each write is its own HTTP
     /// chunk, sent as its own TCP segment.
     Steps(Vec<Step>),
+    /// Close the connection without answering, as a server does with an idle
+    /// keep-alive connection just as the client reuses it.
+    HangUp,
 }
 
 /// One step of a scripted stream.
@@ -351,6 +354,7 @@ async fn respond(
     timeline: &Timeline,
 ) -> std::io::Result<()> {
     let steps = match (reply, format) {
+        (Reply::HangUp, _) => return socket.shutdown().await,
         (Reply::Status(status, body), _) => return status_reply(socket, status, &[], &body).await,
         (Reply::StatusWith(status, headers, body), _) => {
             return status_reply(socket, status, &headers, &body).await;

@@ -619,3 +619,21 @@ async fn an_openai_stream_is_complete_at_its_finish_reason_and_cut_without_one()
     );
     assert_eq!(pieces, ["```python\nx = "]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_the_server_hangs_up_on_is_sent_again_at_once() {
+    let llm = FakeLlm::start(vec![Reply::HangUp, Reply::Answer("second try".into())]).await;
+    let (result, _) = chat(&provider(&llm, &key())).await;
+    assert_eq!(result.unwrap().text, "second try");
+    assert_eq!(llm.requests.lock().unwrap().len(), 2);
+
+    // A server that keeps hanging up: a readable error that says why.
+    let llm = FakeLlm::start(vec![Reply::HangUp; 8]).await;
+    let (result, _) = chat(&provider(&llm, &key())).await;
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.starts_with("cannot reach Anthropic: error sending request"),
+        "{error}"
+    );
+    assert!(error.contains(": "), "the cause is named: {error}");
+}

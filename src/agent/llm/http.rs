@@ -122,7 +122,23 @@ impl HttpProvider {
                 shown = true;
                 on_text(text);
             };
-            let failure = match self.attempt(&request, &mut forward).await {
+            let mut result = self.attempt(&request, &mut forward).await;
+            // A request that could not be sent at all may have met a pooled
+            // connection the server closed a moment before (servers drop idle
+            // keep-alive connections on their own schedule); send it again at
+            // once, on a fresh connection, before counting a failed attempt.
+            if let Err(Failure {
+                error: LlmError::Connect { .. },
+                ..
+            }) = &result
+            {
+                tracing::debug!(
+                    "{provider}: the request was not sent; sending it again",
+                    provider = self.name()
+                );
+                result = self.attempt(&request, &mut forward).await;
+            }
+            let failure = match result {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => failure,
             };
@@ -351,10 +367,16 @@ fn name(format: WireFormat) -> &'static str {
     }
 }
 
-/// A transport error's text without the URL (which may carry a key in a
-/// query string for some servers).
+/// A transport error's text with its causes ("error sending request:
+/// connection closed before message completed"), without the URL (which may
+/// carry a key in a query string for some servers).
 fn without_url(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
     if let Some(url) = error.url() {
         text = text.replace(url.as_str(), "<url>");
     }
