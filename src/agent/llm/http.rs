@@ -73,16 +73,10 @@ impl HttpProvider {
         model: &str,
         key: ApiKey,
     ) -> Result<Self, LlmError> {
-        // The TLS backend needs a process-wide crypto provider; installing it
-        // twice is harmless (the second attempt reports it is already set).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| LlmError::Connect {
-                provider: name(format),
-                message: e.to_string(),
-            })?;
+        let client = shared_client().map_err(|message| LlmError::Connect {
+            provider: name(format),
+            message,
+        })?;
         Ok(Self {
             format,
             base_url: base_url.trim_end_matches('/').to_owned(),
@@ -358,6 +352,25 @@ fn map_message(error: LlmError, f: impl FnOnce(&str) -> String) -> LlmError {
 /// `error` with `note` in parentheses after its message.
 fn with_note(error: LlmError, note: &str) -> LlmError {
     map_message(error, |m| format!("{m} ({note})"))
+}
+
+/// The one HTTP client of the process. Building a client loads and parses
+/// the system's root certificates (milliseconds); every `%%ask` cell used to
+/// pay that. Clones share the client's connection pool.
+fn shared_client() -> Result<reqwest::Client, String> {
+    static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // The TLS backend needs a process-wide crypto provider; installing
+            // it twice is harmless (the second attempt reports it is set).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 fn name(format: WireFormat) -> &'static str {

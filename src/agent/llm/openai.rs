@@ -4,6 +4,9 @@
 //! with no choices when `stream_options.include_usage` is set; servers that
 //! never send it leave the usage unknown, which is not an error.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::sse::SseEvent;
@@ -29,11 +32,70 @@ pub fn request_body(request: &ChatRequest) -> Value {
     })
 }
 
+/// The parts of a stream chunk that matter, read without building a JSON tree
+/// (a fast local model sends thousands of these a second); text is borrowed
+/// from the event unless it has escapes.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
 /// Translates one SSE event of the stream.
 pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
     let data = event.data.trim();
     if data == "[DONE]" {
         return vec![ChatEvent::Done];
+    }
+    // The common case, typed; errors and odd shapes go the general way.
+    if let Ok(chunk) = serde_json::from_str::<Chunk>(data)
+        && chunk.error.is_none()
+    {
+        let mut events = Vec::new();
+        for choice in chunk.choices.unwrap_or_default() {
+            if let Some(text) = choice.delta.and_then(|d| d.content)
+                && !text.is_empty()
+            {
+                events.push(ChatEvent::Text(text.into_owned()));
+            }
+            if choice.finish_reason.is_some() {
+                events.push(ChatEvent::Finished);
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            events.push(ChatEvent::Usage(Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+                cost_usd: None,
+            }));
+        }
+        return events;
     }
     let chunk: Value = match serde_json::from_str(data) {
         Ok(chunk) => chunk,
@@ -173,6 +235,24 @@ mod tests {
         for chunk in [1, 7, 64, RECORDED.len()] {
             assert_eq!(events(RECORDED, chunk), expected, "chunks of {chunk}");
         }
+    }
+
+    #[test]
+    fn escaped_text_odd_shapes_and_nulls() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\\n\\\"b\\\" \\u00e9\"}}]}\n\n",
+            "data: {\"choices\":null,\"usage\":null}\n\n",
+            "data: {\"choices\":[{\"delta\":null,\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":[1]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+        );
+        assert_eq!(
+            events(stream, 3),
+            [
+                ChatEvent::Text("a\n\"b\" é".into()),
+                ChatEvent::Finished
+            ]
+        );
     }
 
     #[test]
