@@ -4,6 +4,9 @@
 //! `message_delta` is cumulative; unknown events are ignored, as the API's
 //! documentation asks.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::sse::SseEvent;
@@ -35,9 +38,35 @@ pub struct StreamState {
     input_tokens: u64,
 }
 
+/// A `content_block_delta` event, the one that comes once per token: read
+/// into borrowed fields rather than a JSON tree.
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(borrow)]
+    delta: TextDelta<'a>,
+}
+
+#[derive(Deserialize)]
+struct TextDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
 impl StreamState {
     /// Translates one SSE event of the stream.
     pub fn parse_event(&mut self, event: &SseEvent) -> Vec<ChatEvent> {
+        if event.event == "content_block_delta"
+            && let Ok(block) = serde_json::from_str::<BlockDelta>(&event.data)
+        {
+            return match block.delta.text {
+                Some(text) if block.delta.kind == "text_delta" && !text.is_empty() => {
+                    vec![ChatEvent::Text(text.into_owned())]
+                }
+                _ => vec![],
+            };
+        }
         let data: Value = match serde_json::from_str(&event.data) {
             Ok(data) => data,
             Err(e) => {
@@ -147,6 +176,16 @@ mod tests {
             .flat_map(|c| decoder.push(c))
             .flat_map(|e| state.parse_event(&e))
             .collect()
+    }
+
+    #[test]
+    fn deltas_with_escapes_other_kinds_and_odd_shapes() {
+        let stream = concat!(
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\\n\\\"b\\\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"no type\"}}\n\n",
+        );
+        assert_eq!(events(stream, 5), [ChatEvent::Text("a\n\"b\"".into())]);
     }
 
     #[test]

@@ -248,10 +248,7 @@ mod tests {
         );
         assert_eq!(
             events(stream, 3),
-            [
-                ChatEvent::Text("a\n\"b\" é".into()),
-                ChatEvent::Finished
-            ]
+            [ChatEvent::Text("a\n\"b\" é".into()), ChatEvent::Finished]
         );
     }
 
