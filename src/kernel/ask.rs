@@ -365,12 +365,11 @@ impl Publisher {
     }
 }
 
-/// What a provider reports while it streams.
-enum Piece {
-    /// Text of the answer.
-    Text(String),
-    /// A line for the user about the call itself (a retry after a refusal).
-    Notice(String),
+/// A model call's text on its way to the user: code is filtered out, the
+/// rest coalesced.
+struct Shown<'a> {
+    coalescer: Coalescer<'a>,
+    prose: ProseFilter,
 }
 
 /// Coalesces streamed text into few `stream` messages.
@@ -405,13 +404,15 @@ impl Coalescer<'_> {
         }
     }
 
-    /// Resolves when held text is due, so a pause in the stream does not
-    /// keep it back.
-    async fn due(&self) {
-        let deadline = self
+    /// Publishes held text whose coalescing time is up, so a pause in the
+    /// stream does not keep it back.
+    fn flush_if_due(&mut self) {
+        if self
             .last
-            .map_or_else(Instant::now, |last| last + STREAM_COALESCE);
-        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
+            .is_none_or(|last| last.elapsed() >= STREAM_COALESCE)
+        {
+            self.flush();
+        }
     }
 }
 
@@ -463,60 +464,59 @@ impl Observer for KernelEffects {
 
 impl Effects for KernelEffects {
     async fn chat(&mut self, request: ChatRequest, show: bool) -> Result<ChatOutcome, AgentError> {
-        let mut coalescer = Coalescer {
-            publisher: &self.publisher,
-            pending: String::new(),
-            last: None,
-            at_line_start: true,
-        };
-        // Code that will run is shown as a panel, so it is kept out of the text.
-        let mut prose = ProseFilter::default();
-        // Text goes through a channel so that held text can be published on
-        // a timer while the provider waits for more.
-        let (pieces, mut received) = tokio::sync::mpsc::unbounded_channel::<Piece>();
-        let text_pieces = pieces.clone();
-        let mut on_text = |text: &str| {
-            if show {
-                let _ = text_pieces.send(Piece::Text(text.to_owned()));
-            }
-        };
-        let mut on_retry = |error: &LlmError, wait: Duration| {
-            let wait = if wait < Duration::from_secs(1) {
-                format!("{} ms", wait.as_millis())
-            } else {
-                format!("{:.0} s", wait.as_secs_f64().ceil())
+        // Text is published from the provider's callback (so the first piece
+        // goes out at once); a tick publishes text held back by coalescing
+        // when the model pauses. The lock is never held across an await.
+        let shown = Mutex::new(Shown {
+            coalescer: Coalescer {
+                publisher: &self.publisher,
+                pending: String::new(),
+                last: None,
+                at_line_start: true,
+            },
+            prose: ProseFilter::default(),
+        });
+        let lock = || shown.lock().unwrap_or_else(PoisonError::into_inner);
+        let result = {
+            let mut on_text = |text: &str| {
+                if show {
+                    let mut shown = lock();
+                    let visible = shown.prose.push(text);
+                    shown.coalescer.push(&visible);
+                }
             };
-            let notice = format!("({error}; trying again in {wait})\n");
-            let _ = pieces.send(Piece::Notice(notice));
-        };
-        let chat = self.provider.chat(request, &mut on_text, &mut on_retry);
-        tokio::pin!(chat);
-        let mut take = |piece: Piece, coalescer: &mut Coalescer| match piece {
-            Piece::Text(text) => coalescer.push(&prose.push(&text)),
-            Piece::Notice(notice) => {
-                coalescer.flush();
-                coalescer.publisher.stream(&notice);
+            let mut on_retry = |error: &LlmError, wait: Duration| {
+                let wait = if wait < Duration::from_secs(1) {
+                    format!("{} ms", wait.as_millis())
+                } else {
+                    format!("{:.0} s", wait.as_secs_f64().ceil())
+                };
+                let mut shown = lock();
+                shown.coalescer.flush();
+                let notice = format!("({error}; trying again in {wait})\n");
+                shown.coalescer.publisher.stream(&notice);
+            };
+            let chat = self.provider.chat(request, &mut on_text, &mut on_retry);
+            tokio::pin!(chat);
+            let mut tick = tokio::time::interval(STREAM_COALESCE);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    result = &mut chat => break result,
+                    _ = tick.tick() => lock().coalescer.flush_if_due(),
+                }
             }
         };
-        let result = loop {
-            tokio::select! {
-                biased;
-                result = &mut chat => break result,
-                Some(piece) = received.recv() => take(piece, &mut coalescer),
-                () = coalescer.due(), if !coalescer.pending.is_empty() => coalescer.flush(),
-            }
-        };
-        while let Ok(piece) = received.try_recv() {
-            take(piece, &mut coalescer);
-        }
+        let mut shown = shown.into_inner().unwrap_or_else(PoisonError::into_inner);
         if show {
-            coalescer.push(&prose.finish());
+            let rest = shown.prose.finish();
+            shown.coalescer.push(&rest);
             // End the streamed answer's line, so what follows starts on its own.
-            if !coalescer.at_line_start {
-                coalescer.pending.push('\n');
+            if !shown.coalescer.at_line_start {
+                shown.coalescer.pending.push('\n');
             }
         }
-        coalescer.flush();
+        shown.coalescer.flush();
         Ok(result?)
     }
 
