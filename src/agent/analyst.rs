@@ -212,10 +212,8 @@ async fn evaluate<E: Effects>(
 ) -> Result<(), AgentError> {
     let system = prompts::evaluate(&state.request);
     let answer = settings.answer(state, effects, system).await?;
-    state
-        .conversation
-        .push(ChatMessage::assistant(answer.text.clone()));
-    state.evaluation = Some(answer.text);
+    // The explanation reads it from the conversation.
+    state.conversation.push(ChatMessage::assistant(answer.text));
     Ok(())
 }
 
@@ -380,9 +378,11 @@ mod tests {
         let mut state = AgentState::new("is it high?", Vec::new(), MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code", "evaluate", "explain"]);
+        // The evaluation stays in the conversation, before the answer.
+        let n = state.conversation.len();
         assert_eq!(
-            state.evaluation.as_deref(),
-            Some("42 is high for this data.")
+            state.conversation[n - 3].content,
+            "42 is high for this data."
         );
         // The explanation was asked for after the evaluation and saw it.
         let explain = script.requests.last().unwrap();

@@ -102,19 +102,20 @@ pub fn choose(
     }
 }
 
+/// A variable lookup over fixed pairs, standing in for the environment in
+/// tests.
+#[cfg(test)]
+pub(crate) fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: std::collections::HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
 
     fn http(choice: Choice) -> ProviderChoice {
         match choice {

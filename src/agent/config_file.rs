@@ -175,17 +175,8 @@ fn without_values(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
+    use crate::agent::config::env;
 
     #[test]
     fn entries_stand_for_their_environment_variables() {

@@ -53,8 +53,6 @@ pub struct AgentState {
     pub plan: Option<Plan>,
     /// The analyst graph's failed attempts at the code, in order.
     pub failed_attempts: Vec<Execution>,
-    /// The analyst graph's evaluation of the code's results.
-    pub evaluation: Option<String>,
     pub usage: Usage,
     pub outcome: Option<Outcome>,
 }
@@ -85,7 +83,6 @@ impl AgentState {
             verdict: None,
             plan: None,
             failed_attempts: Vec::new(),
-            evaluation: None,
             usage: Usage::default(),
             outcome: None,
         }

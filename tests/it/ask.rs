@@ -150,25 +150,10 @@ async fn interrupt_stops_a_stream_at_once() {
     )])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let msg_id = kernel
-        .send(
-            Channel::Shell,
-            "execute_request",
-            json!({ "code": "%%ask\ntake your time" }),
-        )
+    let (_, first) = kernel
+        .execute_until("%%ask\ntake your time", "stream")
         .await;
-    loop {
-        let message = kernel.next_for(&msg_id).await;
-        if message.header.msg_type == "stream" {
-            assert!(
-                message.content["text"]
-                    .as_str()
-                    .unwrap()
-                    .contains("Thinking")
-            );
-            break;
-        }
-    }
+    assert!(first.content["text"].as_str().unwrap().contains("Thinking"));
     kernel
         .request(Channel::Control, "interrupt_request", json!({}))
         .await;
@@ -182,7 +167,7 @@ async fn interrupt_stops_a_stream_at_once() {
 
 /// A stand-in `claude` executable: records its arguments, then prints the
 /// stream-json lines of the next scripted answer.
-fn fake_claude(dir: &std::path::Path) -> std::path::PathBuf {
+fn fake_claude(dir: &std::path::Path) {
     let answer_1 = [
         r#"{"type":"system","subtype":"init","session_id":"s","tools":[]}"#,
         r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Computing.\n```python\nfrom_cli = 2 ** 5\n"}},"session_id":"s"}"#,
@@ -198,18 +183,13 @@ fn fake_claude(dir: &std::path::Path) -> std::path::PathBuf {
             .map(|l| format!("  printf '%s\\n' '{l}'\n"))
             .collect::<String>()
     };
-    let script = format!(
-        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"{dir}/args.$$\"\ncount=$(ls \"{dir}\" | grep -c '^args')\nif [ \"$count\" = 1 ]; then\n{}else\n{}fi\n",
+    let body = format!(
+        "printf '%s\\n' \"$@\" > \"{dir}/args.$$\"\ncount=$(ls \"{dir}\" | grep -c '^args')\nif [ \"$count\" = 1 ]; then\n{}else\n{}fi\n",
         quote(&answer_1),
         quote(&answer_2),
         dir = dir.display(),
     );
-    let path = dir.join("claude");
-    std::fs::write(&path, script).unwrap();
-    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&path, permissions).unwrap();
-    path
+    claude_script(dir, &body);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -528,19 +508,9 @@ async fn interrupt_kills_the_claude_cli() {
         ("PATH", path_with(&dir.0)),
     ])
     .await;
-    let msg_id = kernel
-        .send(
-            Channel::Shell,
-            "execute_request",
-            json!({ "code": "%%ask\ntake your time" }),
-        )
+    kernel
+        .execute_until("%%ask\ntake your time", "stream")
         .await;
-    loop {
-        let message = kernel.next_for(&msg_id).await;
-        if message.header.msg_type == "stream" {
-            break;
-        }
-    }
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()

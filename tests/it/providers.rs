@@ -497,20 +497,10 @@ async fn an_interrupt_closes_the_anthropic_connection_at_once() {
     ])])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.anthropic_env(&key())).await;
-    let msg_id = kernel
-        .send(
-            Channel::Shell,
-            "execute_request",
-            json!({ "code": "%%ask\ntake your time" }),
-        )
+    let (_, first) = kernel
+        .execute_until("%%ask\ntake your time", "stream")
         .await;
-    loop {
-        let message = kernel.next_for(&msg_id).await;
-        if message.header.msg_type == "stream" {
-            assert_eq!(message.content["text"], "Thinking");
-            break;
-        }
-    }
+    assert_eq!(first.content["text"], "Thinking");
     let interrupted = Instant::now();
     kernel
         .request(Channel::Control, "interrupt_request", json!({}))

@@ -331,6 +331,21 @@ impl Kernel {
     }
 
     /// The next IOPub message caused by `msg_id`; others are kept for later.
+    /// Sends `code` to run and waits for its first IOPub message of
+    /// `msg_type` (the cell goes on running); returns the request's msg_id
+    /// and that message.
+    pub async fn execute_until(&mut self, code: &str, msg_type: &str) -> (String, Message) {
+        let msg_id = self
+            .send(Channel::Shell, "execute_request", json!({ "code": code }))
+            .await;
+        loop {
+            let message = self.next_for(&msg_id).await;
+            if message.header.msg_type == msg_type {
+                return (msg_id, message);
+            }
+        }
+    }
+
     pub async fn next_for(&mut self, msg_id: &str) -> Message {
         if let Some(index) = self.backlog.iter().position(|m| parent_id(m) == msg_id) {
             return self.backlog.remove(index).expect("index is in range");
