@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import start_new_kernel
@@ -255,3 +256,17 @@ def kernel(tmp_path: Path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def reap(procs: list[psutil.Process], timeout: float) -> list[str]:
+    """Wait up to `timeout` for `procs` to exit; kill those that do not.
+    Returns the command lines of the ones that had to be killed."""
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    leftovers = []
+    for proc in alive:
+        try:
+            leftovers.append(" ".join(proc.cmdline()))
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return leftovers

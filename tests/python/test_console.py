@@ -18,7 +18,7 @@ from pathlib import Path
 import pexpect
 import psutil
 import pytest
-from conftest import JUPYTER, KERNEL_NAME
+from conftest import JUPYTER, KERNEL_NAME, reap
 
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
 
@@ -46,16 +46,7 @@ def kernel_processes(connection_file: Path) -> list[psutil.Process]:
 def reap_kernel(connection_file: Path) -> list[str]:
     """Wait for the kernel started with this connection file to exit; kill it
     if it does not. Returns the command lines of kernels that had to be killed."""
-    procs = kernel_processes(connection_file)
-    _, alive = psutil.wait_procs(procs, timeout=KERNEL_EXIT_TIMEOUT)
-    leftovers = []
-    for proc in alive:
-        try:
-            leftovers.append(" ".join(proc.cmdline()))
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    return leftovers
+    return reap(kernel_processes(connection_file), KERNEL_EXIT_TIMEOUT)
 
 
 # -- a) piped stdin ------------------------------------------------------------

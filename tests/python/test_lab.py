@@ -29,7 +29,7 @@ import nbformat
 import psutil
 import pytest
 
-from conftest import JUPYTER, KERNEL_NAME, REPO_ROOT
+from conftest import JUPYTER, KERNEL_NAME, REPO_ROOT, reap
 
 pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="the notebook has a %%ask cell")
 
@@ -94,15 +94,7 @@ def stop_lab(server: subprocess.Popen, runtime_dir: Path) -> list[str]:
     kernels = [
         p for p in psutil.process_iter(["cmdline"]) if any(str(runtime_dir) in a for a in p.info["cmdline"] or [])
     ]
-    _, alive = psutil.wait_procs(kernels, timeout=10)
-    leftovers = []
-    for proc in alive:
-        try:
-            leftovers.append(" ".join(proc.cmdline()))
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    return leftovers
+    return reap(kernels, 10)
 
 
 def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
