@@ -22,13 +22,16 @@ cell's idle status. Figures (medians over --reps cells):
   messages     IOPub stream messages per cell, and the most of them that
                arrived within any one second
 
-Two pacings: "burst" writes every token as fast as the server can; "paced"
+Three pacings: "flood" writes the whole answer at once (one write: the
+kernel's own processing speed, with the server out of the way); "burst"
+writes every token as its own write, as fast as the server can; "paced"
 writes --rate tokens per second, like a fast model, where coalescing shows.
 This is a report, not a test: it asserts nothing about timings, but it checks
 that the streamed text arrives exactly.
 
 Usage: .venv/bin/python bench/stream_bench.py [--tokens 5000] [--reps 7]
-            [--rate 1000] [--formats openai,anthropic] [--json OUT]
+            [--rate 1000] [--formats openai,anthropic]
+            [--pacings flood,burst,paced] [--json OUT]
 """
 
 import argparse
@@ -47,6 +50,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from bench import VENV_KERNELS, KernelRun, progress, require_ok
 
 CELL_TIMEOUT = 120.0
+PACINGS = ("flood", "burst", "paced")
 REPORT_TIMEOUT = 10.0
 WORDS = ("the", "kernel", "streams", "text", "quickly,", "and", "a", "naïve", "café", "answer",
          "keeps", "flowing", "—", "über", "tokens", "to", "the", "cell.")
@@ -98,7 +102,9 @@ def anthropic_events(tokens):
 
 def serve(port_out, reports):
     """The replay provider (runs in its own process). The model name in the
-    request says what to stream: replay-TOKENS-RATE (RATE 0: as fast as possible)."""
+    request says what to stream: replay-TOKENS-PACING, where PACING is
+    "flood" (one write), "burst" (a write per token, no waiting) or a rate in
+    tokens per second."""
     cache = {}
 
     class Handler(BaseHTTPRequestHandler):
@@ -109,8 +115,9 @@ def serve(port_out, reports):
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            _, tokens, rate = body["model"].split("-")
-            tokens, rate = int(tokens), float(rate)
+            _, tokens, pacing = body["model"].split("-")
+            tokens = int(tokens)
+            rate = 0.0 if pacing in ("flood", "burst") else float(pacing)
             fmt = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}[self.path]
             if (fmt, tokens) not in cache:
                 make = openai_events if fmt == "openai" else anthropic_events
@@ -122,8 +129,13 @@ def serve(port_out, reports):
                     b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
             send = self.connection.sendall
             first = perf_counter()
-            send(head + frames[0])
-            for i, frame in enumerate(frames[1:], 1):
+            if pacing == "flood":
+                send(head + b"".join(frames))
+                frames_left = []
+            else:
+                send(head + frames[0])
+                frames_left = frames[1:]
+            for i, frame in enumerate(frames_left, 1):
                 if rate:
                     delay = first + i / rate - perf_counter()
                     if delay > 0:
@@ -212,13 +224,14 @@ def bench_format(fmt, ksm, reports, port, args):
         raw["trivial_cell_s"] = trivial
         # One warm-up of each kind first: the first %%ask imports the agent's
         # Python side and builds the HTTP client's TLS configuration.
-        ask_cell(run, reports, "replay-1-0", answer_text(1))
-        raw["one_token"] = [ask_cell(run, reports, "replay-1-0", answer_text(1))
+        ask_cell(run, reports, "replay-1-burst", answer_text(1))
+        raw["one_token"] = [ask_cell(run, reports, "replay-1-burst", answer_text(1))
                             for _ in range(args.reps)]
         progress(f"mahtab/{fmt}", f"{args.reps} one-token answers")
         expected = answer_text(args.tokens)
-        for pacing, rate in (("burst", 0), ("paced", args.rate)):
-            model = f"replay-{args.tokens}-{rate:g}"
+        for pacing in args.pacings:
+            how = f"{args.rate:g}" if pacing == "paced" else pacing
+            model = f"replay-{args.tokens}-{how}"
             raw[pacing] = [ask_cell(run, reports, model, expected) for _ in range(args.reps)]
             progress(f"mahtab/{fmt}", f"{args.reps} {pacing} answers of {args.tokens} tokens")
     except Exception as exc:
@@ -236,7 +249,9 @@ def summarize(raw):
     out = {"trivial_cell_ms": median(raw["trivial_cell_s"]) * 1000,
            "one_token_ask_ms": median([c["total_s"] for c in raw["one_token"]]) * 1000,
            "fixed_ask_ms": fixed * 1000}
-    for pacing in ("burst", "paced"):
+    for pacing in PACINGS:
+        if pacing not in raw:
+            continue
         cells = raw[pacing]
         added = [c["total_s"] - c["raw_stream_s"] - fixed for c in cells]
         out[pacing] = {
@@ -264,7 +279,7 @@ def print_report(summaries, raws, args):
               f"{s['one_token_ask_ms']:.1f} ms (fixed %%ask cost {s['fixed_ask_ms']:.1f} ms)")
         print(f"  {'':<8}{'raw stream':>12}{'cell total':>12}{'first text':>12}"
               f"{'added':>10}{'added %':>9}{'last byte→idle':>16}{'stream msgs':>13}{'peak msgs/s':>13}")
-        for pacing in ("burst", "paced"):
+        for pacing in (p for p in PACINGS if p in s):
             p = s[pacing]
             print(f"  {pacing:<8}{p['raw_stream_ms']:>9.1f} ms{p['total_ms']:>9.1f} ms"
                   f"{p['first_text_ms']:>9.2f} ms{p['added_ms']:>7.1f} ms{p['added_pct']:>8.2f}%"
@@ -282,7 +297,12 @@ def parse_args():
     parser.add_argument("--formats", default="openai,anthropic",
                         help="comma-separated, from: openai, anthropic")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write all raw figures to this file")
+    parser.add_argument("--pacings", default=",".join(PACINGS),
+                        help="comma-separated, from: " + ", ".join(PACINGS))
     args = parser.parse_args()
+    args.pacings = [p.strip() for p in args.pacings.split(",") if p.strip()]
+    if not args.pacings or set(args.pacings) - set(PACINGS):
+        parser.error("--pacings takes " + ", ".join(PACINGS))
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if not args.formats or set(args.formats) - {"openai", "anthropic"}:
         parser.error("--formats takes openai and/or anthropic")

@@ -40,12 +40,11 @@ impl Default for ProseFilter {
 }
 
 impl ProseFilter {
-    /// Takes the next piece of the answer; returns what can be shown now.
-    pub fn push(&mut self, text: &str) -> String {
+    /// Takes the next piece of the answer; appends what can be shown now to
+    /// `shown`.
+    pub fn push(&mut self, text: &str, shown: &mut String) {
         self.pending.push_str(text);
-        let mut shown = String::new();
-        while self.step(&mut shown) {}
-        shown
+        while self.step(shown) {}
     }
 
     /// The answer is complete: whatever was held back and does not run.
@@ -100,7 +99,9 @@ impl ProseFilter {
     /// tag, holding back what may be the start of a tag.
     fn mid_line(&mut self, shown: &mut String) -> bool {
         let newline = self.pending.find('\n');
-        let tag = self.pending.find(TAG_OPEN);
+        // Most pieces have no `<`: skip building a substring search for them.
+        let may_tag = self.pending.contains('<');
+        let tag = may_tag.then(|| self.pending.find(TAG_OPEN)).flatten();
         match (newline, tag) {
             (_, Some(tag)) if newline.is_none_or(|n| tag < n) => {
                 shown.push_str(&self.pending[..tag]);
@@ -109,14 +110,18 @@ impl ProseFilter {
                 true
             }
             (Some(newline), _) => {
-                shown.extend(self.pending.drain(..=newline));
+                move_front(&mut self.pending, newline + 1, shown);
                 self.state = State::Prose { line_start: true };
                 true
             }
             (None, _) => {
-                let keep = partial_suffix(&self.pending, TAG_OPEN);
+                let keep = if may_tag {
+                    partial_suffix(&self.pending, TAG_OPEN)
+                } else {
+                    0
+                };
                 let ready = self.pending.len() - keep;
-                shown.extend(self.pending.drain(..ready));
+                move_front(&mut self.pending, ready, shown);
                 false
             }
         }
@@ -161,6 +166,12 @@ impl ProseFilter {
     }
 }
 
+/// Moves the first `len` bytes of `from` to the end of `to`.
+fn move_front(from: &mut String, len: usize, to: &mut String) {
+    to.push_str(&from[..len]);
+    from.drain(..len);
+}
+
 /// The length of the longest end of `text` that begins `marker`.
 fn partial_suffix(text: &str, marker: &str) -> usize {
     (1..marker.len().min(text.len() + 1))
@@ -182,7 +193,7 @@ mod tests {
         let chars: Vec<char> = answer.chars().collect();
         let mut out = String::new();
         for piece in chars.chunks(size) {
-            out.push_str(&filter.push(&piece.iter().collect::<String>()));
+            filter.push(&piece.iter().collect::<String>(), &mut out);
         }
         out + &filter.finish()
     }
@@ -253,13 +264,18 @@ mod tests {
     #[test]
     fn text_streams_before_the_line_ends() {
         let mut filter = ProseFilter::default();
-        assert_eq!(filter.push("The answer"), "The answer");
-        assert_eq!(filter.push(" is <assis"), " is ");
-        assert_eq!(filter.push("tant>"), "<assistant>");
+        let mut push = |text: &str| {
+            let mut shown = String::new();
+            filter.push(text, &mut shown);
+            shown
+        };
+        assert_eq!(push("The answer"), "The answer");
+        assert_eq!(push(" is <assis"), " is ");
+        assert_eq!(push("tant>"), "<assistant>");
         // At a line start, backticks wait for the rest of the line.
-        assert_eq!(filter.push("\n``"), "\n");
-        assert_eq!(filter.push("`py"), "");
-        assert_eq!(filter.push("thon\nx = 1\n"), "");
-        assert_eq!(filter.push("```\nok"), "ok");
+        assert_eq!(push("\n``"), "\n");
+        assert_eq!(push("`py"), "");
+        assert_eq!(push("thon\nx = 1\n"), "");
+        assert_eq!(push("```\nok"), "ok");
     }
 }

@@ -372,46 +372,68 @@ struct Shown<'a> {
     prose: ProseFilter,
 }
 
-/// Coalesces streamed text into few `stream` messages.
+/// Coalesces streamed text into few `stream` messages, at most one per
+/// coalescing tick: held text goes out when the tick comes round, and the
+/// first text after a quiet tick (at the start, or after the model paused)
+/// goes out at once and uses up the next tick's turn. No clock is read per
+/// piece of text.
 struct Coalescer<'a> {
     publisher: &'a Publisher,
+    /// Text not yet published.
     pending: String,
-    last: Option<Instant>,
-    /// Whether the text so far ends a line (or there is none).
-    at_line_start: bool,
+    /// A tick passed with nothing to publish: new text may go out at once.
+    due: bool,
+    /// Text went out between ticks: the next tick publishes nothing.
+    sent_early: bool,
+    /// Whether the published text so far ends a line (or there is none).
+    published_line_end: bool,
 }
 
-impl Coalescer<'_> {
-    fn push(&mut self, text: &str) {
-        let Some(last) = text.chars().next_back() else {
-            return;
-        };
-        self.at_line_start = last == '\n';
-        self.pending.push_str(text);
-        // The first text goes out at once; later text at most every 20 ms.
-        if self
-            .last
-            .is_none_or(|last| last.elapsed() >= STREAM_COALESCE)
-        {
+impl<'a> Coalescer<'a> {
+    fn new(publisher: &'a Publisher) -> Self {
+        Self {
+            publisher,
+            pending: String::new(),
+            due: true,
+            sent_early: false,
+            published_line_end: true,
+        }
+    }
+
+    /// Text was added to `pending`: it goes out now if it is due.
+    fn added(&mut self) {
+        if self.due && !self.pending.is_empty() {
             self.flush();
+            self.due = false;
+            self.sent_early = true;
         }
     }
 
     fn flush(&mut self) {
         if !self.pending.is_empty() {
+            self.published_line_end = self.pending.ends_with('\n');
             self.publisher.stream(&std::mem::take(&mut self.pending));
-            self.last = Some(Instant::now());
         }
     }
 
-    /// Publishes held text whose coalescing time is up, so a pause in the
-    /// stream does not keep it back.
-    fn flush_if_due(&mut self) {
-        if self
-            .last
-            .is_none_or(|last| last.elapsed() >= STREAM_COALESCE)
-        {
+    /// The coalescing tick.
+    fn tick(&mut self) {
+        if std::mem::take(&mut self.sent_early) {
+            return;
+        }
+        if self.pending.is_empty() {
+            self.due = true;
+        } else {
             self.flush();
+        }
+    }
+
+    /// Whether all text so far, published or not, ends a line.
+    fn at_line_start(&self) -> bool {
+        if self.pending.is_empty() {
+            self.published_line_end
+        } else {
+            self.pending.ends_with('\n')
         }
     }
 }
@@ -468,21 +490,16 @@ impl Effects for KernelEffects {
         // goes out at once); a tick publishes text held back by coalescing
         // when the model pauses. The lock is never held across an await.
         let shown = Mutex::new(Shown {
-            coalescer: Coalescer {
-                publisher: &self.publisher,
-                pending: String::new(),
-                last: None,
-                at_line_start: true,
-            },
+            coalescer: Coalescer::new(&self.publisher),
             prose: ProseFilter::default(),
         });
         let lock = || shown.lock().unwrap_or_else(PoisonError::into_inner);
         let result = {
             let mut on_text = |text: &str| {
                 if show {
-                    let mut shown = lock();
-                    let visible = shown.prose.push(text);
-                    shown.coalescer.push(&visible);
+                    let shown = &mut *lock();
+                    shown.prose.push(text, &mut shown.coalescer.pending);
+                    shown.coalescer.added();
                 }
             };
             let mut on_retry = |error: &LlmError, wait: Duration| {
@@ -503,16 +520,16 @@ impl Effects for KernelEffects {
             loop {
                 tokio::select! {
                     result = &mut chat => break result,
-                    _ = tick.tick() => lock().coalescer.flush_if_due(),
+                    _ = tick.tick() => lock().coalescer.tick(),
                 }
             }
         };
         let mut shown = shown.into_inner().unwrap_or_else(PoisonError::into_inner);
         if show {
             let rest = shown.prose.finish();
-            shown.coalescer.push(&rest);
+            shown.coalescer.pending.push_str(&rest);
             // End the streamed answer's line, so what follows starts on its own.
-            if !shown.coalescer.at_line_start {
+            if !shown.coalescer.at_line_start() {
                 shown.coalescer.pending.push('\n');
             }
         }

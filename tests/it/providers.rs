@@ -373,6 +373,37 @@ async fn a_stream_cut_before_message_stop_is_an_error_not_an_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_stream_silent_past_the_idle_timeout_fails_and_a_slow_one_does_not() {
+    let idle = Duration::from_millis(800);
+    let llm = FakeLlm::start(vec![
+        Reply::Stall("Hel".into(), Duration::from_secs(30)),
+        // Each pause is shorter than the idle timeout; together they are longer.
+        Reply::Steps(vec![
+            Step::text(anthropic::start() + &anthropic::delta("slow ")),
+            Step::Pause(Duration::from_millis(300)),
+            Step::text(anthropic::delta("but ")),
+            Step::Pause(Duration::from_millis(300)),
+            Step::text(anthropic::delta("alive")),
+            Step::Pause(Duration::from_millis(300)),
+            Step::text(anthropic::end()),
+        ]),
+    ])
+    .await;
+    let provider = provider(&llm, &key()).with_idle_timeout(idle);
+
+    let (result, pieces) = chat(&provider).await;
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "Anthropic failed: no data for 800 ms"
+    );
+    assert_eq!(pieces.concat(), "Hel");
+
+    let (result, pieces) = chat(&provider).await;
+    assert_eq!(result.unwrap().text, "slow but alive");
+    assert_eq!(pieces.concat(), "slow but alive");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_error_event_mid_stream_is_a_readable_error_and_the_namespace_stays() {
     let llm = FakeLlm::start(vec![Reply::Steps(vec![
         Step::text(anthropic::start() + &anthropic::delta("Working on it")),

@@ -147,7 +147,7 @@ fn error_from(error: &Value, status: Option<u16>) -> LlmError {
 #[cfg(test)]
 mod tests {
     use super::super::ChatMessage;
-    use super::super::sse::SseDecoder;
+    use super::super::sse::decode_in_chunks;
     use super::*;
 
     const RECORDED: &str = concat!(
@@ -168,13 +168,10 @@ mod tests {
     );
 
     fn events(stream: &str, chunk: usize) -> Vec<ChatEvent> {
-        let mut decoder = SseDecoder::default();
         let mut state = StreamState::default();
-        stream
-            .as_bytes()
-            .chunks(chunk)
-            .flat_map(|c| decoder.push(c))
-            .flat_map(|e| state.parse_event(&e))
+        decode_in_chunks(stream.as_bytes(), chunk)
+            .iter()
+            .flat_map(|e| state.parse_event(e))
             .collect()
     }
 

@@ -13,14 +13,16 @@
 
 use std::time::Duration;
 
-use super::sse::SseDecoder;
+use super::sse::{SseDecoder, SseEvent};
 use super::{ChatEvent, ChatRequest, LlmError, Usage, anthropic, openai};
 use crate::agent::ChatOutcome;
 
 /// How long to wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a stream may stay silent before it counts as failed.
+/// How long a stream may stay silent before it counts as failed, by default.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How many times within the idle timeout a stream is checked for silence.
+const IDLE_CHECKS: u32 = 4;
 /// Attempts for a call the provider refuses as overloaded or rate-limited.
 pub const ATTEMPTS: u32 = 3;
 /// The wait before the first retry when the server does not say; doubled after.
@@ -64,6 +66,8 @@ pub struct HttpProvider {
     pub model: String,
     key: ApiKey,
     client: reqwest::Client,
+    /// How long a stream may stay silent before it counts as failed.
+    idle_timeout: Duration,
 }
 
 impl HttpProvider {
@@ -83,7 +87,15 @@ impl HttpProvider {
             model: model.to_owned(),
             key,
             client,
+            idle_timeout: IDLE_TIMEOUT,
         })
+    }
+
+    /// The same provider, failing a stream that stays silent for `idle`
+    /// (default two minutes).
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
     }
 
     pub fn name(&self) -> &'static str {
@@ -217,53 +229,50 @@ impl HttpProvider {
             return Err(Failure { error, retry_after });
         }
 
+        let mut answer = Answer::default();
         let mut decoder = SseDecoder::default();
-        let mut anthropic_state = anthropic::StreamState::default();
-        let mut outcome = ChatOutcome::default();
-        let mut done = false;
-        let mut finished = false;
-        let mut handle =
-            |event: &super::sse::SseEvent, outcome: &mut ChatOutcome| -> Result<bool, LlmError> {
-                let events = match self.format {
-                    WireFormat::Anthropic => anthropic_state.parse_event(event),
-                    WireFormat::OpenAi => openai::parse_event(event),
-                };
-                let mut done = false;
-                for event in events {
-                    match event {
-                        ChatEvent::Text(text) => {
-                            on_text(&text);
-                            outcome.text.push_str(&text);
-                        }
-                        ChatEvent::Usage(usage) => outcome.usage = usage,
-                        ChatEvent::Finished => finished = true,
-                        ChatEvent::Done => done = true,
-                        ChatEvent::Error(e) => return Err(e),
-                    }
-                }
-                Ok(done)
-            };
-        while !done {
-            let chunk = tokio::time::timeout(IDLE_TIMEOUT, response.chunk())
-                .await
-                .map_err(|_| LlmError::Failed {
-                    provider,
-                    message: format!("no data for {} s", IDLE_TIMEOUT.as_secs()),
-                })?
-                .map_err(|e| LlmError::Failed {
+        // Silence is noticed by a check every quarter of the idle timeout:
+        // a timer or a clock reading for every chunk costs more than the
+        // chunk's token. A stream fails after 3/4 to 4/4 of the timeout.
+        let check_every = self.idle_timeout / IDLE_CHECKS;
+        let mut checks =
+            tokio::time::interval_at(tokio::time::Instant::now() + check_every, check_every);
+        let mut silent_checks = 0;
+        let mut got_data = false;
+        while !answer.done {
+            let chunk = tokio::select! {
+                biased;
+                chunk = response.chunk() => chunk.map_err(|e| LlmError::Failed {
                     provider,
                     message: without_url(&e),
-                })?;
-            let Some(chunk): Option<bytes::Bytes> = chunk else {
+                })?,
+                _ = checks.tick() => {
+                    silent_checks = if std::mem::take(&mut got_data) { 0 } else { silent_checks + 1 };
+                    if silent_checks == IDLE_CHECKS {
+                        return Err(LlmError::Failed {
+                            provider,
+                            message: format!("no data for {}", duration_text(self.idle_timeout)),
+                        }
+                        .into());
+                    }
+                    continue;
+                }
+            };
+            let Some(chunk) = chunk else {
                 break;
             };
-            for event in decoder.push(&chunk) {
-                done |= handle(&event, &mut outcome)?;
-            }
+            got_data = true;
+            decoder.push(&chunk, |event| answer.read(self.format, event, on_text))?;
         }
-        if !done && let Some(event) = decoder.finish() {
-            done |= handle(&event, &mut outcome)?;
+        if !answer.done {
+            decoder.finish(|event| answer.read(self.format, event, on_text))?;
         }
+        let Answer {
+            outcome,
+            done,
+            finished,
+            ..
+        } = answer;
         if !done && outcome.text.is_empty() {
             return Err(LlmError::Malformed {
                 provider,
@@ -286,6 +295,45 @@ impl HttpProvider {
             tracing::debug!("{provider} reported no usage");
         }
         Ok(outcome)
+    }
+}
+
+/// What one attempt has read of the answer so far.
+#[derive(Default)]
+struct Answer {
+    outcome: ChatOutcome,
+    anthropic: anthropic::StreamState,
+    /// The provider said the answer is complete.
+    done: bool,
+    /// The text is complete (OpenAI's `finish_reason`), though the stream goes on.
+    finished: bool,
+}
+
+impl Answer {
+    /// Takes in one event of the stream; text goes on to `on_text` at once.
+    fn read(
+        &mut self,
+        format: WireFormat,
+        event: &SseEvent,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), LlmError> {
+        let events = match format {
+            WireFormat::Anthropic => self.anthropic.parse_event(event),
+            WireFormat::OpenAi => openai::parse_event(event),
+        };
+        for event in events {
+            match event {
+                ChatEvent::Text(text) => {
+                    on_text(&text);
+                    self.outcome.text.push_str(&text);
+                }
+                ChatEvent::Usage(usage) => self.outcome.usage = usage,
+                ChatEvent::Finished => self.finished = true,
+                ChatEvent::Done => self.done = true,
+                ChatEvent::Error(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -371,6 +419,15 @@ fn shared_client() -> Result<reqwest::Client, String> {
                 .map_err(|e| e.to_string())
         })
         .clone()
+}
+
+/// "120 s", or "400 ms" for less than a second.
+fn duration_text(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{} s", duration.as_secs())
+    }
 }
 
 fn name(format: WireFormat) -> &'static str {

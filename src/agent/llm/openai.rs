@@ -177,7 +177,7 @@ fn truncate(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::ChatMessage;
-    use super::super::sse::SseDecoder;
+    use super::super::sse::decode_in_chunks;
     use super::*;
 
     const RECORDED: &str = concat!(
@@ -190,12 +190,9 @@ mod tests {
     );
 
     fn events(stream: &str, chunk: usize) -> Vec<ChatEvent> {
-        let mut decoder = SseDecoder::default();
-        stream
-            .as_bytes()
-            .chunks(chunk)
-            .flat_map(|c| decoder.push(c))
-            .flat_map(|e| parse_event(&e))
+        decode_in_chunks(stream.as_bytes(), chunk)
+            .iter()
+            .flat_map(parse_event)
             .collect()
     }
 

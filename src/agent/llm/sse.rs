@@ -5,7 +5,9 @@
 //! events. A chunk may end in the middle of a line or of a UTF-8 character;
 //! bytes are kept until their line is complete, and only then decoded.
 
-/// One server-sent event.
+/// One server-sent event. The decoder lends it to a callback and reuses its
+/// buffers for the next event, so a stream of thousands of events allocates
+/// almost nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {
     /// The `event:` field; empty when the stream does not name events (OpenAI).
@@ -15,41 +17,62 @@ pub struct SseEvent {
 }
 
 /// Splits a byte stream into lines, tolerating `\n`, `\r\n` and `\r` endings.
+/// A line that lies whole within one chunk is handed out without copying.
 #[derive(Debug, Default)]
 struct LineSplitter {
+    /// The start of a line whose end has not arrived yet.
     pending: Vec<u8>,
     /// A `\r` ended the last chunk: a `\n` starting the next one belongs to it.
     after_cr: bool,
 }
 
 impl LineSplitter {
-    fn push(&mut self, chunk: &[u8], mut on_line: impl FnMut(String)) {
-        for &byte in chunk {
-            if self.after_cr {
-                self.after_cr = false;
-                if byte == b'\n' {
-                    continue;
-                }
+    fn push<E>(
+        &mut self,
+        mut chunk: &[u8],
+        mut on_line: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if std::mem::take(&mut self.after_cr) && chunk.first() == Some(&b'\n') {
+            chunk = &chunk[1..];
+        }
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
+            if self.pending.is_empty() {
+                on_line(&decode(&chunk[..end]))?;
+            } else {
+                self.pending.extend_from_slice(&chunk[..end]);
+                let line = std::mem::take(&mut self.pending);
+                on_line(&decode(&line))?;
+                // Keep the buffer's capacity for the next partial line.
+                self.pending = line;
+                self.pending.clear();
             }
-            match byte {
-                b'\n' => on_line(self.take()),
-                b'\r' => {
-                    on_line(self.take());
-                    self.after_cr = true;
+            let ending = chunk[end];
+            chunk = &chunk[end + 1..];
+            if ending == b'\r' {
+                match chunk.first() {
+                    Some(b'\n') => chunk = &chunk[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
                 }
-                _ => self.pending.push(byte),
             }
         }
+        self.pending.extend_from_slice(chunk);
+        Ok(())
     }
 
-    fn take(&mut self) -> String {
-        let line = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        line
-    }
-
+    /// The last line, when the stream ended without a line break.
     fn finish(&mut self) -> Option<String> {
-        (!self.pending.is_empty()).then(|| self.take())
+        let line = std::mem::take(&mut self.pending);
+        (!line.is_empty()).then(|| decode(&line).into_owned())
+    }
+}
+
+/// A line's text; bytes that are not UTF-8 become U+FFFD.
+fn decode(line: &[u8]) -> std::borrow::Cow<'_, str> {
+    // `from_utf8` is the fast check; the lossy conversion only for bad bytes.
+    match std::str::from_utf8(line) {
+        Ok(text) => text.into(),
+        Err(_) => String::from_utf8_lossy(line),
     }
 }
 
@@ -57,44 +80,63 @@ impl LineSplitter {
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     lines: LineSplitter,
+    fields: EventFields,
+}
+
+/// The fields of the event being read.
+#[derive(Debug, Default)]
+struct EventFields {
     current: SseEvent,
     has_data: bool,
 }
 
 impl SseDecoder {
-    /// Feeds a chunk; returns the events it completed.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
-        let mut events = Vec::new();
-        let mut lines = Vec::new();
-        self.lines.push(chunk, |line| lines.push(line));
-        for line in lines {
-            if let Some(event) = self.line(&line) {
-                events.push(event);
-            }
+    /// Feeds a chunk; `on_event` gets each event it completes, in order. An
+    /// error from `on_event` stops decoding and is returned.
+    pub fn push<E>(
+        &mut self,
+        chunk: &[u8],
+        mut on_event: impl FnMut(&SseEvent) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let fields = &mut self.fields;
+        self.lines
+            .push(chunk, |line| fields.line(line, &mut on_event))
+    }
+
+    /// Ends the stream: a last event not followed by a blank line goes to
+    /// `on_event` too.
+    pub fn finish<E>(
+        &mut self,
+        mut on_event: impl FnMut(&SseEvent) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if let Some(line) = self.lines.finish() {
+            self.fields.line(&line, &mut on_event)?;
         }
-        events
+        self.fields.dispatch(&mut on_event)
     }
+}
 
-    /// Ends the stream; returns a last event not followed by a blank line.
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        let tail = self.lines.finish();
-        let from_tail = tail.and_then(|line| self.line(&line));
-        from_tail.or_else(|| self.dispatch())
-    }
-
-    fn line(&mut self, line: &str) -> Option<SseEvent> {
+impl EventFields {
+    fn line<E>(
+        &mut self,
+        line: &str,
+        on_event: &mut impl FnMut(&SseEvent) -> Result<(), E>,
+    ) -> Result<(), E> {
         if line.is_empty() {
-            return self.dispatch();
+            return self.dispatch(on_event);
         }
         if line.starts_with(':') {
-            return None; // comment / keep-alive
+            return Ok(()); // comment / keep-alive
         }
         let (field, value) = match line.split_once(':') {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
             None => (line, ""),
         };
         match field {
-            "event" => self.current.event = value.to_owned(),
+            "event" => {
+                self.current.event.clear();
+                self.current.event.push_str(value);
+            }
             "data" => {
                 if self.has_data {
                     self.current.data.push('\n');
@@ -104,13 +146,22 @@ impl SseDecoder {
             }
             _ => {} // id, retry and unknown fields do not matter here
         }
-        None
+        Ok(())
     }
 
-    fn dispatch(&mut self) -> Option<SseEvent> {
-        let event = std::mem::take(&mut self.current);
-        let had_data = std::mem::take(&mut self.has_data);
-        had_data.then_some(event)
+    /// A blank line ends an event; one without data is not dispatched.
+    fn dispatch<E>(
+        &mut self,
+        on_event: &mut impl FnMut(&SseEvent) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let result = if std::mem::take(&mut self.has_data) {
+            on_event(&self.current)
+        } else {
+            Ok(())
+        };
+        self.current.event.clear();
+        self.current.data.clear();
+        result
     }
 }
 
@@ -123,11 +174,13 @@ pub struct NdjsonDecoder {
 impl NdjsonDecoder {
     pub fn push(&mut self, chunk: &[u8]) -> Vec<String> {
         let mut lines = Vec::new();
-        self.lines.push(chunk, |line| {
+        let pushed = self.lines.push(chunk, |line| {
             if !line.trim().is_empty() {
-                lines.push(line);
+                lines.push(line.to_owned());
             }
+            Ok::<(), std::convert::Infallible>(())
         });
+        let Ok(()) = pushed;
         lines
     }
 
@@ -136,17 +189,26 @@ impl NdjsonDecoder {
     }
 }
 
+/// Every event in `stream`, fed in chunks of `chunk` bytes (for tests here
+/// and in the translators).
+#[cfg(test)]
+pub(crate) fn decode_in_chunks(stream: &[u8], chunk: usize) -> Vec<SseEvent> {
+    let mut decoder = SseDecoder::default();
+    let mut events = Vec::new();
+    let mut collect = |event: &SseEvent| {
+        events.push(event.clone());
+        Ok::<(), std::convert::Infallible>(())
+    };
+    for piece in stream.chunks(chunk) {
+        let Ok(()) = decoder.push(piece, &mut collect);
+    }
+    let Ok(()) = decoder.finish(&mut collect);
+    events
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn decode_in_chunks(stream: &[u8], chunk: usize) -> Vec<SseEvent> {
-        let mut decoder = SseDecoder::default();
-        let mut events: Vec<SseEvent> =
-            stream.chunks(chunk).flat_map(|c| decoder.push(c)).collect();
-        events.extend(decoder.finish());
-        events
-    }
 
     #[test]
     fn anthropic_style_named_events() {
@@ -181,6 +243,28 @@ mod tests {
             events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(),
             ["one", "two"]
         );
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_become_replacement_characters() {
+        let events = decode_in_chunks(b"data: a\xffb\n\n", 4);
+        assert_eq!(events[0].data, "a\u{fffd}b");
+    }
+
+    #[test]
+    fn an_error_from_the_callback_stops_decoding() {
+        let mut decoder = SseDecoder::default();
+        let mut seen = Vec::new();
+        let result = decoder.push(b"data: 1\n\ndata: 2\n\ndata: 3\n\n", |event| {
+            seen.push(event.data.clone());
+            if event.data == "2" {
+                Err("stop")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(result, Err("stop"));
+        assert_eq!(seen, ["1", "2"]);
     }
 
     #[test]
