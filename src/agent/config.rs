@@ -57,13 +57,20 @@ pub fn local_model_allowed(env: impl Fn(&str) -> Option<String>) -> bool {
     )
 }
 
-/// Picks the provider from `options` and the environment (`env` looks a
-/// variable up; tests pass a map).
-pub fn choose(
-    options: &AskOptions,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Choice, ConfigError> {
-    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+/// A source of settings by variable name (the settings file, the
+/// environment; tests pass a map).
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Picks the provider from `options` and `layers` of settings, highest rank
+/// first. A setting comes from the first layer that has it; when no provider
+/// is named, the first layer that configures one decides, so a server in the
+/// settings file wins over a key that happens to be in the environment.
+pub fn choose(options: &AskOptions, layers: &[Lookup]) -> Result<Choice, ConfigError> {
+    let var = |name: &str| {
+        layers
+            .iter()
+            .find_map(|layer| layer(name).filter(|v| !v.is_empty()))
+    };
     let provider = options.provider.clone().or_else(|| var("MAHTAB_PROVIDER"));
     let model = options.model.clone().or_else(|| var("MAHTAB_MODEL"));
     let anthropic = || -> Result<ProviderChoice, ConfigError> {
@@ -94,11 +101,24 @@ pub fn choose(
             model,
         })),
         Some(other) => Err(ConfigError::UnknownProvider(other.to_owned())),
-        None if var("ANTHROPIC_API_KEY").is_some() => anthropic().map(Choice::Http),
-        None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => {
-            Ok(Choice::Http(openai()))
-        }
-        None => Err(ConfigError::NoProvider),
+        None => match layers.iter().find_map(|layer| configured_format(*layer)) {
+            Some(WireFormat::Anthropic) => anthropic().map(Choice::Http),
+            Some(WireFormat::OpenAi) => Ok(Choice::Http(openai())),
+            None => Err(ConfigError::NoProvider),
+        },
+    }
+}
+
+/// The provider one layer of settings configures without naming it: an
+/// Anthropic key, else an OpenAI key or server.
+fn configured_format(layer: Lookup) -> Option<WireFormat> {
+    let has = |name: &str| layer(name).is_some_and(|v| !v.is_empty());
+    if has("ANTHROPIC_API_KEY") {
+        Some(WireFormat::Anthropic)
+    } else if has("OPENAI_API_KEY") || has("OPENAI_BASE_URL") {
+        Some(WireFormat::OpenAi)
+    } else {
+        None
     }
 }
 
@@ -134,10 +154,10 @@ mod tests {
         let choice = http(
             choose(
                 &options,
-                env(&[
+                &[&env(&[
                     ("ANTHROPIC_API_KEY", "k"),
                     ("OPENAI_BASE_URL", "http://x/v1"),
-                ]),
+                ])],
             )
             .unwrap(),
         );
@@ -150,17 +170,22 @@ mod tests {
 
     #[test]
     fn the_environment_picks_anthropic_then_openai() {
-        let choice =
-            http(choose(&AskOptions::default(), env(&[("ANTHROPIC_API_KEY", "k")])).unwrap());
+        let choice = http(
+            choose(
+                &AskOptions::default(),
+                &[&env(&[("ANTHROPIC_API_KEY", "k")])],
+            )
+            .unwrap(),
+        );
         assert_eq!(choice.format, WireFormat::Anthropic);
         assert_eq!(choice.model, DEFAULT_ANTHROPIC_MODEL);
         let choice = http(
             choose(
                 &AskOptions::default(),
-                env(&[
+                &[&env(&[
                     ("OPENAI_BASE_URL", "http://l/v1"),
                     ("MAHTAB_MODEL", "local"),
-                ]),
+                ])],
             )
             .unwrap(),
         );
@@ -171,12 +196,32 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_in_a_higher_layer_beats_a_key_in_a_lower_one() {
+        // The settings file names an OpenAI-compatible server; the
+        // environment happens to hold an Anthropic key and an OpenAI key.
+        let file = env(&[("OPENAI_BASE_URL", "http://file/v1")]);
+        let environment = env(&[
+            ("ANTHROPIC_API_KEY", "k"),
+            ("OPENAI_API_KEY", "sk-env"),
+            ("OPENAI_BASE_URL", "http://env/v1"),
+        ]);
+        let choice = http(choose(&AskOptions::default(), &[&file, &environment]).unwrap());
+        assert_eq!(choice.format, WireFormat::OpenAi);
+        assert_eq!(choice.base_url, "http://file/v1");
+        // A setting the file leaves out still comes from the environment.
+        assert_eq!(format!("{:?}", choice.key), "ApiKey(<set>)");
+        // With nothing in the file, the environment decides.
+        let choice = http(choose(&AskOptions::default(), &[&env(&[]), &environment]).unwrap());
+        assert_eq!(choice.format, WireFormat::Anthropic);
+    }
+
+    #[test]
     fn the_claude_cli_is_chosen_by_name() {
         let options = AskOptions {
             provider: Some("claude".into()),
             ..Default::default()
         };
-        match choose(&options, env(&[("MAHTAB_CLAUDE_BIN", "/opt/claude")])).unwrap() {
+        match choose(&options, &[&env(&[("MAHTAB_CLAUDE_BIN", "/opt/claude")])]).unwrap() {
             Choice::ClaudeCli(cli) => {
                 assert_eq!(cli.program, std::path::PathBuf::from("/opt/claude"))
             }
@@ -186,11 +231,11 @@ mod tests {
 
     #[test]
     fn nothing_configured_explains_how_and_keys_are_never_shown() {
-        let err = choose(&AskOptions::default(), env(&[])).unwrap_err();
+        let err = choose(&AskOptions::default(), &[&env(&[])]).unwrap_err();
         assert!(err.to_string().contains("ANTHROPIC_API_KEY"));
         let choice = choose(
             &AskOptions::default(),
-            env(&[("ANTHROPIC_API_KEY", "sk-secret")]),
+            &[&env(&[("ANTHROPIC_API_KEY", "sk-secret")])],
         )
         .unwrap();
         assert!(!format!("{choice:?}").contains("sk-secret"));
@@ -199,7 +244,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            choose(&bad, env(&[])),
+            choose(&bad, &[&env(&[])]),
             Err(ConfigError::UnknownProvider(_))
         ));
         assert!(!local_model_allowed(env(&[("MAHTAB_LOCAL_MODEL", "0")])));

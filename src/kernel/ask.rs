@@ -92,7 +92,7 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
         Err(e) => return publisher.fail("AskConfigError", &e.to_string()),
     };
     let options = settings.options_for(&cell.options);
-    let choice = match config::choose(&options, |name| settings.var(name)) {
+    let choice = match settings.choose_provider(&options) {
         Ok(choice) => choice,
         Err(config::ConfigError::NoProvider)
             if config::local_model_allowed(|name| settings.var(name)) =>

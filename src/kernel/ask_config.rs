@@ -48,6 +48,16 @@ impl Settings {
         self.file.var(name).or_else(|| env(name))
     }
 
+    /// The provider for a cell with these (defaulted) options: the settings
+    /// file ranks above the environment.
+    pub(super) fn choose_provider(
+        &self,
+        options: &AskOptions,
+    ) -> Result<config::Choice, config::ConfigError> {
+        let file = |name: &str| self.file.var(name);
+        config::choose(options, &[&file, &env])
+    }
+
     /// Where a setting comes from, for the overview.
     fn source(&self, field: impl Fn(&AskOptions) -> bool, variable: Option<&str>) -> &'static str {
         if field(&self.session) {
@@ -114,7 +124,7 @@ fn overview(settings: &Settings) -> String {
         }
         explicit => explicit,
     };
-    let provider = match config::choose(&options, |name| settings.var(name)) {
+    let provider = match settings.choose_provider(&options) {
         Ok(Choice::Http(choice)) => {
             let (name, key_var) = match choice.format {
                 WireFormat::Anthropic => ("anthropic", "ANTHROPIC_API_KEY"),
