@@ -183,6 +183,7 @@ async fn code<E: Effects>(
         state.failed_attempts.push(Execution {
             code: String::new(),
             output: NO_CODE.into(),
+            shown: None,
             failed: true,
         });
         state
@@ -295,6 +296,7 @@ mod tests {
         Execution {
             code: code.into(),
             output: format!("NameError: name 'x{}' is not defined", code.len()),
+            shown: None,
             failed: true,
         }
     }

@@ -73,6 +73,7 @@ pub fn ok(code: &str) -> Execution {
     Execution {
         code: code.into(),
         output: "42".into(),
+        shown: None,
         failed: false,
     }
 }
@@ -87,6 +88,7 @@ pub fn fails_once(code: &str) -> Execution {
     Execution {
         code: code.into(),
         output: output.into(),
+        shown: None,
         failed,
     }
 }

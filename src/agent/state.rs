@@ -14,7 +14,17 @@ pub struct Execution {
     /// Captured stdout, stderr, the last value and any traceback, as text
     /// (long output keeps its head and tail).
     pub output: String,
+    /// What the user's output panel shows, when it differs from `output`:
+    /// rich output was shown as it came, so the panel leaves its text out.
+    pub shown: Option<String>,
     pub failed: bool,
+}
+
+impl Execution {
+    /// The text of the output panel.
+    pub fn panel_text(&self) -> &str {
+        self.shown.as_deref().unwrap_or(&self.output)
+    }
 }
 
 /// How a run ended, for the summary shown to the user.

@@ -542,6 +542,7 @@ impl Effects for KernelEffects {
             return Ok(Execution {
                 code: code.to_owned(),
                 output: "The user chose not to run this code.".into(),
+                shown: None,
                 failed: false,
             });
         }
@@ -552,15 +553,24 @@ impl Effects for KernelEffects {
             .run_agent_code(code.to_owned())
             .await
         {
-            Ok(run) => Ok(Execution {
-                code: code.to_owned(),
-                output: run.output,
-                failed: run.failed,
-            }),
+            Ok(run) => {
+                let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
+                    "(shown above)".to_owned()
+                } else {
+                    run.shown
+                };
+                Ok(Execution {
+                    code: code.to_owned(),
+                    output: run.output,
+                    shown: Some(shown),
+                    failed: run.failed,
+                })
+            }
             Err(e) if e.ename == "KeyboardInterrupt" => Err(AgentError::Interrupted),
             Err(e) => Ok(Execution {
                 code: code.to_owned(),
                 output: format!("{}: {}", e.ename, e.evalue),
+                shown: None,
                 failed: true,
             }),
         }
@@ -594,10 +604,9 @@ impl Effects for KernelEffects {
                 execution,
             } => {
                 let title = if execution.failed { "error" } else { "output" };
-                let output = if execution.output.trim().is_empty() {
-                    "(no output)".to_owned()
-                } else {
-                    execution.output.trim_end().to_owned()
+                let output = match execution.panel_text().trim_end() {
+                    "" => "(no output)".to_owned(),
+                    text => text.to_owned(),
                 };
                 self.publisher.panel(
                     format!("[{title}]\n{output}"),

@@ -326,6 +326,11 @@ class IPythonRuntime(BaseRuntime):
         # Writes the history entries still batched in memory.
         self.shell.history_manager.end_session()
 
+    def _agent_code_finished(self):
+        # What IPython does after each cell: the inline backend shows the
+        # figures drawn without plt.show() (in this cell, not the user's next).
+        self.shell.events.trigger("post_execute")
+
     def execute(self, code, execution_count, silent, store_history, user_expressions_json):
         shell = self.shell
         shell.last_error = None

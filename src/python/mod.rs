@@ -81,11 +81,17 @@ impl PythonError {
     }
 }
 
-/// What agent code produced, as the model will read it. Its rich output has
-/// already been shown to the user.
+/// What agent code produced. Its rich output (plots, tables) has already
+/// been shown to the user as it came.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AgentRun {
+    /// For the model: stdout, stderr, the last value, a traceback, and the
+    /// text form of each rich output.
     pub output: String,
+    /// For the output panel: the same without the rich output's text.
+    pub shown: String,
+    /// How many rich outputs reached the user.
+    pub rich_outputs: usize,
     pub failed: bool,
 }
 

@@ -382,8 +382,10 @@ class BaseRuntime:
 
         Its stdout and stderr are captured for the model rather than streamed
         (the kernel shows them in an output panel); rich output it displays
-        (plots, tables) reaches the user, and the model gets its text form.
-        Returns JSON text: {"output": ..., "failed": ...}.
+        (plots, tables, a rich last value) reaches the user as it comes, and
+        the model gets its text form. Returns JSON text: {"output": for the
+        model, "shown": for the panel (without the rich output, already on
+        screen), "rich_outputs": how many, "failed": ...}.
         """
         captured = []
         displayed = []
@@ -406,7 +408,9 @@ class BaseRuntime:
                     data, _ = mime_bundle(value)
                     if set(data) - {"text/plain"}:
                         self.publish("display_data", {"data": data, "metadata": {}, "transient": {}})
-                    captured.append(data.get("text/plain", "") + "\n")
+                        displayed.append(data.get("text/plain", ", ".join(sorted(data))))
+                    else:
+                        captured.append(data.get("text/plain", "") + "\n")
         except KeyboardInterrupt:
             raise
         except BaseException:
@@ -422,12 +426,23 @@ class BaseRuntime:
                 header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
             )
         finally:
+            self._agent_code_finished()
             sys.stdout, sys.stderr = saved
             self._agent_displays = None
-        text = "".join(captured)
-        if displayed:
-            text += "".join("[displayed: %s]\n" % d for d in displayed)
-        return dumps({"output": clip_middle(text, AGENT_OUTPUT_LIMIT), "failed": failed})
+        shown = "".join(captured)
+        told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
+        return dumps(
+            {
+                "output": clip_middle(told, AGENT_OUTPUT_LIMIT),
+                "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
+                "rich_outputs": len(displayed),
+                "failed": failed,
+            }
+        )
+
+    def _agent_code_finished(self):
+        """Runs after agent code, failed or not, while its output is still
+        captured: the place for what a shell does after each execution."""
 
     def request(self, msg_type, content_json, buffers=()):
         """Serves a shell message; returns the reply content as JSON text."""

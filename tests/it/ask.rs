@@ -580,3 +580,176 @@ async fn agent_code_errors_show_the_agents_frames_only() {
         );
     }
 }
+
+/// The plain text of the cell's `%%ask` panels of one kind.
+fn panel_texts(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
+    iopub
+        .iter()
+        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == kind)
+        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The text of the last message of the last request the model was sent.
+fn last_prompt(llm: &FakeLlm) -> String {
+    let requests = llm.requests.lock().unwrap();
+    let messages = requests.last().unwrap()["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_output_is_cut_in_the_middle_and_rich_values_show_once() {
+    let rich = "class Rich:\n    def _repr_html_(self):\n        return '<b>rich</b>'\n    def __repr__(self):\n        return 'Rich()'\n";
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nsix = 6\nsix * 7\n```".into()),
+        Reply::Answer(DONE.into()),
+        Reply::Answer(format!(
+            "```python\nprint('head' + 'x' * 30000 + 'tail')\n{rich}Rich()\n```"
+        )),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+
+    // A plain last value is part of the output, for the panel and the model.
+    let (reply, iopub) = kernel.execute("%%ask\nsix times seven").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(panel_texts(&iopub, "output"), ["[output]\n42"]);
+    assert!(last_prompt(&llm).contains("42"));
+
+    let (reply, iopub) = kernel.execute("%%ask\nsomething long and rich").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // Long output keeps its head and tail, for the user and the model alike.
+    let outputs = panel_texts(&iopub, "output");
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    let output = &outputs[0];
+    assert!(
+        output.contains("head") && output.contains("tail") && output.contains("characters cut"),
+        "{}",
+        &output[..200]
+    );
+    assert!(output.len() < 11_000, "{} characters", output.len());
+    // The rich value reaches the user once, as HTML, and not again as text in the panel.
+    let rich_shown: Vec<_> = iopub
+        .iter()
+        .filter(|m| {
+            m.header.msg_type == "display_data" && m.content["data"]["text/html"].is_string()
+        })
+        .collect();
+    assert_eq!(rich_shown.len(), 1);
+    assert_eq!(rich_shown[0].content["data"]["text/html"], "<b>rich</b>");
+    assert!(!output.contains("Rich()"), "{output}");
+    // The model is told about it in text.
+    let told = last_prompt(&llm);
+    assert!(
+        told.contains("[displayed: Rich()]") && told.contains("characters cut"),
+        "{told}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nimport matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nprint('drawn')\n```"
+                .into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("import matplotlib, IPython").await;
+    if reply.content["status"] != "ok" {
+        eprintln!("skipped: this environment has no matplotlib or IPython");
+        return;
+    }
+    let (reply, iopub) = kernel.execute("%%ask\nplot the squares").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let images = iopub
+        .iter()
+        .filter(|m| {
+            m.header.msg_type == "display_data" && m.content["data"]["image/png"].is_string()
+        })
+        .count();
+    assert_eq!(images, 1, "{:?}", types(&iopub));
+    assert_eq!(panel_texts(&iopub, "output"), ["[output]\ndrawn"]);
+    assert!(last_prompt(&llm).contains("[displayed: <Figure"));
+    // Nothing of it is left for the user's next cell.
+    let (_, iopub) = kernel.execute("1 + 1").await;
+    assert_eq!(
+        types(&iopub),
+        ["status", "execute_input", "execute_result", "status"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupting_agent_code_keeps_the_namespace_and_the_conversation() {
+    let dir = crate::support::TempDir::new("agent-interrupt");
+    let started = dir.0.join("started");
+    let code = format!(
+        "```python\nbefore_sleep = 5\nopen({:?}, 'w').close()\nimport time\ntime.sleep(60)\nafter_sleep = 6\n```",
+        started.to_str().unwrap()
+    );
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(code),
+        Reply::Answer("Nothing to run this time.".into()),
+        Reply::Answer("A fresh start.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "%%ask\nsleep for a minute" }),
+        )
+        .await;
+    // The agent's code signals that it runs by creating a file.
+    crate::support::within(Duration::from_secs(30), async {
+        while !started.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    let reply = tokio::time::timeout(Duration::from_secs(5), kernel.reply(Channel::Shell))
+        .await
+        .expect("the interrupted agent code stops promptly");
+    assert_eq!(reply.parent_header["msg_id"], msg_id.as_str());
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+
+    // What the code did before the interrupt stays; what came after never ran.
+    let (_, iopub) = kernel
+        .execute("(before_sleep, 'after_sleep' in globals())")
+        .await;
+    assert_eq!(result_text(&iopub), "(5, False)");
+
+    // The next request continues the conversation; --new starts afresh.
+    let mentions_first = |llm: &FakeLlm| {
+        let requests = llm.requests.lock().unwrap();
+        requests.last().unwrap()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| {
+                m["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("sleep for a minute")
+            })
+    };
+    let (reply, _) = kernel.execute("%%ask\nand now?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(
+        mentions_first(&llm),
+        "the interrupted request was forgotten"
+    );
+    let (reply, _) = kernel.execute("%%ask --new\nsomething else").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(!mentions_first(&llm), "--new kept the earlier conversation");
+}
