@@ -272,10 +272,24 @@ def _short_repr(value, limit=80):
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _columns(frame, columns, dtypes, shown=20, samples=3):
+    """A DataFrame's columns with their dtypes and first few values."""
+    parts = []
+    for column, dtype in list(zip(columns, dtypes))[:shown]:
+        try:
+            values = _short_repr(frame[column].head(samples).tolist(), 60)
+        except Exception:  # duplicate column names, odd frame types
+            values = "?"
+        parts.append("%s (%s) %s" % (column, dtype, values))
+    if len(columns) > shown:
+        parts.append("and %d more" % (len(columns) - shown))
+    return "; ".join(parts)
+
+
 def namespace_summary(namespace, limit=4000):
     """One line per user variable: name, type, shape or length, a short value.
 
-    DataFrames list their columns with dtypes and a sample row. Modules,
+    DataFrames list their columns with dtypes and first values. Modules,
     functions, classes and private names are left out (a count says how
     many), and the whole summary is bounded.
     """
@@ -291,12 +305,7 @@ def namespace_summary(namespace, limit=4000):
         dtypes = getattr(value, "dtypes", None)
         shape = getattr(value, "shape", None)
         if columns is not None and dtypes is not None and shape is not None:
-            cols = ", ".join("%s: %s" % (c, t) for c, t in list(zip(columns, dtypes))[:20])
-            try:
-                sample = _short_repr(value.iloc[0].to_dict(), 200) if len(value) else "(empty)"
-            except Exception:
-                sample = "?"
-            lines.append("%s: DataFrame %s; columns %s; first row %s" % (name, tuple(shape), cols, sample))
+            lines.append("%s: DataFrame %s; columns %s" % (name, tuple(shape), _columns(value, columns, dtypes)))
         elif shape is not None and not callable(shape):
             lines.append("%s: %s shape=%s dtype=%s" % (name, kind, tuple(shape), getattr(value, "dtype", "?")))
         elif isinstance(value, (list, tuple, dict, set, str)):

@@ -753,3 +753,50 @@ async fn interrupting_agent_code_keeps_the_namespace_and_the_conversation() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert!(!mentions_first(&llm), "--new kept the earlier conversation");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_sees_a_bounded_summary_of_the_users_variables() {
+    let llm = FakeLlm::start(vec![Reply::Answer("Noted.".into())]).await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel
+        .execute("import os\ndef helper(): pass\nclass Thing: pass\n_private = 1\nword = 'hello'\nnumbers = list(range(1000))")
+        .await;
+    let (reply, _) = kernel
+        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum', 'fig'], 'price': [1.5, 2.0, 0.5, 3.0]})")
+        .await;
+    let has_pandas = reply.content["status"] == "ok";
+    // Far more variables than a prompt should carry.
+    kernel
+        .execute("for i in range(3000): globals()[f'filler_{i}'] = i")
+        .await;
+    let (reply, _) = kernel.execute("%%ask\nwhat do I have?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+
+    let system = llm.requests.lock().unwrap()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("word: str len=5 = 'hello'"), "{system}");
+    assert!(system.contains("numbers: list len=1000"), "{system}");
+    // Modules, functions, classes and private names are counted, not listed.
+    for hidden in ["os", "helper", "Thing", "_private"] {
+        let line = format!("\n{hidden}: ");
+        assert!(!system.contains(&line), "{hidden} in {system}");
+    }
+    assert!(
+        system.contains("functions, classes or modules)"),
+        "{system}"
+    );
+    if has_pandas {
+        assert!(
+            system.contains("sales: DataFrame (4, 2); columns fruit (")
+                && system.contains("['apple', 'pear', 'plum']")
+                && system.contains("price (float64) [1.5, 2.0, 0.5]"),
+            "{system}"
+        );
+    }
+    // 3,000 fillers would take over 40,000 characters: the summary keeps its
+    // head and tail within its bound.
+    assert!(system.contains("characters cut"), "{system}");
+    assert!(system.len() < 12_000, "{} characters", system.len());
+}
