@@ -658,3 +658,82 @@ async fn a_request_the_server_hangs_up_on_is_sent_again_at_once() {
     );
     assert!(error.contains(": "), "the cause is named: {error}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_format_rate_limited_then_a_stream_split_anywhere_with_usage() {
+    let answer = "Ça marche: 6 × 7 = 42 ✓";
+    let mut stream = String::new();
+    for piece in ["Ça marche", ": 6 × 7", " = 42 ✓"] {
+        stream.push_str(&openai_chunk(piece, None));
+    }
+    stream.push_str(&openai_chunk("", Some("stop")));
+    let usage = json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 31, "completion_tokens": 9, "total_tokens": 40}});
+    stream.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    // Three bytes a write: lines, JSON and characters are cut across chunks.
+    let steps = stream
+        .as_bytes()
+        .chunks(3)
+        .map(|bytes| Step::Write(bytes.to_vec()))
+        .collect();
+    let llm = FakeLlm::start(vec![
+        Reply::StatusWith(
+            429,
+            vec![("retry-after", "0".into())],
+            json!({"error": {"message": "Rate limit reached", "type": "requests"}}).to_string(),
+        ),
+        Reply::Steps(steps),
+    ])
+    .await;
+    let provider = HttpProvider::new(
+        WireFormat::OpenAi,
+        &llm.base_url,
+        "gpt-test",
+        ApiKey::new(Some("sk-test-openai".into())),
+    )
+    .unwrap();
+    let (result, pieces) = chat(&provider).await;
+    let outcome = result.unwrap();
+    assert_eq!(outcome.text, answer);
+    assert_eq!(pieces.concat(), answer);
+    assert_eq!(
+        outcome.usage,
+        Usage {
+            input_tokens: 31,
+            output_tokens: 9,
+            cost_usd: None
+        }
+    );
+    let requests = llm.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the rate-limited request was sent again");
+    assert_eq!(requests[1]["model"], "gpt-test");
+    assert_eq!(requests[1]["stream_options"]["include_usage"], true);
+    let heads = llm.heads.lock().unwrap().clone();
+    assert_eq!(heads[1].path, "/v1/chat/completions");
+    assert_eq!(
+        heads[1].header("authorization"),
+        Some("Bearer sk-test-openai")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_connection_is_a_readable_error_and_the_kernel_lives_on() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut kernel =
+        Kernel::start_with_env(&[("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))]).await;
+    kernel.execute("kept = 3").await;
+    let (reply, _) = kernel.execute("%%ask\nhello").await;
+    assert_eq!(reply.content["status"], "error");
+    let evalue = reply.content["evalue"].as_str().unwrap();
+    assert!(
+        evalue.starts_with("cannot reach OpenAI-compatible server")
+            && evalue.to_lowercase().contains("refused"),
+        "{evalue}"
+    );
+    let (_, iopub) = kernel.execute("kept").await;
+    assert_eq!(result_text(&iopub), "3");
+}

@@ -111,6 +111,15 @@ impl StreamState {
 pub fn http_error(status: u16, body: &str) -> LlmError {
     match serde_json::from_str::<Value>(body) {
         Ok(value) if value["error"].is_object() => error_from(&value["error"], Some(status)),
+        // A proxy or load balancer in front of the API answers in its own
+        // words; the status alone says whether to try again.
+        _ if matches!(status, 429 | 503 | 529) => LlmError::Overloaded {
+            provider: PROVIDER,
+            message: format!(
+                "HTTP {status}: {}",
+                body.chars().take(300).collect::<String>()
+            ),
+        },
         _ => LlmError::Http {
             provider: PROVIDER,
             status,
@@ -236,5 +245,9 @@ mod tests {
             )
             .is_retryable()
         );
+        // A proxy's own page: the status decides.
+        assert!(http_error(529, "<html>busy</html>").is_retryable());
+        assert!(http_error(429, "slow down").is_retryable());
+        assert!(!http_error(502, "<html>bad gateway</html>").is_retryable());
     }
 }
