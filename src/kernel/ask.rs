@@ -105,8 +105,17 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
             };
             match started {
                 Ok(choice) => config::Choice::Http(choice),
-                Err(message) => return publisher.fail("AskConfigError", &message),
+                Err(LocalModelError::Absent) => {
+                    return publisher
+                        .no_provider(&format!("{}\n{LOCAL_MODEL_HINT}", config::HOW_TO_CONFIGURE));
+                }
+                Err(LocalModelError::Failed(message)) => {
+                    return publisher.fail("AskConfigError", &message);
+                }
             }
+        }
+        Err(config::ConfigError::NoProvider) => {
+            return publisher.no_provider(config::HOW_TO_CONFIGURE);
         }
         Err(e) => return publisher.fail("AskConfigError", &e.to_string()),
     };
@@ -169,7 +178,7 @@ pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) 
 
 /// The embedded default model, started on first use, if the kernel's Python
 /// environment has it; otherwise how to configure a provider.
-async fn local_model(publisher: &Publisher) -> Result<ProviderChoice, String> {
+async fn local_model(publisher: &Publisher) -> Result<ProviderChoice, LocalModelError> {
     let shared = &publisher.shared;
     let mut slot = shared.local_model.lock().await;
     if slot.is_none() {
@@ -177,18 +186,14 @@ async fn local_model(publisher: &Publisher) -> Result<ProviderChoice, String> {
             .python
             .request("agent_local_model_request", json!({}), Vec::new())
             .await
-            .map_err(|e| format!("{}: {}", e.ename, e.evalue))?;
+            .map_err(|e| LocalModelError::Failed(format!("{}: {}", e.ename, e.evalue)))?;
         let (Some(python), Some(model)) = (info["python"].as_str(), info["model"].as_str()) else {
-            return Err(format!(
-                "{}
-{LOCAL_MODEL_HINT}",
-                config::HOW_TO_CONFIGURE
-            ));
+            return Err(LocalModelError::Absent);
         };
         publisher.stream("(starting the local model; no provider is configured)\n");
         let model = LocalModel::start(std::path::Path::new(python), std::path::Path::new(model))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| LocalModelError::Failed(e.to_string()))?;
         *slot = Some(model);
     }
     let model = slot.as_ref().expect("started above");
@@ -198,6 +203,14 @@ async fn local_model(publisher: &Publisher) -> Result<ProviderChoice, String> {
         model: local::LOCAL_MODEL.to_owned(),
         key: crate::agent::llm::http::ApiKey::default(),
     })
+}
+
+/// Why the embedded default model is not there to use.
+enum LocalModelError {
+    /// The kernel's environment does not have it.
+    Absent,
+    /// It is there but could not be started.
+    Failed(String),
 }
 
 /// How to get the embedded default model.
@@ -344,6 +357,16 @@ impl Publisher {
             format!("*{line}*"),
             json!({ "kind": "summary" }),
         );
+    }
+
+    /// No provider is configured: a panel says how to configure one (Markdown
+    /// in notebooks), and the cell ends with a short error.
+    fn no_provider(&self, how: &str) -> ExecuteOutcome {
+        self.panel(how.to_owned(), fenced(how, ""), json!({ "kind": "setup" }));
+        self.fail(
+            "AskConfigError",
+            "no model provider is configured for %%ask (the panel above says how to set one up)",
+        )
     }
 
     /// Publishes an error for the cell and returns the failed outcome.

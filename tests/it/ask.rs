@@ -94,15 +94,27 @@ async fn ask_without_a_provider_explains_how_to_configure_one() {
     let mut kernel = Kernel::start_with_env(&[("MAHTAB_LOCAL_MODEL", "0".into())]).await;
     let (reply, iopub) = kernel.execute("%%ask\nhello").await;
     assert_eq!(reply.content["status"], "error");
+    assert_eq!(reply.content["ename"], "AskConfigError");
+    assert_eq!(
+        types(&iopub),
+        ["status", "execute_input", "display_data", "error", "status"]
+    );
+    // The panel says how; the error only points at it.
+    let how = &panel_texts(&iopub, "setup")[0];
+    for setting in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "config.toml",
+        "--provider",
+    ] {
+        assert!(how.contains(setting), "{how}");
+    }
+    assert!(iopub[2].content["data"]["text/markdown"].is_string());
     assert!(
         reply.content["evalue"]
             .as_str()
             .unwrap()
-            .contains("OPENAI_BASE_URL")
-    );
-    assert_eq!(
-        types(&iopub),
-        ["status", "execute_input", "error", "status"]
+            .contains("panel above")
     );
     let (reply, _) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
