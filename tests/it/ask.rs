@@ -812,3 +812,27 @@ async fn the_model_sees_a_bounded_summary_of_the_users_variables() {
     assert!(system.contains("characters cut"), "{system}");
     assert!(system.len() < 12_000, "{} characters", system.len());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_exec_shows_code_without_running_it_and_provider_picks_the_wire_format() {
+    let llm = FakeLlm::start(vec![Reply::Answer(
+        "Here it is.\n```python\nnever_run = 1\n```".into(),
+    )])
+    .await;
+    // Both an Anthropic key and an OpenAI server are configured; the cell
+    // names the one to use.
+    let mut env = llm.env();
+    env.push(("ANTHROPIC_API_KEY", "sk-ant-unused".into()));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --provider openai --no-exec\nwrite it, do not run it")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(llm.heads.lock().unwrap()[0].path, "/v1/chat/completions");
+    assert_eq!(panel_texts(&iopub, "code").len(), 1);
+    assert!(panel_texts(&iopub, "output").is_empty());
+    // One model call: nothing ran, so there is nothing to reflect on.
+    assert_eq!(llm.requests.lock().unwrap().len(), 1);
+    let (_, iopub) = kernel.execute("'never_run' in globals()").await;
+    assert_eq!(result_text(&iopub), "False");
+}
