@@ -237,6 +237,9 @@ impl HttpProvider {
         let check_every = self.idle_timeout / IDLE_CHECKS;
         let mut checks =
             tokio::time::interval_at(tokio::time::Instant::now() + check_every, check_every);
+        // Missed checks are not made up in a rush, which would count silence
+        // that never was.
+        checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut silent_checks = 0;
         let mut got_data = false;
         while !answer.done {
