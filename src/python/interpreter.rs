@@ -146,8 +146,41 @@ pub(super) fn spawn(
 ) {
     std::thread::Builder::new()
         .name("mahtab-python".into())
+        .stack_size(python_stack_size())
         .spawn(move || run(config, sink, input, commands))
         .expect("spawn the Python interpreter thread");
+}
+
+/// The smallest stack a thread that runs Python gets: what a main thread
+/// has by default (`ulimit -s` is 8 MiB on Linux).
+const MIN_PYTHON_STACK: usize = 8 << 20;
+
+/// The most: deep enough for any recursion CPython allows in practice; the
+/// stack is reserved address space, and pages are used only as it grows.
+const MAX_PYTHON_STACK: usize = 1 << 30;
+
+/// The stack for a thread that runs Python. CPython 3.11 recurses on the C
+/// stack (repr of nested containers, pickling, the compiler) as deep as
+/// `sys.setrecursionlimit` lets it, and a user who raises the limit expects a
+/// main thread's stack, as in ipykernel; a Rust thread's default 2 MiB
+/// would end the process instead of raising RecursionError.
+fn python_stack_size() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes to the struct we own.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        libc::RLIM_INFINITY
+    };
+    if soft == libc::RLIM_INFINITY {
+        return MAX_PYTHON_STACK;
+    }
+    usize::try_from(soft)
+        .unwrap_or(MAX_PYTHON_STACK)
+        .clamp(MIN_PYTHON_STACK, MAX_PYTHON_STACK)
 }
 
 fn run(

@@ -251,3 +251,19 @@ async fn exit_asks_the_frontend_to_end_the_session() {
         assert!(!types(&iopub).contains(&"execute_result"));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deep_recursion_in_c_code_has_a_main_threads_stack() {
+    let mut kernel = Kernel::start().await;
+    // repr() of nested dicts recurses in C, a few hundred bytes a level; with
+    // the limit raised, 30,000 levels need more than a default thread stack.
+    let (reply, iopub) = kernel
+        .execute(
+            "import sys\nsys.setrecursionlimit(200000)\nd = {}\nfor _ in range(30000):\n    d = {'k': d}\ntext = repr(d)\nprint(len(text), text.count('{'))",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(stream_text(&iopub, "stdout"), "210002 30001\n");
+    let (reply, _) = kernel.execute("del d, text").await;
+    assert_eq!(reply.content["status"], "ok");
+}
