@@ -168,6 +168,13 @@ fn check_name(name: &str) -> Result<(), InstallError> {
 }
 
 /// The kernel.json content for this binary and environment.
+///
+/// `interrupt_mode` is `signal`, as ipykernel's: jupyter_client's
+/// `KernelManager` sends an `interrupt_request` from a session whose id its
+/// clients share and whose message ids they count afresh, so in message mode
+/// an interrupt's busy/idle can carry the id of a later cell and a client
+/// waiting for that cell's idle stops before its output. The kernel still
+/// serves `interrupt_request` for clients that send one.
 pub fn kernel_json(mahtab: &Path, python: &Path, display_name: &str) -> Value {
     let mut spec: Value =
         serde_json::from_str(KERNEL_JSON_TEMPLATE).expect("kernelspec/kernel.json is valid JSON");
@@ -267,7 +274,7 @@ mod tests {
             ])
         );
         assert_eq!(spec["language"], "python");
-        assert_eq!(spec["interrupt_mode"], "message");
+        assert_eq!(spec["interrupt_mode"], "signal");
         assert_ne!(spec["display_name"], "Python 3");
     }
 

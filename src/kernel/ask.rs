@@ -79,6 +79,7 @@ impl Conversation {
 /// Runs an `%%ask` cell; output is published with `parent` as its parent.
 pub(super) async fn run(shared: Arc<Shared>, parent: Arc<Value>, cell: AskCell) -> ExecuteOutcome {
     // Counted from the start, so stop works while the local model loads too.
+    let _listening = shared.interrupter.listen();
     let interrupts = shared.interrupter.interrupt_count();
     let publisher = Publisher {
         shared: shared.clone(),

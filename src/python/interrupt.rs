@@ -6,10 +6,13 @@
 //! - the kernel blocks SIGINT in every thread but the interpreter thread
 //!   ([`block_sigint_in_current_thread`] runs in `main` before any other thread
 //!   starts), so a process-wide SIGINT from jupyter_client lands there;
-//! - the interpreter thread installs an OS handler ([`install_on_interpreter_thread`])
-//!   that asks CPython to raise `KeyboardInterrupt` only while a cell runs, so
-//!   an idle SIGINT (jupyter_client sends one before every shutdown) is ignored
-//!   rather than left pending for the next cell;
+//! - while a cell is queued or runs (or an `%%ask` run goes on), SIGINT has an
+//!   OS handler that asks CPython to raise `KeyboardInterrupt`; otherwise its
+//!   disposition is SIG_IGN, as in ipykernel, so an idle SIGINT (jupyter_client
+//!   sends one before every shutdown, and one per press of stop) is discarded
+//!   when it is sent. A handler that merely did nothing while idle would not
+//!   do: a signal is handled when its thread next runs, which on a busy
+//!   machine can be after the next cell has been queued;
 //! - an `interrupt_request` sends SIGINT to that thread ([`Interrupter`]). A real
 //!   signal, unlike a bare `PyErr_SetInterrupt`, also wakes blocking calls such as
 //!   `time.sleep`, which then see the pending interrupt.
@@ -29,8 +32,8 @@
 //! the interrupt it already holds and raises it. A nudge after that is
 //! harmless: an interrupted sleep just resumes.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 const IDLE: u8 = 0;
@@ -50,6 +53,12 @@ static CELL_SEQ: AtomicU64 = AtomicU64::new(0);
 /// Counts interrupts of any kind, idle or not, so work that is not Python
 /// (a `%%ask` model stream) can notice them too.
 static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// Work other than a cell that wants SIGINT noticed (`%%ask` runs).
+static LISTENERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Serialises changes of SIGINT's disposition, which threads make in turn.
+static DISPOSITION: Mutex<()> = Mutex::new(());
 
 /// When to nudge the interpreter thread after an interrupt.
 const WAKE_DELAYS: [Duration; 6] = [
@@ -120,12 +129,19 @@ pub(super) fn sigint_default_before_python() {
     }
 }
 
-/// Installs the SIGINT handler and unblocks SIGINT for the calling thread,
-/// which must be the thread that initialised Python.
+/// Unblocks SIGINT for the calling thread, which must be the thread that
+/// initialised Python, and sets its disposition for an idle kernel.
 pub(super) fn install_on_interpreter_thread() {
     // SAFETY: pthread_self has no preconditions.
     let _ = INTERPRETER_THREAD.set(unsafe { libc::pthread_self() });
-    reclaim_sigint();
+    // A SIGINT sent while Python started is pending (blocked in every
+    // thread); ignoring it discards it. It was meant for no cell: the client
+    // had no cell running, only the kernel_info it was answered at once.
+    // SAFETY: a plain sigaction setting SIG_IGN.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    update_disposition();
     // SAFETY: installs a handler that does nothing, for a signal only the
     // kernel sends; no SA_RESTART, so blocking calls see EINTR.
     unsafe {
@@ -141,18 +157,26 @@ pub(super) fn install_on_interpreter_thread() {
     }
 }
 
-/// Makes the kernel's handler the process's SIGINT handler again. Python code
-/// that calls `signal.signal(SIGINT, ...)` (asyncio.run does, on the way out)
-/// puts CPython's own handler back, which would turn an idle SIGINT into a
-/// KeyboardInterrupt in the next cell; so this runs after every cell. A
-/// Python-level handler the user set still runs: ours forwards to it.
-pub(super) fn reclaim_sigint() {
-    // SAFETY: a plain sigaction with a handler that only touches atomics and
-    // calls an async-signal-safe CPython function. No SA_RESTART, so blocking
-    // system calls return EINTR and CPython checks for the interrupt.
+/// Gives SIGINT the kernel's handler while anything listens for it (a cell
+/// queued or running, an `%%ask` run), SIG_IGN otherwise. Setting it again
+/// after every cell also undoes Python code that called
+/// `signal.signal(SIGINT, ...)` (asyncio.run does, on the way out), which
+/// would otherwise turn an idle SIGINT into a KeyboardInterrupt later.
+fn update_disposition() {
+    let _serial = DISPOSITION.lock().unwrap_or_else(PoisonError::into_inner);
+    let listening =
+        CELL_STATE.load(Ordering::SeqCst) != IDLE || LISTENERS.load(Ordering::SeqCst) > 0;
+    // SAFETY: a plain sigaction, with a handler that only touches atomics and
+    // calls an async-signal-safe CPython function, or SIG_IGN. No
+    // SA_RESTART, so blocking system calls return EINTR and CPython checks
+    // for the interrupt.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+        action.sa_sigaction = if listening {
+            on_sigint as *const () as libc::sighandler_t
+        } else {
+            libc::SIG_IGN
+        };
         libc::sigemptyset(&mut action.sa_mask);
         action.sa_flags = 0;
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
@@ -167,6 +191,7 @@ pub(super) fn cell_queued() {
         .is_ok()
     {
         CELL_SEQ.fetch_add(1, Ordering::SeqCst);
+        update_disposition();
     }
 }
 
@@ -177,6 +202,7 @@ impl CellRunning {
     /// The runtime is preparing the cell; its code has not started yet.
     pub(super) fn start() -> Self {
         CELL_STATE.store(STARTING, Ordering::SeqCst);
+        update_disposition();
         CellRunning
     }
 }
@@ -201,7 +227,7 @@ impl Drop for CellRunning {
     fn drop(&mut self) {
         CELL_STATE.store(IDLE, Ordering::SeqCst);
         PENDING.store(false, Ordering::SeqCst);
-        reclaim_sigint();
+        update_disposition();
     }
 }
 
@@ -214,6 +240,14 @@ impl Interrupter {
     /// a change means the user pressed stop.
     pub fn interrupt_count(&self) -> u64 {
         INTERRUPTS.load(Ordering::SeqCst)
+    }
+
+    /// Keeps SIGINT noticed (counted in [`Interrupter::interrupt_count`])
+    /// while the guard lives, for work that is not a cell.
+    pub fn listen(&self) -> Listening {
+        LISTENERS.fetch_add(1, Ordering::SeqCst);
+        update_disposition();
+        Listening
     }
 
     /// Announces that a cell is about to be sent to the interpreter thread:
@@ -241,6 +275,17 @@ impl Interrupter {
         }
         keep_waking(seq);
         true
+    }
+}
+
+/// See [`Interrupter::listen`].
+#[must_use = "SIGINT is noticed only while the guard lives"]
+pub struct Listening;
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        LISTENERS.fetch_sub(1, Ordering::SeqCst);
+        update_disposition();
     }
 }
 

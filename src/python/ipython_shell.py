@@ -21,7 +21,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.tokenutil import token_at_cursor
 from traitlets import Instance, Type, default
 
-from _mahtab_runtime import BaseRuntime, dumps, imported_module_attributes
+from _mahtab_runtime import BaseRuntime, dumps, imported_module_attributes, patch_on_import
 
 
 class KernelDisplayPublisher(DisplayPublisher):
@@ -305,6 +305,17 @@ def _speed_up_introspection():
     oinspect.pylight = html.escape
 
 
+def _use_ipython_debugger(debugger):
+    """As ipykernel: pdb.set_trace() and breakpoint() give IPython's debugger
+    (ipdb> prompt, colours, magics), in the form an interrupt ends rather than
+    the stock one that prompts again."""
+    import pdb
+
+    debugger.Pdb = debugger.InterruptiblePdb
+    pdb.Pdb = debugger.InterruptiblePdb
+    pdb.set_trace = debugger.set_trace
+
+
 class IPythonRuntime(BaseRuntime):
     """Cells, completion, inspection and history through IPython."""
 
@@ -320,11 +331,21 @@ class IPythonRuntime(BaseRuntime):
         # Jedi is slow, so it is only the last resort (see do_complete).
         self.shell.Completer.use_jedi = False
         _speed_up_introspection()
+        patch_on_import("IPython.core.debugger", _use_ipython_debugger)
         self.user_ns = self.shell.user_ns
 
     def shutdown(self):
         # Writes the history entries still batched in memory.
         self.shell.history_manager.end_session()
+
+    def _debugger(self, pdb):
+        debugger = sys.modules.get("IPython.core.debugger")
+        if debugger is None:
+            import IPython.core.debugger  # noqa: F401 (its import hook does the rest)
+        elif hasattr(debugger, "InterruptiblePdb"):
+            _use_ipython_debugger(debugger)
+        # Else IPython's debugger is being imported and imported pdb: the hook
+        # on its own import does the rest.
 
     def _agent_code_finished(self):
         # What IPython does after each cell: the inline backend shows the

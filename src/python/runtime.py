@@ -22,6 +22,8 @@ import builtins
 import codeop
 import fnmatch
 import getpass
+import importlib.abc
+import importlib.util
 import inspect
 import io
 import json
@@ -317,6 +319,85 @@ def namespace_summary(namespace, limit=4000):
     return clip_middle("\n".join(lines), limit)
 
 
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Calls ``patch(module)`` right after ``module_name`` is first imported,
+    so a module the kernel adjusts costs nothing until someone uses it."""
+
+    def __init__(self, module_name, patch):
+        self.module_name = module_name
+        self.patch = patch
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.module_name:
+            return None
+        # The other finders find the module; `importlib.util.find_spec` would
+        # come back here. A spec may be asked for without an import (by a
+        # completer, say), so this finder stays until the module is loaded.
+        for finder in sys.meta_path:
+            find = None if finder is self else getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _PatchingLoader(spec.loader, self)
+                return spec
+        return None
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """A module's own loader, and then the patch."""
+
+    def __init__(self, loader, finder):
+        self._loader = loader
+        self._finder = finder
+
+    def __getattr__(self, name):
+        # get_source, get_filename, ...: inspect and linecache ask the loader.
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        if self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        self._finder.patch(module)
+
+
+def patch_on_import(module_name, patch):
+    """``patch(module)`` now if the module is loaded, else when it is."""
+    module = sys.modules.get(module_name)
+    if module is not None:
+        patch(module)
+    else:
+        sys.meta_path.insert(0, _PatchOnImport(module_name, patch))
+
+
+def make_pdb_interruptible(pdb):
+    """An interrupt while pdb waits for a command ends the debugger and the
+    cell. Stock pdb catches KeyboardInterrupt and prompts again, and a frontend
+    that has stopped answering prompts then waits for a reply forever."""
+
+    class InterruptiblePdb(pdb.Pdb):
+        def _cmdloop(self):
+            self.allow_kbdint = True
+            try:
+                self.cmdloop()
+            except KeyboardInterrupt:
+                # Stop tracing, so the interrupt ends the cell rather than
+                # stopping again at the next line.
+                self.stop_here = lambda frame: False
+                self.do_quit("")
+                sys.settrace(None)
+                self.quitting = False
+                self.message("--KeyboardInterrupt--")
+                raise
+            finally:
+                self.allow_kbdint = False
+
+    pdb.Pdb = InterruptiblePdb
+
+
 class BaseRuntime:
     """What every runtime shares: stream redirection, publishing, requests, comms."""
 
@@ -328,6 +409,7 @@ class BaseRuntime:
         sys.stderr = KernelStream(bridge, "stderr")
         builtins.input = self.input
         getpass.getpass = self.getpass
+        patch_on_import("pdb", self._debugger)
         # Like `python -m ipykernel_launcher`: modules next to the notebook import.
         if "" not in sys.path:
             sys.path.insert(0, "")
@@ -349,6 +431,10 @@ class BaseRuntime:
 
     def shutdown(self):
         """Called once before the kernel exits."""
+
+    def _debugger(self, pdb):
+        """Adjusts the ``pdb`` module when it is first imported."""
+        make_pdb_interruptible(pdb)
 
     # -- the %%ask agent's view of the session --------------------------------
 

@@ -68,7 +68,7 @@ fn install_writes_a_kernelspec_and_uninstall_removes_it() {
     assert_eq!(argv[4..], ["-f", "{connection_file}"]);
     assert_eq!(spec["display_name"], "Mahtab Test");
     assert_eq!(spec["language"], "python");
-    assert_eq!(spec["interrupt_mode"], "message");
+    assert_eq!(spec["interrupt_mode"], "signal");
     for logo in ["logo-32x32.png", "logo-64x64.png", "logo-svg.svg"] {
         assert!(dir.join(logo).is_file(), "{logo} installed");
     }

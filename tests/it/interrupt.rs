@@ -140,3 +140,52 @@ async fn interrupt_after_the_cell_started_keeps_what_it_did() {
     expect_keyboard_interrupt(&mut kernel, &msg_id).await;
     assert_namespace_survived(&mut kernel).await;
 }
+
+/// Runs `code`, which stops in the debugger, and returns the request's
+/// msg_id once the debugger asks for a command.
+async fn stop_in_the_debugger(kernel: &mut Kernel, code: &str) -> String {
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": code, "allow_stdin": true }),
+        )
+        .await;
+    let prompt = kernel.next_stdin().await;
+    assert_eq!(parent_id(&prompt), msg_id);
+    let prompt = prompt.content["prompt"].as_str().unwrap_or_default();
+    assert!(
+        ["(Pdb) ", "ipdb> "].contains(&prompt),
+        "a debugger prompt, got {prompt:?}"
+    );
+    msg_id
+}
+
+/// The cell stopped in the debugger is answered, no further prompt comes,
+/// and the kernel runs the next cell with the namespace intact.
+async fn expect_debugger_ended(kernel: &mut Kernel, msg_id: &str) {
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(parent_id(&reply), msg_id);
+    kernel.iopub_for(msg_id).await;
+    assert_namespace_survived(kernel).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_while_the_debugger_waits_ends_the_cell() {
+    let mut kernel = Kernel::start().await;
+    let cell = stop_in_the_debugger(
+        &mut kernel,
+        "import pdb\nkept = 'yes'\npdb.set_trace()\nx = 1",
+    )
+    .await;
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    expect_debugger_ended(&mut kernel, &cell).await;
+
+    // breakpoint(), interrupted by a signal as jupyter_client sends it.
+    let cell = stop_in_the_debugger(&mut kernel, "def f():\n    breakpoint()\nf()").await;
+    // SAFETY: plain kill(2) on our own child process.
+    assert_eq!(unsafe { libc::kill(kernel.pid() as i32, libc::SIGINT) }, 0);
+    expect_debugger_ended(&mut kernel, &cell).await;
+}

@@ -221,6 +221,8 @@ def test_shutting_the_kernel_down_stops_the_local_model(local_kernel) -> None:
     km.interrupt_kernel()
     local_kernel.reply_to(msg_id, timeout=10)
     kernel = psutil.Process(km.provisioner.pid)
+    # The interrupt was a SIGINT to the kernel's process group; the server has
+    # a group of its own, so it is still there.
     servers = local_model_servers(kernel.pid)
     assert len(servers) == 1, f"one local model server runs under the kernel: {servers}"
 

@@ -85,6 +85,9 @@ impl ClaudeCli {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // Its own process group, so an interrupt (SIGINT to the kernel's
+            // group) reaches it only as the kernel's own cancellation.
+            .process_group(0)
             .spawn()
             .map_err(|e| LlmError::Connect {
                 provider: PROVIDER,

@@ -62,7 +62,10 @@ impl LocalModel {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            // Its own process group: an interrupt in signal mode is a SIGINT
+            // to the kernel's group, and must not stop the model server.
+            .process_group(0);
         // SAFETY: prctl in the child before exec only asks the kernel to end
         // the child when its parent (this kernel) dies; no memory is touched.
         unsafe {
