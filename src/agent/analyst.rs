@@ -95,10 +95,7 @@ fn flag_in_text(text: &str, key: &str) -> Option<bool> {
 }
 
 /// The analyst graph, giving up after `max_attempts` failed attempts.
-pub fn analyst_graph<E: Effects + 'static>(
-    settings: Settings,
-    max_attempts: u32,
-) -> Graph<AgentState, E> {
+pub fn analyst_graph<E: Effects>(settings: Settings, max_attempts: u32) -> Graph<AgentState, E> {
     let (plan_settings, code_settings) = (settings.clone(), settings.clone());
     let (evaluate_settings, explain_settings) = (settings.clone(), settings);
     // plan, every attempt, evaluate and explain (or error), with room to spare.
@@ -174,7 +171,7 @@ async fn code<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let system = prompts::analyst_code(&namespace, &state.recent_cells);
+    let system = prompts::analyst_code(&namespace, &state.recent_cells, &state.skills);
     let answer = settings.answer(state, effects, system).await?;
     state.pending = code_blocks(&answer.text);
     state.record_answer(answer.text);
@@ -185,6 +182,7 @@ async fn code<E: Effects>(
             output: NO_CODE.into(),
             shown: None,
             failed: true,
+            finished: false,
         });
         state
             .conversation
@@ -279,6 +277,7 @@ mod tests {
         Settings {
             model: "test-model".into(),
             max_tokens: 1000,
+            context_tokens: 100_000,
             execute,
         }
     }
@@ -298,6 +297,7 @@ mod tests {
             output: format!("NameError: name 'x{}' is not defined", code.len()),
             shown: None,
             failed: true,
+            finished: false,
         }
     }
 

@@ -7,6 +7,7 @@
 //! max_turns = 4
 //! graph = "analyst"          # default | analyst
 //! local_model = true         # start the embedded model when nothing else is set
+//! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //!
 //! [openai]
 //! base_url = "http://127.0.0.1:11434/v1"
@@ -40,6 +41,7 @@ pub struct ConfigFile {
     max_turns: Option<u32>,
     graph: Option<String>,
     local_model: Option<bool>,
+    context_tokens: Option<u64>,
     #[serde(default)]
     anthropic: Endpoint,
     #[serde(default)]
@@ -142,6 +144,7 @@ impl ConfigFile {
             "OPENAI_BASE_URL" => self.openai.base_url.clone(),
             "MAHTAB_CLAUDE_BIN" => self.claude.bin.clone(),
             "MAHTAB_LOCAL_MODEL" => self.local_model.map(|on| if on { "1" } else { "0" }.into()),
+            "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
             _ => None,
         };
         value.filter(|v| !v.is_empty())

@@ -4,23 +4,33 @@
 //!
 //! Nothing here touches ZeroMQ or pyo3. The graph ([`graph`]) and its nodes
 //! ([`nodes`]) reach the world only through [`Effects`]: a model call, a code
-//! execution, a namespace summary, and events for the user. The kernel
-//! provides the real effects; tests provide scripted ones.
+//! execution, a namespace summary, and events for the user. A run's real
+//! effects ([`session`]) work through the [`ports`] the kernel implements;
+//! tests provide scripted ones.
 
 pub mod analyst;
+pub mod budget;
 pub mod config;
 pub mod config_file;
 pub mod extract;
 pub mod graph;
+mod indent;
 pub mod llm;
 pub mod nodes;
 pub mod options;
+pub mod ports;
 pub mod prompts;
 pub mod prose;
+pub mod provider;
 pub mod reflect;
+pub mod render;
+pub mod rlm;
 #[cfg(test)]
 mod script;
+pub mod session;
+mod settings;
 pub mod state;
+pub mod stream;
 
 use std::future::Future;
 

@@ -10,6 +10,7 @@
 //! next generate turn builds on them, and a final text-only answer stays in
 //! the conversation for the next `%%ask`.
 
+use super::budget;
 use super::extract::code_blocks;
 use super::graph::{Graph, NodeFn, Route};
 use super::llm::{ChatMessage, ChatRequest};
@@ -21,6 +22,8 @@ use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Outcome, p
 pub struct Settings {
     pub model: String,
     pub max_tokens: u32,
+    /// The model's context window: what is sent is kept within it.
+    pub context_tokens: usize,
     /// With `false`, code is shown but never run (`--no-exec`).
     pub execute: bool,
 }
@@ -32,10 +35,7 @@ fn step_cap(max_turns: u32) -> usize {
 }
 
 /// The default graph for a run with `max_turns`.
-pub fn default_graph<E: Effects + 'static>(
-    settings: Settings,
-    max_turns: u32,
-) -> Graph<AgentState, E> {
+pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<AgentState, E> {
     let generate_settings = settings.clone();
     let reflect_settings = settings.clone();
     let execute_enabled = settings.execute;
@@ -86,7 +86,7 @@ impl Settings {
         effects: &mut E,
         system: String,
     ) -> Result<ChatOutcome, AgentError> {
-        ask_model(state, effects, &self.model, system, self.max_tokens, true).await
+        ask_model(state, effects, self, system, self.max_tokens, true).await
     }
 
     /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
@@ -97,7 +97,7 @@ impl Settings {
         effects: &mut E,
         system: String,
     ) -> Result<ChatOutcome, AgentError> {
-        ask_model(state, effects, &self.model, system, JUDGEMENT_TOKENS, false).await
+        ask_model(state, effects, self, system, JUDGEMENT_TOKENS, false).await
     }
 }
 
@@ -105,15 +105,21 @@ impl Settings {
 async fn ask_model<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    model: &str,
+    settings: &Settings,
     system: String,
     max_tokens: u32,
     show: bool,
 ) -> Result<ChatOutcome, AgentError> {
+    let messages = budget::fit(
+        &system,
+        &state.conversation,
+        settings.context_tokens,
+        max_tokens,
+    );
     let request = ChatRequest {
-        model: model.to_owned(),
+        model: settings.model.clone(),
         system,
-        messages: state.conversation.clone(),
+        messages,
         max_tokens,
     };
     let answer = effects.chat(request, show).await?;
@@ -121,7 +127,7 @@ async fn ask_model<E: Effects>(
     Ok(answer)
 }
 
-pub(super) fn node<E: Effects + 'static>(
+pub(super) fn node<E: Effects>(
     f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> super::graph::NodeFuture<'a>
     + Send
     + Sync
@@ -136,7 +142,7 @@ async fn generate<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let system = prompts::system(&namespace, &state.recent_cells);
+    let system = prompts::system(&namespace, &state.recent_cells, &state.skills);
     let answer = settings.answer(state, effects, system).await?;
     state.record_answer(answer.text);
     Ok(())
@@ -251,6 +257,7 @@ mod tests {
         Settings {
             model: "test-model".into(),
             max_tokens: 1000,
+            context_tokens: 100_000,
             execute: true,
         }
     }

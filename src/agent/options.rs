@@ -65,6 +65,59 @@ impl AskOptions {
     }
 }
 
+impl AskOptions {
+    /// Options given as keyword arguments of `ask()` (a JSON object whose
+    /// keys are the options' names without dashes: `model`, `provider`,
+    /// `max_turns`, `graph`, `no_exec`, `confirm`, `new`; null means unset).
+    pub fn from_json(value: &serde_json::Value) -> Result<AskOptions, UsageError> {
+        let usage = |reason: String| UsageError(reason, ASK_USAGE);
+        let mut options = AskOptions::default();
+        let Some(fields) = value.as_object() else {
+            return if value.is_null() {
+                Ok(options)
+            } else {
+                Err(usage("options must be keyword arguments".into()))
+            };
+        };
+        for (name, value) in fields.iter().filter(|(_, value)| !value.is_null()) {
+            let text = || {
+                value
+                    .as_str()
+                    .filter(|text| !text.is_empty())
+                    .map(str::to_owned)
+                    .ok_or_else(|| usage(format!("{name} must be a non-empty string")))
+            };
+            let switch = || {
+                value
+                    .as_bool()
+                    .ok_or_else(|| usage(format!("{name} must be True or False")))
+            };
+            match name.as_str() {
+                "model" => options.model = Some(text()?),
+                "provider" => options.provider = Some(text()?),
+                "graph" => {
+                    options.graph = Some(text()?.parse().map_err(|e: UsageError| usage(e.0))?)
+                }
+                "max_turns" => {
+                    let turns = value
+                        .as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| {
+                            usage(format!("max_turns must be a positive number, not {value}"))
+                        })?;
+                    options.max_turns = Some(turns);
+                }
+                "no_exec" => options.no_exec = switch()?,
+                "confirm" => options.confirm = switch()?,
+                "new" => options.new_conversation = switch()?,
+                other => return Err(usage(format!("unknown option {other:?}"))),
+            }
+        }
+        Ok(options)
+    }
+}
+
 /// A cell that goes to the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AskCell {
@@ -92,6 +145,9 @@ pub enum ConfigChange {
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
 [--max-turns N] [--graph default|analyst] | --reset\n(with no options: show the settings %%ask uses)";
+
+pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
+graph=None, no_exec=False, confirm=False, new=False)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
 [--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new]\n<your request on the following lines>";
@@ -273,6 +329,31 @@ mod tests {
                 err.to_string().contains("usage: %ask_config"),
                 "{bad}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn ask_keyword_arguments_become_options() {
+        let options = AskOptions::from_json(&serde_json::json!({
+            "model": "m", "graph": "analyst", "max_turns": 2, "no_exec": true,
+            "new": true, "provider": null,
+        }))
+        .unwrap();
+        assert_eq!(options.model.as_deref(), Some("m"));
+        assert_eq!(options.graph, Some(GraphKind::Analyst));
+        assert_eq!(options.max_turns, Some(2));
+        assert!(options.no_exec && options.new_conversation && !options.confirm);
+        assert_eq!(options.provider, None);
+        for bad in [
+            serde_json::json!({ "max_turns": 0 }),
+            serde_json::json!({ "max_turns": "3" }),
+            serde_json::json!({ "graph": "fancy" }),
+            serde_json::json!({ "bogus": 1 }),
+            serde_json::json!({ "no_exec": "yes" }),
+            serde_json::json!([1]),
+        ] {
+            let err = AskOptions::from_json(&bad).unwrap_err();
+            assert!(err.to_string().contains("usage: ask("), "{bad}: {err}");
         }
     }
 

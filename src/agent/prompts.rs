@@ -7,11 +7,43 @@ const PLAN: &str = include_str!("../../prompts/plan.md");
 const ANALYST_CODE: &str = include_str!("../../prompts/analyst_code.md");
 const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
 const EXPLAIN: &str = include_str!("../../prompts/explain.md");
+const TOOLBOX: &str = include_str!("../../prompts/toolbox.md");
+const RLM: &str = include_str!("../../prompts/rlm.md");
 
-/// The system prompt for a generate turn, with the namespace summary and
-/// the cells the user ran since the last request.
-pub fn system(namespace: &str, recent_cells: &[String]) -> String {
-    with_context(SYSTEM, namespace, recent_cells)
+/// A skill the model may load with `skill(name)`: its name and description.
+pub type Skill = (String, String);
+
+/// The system prompt for a generate turn, with the namespace summary, the
+/// cells the user ran since the last request, and the toolbox.
+pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
+    with_context(SYSTEM, namespace, recent_cells) + "\n" + &toolbox(skills)
+}
+
+/// The toolbox the model's code can call, and the skills it can load.
+pub fn toolbox(skills: &[Skill]) -> String {
+    let listed = if skills.is_empty() {
+        "(none installed)".to_owned()
+    } else {
+        skills
+            .iter()
+            .map(|(name, description)| format!("- {name}: {description}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    TOOLBOX.replace("{skills}", &listed)
+}
+
+/// The system prompt of an `rlm()` sub-agent.
+pub fn rlm(search: &super::rlm::Search, max_turns: u32) -> String {
+    let depth_left = match search.depth_left {
+        0 => "no more levels: this one may not call rlm".to_owned(),
+        1 => "1 more level".to_owned(),
+        n => format!("{n} more levels"),
+    };
+    RLM.replace("{description}", &search.description)
+        .replace("{depth_left}", &depth_left)
+        .replace("{max_turns}", &max_turns.to_string())
+        .replace("{query}", &search.query)
 }
 
 /// The system prompt of the reflection step.
@@ -25,8 +57,8 @@ pub fn plan(namespace: &str, recent_cells: &[String]) -> String {
 }
 
 /// The analyst graph's prompt for writing (and fixing) the code.
-pub fn analyst_code(namespace: &str, recent_cells: &[String]) -> String {
-    with_context(ANALYST_CODE, namespace, recent_cells)
+pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
+    with_context(ANALYST_CODE, namespace, recent_cells) + "\n" + &toolbox(skills)
 }
 
 /// The analyst graph's prompt for examining the code's results.
@@ -102,15 +134,15 @@ mod tests {
 
     #[test]
     fn templates_fill_their_placeholders() {
-        let prompt = system("df: DataFrame (3 rows)", &["df = load()".to_owned()]);
+        let prompt = system("df: DataFrame (3 rows)", &["df = load()".to_owned()], &[]);
         assert!(prompt.contains("df: DataFrame (3 rows)"));
         assert!(prompt.contains("```python\ndf = load()\n```"));
         assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
-        assert!(system("", &[]).contains("(no user variables yet)"));
+        assert!(system("", &[], &[]).contains("(no user variables yet)"));
         assert!(reflect("plot it").contains("plot it"));
         for prompt in [
             plan("df: DataFrame", &[]),
-            analyst_code("df: DataFrame", &[]),
+            analyst_code("df: DataFrame", &[], &[]),
             explain("why?", "df: DataFrame"),
         ] {
             assert!(prompt.contains("df: DataFrame"), "{prompt}");
@@ -118,6 +150,27 @@ mod tests {
         }
         assert!(evaluate("is it high?").contains("is it high?"));
         assert!(fix_request("This code failed").starts_with("This code failed"));
+    }
+
+    #[test]
+    fn the_toolbox_lists_every_tool_and_the_installed_skills() {
+        let skills = [("debug".to_owned(), "Debug a failing cell".to_owned())];
+        let prompt = system("", &[], &skills);
+        for tool in [
+            "peek(",
+            "grep(",
+            "partition(",
+            "rlm(",
+            "read(",
+            "edit(",
+            "create(",
+            "skill(",
+        ] {
+            assert!(prompt.contains(tool), "{tool} missing");
+        }
+        assert!(prompt.contains("- debug: Debug a failing cell"));
+        assert!(toolbox(&[]).contains("(none installed)"));
+        assert!(!prompt.contains("{skills}"));
     }
 
     #[test]

@@ -182,9 +182,26 @@ fn partial_suffix(text: &str, marker: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// A whole answer's text without the code that runs: what `ask()` returns.
+pub fn without_code(answer: &str) -> String {
+    let mut filter = ProseFilter::default();
+    let mut shown = String::new();
+    filter.push(answer, &mut shown);
+    shown.push_str(&filter.finish());
+    shown.trim().to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_code_keeps_the_prose_of_a_whole_answer() {
+        let answer = "The total is below.\n```python\nprint(sum(xs))\n```\nIt is 6.\n";
+        let prose = without_code(answer);
+        assert!(!prose.contains("print"), "{prose:?}");
+        assert!(prose.starts_with("The total is below.") && prose.ends_with("It is 6."));
+    }
     use crate::agent::extract::code_blocks;
 
     /// The text shown for `answer` fed in pieces of `size` characters.

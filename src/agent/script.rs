@@ -75,6 +75,7 @@ pub fn ok(code: &str) -> Execution {
         output: "42".into(),
         shown: None,
         failed: false,
+        finished: false,
     }
 }
 
@@ -90,5 +91,6 @@ pub fn fails_once(code: &str) -> Execution {
         output: output.into(),
         shown: None,
         failed,
+        finished: false,
     }
 }

@@ -18,6 +18,8 @@ pub struct Execution {
     /// rich output was shown as it came, so the panel leaves its text out.
     pub shown: Option<String>,
     pub failed: bool,
+    /// The code called `FINAL(answer)` (an `rlm()` sub-agent's way to end).
+    pub finished: bool,
 }
 
 impl Execution {
@@ -47,6 +49,8 @@ pub struct AgentState {
     pub request: String,
     /// Code of the cells the user ran since the previous request.
     pub recent_cells: Vec<String>,
+    /// The skills the model may load: name and description.
+    pub skills: Vec<super::prompts::Skill>,
     /// The conversation so far, this run's request and turns included; it
     /// carries over between runs in the same kernel.
     pub conversation: Vec<ChatMessage>,
@@ -84,6 +88,7 @@ impl AgentState {
         Self {
             request,
             recent_cells: Vec::new(),
+            skills: Vec::new(),
             conversation,
             turn: 0,
             max_turns: max_turns.max(1),

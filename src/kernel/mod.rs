@@ -9,7 +9,6 @@
 //! [`PythonHandle`].
 
 mod ask;
-mod ask_config;
 mod control;
 mod heartbeat;
 mod info;
@@ -27,6 +26,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
 
+use crate::agent::session::AgentSession;
 use crate::python::{
     InputProvider, InputUnavailable, Interrupter, Output, OutputSink, PythonConfig, PythonHandle,
 };
@@ -61,12 +61,6 @@ pub enum KernelError {
 /// What the channel tasks share.
 struct Shared {
     kernel_info: Value,
-    iopub: Iopub,
-    conversation: ask::Conversation,
-    /// `%%ask` defaults set with `%ask_config` in this kernel.
-    ask_defaults: std::sync::Mutex<crate::agent::options::AskOptions>,
-    /// The embedded default model's server, once started.
-    local_model: tokio::sync::Mutex<Option<crate::agent::llm::local::LocalModel>>,
     python: PythonHandle,
     interrupter: Interrupter,
     current: Arc<CurrentRequest>,
@@ -97,14 +91,17 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     iopub.status("starting", no_parent());
     let (stdin, stdin_task) = Stdin::start(stdin, codec.clone());
     let current = Arc::new(CurrentRequest::new(iopub.clone(), stdin));
+    let agents = Arc::new(AgentSession::default());
+    let adapter = Arc::new(ask::AgentAdapter {
+        session: agents.clone(),
+        iopub: iopub.clone(),
+        current: current.clone(),
+        runtime: tokio::runtime::Handle::current(),
+    });
     let (python_handle, interrupter) =
-        PythonHandle::start(python, current.clone(), current.clone());
+        PythonHandle::start(python, current.clone(), current.clone(), adapter);
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version()),
-        iopub: iopub.clone(),
-        conversation: ask::Conversation::default(),
-        ask_defaults: Default::default(),
-        local_model: tokio::sync::Mutex::new(None),
         python: python_handle,
         interrupter,
         current,
@@ -119,9 +116,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
 
     shared.shutdown.cancelled().await;
     shared.python.shutdown(PYTHON_SHUTDOWN_LIMIT).await;
-    if let Some(model) = shared.local_model.lock().await.take() {
-        model.stop().await;
-    }
+    agents.shutdown().await;
     iopub.flush().await;
     tokio::time::sleep(LINGER).await;
     for task in [

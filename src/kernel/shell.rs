@@ -10,8 +10,6 @@ use serde_json::json;
 use super::Shared;
 use super::requests::{ExecuteRequest, ShutdownRequest};
 use super::router::{self, RouterChannel};
-use super::{ask, ask_config};
-use crate::agent::options::AgentCell;
 use crate::python::ExecuteCell;
 use crate::wire::Message;
 
@@ -135,11 +133,7 @@ async fn execute(
         state.execution_count += 1;
     }
     let count = state.execution_count;
-    let agent_cell = crate::agent::options::parse_cell(&exec.code);
-    if agent_cell.is_none() {
-        // An %%ask cell's Python runs block by block, each announced itself.
-        shared.interrupter.cell_coming();
-    }
+    shared.interrupter.cell_coming();
     if !exec.silent {
         channel.iopub.publish(
             "execute_input",
@@ -149,30 +143,16 @@ async fn execute(
     }
     shared.current.set(request, exec.allow_stdin);
     let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-    let outcome = match agent_cell {
-        Some(Ok(AgentCell::Ask(cell))) => {
-            ask::run(shared.clone(), request.raw_header.clone(), cell).await
-        }
-        Some(Ok(AgentCell::Configure(change))) => {
-            ask_config::configure(shared, request.raw_header.clone(), change)
-        }
-        Some(Err(usage)) => ask::usage_error(shared, request.raw_header.clone(), &usage),
-        None => {
-            if store_history {
-                shared.conversation.note_cell(&exec.code);
-            }
-            shared
-                .python
-                .execute(ExecuteCell {
-                    code: exec.code,
-                    execution_count: count,
-                    silent: exec.silent,
-                    store_history,
-                    user_expressions: exec.user_expressions.unwrap_or_default(),
-                })
-                .await
-        }
-    };
+    let outcome = shared
+        .python
+        .execute(ExecuteCell {
+            code: exec.code,
+            execution_count: count,
+            silent: exec.silent,
+            store_history,
+            user_expressions: exec.user_expressions.unwrap_or_default(),
+        })
+        .await;
 
     let failed = outcome.error.is_some();
     let mut content = json!({

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::fd_capture::FdCapture;
+use super::inline::{self, AgentHost};
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, OutputSink, StreamBuffer, StreamName};
 use super::{Command, ExecuteCell, ExecuteOutcome, InputProvider, PythonConfig, PythonError};
@@ -34,6 +35,7 @@ pyo3::create_exception!(
 const INPUT_POLL: Duration = Duration::from_millis(50);
 
 const RUNTIME_SOURCE: &str = include_str!("runtime.py");
+const TOOLS_SOURCE: &str = include_str!("tools.py");
 const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
 
 /// Bridge handed to `runtime.py`: its only way to send output to Rust.
@@ -41,6 +43,7 @@ const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
 struct Bridge {
     buffer: Arc<StreamBuffer>,
     input: Arc<dyn InputProvider>,
+    agents: Arc<dyn AgentHost>,
 }
 
 #[pymethods]
@@ -87,6 +90,18 @@ impl Bridge {
                 }
             }
         }
+    }
+
+    /// Runs an agent request (`%%ask`, `ask()`, `rlm()`, `%ask_config`;
+    /// JSON text) and returns its result (JSON text). The run calls back
+    /// into `scope` on this thread; see [`inline`].
+    fn ask(&self, py: Python<'_>, request: &str, scope: Bound<'_, PyAny>) -> PyResult<String> {
+        let request: Value =
+            serde_json::from_str(request).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        // What the cell printed before comes before what the run shows.
+        self.buffer.flush();
+        let result = inline::serve(py, self.agents.as_ref(), request, &scope)?;
+        Ok(result.to_string())
     }
 
     /// The current request's header, as JSON text.
@@ -142,12 +157,13 @@ pub(super) fn spawn(
     config: PythonConfig,
     sink: Arc<dyn OutputSink>,
     input: Arc<dyn InputProvider>,
+    agents: Arc<dyn AgentHost>,
     commands: Receiver<Command>,
 ) {
     std::thread::Builder::new()
         .name("mahtab-python".into())
         .stack_size(python_stack_size())
-        .spawn(move || run(config, sink, input, commands))
+        .spawn(move || run(config, sink, input, agents, commands))
         .expect("spawn the Python interpreter thread");
 }
 
@@ -187,12 +203,17 @@ fn run(
     config: PythonConfig,
     sink: Arc<dyn OutputSink>,
     input: Arc<dyn InputProvider>,
+    agents: Arc<dyn AgentHost>,
     commands: Receiver<Command>,
 ) {
     let buffer = StreamBuffer::start(sink);
     let runtime = initialize(&config).and_then(|()| {
-        let runtime =
-            Python::attach(|py| load_runtime(py, &buffer, &input).map_err(|e| describe(py, &e)));
+        let bridge = || Bridge {
+            buffer: buffer.clone(),
+            input: input.clone(),
+            agents: agents.clone(),
+        };
+        let runtime = Python::attach(|py| load_runtime(py, bridge).map_err(|e| describe(py, &e)));
         // After the runtime's imports, which may have set Python's own handler.
         interrupt::install_on_interpreter_thread();
         runtime
@@ -236,27 +257,6 @@ fn run(
                 buffer.close();
                 let _ = done.send(());
                 return;
-            }
-            (Command::AgentCode(code, reply), Ok(runtime)) => {
-                let result = Python::attach(|py| {
-                    let result = {
-                        let _running = CellRunning::start();
-                        call_json(runtime.bind(py), "run_agent_code", (code,))
-                    };
-                    discard_pending_interrupt(py);
-                    result.map_err(|e| python_error(py, &e)).and_then(|value| {
-                        serde_json::from_value(value).map_err(|e| {
-                            PythonError::internal(format!("unreadable agent result: {e}"))
-                        })
-                    })
-                });
-                drain();
-                buffer.flush();
-                let _ = reply.send(result);
-            }
-            (Command::AgentCode(_, reply), Err(message)) => {
-                let error = PythonError::internal(format!("Python failed to start: {message}"));
-                let _ = reply.send(Err(error));
             }
             (Command::Shutdown(done), Err(_)) => {
                 let _ = done.send(());
@@ -345,19 +345,14 @@ fn initialize(config: &PythonConfig) -> Result<(), String> {
 
 /// Loads the Python side and creates the session's runtime: IPython's when
 /// IPython imports, else plain Python (and says so once, on stderr).
-fn load_runtime(
-    py: Python<'_>,
-    buffer: &Arc<StreamBuffer>,
-    input: &Arc<dyn InputProvider>,
-) -> PyResult<Py<PyAny>> {
+fn load_runtime(py: Python<'_>, bridge: impl Fn() -> Bridge) -> PyResult<Py<PyAny>> {
     let modules = py.import("sys")?.getattr("modules")?;
+    let source = CString::new(TOOLS_SOURCE).expect("tools.py has no NUL bytes");
+    let tools = PyModule::from_code(py, &source, c"mahtab/tools.py", c"mahtab.tools")?;
+    modules.set_item("mahtab.tools", &tools)?;
     let source = CString::new(RUNTIME_SOURCE).expect("runtime.py has no NUL bytes");
     let runtime = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
     modules.set_item("_mahtab_runtime", &runtime)?;
-    let bridge = || Bridge {
-        buffer: buffer.clone(),
-        input: input.clone(),
-    };
 
     let source = CString::new(IPYTHON_SOURCE).expect("ipython_shell.py has no NUL bytes");
     let ipython = PyModule::from_code(py, &source, c"mahtab_ipython.py", c"_mahtab_ipython")
@@ -501,7 +496,7 @@ fn discard_pending_interrupt(py: Python<'_>) {
 }
 
 /// The one conversion from a Python exception to an error message's fields.
-fn python_error(py: Python<'_>, err: &PyErr) -> PythonError {
+pub(super) fn python_error(py: Python<'_>, err: &PyErr) -> PythonError {
     let ename = err
         .get_type(py)
         .name()

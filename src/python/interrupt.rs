@@ -6,7 +6,7 @@
 //! - the kernel blocks SIGINT in every thread but the interpreter thread
 //!   ([`block_sigint_in_current_thread`] runs in `main` before any other thread
 //!   starts), so a process-wide SIGINT from jupyter_client lands there;
-//! - while a cell is queued or runs (or an `%%ask` run goes on), SIGINT has an
+//! - while a cell is queued or runs (an `%%ask` cell is one), SIGINT has an
 //!   OS handler that asks CPython to raise `KeyboardInterrupt`; otherwise its
 //!   disposition is SIG_IGN, as in ipykernel, so an idle SIGINT (jupyter_client
 //!   sends one before every shutdown, and one per press of stop) is discarded
@@ -32,7 +32,7 @@
 //! the interrupt it already holds and raises it. A nudge after that is
 //! harmless: an interrupted sleep just resumes.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -49,13 +49,6 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Counts cells, so a late wake-up never touches the next cell.
 static CELL_SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// Counts interrupts of any kind, idle or not, so work that is not Python
-/// (a `%%ask` model stream) can notice them too.
-static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
-
-/// Work other than a cell that wants SIGINT noticed (`%%ask` runs).
-static LISTENERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Serialises changes of SIGINT's disposition, which threads make in turn.
 static DISPOSITION: Mutex<()> = Mutex::new(());
@@ -83,7 +76,6 @@ extern "C" fn on_wake(_signum: libc::c_int) {
 static INTERPRETER_THREAD: OnceLock<libc::pthread_t> = OnceLock::new();
 
 extern "C" fn on_sigint(_signum: libc::c_int) {
-    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
     match CELL_STATE.load(Ordering::SeqCst) {
         // SAFETY: PyErr_SetInterruptEx is documented as async-signal-safe and
         // needs no thread state; the interpreter is initialised before this
@@ -157,15 +149,14 @@ pub(super) fn install_on_interpreter_thread() {
     }
 }
 
-/// Gives SIGINT the kernel's handler while anything listens for it (a cell
-/// queued or running, an `%%ask` run), SIG_IGN otherwise. Setting it again
+/// Gives SIGINT the kernel's handler while a cell is queued or runs (an
+/// `%%ask` cell and `ask()` are cells too), SIG_IGN otherwise. Setting it again
 /// after every cell also undoes Python code that called
 /// `signal.signal(SIGINT, ...)` (asyncio.run does, on the way out), which
 /// would otherwise turn an idle SIGINT into a KeyboardInterrupt later.
 fn update_disposition() {
     let _serial = DISPOSITION.lock().unwrap_or_else(PoisonError::into_inner);
-    let listening =
-        CELL_STATE.load(Ordering::SeqCst) != IDLE || LISTENERS.load(Ordering::SeqCst) > 0;
+    let listening = CELL_STATE.load(Ordering::SeqCst) != IDLE;
     // SAFETY: a plain sigaction, with a handler that only touches atomics and
     // calls an async-signal-safe CPython function, or SIG_IGN. No
     // SA_RESTART, so blocking system calls return EINTR and CPython checks
@@ -236,20 +227,6 @@ impl Drop for CellRunning {
 pub struct Interrupter;
 
 impl Interrupter {
-    /// How many interrupts (requests and signals, idle or not) have arrived;
-    /// a change means the user pressed stop.
-    pub fn interrupt_count(&self) -> u64 {
-        INTERRUPTS.load(Ordering::SeqCst)
-    }
-
-    /// Keeps SIGINT noticed (counted in [`Interrupter::interrupt_count`])
-    /// while the guard lives, for work that is not a cell.
-    pub fn listen(&self) -> Listening {
-        LISTENERS.fetch_add(1, Ordering::SeqCst);
-        update_disposition();
-        Listening
-    }
-
     /// Announces that a cell is about to be sent to the interpreter thread:
     /// from now on an interrupt is kept for it. Call this before telling the
     /// client the cell started (execute_input), so no interrupt is lost.
@@ -260,7 +237,6 @@ impl Interrupter {
     /// Raises `KeyboardInterrupt` in the running (or about to run) cell.
     /// Returns false, and does nothing, when no cell is running.
     pub fn interrupt(&self) -> bool {
-        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
         let seq = CELL_SEQ.load(Ordering::SeqCst);
         match CELL_STATE.load(Ordering::SeqCst) {
             QUEUED | STARTING => {
@@ -275,17 +251,6 @@ impl Interrupter {
         }
         keep_waking(seq);
         true
-    }
-}
-
-/// See [`Interrupter::listen`].
-#[must_use = "SIGINT is noticed only while the guard lives"]
-pub struct Listening;
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        LISTENERS.fetch_sub(1, Ordering::SeqCst);
-        update_disposition();
     }
 }
 

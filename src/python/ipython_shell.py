@@ -305,6 +305,16 @@ def _speed_up_introspection():
     oinspect.pylight = html.escape
 
 
+_ASK_HELP = """see the README's %%ask section.
+
+    %%ask [--model MODEL] [--provider anthropic|openai|claude] [--max-turns N]
+          [--graph default|analyst] [--no-exec] [--confirm] [--new]
+    <your request>
+
+    %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] | --reset
+"""
+
+
 def _use_ipython_debugger(debugger):
     """As ipykernel: pdb.set_trace() and breakpoint() give IPython's debugger
     (ipdb> prompt, colours, magics), in the form an interrupt ends rather than
@@ -333,6 +343,22 @@ class IPythonRuntime(BaseRuntime):
         _speed_up_introspection()
         patch_on_import("IPython.core.debugger", _use_ipython_debugger)
         self.user_ns = self.shell.user_ns
+        self._register_agent_magics()
+
+    def _register_agent_magics(self):
+        """``%%ask`` and ``%ask_config`` are magics here, as IPython users
+        expect (``%%ask?`` shows their help); the agent parses them."""
+
+        def ask(line, cell):
+            self.ask_cell("%%ask " + line + "\n" + cell)
+
+        def ask_config(line):
+            self.ask_cell("%ask_config " + line)
+
+        ask.__doc__ = "Sends the cell to the agent: " + _ASK_HELP
+        ask_config.__doc__ = "Sets or shows the defaults of %%ask: " + _ASK_HELP
+        self.shell.register_magic_function(ask, "cell", "ask")
+        self.shell.register_magic_function(ask_config, "line", "ask_config")
 
     def shutdown(self):
         # Writes the history entries still batched in memory.
@@ -359,6 +385,7 @@ class IPythonRuntime(BaseRuntime):
         # on; the kernel owns the count, so set it before every cell.
         shell.execution_count = execution_count if store_history else execution_count + 1
         result = shell.run_cell(code, store_history=store_history, silent=silent)
+        self.note_cell(code, store_history)
         if result.success:
             reply = {"status": "ok", "user_expressions": shell.user_expressions(json.loads(user_expressions_json))}
         else:

@@ -7,6 +7,7 @@
 //! runs there, one at a time, in the order requests arrive.
 
 mod fd_capture;
+mod inline;
 mod interpreter;
 mod interrupt;
 mod output;
@@ -20,6 +21,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 pub use fd_capture::{original_stderr, preserve_stderr};
+pub use inline::{AgentHost, InlinePython};
 pub use interrupt::{Interrupter, block_sigint_in_current_thread};
 pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName};
 
@@ -79,20 +81,19 @@ impl PythonError {
             traceback: vec![format!("KernelError: {message}")],
         }
     }
-}
 
-/// What agent code produced. Its rich output (plots, tables) has already
-/// been shown to the user as it came.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct AgentRun {
-    /// For the model: stdout, stderr, the last value, a traceback, and the
-    /// text form of each rich output.
-    pub output: String,
-    /// For the output panel: the same without the rich output's text.
-    pub shown: String,
-    /// How many rich outputs reached the user.
-    pub rich_outputs: usize,
-    pub failed: bool,
+    /// The user pressed stop.
+    pub fn interrupted() -> Self {
+        Self {
+            ename: "KeyboardInterrupt".into(),
+            evalue: String::new(),
+            traceback: Vec::new(),
+        }
+    }
+
+    pub fn is_interrupt(&self) -> bool {
+        self.ename == "KeyboardInterrupt"
+    }
 }
 
 /// What running a cell produced, beyond its published output.
@@ -131,8 +132,6 @@ enum Command {
         buffers: Vec<bytes::Bytes>,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
-    /// Runs code an agent wrote; replies with (output for the model, failed).
-    AgentCode(String, oneshot::Sender<Result<AgentRun, PythonError>>),
     /// The kernel is about to exit: save what must outlive it (history).
     Shutdown(oneshot::Sender<()>),
 }
@@ -153,9 +152,10 @@ impl PythonHandle {
         config: PythonConfig,
         sink: Arc<dyn OutputSink>,
         input: Arc<dyn InputProvider>,
+        agents: Arc<dyn AgentHost>,
     ) -> (Self, Interrupter) {
         let (commands, receiver) = mpsc::channel();
-        interpreter::spawn(config, sink, input, receiver);
+        interpreter::spawn(config, sink, input, agents, receiver);
         (Self { commands }, Interrupter)
     }
 
@@ -170,19 +170,6 @@ impl PythonHandle {
         outcome
             .await
             .unwrap_or_else(|_| ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE)))
-    }
-
-    /// Runs code written by the `%%ask` agent in the user's namespace. An
-    /// interrupt while it runs comes back as a `KeyboardInterrupt` error.
-    pub async fn run_agent_code(&self, code: String) -> Result<AgentRun, PythonError> {
-        let (reply, result) = oneshot::channel();
-        interrupt::cell_queued();
-        if self.commands.send(Command::AgentCode(code, reply)).is_err() {
-            return Err(PythonError::internal(INTERPRETER_GONE));
-        }
-        result
-            .await
-            .unwrap_or_else(|_| Err(PythonError::internal(INTERPRETER_GONE)))
     }
 
     /// Lets the runtime save its state before the process exits, waiting at

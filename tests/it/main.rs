@@ -1,6 +1,7 @@
 //! Integration tests: the real `mahtab` binary on real sockets.
 
 mod ask;
+mod ask_python;
 mod execute;
 mod fake_llm;
 mod install;
@@ -9,4 +10,6 @@ mod lifecycle;
 mod malformed;
 mod providers;
 mod requests;
+mod rlm;
 mod support;
+mod tools;

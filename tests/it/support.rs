@@ -2,7 +2,7 @@
 //! binary on free loopback ports with a fresh connection file and speaks the
 //! wire protocol over real ZeroMQ sockets. Every wait has a deadline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -112,6 +112,8 @@ pub fn spawn_kernel_with_env(dir: &TempDir, connection: &Value, env: &[(&str, St
     std::fs::write(&file, connection.to_string()).expect("write connection file");
     let mut command = Command::new(mahtab_binary());
     command.arg("kernel").arg("-f").arg(&file);
+    // Files a test's cells or agent write land in the test's own directory.
+    command.current_dir(&dir.0);
     // IPython's profile and the kernel's history live here; each test kernel
     // gets its own.
     command.env("IPYTHONDIR", dir.0.join("ipython"));
@@ -261,6 +263,11 @@ impl Kernel {
     /// one, so only the first call gets it.
     pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
         self.child.stderr.take()
+    }
+
+    /// The kernel's working directory (its settings live in `config/`).
+    pub fn dir(&self) -> &Path {
+        &self._dir.0
     }
 
     pub fn pid(&self) -> u32 {

@@ -21,6 +21,10 @@ const SERVER_SCRIPT: &str = include_str!("local_server.py");
 /// The name the local server answers to.
 pub const LOCAL_MODEL: &str = "local-model";
 
+/// The context window the server is started with (`n_ctx` in
+/// `local_server.py`).
+pub const CONTEXT_TOKENS: usize = 4096;
+
 /// How long loading the model may take.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -1,38 +1,29 @@
-//! Where a `%%ask` cell's settings come from, and the `%ask_config` magic
-//! that sets this kernel's defaults and shows what a cell would use.
+//! Where a run's settings come from, and the `%ask_config` magic that sets
+//! this kernel's defaults and shows what a cell would use.
 //!
-//! Highest first: the cell's own options, `%ask_config`, the settings file
+//! Highest first: the run's own options, `%ask_config`, the settings file
 //! (see [`crate::agent::config_file`]), the kernel's environment, and last
 //! the embedded local model.
 
-use std::sync::{Arc, PoisonError};
+use super::analyst;
+use super::config::{self, Choice};
+use super::config_file::{self, ConfigFile, ConfigFileError};
+use super::llm::http::WireFormat;
+use super::options::{AskOptions, ConfigChange, GraphKind};
+use super::session::DEFAULT_MAX_TURNS;
 
-use serde_json::Value;
-
-use super::Shared;
-use super::ask::{DEFAULT_MAX_TURNS, Publisher};
-use crate::agent::analyst;
-use crate::agent::config::{self, Choice};
-use crate::agent::config_file::{self, ConfigFile, ConfigFileError};
-use crate::agent::llm::http::WireFormat;
-use crate::agent::options::{AskOptions, ConfigChange, GraphKind};
-use crate::python::ExecuteOutcome;
-
-/// Every source of `%%ask` settings, read once for a cell.
+/// Every source of settings, read once for a run.
 pub(super) struct Settings {
     session: AskOptions,
     file: ConfigFile,
 }
 
 impl Settings {
-    /// The settings as they are now (the file is read afresh).
-    pub(super) fn now(shared: &Shared) -> Result<Self, ConfigFileError> {
+    /// The settings as they are now, with `session` the `%ask_config`
+    /// defaults (the file is read afresh).
+    pub(super) fn now(session: AskOptions) -> Result<Self, ConfigFileError> {
         Ok(Self {
-            session: shared
-                .ask_defaults
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            session,
             file: ConfigFile::load(env)?,
         })
     }
@@ -76,39 +67,18 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Runs an `%ask_config` cell.
-pub(super) fn configure(
-    shared: &Arc<Shared>,
-    parent: Arc<Value>,
-    change: ConfigChange,
-) -> ExecuteOutcome {
-    let publisher = Publisher {
-        shared: shared.clone(),
-        parent,
-    };
-    {
-        let mut defaults = shared
-            .ask_defaults
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match change {
-            ConfigChange::Show => {}
-            ConfigChange::Reset => *defaults = AskOptions::default(),
-            ConfigChange::Set(options) => *defaults = options.or(&defaults),
-        }
-    }
-    match Settings::now(shared) {
-        Ok(settings) => {
-            publisher.stream(&overview(&settings));
-            ExecuteOutcome::ok()
-        }
-        Err(e) => publisher.fail("AskConfigError", &e.to_string()),
+/// Applies an `%ask_config` change to the session's `defaults`.
+pub(super) fn apply(defaults: &mut AskOptions, change: ConfigChange) {
+    match change {
+        ConfigChange::Show => {}
+        ConfigChange::Reset => *defaults = AskOptions::default(),
+        ConfigChange::Set(options) => *defaults = options.or(defaults),
     }
 }
 
 /// What a `%%ask` cell without options would use, and why. Keys are only
 /// ever said to be set.
-fn overview(settings: &Settings) -> String {
+pub(super) fn overview(settings: &Settings) -> String {
     let options = settings.options_for(&AskOptions::default());
     let provider_source = match settings.source(|o| o.provider.is_some(), Some("MAHTAB_PROVIDER")) {
         // Not named anywhere: the first key or URL found chose it.

@@ -1,0 +1,297 @@
+//! How a run looks in the cell: the content of its `stream` messages and of
+//! its `display_data` panels. Every panel has `text/plain` (all a console
+//! shows) and `text/markdown` (what Lab and VS Code render), and says in its
+//! metadata (`mahtab.kind`) what it is.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::graph::RunEnd;
+use super::llm::Usage;
+use super::state::{AgentState, Execution, Outcome};
+use super::{AgentEvent, analyst};
+
+/// One IOPub message of a run: its type and content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    pub msg_type: &'static str,
+    pub content: Value,
+}
+
+/// Text in the cell's stdout.
+pub fn stream(text: &str) -> Shown {
+    Shown {
+        msg_type: "stream",
+        content: json!({ "name": "stdout", "text": text }),
+    }
+}
+
+/// A panel: plain text for consoles, Markdown for notebooks.
+pub fn panel(plain: String, markdown: String, metadata: Value) -> Shown {
+    Shown {
+        msg_type: "display_data",
+        content: json!({
+            "data": { "text/plain": plain, "text/markdown": markdown },
+            "metadata": { "mahtab": metadata },
+            "transient": {},
+        }),
+    }
+}
+
+/// What an event of a run looks like, if anything.
+pub fn event(event: &AgentEvent) -> Shown {
+    match event {
+        AgentEvent::Code { turn, block, code } => panel(
+            format!("[code, turn {turn}]\n{code}"),
+            format!("**code** · turn {turn}\n\n{}", fenced(code, "python")),
+            json!({ "kind": "code", "turn": turn, "block": block }),
+        ),
+        AgentEvent::Executed {
+            turn,
+            block,
+            execution,
+        } => {
+            let title = if execution.failed { "error" } else { "output" };
+            let output = match execution.panel_text().trim_end() {
+                "" => "(no output)".to_owned(),
+                text => text.to_owned(),
+            };
+            panel(
+                format!("[{title}]\n{output}"),
+                format!("**{title}**\n\n{}", fenced(&output, "")),
+                json!({ "kind": title, "turn": turn, "block": block }),
+            )
+        }
+        AgentEvent::Verdict(verdict) if verdict.is_complete => {
+            stream(&format!("✓ {}\n", verdict.reasoning.trim()))
+        }
+        AgentEvent::Verdict(verdict) => {
+            let next = match verdict.next_action.trim() {
+                "" => String::new(),
+                next => format!(" Next: {next}"),
+            };
+            stream(&format!(
+                "↻ not done yet: {}{next}\n",
+                verdict.reasoning.trim()
+            ))
+        }
+        AgentEvent::Plan(plan) => stream(&format!("plan: {}\n", plan_line(plan))),
+        AgentEvent::GaveUp { failed } => {
+            let (plain, markdown) = failed_attempts(failed);
+            panel(plain, markdown, json!({ "kind": "gave_up" }))
+        }
+    }
+}
+
+fn plan_line(plan: &analyst::Plan) -> String {
+    let steps = match (plan.needs_code, plan.needs_evaluation) {
+        (false, _) => "answer without code",
+        (true, false) => "run code, then explain",
+        (true, true) => "run code, evaluate the results, then explain",
+    };
+    match plan.reasoning.trim() {
+        "" => steps.to_owned(),
+        reasoning => format!("{steps} ({reasoning})"),
+    }
+}
+
+/// The line that ends a run: how it ended, the model, turns, tokens, cost
+/// and time.
+pub fn summary(
+    provider: &str,
+    model: &str,
+    state: &AgentState,
+    end: RunEnd,
+    elapsed: Duration,
+) -> Shown {
+    let ending = match (state.outcome, end) {
+        (Some(Outcome::Complete), _) => "done",
+        (Some(Outcome::Answered), _) => "answered",
+        (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
+        (Some(Outcome::GaveUp), _) => "gave up: every attempt failed",
+        (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
+        (None, RunEnd::Finished { .. }) => "finished",
+    };
+    let line = format!(
+        "{ending} · {provider} {model} · {} turn{} · {}{:.1} s",
+        state.turn,
+        if state.turn == 1 { "" } else { "s" },
+        usage_text(&state.usage),
+        elapsed.as_secs_f64(),
+    );
+    panel(
+        line.clone(),
+        format!("*{line}*"),
+        json!({ "kind": "summary" }),
+    )
+}
+
+/// Tokens and cost, as the summary says them (ends with " · ").
+pub fn usage_text(usage: &Usage) -> String {
+    let cost = usage
+        .cost_usd
+        .map(|c| format!(" · ${c:.4}"))
+        .unwrap_or_default();
+    format!(
+        "{} in / {} out tokens{cost} · ",
+        usage.input_tokens, usage.output_tokens
+    )
+}
+
+/// How to set up a provider, when none is configured.
+pub fn setup(how: &str) -> Shown {
+    panel(how.to_owned(), fenced(how, ""), json!({ "kind": "setup" }))
+}
+
+/// The panel that lists every failed attempt: plain text and Markdown.
+pub fn failed_attempts(failed: &[Execution]) -> (String, String) {
+    let title = format!("gave up after {} failed attempts", failed.len());
+    let mut plain = format!("[{title}]");
+    let mut markdown = format!("**{title}**");
+    for (number, attempt) in failed.iter().enumerate() {
+        let number = number + 1;
+        let error = attempt.output.trim_end();
+        plain.push_str(&format!("\n--- attempt {number}\n"));
+        markdown.push_str(&format!("\n\nattempt {number}\n\n"));
+        if !attempt.code.is_empty() {
+            plain.push_str(&format!("{}\n", attempt.code.trim_end()));
+            markdown.push_str(&format!(
+                "{}\n\n",
+                fenced(attempt.code.trim_end(), "python")
+            ));
+        }
+        plain.push_str(&format!("-> {error}"));
+        markdown.push_str(&fenced(error, ""));
+    }
+    (plain, markdown)
+}
+
+/// `text` in a Markdown code fence longer than any backtick run inside it.
+pub fn fenced(text: &str, language: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{language}\n{text}\n{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::reflect::Verdict;
+
+    fn plain(shown: &Shown) -> &str {
+        shown.content["data"]["text/plain"].as_str().unwrap()
+    }
+
+    #[test]
+    fn fences_are_longer_than_any_backticks_inside() {
+        assert_eq!(fenced("x = 1", "python"), "```python\nx = 1\n```");
+        assert_eq!(fenced("s = '```'", ""), "````\ns = '```'\n````");
+    }
+
+    #[test]
+    fn code_and_output_panels_say_what_they_are() {
+        let code = event(&AgentEvent::Code {
+            turn: 2,
+            block: 0,
+            code: "print(1)".into(),
+        });
+        assert_eq!(code.msg_type, "display_data");
+        assert_eq!(plain(&code), "[code, turn 2]\nprint(1)");
+        assert_eq!(code.content["metadata"]["mahtab"]["kind"], "code");
+        assert!(
+            code.content["data"]["text/markdown"]
+                .as_str()
+                .unwrap()
+                .contains("```python\nprint(1)\n```")
+        );
+        let execution = Execution {
+            code: "1/0".into(),
+            output: "ZeroDivisionError".into(),
+            shown: None,
+            failed: true,
+            finished: false,
+        };
+        let error = event(&AgentEvent::Executed {
+            turn: 1,
+            block: 3,
+            execution,
+        });
+        assert_eq!(plain(&error), "[error]\nZeroDivisionError");
+        assert_eq!(error.content["metadata"]["mahtab"]["block"], 3);
+        let silent = Execution {
+            code: "x = 1".into(),
+            output: String::new(),
+            shown: Some("  ".into()),
+            failed: false,
+            finished: false,
+        };
+        let output = event(&AgentEvent::Executed {
+            turn: 1,
+            block: 0,
+            execution: silent,
+        });
+        assert_eq!(plain(&output), "[output]\n(no output)");
+    }
+
+    #[test]
+    fn verdicts_stream_a_line() {
+        let done = event(&AgentEvent::Verdict(Verdict {
+            is_complete: true,
+            reasoning: " total shown ".into(),
+            next_action: String::new(),
+            parsed: true,
+        }));
+        assert_eq!(done.content["text"], "✓ total shown\n");
+        let not_yet = event(&AgentEvent::Verdict(Verdict {
+            is_complete: false,
+            reasoning: "no plot".into(),
+            next_action: "plot it".into(),
+            parsed: true,
+        }));
+        assert_eq!(
+            not_yet.content["text"],
+            "↻ not done yet: no plot Next: plot it\n"
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_turns_tokens_and_cost() {
+        let mut state = AgentState::new("q", Vec::new(), 3);
+        state.turn = 1;
+        state.outcome = Some(Outcome::Complete);
+        state.usage = Usage {
+            input_tokens: 12,
+            output_tokens: 5,
+            cost_usd: Some(0.5),
+        };
+        let shown = summary(
+            "openai",
+            "m",
+            &state,
+            RunEnd::Finished { steps: 4 },
+            Duration::from_millis(1500),
+        );
+        assert_eq!(
+            plain(&shown),
+            "done · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
+        );
+    }
+
+    #[test]
+    fn failed_attempts_list_code_and_error_of_each() {
+        let attempt = |code: &str, error: &str| Execution {
+            code: code.into(),
+            output: error.into(),
+            shown: None,
+            failed: true,
+            finished: false,
+        };
+        let (plain, markdown) = failed_attempts(&[attempt("a", "E1"), attempt("", "E2")]);
+        assert_eq!(
+            plain,
+            "[gave up after 2 failed attempts]\n--- attempt 1\na\n-> E1\n--- attempt 2\n-> E2"
+        );
+        assert!(markdown.contains("attempt 2") && markdown.contains("E2"));
+    }
+}

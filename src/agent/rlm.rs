@@ -1,0 +1,212 @@
+//! The recursive search behind `rlm(query, context)` (seed 002): a sub-agent
+//! that sees only a description of a large value, explores it with code
+//! (peek, grep, partition, and `rlm()` again on parts) in a namespace of its
+//! own, and ends by calling `FINAL(answer)`:
+//!
+//! ```text
+//! explore -> extract -> (no code: asked for code) -> explore
+//!                    -> run -> (FINAL called: end) -> (turns left: explore | end)
+//! ```
+
+use super::extract::code_blocks;
+use super::graph::{Graph, Route};
+use super::llm::ChatMessage;
+use super::nodes::{Settings, node, run_pending};
+use super::{AgentError, AgentState, Effects, Outcome, prompts};
+
+/// What the sub-agent is told it searches.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub query: String,
+    /// The type, size and first characters of `context`.
+    pub description: String,
+    /// How many more levels of `rlm()` its code may open.
+    pub depth_left: u32,
+}
+
+/// Turns of one `rlm()` call unless told otherwise.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+
+const NEEDS_CODE: &str = "Reply with a ```python block that explores `context`, \
+and call FINAL(answer) once you know the answer.";
+
+const LAST_TURN: &str = "This is your last turn: call FINAL(answer) now, \
+with the best answer the results so far support.";
+
+/// The search graph for `search`, ending after `max_turns` turns.
+pub fn rlm_graph<E: Effects>(
+    settings: Settings,
+    search: Search,
+    max_turns: u32,
+) -> Graph<AgentState, E> {
+    let explore_settings = settings.clone();
+    let execute = settings.execute;
+    Graph::new("explore", (max_turns as usize) * 3 + 3)
+        .node(
+            "explore",
+            node(move |s, e| Box::pin(explore(s, e, explore_settings.clone(), search.clone()))),
+        )
+        .node("extract", node(|s, _e| Box::pin(async move { extract(s) })))
+        .node("run", node(move |s, e| Box::pin(run(s, e, execute))))
+        .edge("explore", Route::To("extract"))
+        .conditional_edge("extract", |s: &AgentState| {
+            match (s.outcome, s.pending.is_empty()) {
+                (Some(_), _) => Route::End,
+                (None, true) => Route::To("explore"),
+                (None, false) => Route::To("run"),
+            }
+        })
+        .conditional_edge("run", |s: &AgentState| match s.outcome {
+            Some(_) => Route::End,
+            None => Route::To("explore"),
+        })
+}
+
+async fn explore<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+    search: Search,
+) -> Result<(), AgentError> {
+    let system = prompts::rlm(&search, state.max_turns);
+    let answer = settings.answer(state, effects, system).await?;
+    state.record_answer(answer.text);
+    Ok(())
+}
+
+fn extract(state: &mut AgentState) -> Result<(), AgentError> {
+    state.pending = code_blocks(&state.answer);
+    if state.pending.is_empty() {
+        if state.turn >= state.max_turns {
+            state.outcome = Some(Outcome::MaxTurns);
+        } else {
+            state.conversation.push(ChatMessage::user(NEEDS_CODE));
+        }
+    }
+    Ok(())
+}
+
+async fn run<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    execute: bool,
+) -> Result<(), AgentError> {
+    let ran = run_pending(state, effects, execute).await?;
+    if state.executions.iter().any(|e| e.finished) {
+        state.outcome = Some(Outcome::Complete);
+    } else if !execute {
+        state.outcome = Some(Outcome::Answered);
+    } else if state.turn >= state.max_turns {
+        state.outcome = Some(Outcome::MaxTurns);
+    } else {
+        let mut report = ran.report;
+        if state.turn + 1 == state.max_turns {
+            report = format!("{report}\n\n{LAST_TURN}");
+        }
+        state.conversation.push(ChatMessage::user(report));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Execution;
+    use crate::agent::script::{Script, ok};
+
+    fn settings() -> Settings {
+        Settings {
+            model: "test-model".into(),
+            max_tokens: 1000,
+            context_tokens: 100_000,
+            execute: true,
+        }
+    }
+
+    fn search() -> Search {
+        Search {
+            query: "where does it fail?".into(),
+            description: "str, 50000 characters; it begins: boot".into(),
+            depth_left: 2,
+        }
+    }
+
+    fn run_graph(script: &mut Script, max_turns: u32) -> AgentState {
+        let mut state = AgentState::new(search().query, Vec::new(), max_turns);
+        let graph = rlm_graph::<Script>(settings(), search(), max_turns);
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(graph.run(&mut state, script))
+            .unwrap();
+        state
+    }
+
+    fn final_called(code: &str) -> Execution {
+        Execution {
+            finished: code.contains("FINAL("),
+            ..ok(code)
+        }
+    }
+
+    #[test]
+    fn explores_until_final_is_called() {
+        let mut script = Script::new(
+            &[
+                "```python\nprint(grep(context, 'ERROR'))\n```",
+                "```python\nFINAL('line 7')\n```",
+            ],
+            final_called,
+        );
+        let state = run_graph(&mut script, 10);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.turn, 2);
+        assert_eq!(
+            script.executed,
+            ["print(grep(context, 'ERROR'))", "FINAL('line 7')"]
+        );
+        // The prompt describes the data and the question, not the data itself.
+        let system = &script.requests[0].system;
+        assert!(system.contains("where does it fail?") && system.contains("50000 characters"));
+        assert!(system.contains("2 more levels"), "{system}");
+        // The second turn saw what the first printed.
+        assert!(
+            script.requests[1]
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("42")
+        );
+    }
+
+    #[test]
+    fn an_answer_without_code_is_asked_for_code() {
+        let mut script = Script::new(
+            &["I think it is line 7.", "```python\nFINAL(7)\n```"],
+            final_called,
+        );
+        let state = run_graph(&mut script, 10);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert!(
+            script.requests[1]
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("FINAL(answer)")
+        );
+    }
+
+    #[test]
+    fn the_turn_limit_ends_a_search_without_final_and_warns_before() {
+        let mut script = Script::new(
+            &["```python\npeek(context)\n```", "```python\nprint(1)\n```"],
+            final_called,
+        );
+        let state = run_graph(&mut script, 2);
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+        let last = &script.requests[1].messages.last().unwrap().content;
+        assert!(last.contains("last turn"), "{last}");
+    }
+}

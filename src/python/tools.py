@@ -1,0 +1,230 @@
+"""mahtab.tools: the agent's toolbox, plain Python functions.
+
+The model works by writing Python, so its tools are functions its code calls
+(they are at hand in agent code without an import); users may import them
+too (``from mahtab.tools import grep``). Text tools take a string, a list of
+lines, or anything with a sensible ``str()``. File tools work relative to the
+kernel's working directory. Errors are ordinary Python exceptions with
+messages that say what to do, so the model can correct itself.
+"""
+
+import difflib
+import importlib
+import os
+import re
+import sys
+import tempfile
+
+__all__ = ["peek", "grep", "partition", "read", "edit", "create", "skill", "skills", "claude_sessions"]
+
+# Most matches grep lists before it says how many more there were.
+GREP_LIMIT = 200
+
+# Asked before each file write when the run asked to confirm (set by the
+# kernel for the duration of agent code; None: write without asking).
+confirm_write = None
+
+
+def _text(value):
+    """A text tool's input as one string: lists and tuples are lines."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "\n".join(str(item) for item in value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def peek(text, n=2000):
+    """The first ``n`` characters of ``text``, and how much more there is."""
+    text = _text(text)
+    if len(text) <= n:
+        return text
+    return "%s\n... [%d more characters of %d]" % (text[:n], len(text) - n, len(text))
+
+
+def grep(text, pattern, context=0):
+    """Lines of ``text`` that match the regular expression ``pattern``, each
+    with its line number (``12: ...``), and ``context`` lines around each
+    match (``11- ...``). At most 200 matches are listed."""
+    regex = re.compile(pattern)
+    lines = _text(text).splitlines()
+    hits = [number for number, line in enumerate(lines) if regex.search(line)]
+    if not hits:
+        return "(no line matches %r)" % pattern
+    shown, out, last = hits[:GREP_LIMIT], [], -1
+    matching = set(shown)
+    for number in shown:
+        start, end = max(0, number - context), min(len(lines), number + context + 1)
+        if out and context and start > last + 1:
+            out.append("--")
+        for index in range(max(start, last + 1), end):
+            mark = ":" if index in matching else "-"
+            out.append("%d%s %s" % (index + 1, mark, lines[index]))
+        last = max(last, end - 1)
+    if len(hits) > len(shown):
+        out.append("... [%d more matches; narrow the pattern]" % (len(hits) - len(shown)))
+    return "\n".join(out)
+
+
+def partition(text, n):
+    """``text`` split into ``n`` parts of about equal size, at line breaks
+    (a list of strings; a list is split into lists)."""
+    n = int(n)
+    if n < 1:
+        raise ValueError("partition needs n >= 1, not %d" % n)
+    if isinstance(text, (list, tuple)):
+        items = list(text)
+        size = -(-len(items) // n) if items else 0
+        return [items[i : i + size] for i in range(0, len(items), size)] if size else []
+    lines = _text(text).splitlines(keepends=True)
+    total = sum(len(line) for line in lines)
+    target = -(-total // n) if total else 0
+    parts, current, size = [], [], 0
+    for line in lines:
+        current.append(line)
+        size += len(line)
+        if size >= target and len(parts) < n - 1:
+            parts.append("".join(current))
+            current, size = [], 0
+    if current:
+        parts.append("".join(current))
+    return parts
+
+
+def _path(path):
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
+def read(path, start=1, end=None):
+    """Lines ``start`` to ``end`` (1-based, inclusive) of a text file, each
+    with its number."""
+    with open(_path(path), encoding="utf-8", errors="replace") as file:
+        lines = file.read().splitlines()
+    start = max(1, int(start))
+    end = len(lines) if end is None else min(len(lines), int(end))
+    width = len(str(end))
+    return "\n".join("%*d| %s" % (width, number, lines[number - 1]) for number in range(start, end + 1))
+
+
+def _ask_before_writing(action):
+    if confirm_write is not None and not confirm_write(action):
+        raise PermissionError("the user declined: " + action)
+
+
+def _write(path, content):
+    """Writes the whole file or nothing: a temporary file replaces it."""
+    directory = os.path.dirname(path) or "."
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".mahtab-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(content)
+        if os.path.exists(path):
+            os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _reload_modules_of(path):
+    """Reloads the imported modules whose source is ``path``."""
+    reloaded = []
+    for name, module in list(sys.modules.items()):
+        source = getattr(module, "__file__", None)
+        if source and os.path.abspath(source) == path:
+            importlib.reload(module)
+            reloaded.append(name)
+    return reloaded
+
+
+def edit(path, old, new):
+    """Replaces the one occurrence of ``old`` in a file with ``new``. ``old``
+    must occur exactly once; otherwise nothing is written. An imported module
+    of that file is reloaded."""
+    target = _path(path)
+    with open(target, encoding="utf-8") as file:
+        content = file.read()
+    count = content.count(old)
+    if count != 1:
+        if count == 0:
+            close = difflib.get_close_matches(old.strip(), content.splitlines(), n=1, cutoff=0.6)
+            hint = " (closest line: %r)" % close[0] if close else ""
+            raise ValueError("the text to replace does not occur in %s%s; read() the file first" % (path, hint))
+        raise ValueError(
+            "the text to replace occurs %d times in %s; include more of its surroundings "
+            "so it occurs exactly once" % (count, path)
+        )
+    _ask_before_writing("edit %s" % path)
+    _write(target, content.replace(old, new, 1))
+    reloaded = _reload_modules_of(target)
+    return "edited %s%s" % (path, " (reloaded %s)" % ", ".join(reloaded) if reloaded else "")
+
+
+def create(name, content=""):
+    """Creates the module ``name`` (``name.py`` in the working directory, or
+    the path given) with ``content``; never overwrites an existing file."""
+    path = os.fspath(name)
+    if not path.endswith(".py") and os.sep not in path and "/" not in path:
+        path += ".py"
+    target = _path(path)
+    if os.path.exists(target):
+        raise FileExistsError("%s exists already; edit() it instead" % path)
+    _ask_before_writing("create %s" % path)
+    _write(target, content)
+    return "created %s" % path
+
+
+def _skill_dirs():
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return [os.path.join(config, "mahtab", "skills"), os.path.join(os.getcwd(), ".mahtab", "skills")]
+
+
+def skills():
+    """The available skills: name -> description (the file's first line).
+    A project's ``.mahtab/skills/`` overrides the user's
+    ``~/.config/mahtab/skills/`` for the same name."""
+    found = {}
+    for directory in _skill_dirs():
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for filename in names:
+            if filename.endswith(".md"):
+                try:
+                    with open(os.path.join(directory, filename), encoding="utf-8", errors="replace") as file:
+                        first = file.readline().strip().lstrip("#").strip()
+                except OSError:
+                    continue
+                found[filename[:-3]] = first
+    return found
+
+
+def skill(name):
+    """The instructions of skill ``name``, to follow."""
+    for directory in reversed(_skill_dirs()):
+        path = os.path.join(directory, "%s.md" % name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as file:
+                return file.read()
+    available = ", ".join(sorted(skills())) or "none"
+    raise LookupError("no skill named %r (available: %s)" % (name, available))
+
+
+def claude_sessions(limit=20):
+    """The newest ``limit`` sessions of the ``claude`` CLI
+    (``~/.claude/projects/*/*.jsonl``) as one text, one JSON record a line,
+    each session headed by its file name: something to ``grep``."""
+    root = os.path.join(os.path.expanduser("~"), ".claude", "projects")
+    files = []
+    for directory, _, names in os.walk(root):
+        files.extend(os.path.join(directory, name) for name in names if name.endswith(".jsonl"))
+    files.sort(key=lambda path: os.path.getmtime(path), reverse=True)
+    parts = []
+    for path in files[: int(limit)]:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            parts.append("# %s\n%s" % (os.path.relpath(path, root), file.read()))
+    return "\n".join(parts)

@@ -1,0 +1,144 @@
+//! `ask()` called from Python code in a cell, through the real kernel and a
+//! real HTTP server with scripted answers: the run streams into the calling
+//! cell, its code runs in the same namespace on the very thread that called
+//! `ask()`, and the answer comes back as a value.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{Channel, Kernel, result_text, stream_text};
+
+const DONE: &str = r#"{"is_complete": true, "reasoning": "set", "next_action": ""}"#;
+
+fn prompts_asked(llm: &FakeLlm) -> Vec<String> {
+    llm.requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|request| {
+            let messages = request["messages"].as_array().unwrap();
+            messages.last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_in_a_loop_returns_each_answer_and_streams_into_the_cell() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("Alpha comes first.".into()),
+        Reply::Answer("Beta comes second.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute("answers = [ask(f'describe {c}') for c in 'ab']\nprint(answers)")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let text = stream_text(&iopub, "stdout");
+    let printed = "['Alpha comes first.', 'Beta comes second.']\n";
+    assert!(text.ends_with(printed), "{text}");
+    // Each answer streamed into this cell before the print.
+    assert!(text.starts_with("Alpha comes first.\n"), "{text}");
+    assert!(text.contains("Beta comes second.\n"), "{text}");
+    let summaries = iopub
+        .iter()
+        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == "summary")
+        .count();
+    assert_eq!(summaries, 2);
+    assert_eq!(prompts_asked(&llm), ["describe a", "describe b"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_inside_a_function_runs_its_code_in_the_namespace() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("Setting it.\n```python\nfrom_agent = 7\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute(
+            "def helper():\n    return ask('set from_agent to 7', max_turns=1)\nresult = helper()",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let kinds: Vec<_> = iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "display_data")
+        .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["code", "output", "summary"]);
+    let (_, iopub) = kernel.execute("(from_agent, result)").await;
+    assert_eq!(result_text(&iopub), "(7, 'Setting it.')");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_code_may_call_ask_again_without_deadlock() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\ninner = ask('the inner question')\n```".into()),
+        Reply::Answer("The inner answer.".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("%%ask --max-turns 1\nask yourself").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let (_, iopub) = kernel.execute("inner").await;
+    assert_eq!(result_text(&iopub), "'The inner answer.'");
+    assert_eq!(prompts_asked(&llm)[1], "the inner question");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_ends_ask_with_keyboard_interrupt_in_the_caller() {
+    let llm = FakeLlm::start(vec![Reply::Stall(
+        "Thinking".into(),
+        Duration::from_secs(600),
+    )])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (msg_id, first) = kernel
+        .execute_until(
+            "kept = 1\ntry:\n    ask('take your time')\nfinally:\n    cleaned_up = True",
+            "stream",
+        )
+        .await;
+    assert!(first.content["text"].as_str().unwrap().contains("Thinking"));
+    kernel
+        .request(Channel::Control, "interrupt_request", json!({}))
+        .await;
+    let reply = tokio::time::timeout(Duration::from_secs(5), kernel.reply(Channel::Shell))
+        .await
+        .expect("the interrupted ask() ends promptly");
+    assert_eq!(reply.parent_header["msg_id"], msg_id.as_str());
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    let (_, iopub) = kernel.execute("(kept, cleaned_up)").await;
+    assert_eq!(result_text(&iopub), "(1, True)");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_errors_are_exceptions_the_caller_can_catch() {
+    let mut kernel = Kernel::start_with_env(&[("MAHTAB_LOCAL_MODEL", "0".into())]).await;
+    let (reply, iopub) = kernel
+        .execute(
+            "from mahtab import AskError\n\
+             caught = []\n\
+             for kwargs in ({}, {'max_turns': 0}, {'graph': 'fancy'}):\n\
+             \x20   try:\n\
+             \x20       ask('hello', **kwargs)\n\
+             \x20   except AskError as e:\n\
+             \x20       caught.append(type(e).__name__)\n\
+             print(caught)",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(
+        stream_text(&iopub, "stdout").ends_with("['AskConfigError', 'UsageError', 'UsageError']\n"),
+        "{}",
+        stream_text(&iopub, "stdout")
+    );
+}

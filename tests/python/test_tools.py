@@ -1,0 +1,144 @@
+"""Unit tests of the agent's toolbox (src/python/tools.py, the kernel's
+``mahtab.tools``), loaded straight from its file. What the kernel does with
+the tools (at hand in agent code, confirmation, reloading) is tested through
+the kernel in tests/it."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "tools.py"
+
+
+@pytest.fixture
+def tools(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("mahtab_tools_under_test", SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return module
+
+
+LOG = "\n".join(
+    ["start"] + [f"line {i}" if i % 7 else f"ERROR at step {i}" for i in range(1, 30)] + ["end"]
+)
+
+
+def test_peek_shows_the_start_and_says_how_much_more(tools):
+    assert tools.peek("short") == "short"
+    shown = tools.peek("x" * 5000, 100)
+    assert shown.startswith("x" * 100) and shown.endswith("[4900 more characters of 5000]")
+    assert tools.peek(["a", "b"]) == "a\nb"
+
+
+def test_grep_numbers_matching_lines_and_shows_context(tools):
+    assert tools.grep(LOG, r"ERROR").splitlines() == [
+        "8: ERROR at step 7",
+        "15: ERROR at step 14",
+        "22: ERROR at step 21",
+        "29: ERROR at step 28",
+    ]
+    with_context = tools.grep(LOG, r"step 14", context=1).splitlines()
+    assert with_context == ["14- line 13", "15: ERROR at step 14", "16- line 15"]
+    assert tools.grep(LOG, "nothing like this") == "(no line matches 'nothing like this')"
+    with pytest.raises(re.error):
+        tools.grep(LOG, "(unclosed")
+
+
+def test_grep_bounds_what_it_lists(tools):
+    many = "\n".join("hit %d" % i for i in range(500))
+    lines = tools.grep(many, "hit").splitlines()
+    assert len(lines) == tools.GREP_LIMIT + 1
+    assert lines[-1] == "... [300 more matches; narrow the pattern]"
+
+
+def test_partition_splits_text_at_lines_and_lists_evenly(tools):
+    parts = tools.partition(LOG, 4)
+    assert len(parts) == 4 and "".join(parts) == LOG
+    assert all(part.endswith("\n") for part in parts[:-1])
+    assert tools.partition(list(range(10)), 3) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert tools.partition("", 3) == []
+    with pytest.raises(ValueError):
+        tools.partition(LOG, 0)
+
+
+def test_read_numbers_lines(tools, tmp_path):
+    (tmp_path / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
+    assert tools.read("m.py") == "1| a = 1\n2| b = 2\n3| c = 3"
+    assert tools.read("m.py", 2, 2) == "2| b = 2"
+    with pytest.raises(FileNotFoundError):
+        tools.read("missing.py")
+
+
+def test_edit_needs_exactly_one_occurrence_and_writes_nothing_otherwise(tools, tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("x = 1\ny = 1\n")
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        tools.edit("m.py", "= 1", "= 2")
+    with pytest.raises(ValueError, match="does not occur"):
+        tools.edit("m.py", "z = 1", "z = 2")
+    assert path.read_text() == "x = 1\ny = 1\n"
+    assert tools.edit("m.py", "y = 1", "y = 2") == "edited m.py"
+    assert path.read_text() == "x = 1\ny = 2\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mahtab-")]
+
+
+def test_edit_reloads_an_imported_module(tools, tmp_path, monkeypatch):
+    (tmp_path / "edited_module_for_test.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_module_for_test")
+    try:
+        assert module.VALUE == 1
+        result = tools.edit("edited_module_for_test.py", "VALUE = 1", "VALUE = 2")
+        assert result == "edited edited_module_for_test.py (reloaded edited_module_for_test)"
+        assert module.VALUE == 2
+    finally:
+        sys.modules.pop("edited_module_for_test", None)
+
+
+def test_create_makes_a_module_and_never_overwrites(tools, tmp_path):
+    assert tools.create("helpers", "def f():\n    return 1\n") == "created helpers.py"
+    assert (tmp_path / "helpers.py").read_text() == "def f():\n    return 1\n"
+    with pytest.raises(FileExistsError):
+        tools.create("helpers", "")
+
+
+def test_writes_ask_first_when_asked_to(tools, tmp_path):
+    asked = []
+    tools.confirm_write = lambda action: asked.append(action) or False
+    with pytest.raises(PermissionError, match="declined"):
+        tools.create("denied", "x = 1\n")
+    assert not (tmp_path / "denied.py").exists()
+    tools.confirm_write = lambda action: asked.append(action) or True
+    tools.create("allowed", "x = 1\n")
+    assert asked == ["create denied.py", "create allowed.py"]
+
+
+def test_skills_come_from_the_user_and_the_project(tools, tmp_path):
+    user = tmp_path / "config" / "mahtab" / "skills"
+    project = tmp_path / ".mahtab" / "skills"
+    user.mkdir(parents=True)
+    project.mkdir(parents=True)
+    (user / "debug.md").write_text("# Debug a failing cell\nRead the traceback first.\n")
+    (user / "plot.md").write_text("Make a plot\nUse matplotlib.\n")
+    (project / "plot.md").write_text("Plot the project's way\nUse seaborn.\n")
+    assert tools.skills() == {"debug": "Debug a failing cell", "plot": "Plot the project's way"}
+    assert "seaborn" in tools.skill("plot")
+    with pytest.raises(LookupError, match="available: debug, plot"):
+        tools.skill("nope")
+
+
+def test_claude_sessions_are_text_to_grep(tools, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    project = tmp_path / ".claude" / "projects" / "proj"
+    project.mkdir(parents=True)
+    (project / "s1.jsonl").write_text('{"type": "user", "text": "fix the parser"}\n')
+    text = tools.claude_sessions()
+    assert text.startswith("# proj/s1.jsonl\n")
+    assert tools.grep(text, "parser") == '2: {"type": "user", "text": "fix the parser"}'
