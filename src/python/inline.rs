@@ -90,6 +90,7 @@ pub(super) fn serve(
 ) -> PyResult<Value> {
     let (messages, mut inbox) = mpsc::channel();
     let cancel = CancellationToken::new();
+    let interrupts = super::interrupt::interrupt_count();
     host.start(request, InlinePython { messages }, cancel.clone());
     let mut interrupted: Option<(PyErr, Instant)> = None;
     loop {
@@ -128,7 +129,7 @@ pub(super) fn serve(
             }
             Err(RecvTimeoutError::Timeout) => match &interrupted {
                 None => {
-                    if let Err(e) = py.check_signals() {
+                    if let Err(e) = super::interpreter::check_interrupt(py, interrupts) {
                         cancel.cancel();
                         interrupted = Some((e, Instant::now()));
                     }

@@ -65,6 +65,7 @@ impl Bridge {
     /// raising KeyboardInterrupt if the cell is interrupted meanwhile.
     fn input(&self, py: Python<'_>, prompt: &str, password: bool) -> PyResult<String> {
         self.buffer.flush();
+        let interrupts = interrupt::interrupt_count();
         let mut answer = self
             .input
             .request_input(prompt, password)
@@ -83,8 +84,7 @@ impl Bridge {
                     return Err(PyEOFError::new_err("EOF when reading a line"));
                 }
                 Ok(value) => return Ok(value),
-                // An interrupt sets CPython's flag; this raises it.
-                Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+                Err(RecvTimeoutError::Timeout) => check_interrupt(py, interrupts)?,
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(PyEOFError::new_err("the kernel is shutting down"));
                 }
@@ -119,9 +119,13 @@ impl Bridge {
         }
     }
 
-    /// Called by the runtime right before it runs the user's code.
-    fn user_code_starting(&self) {
-        interrupt::user_code_starting();
+    /// Called by the runtime right before it runs the user's code; raises
+    /// the KeyboardInterrupt of an interrupt that came before it started.
+    fn user_code_starting(&self) -> PyResult<()> {
+        if interrupt::user_code_starting() {
+            return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
+        }
+        Ok(())
     }
 
     #[pyo3(signature = (msg_type, content, metadata = None, buffers = None))]
@@ -485,6 +489,18 @@ fn call_json<'py>(
 ) -> PyResult<Value> {
     let text: String = runtime.call_method1(method, args)?.extract()?;
     serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Raises the KeyboardInterrupt of an interrupt that came while the kernel
+/// waited on this thread: CPython's flag, or failing that (Python code may
+/// have swallowed the exception) the kernel's count, seen at
+/// `interrupts` when the wait began.
+pub(super) fn check_interrupt(py: Python<'_>, interrupts: u64) -> PyResult<()> {
+    py.check_signals()?;
+    if interrupt::interrupt_count() != interrupts {
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
+    }
+    Ok(())
 }
 
 /// A SIGINT that arrived as a cell ended is still pending in CPython; consume

@@ -30,11 +30,14 @@
 //! kernel nudges the interpreter thread a few times with a wake-up signal
 //! whose handler does nothing: the blocking call returns EINTR, CPython sees
 //! the interrupt it already holds and raises it. A nudge after that is
-//! harmless: an interrupted sleep just resumes.
+//! harmless: an interrupted sleep just resumes. Each nudge waits until the
+//! one before was handled: on a busy machine the thread may not run for a
+//! while, and nudges that piled up meanwhile would all be handled at once,
+//! before it reached the blocking call they were meant to break.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const IDLE: u8 = 0;
 const QUEUED: u8 = 1;
@@ -49,6 +52,12 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Counts cells, so a late wake-up never touches the next cell.
 static CELL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Counts interrupts that reached a queued or running cell. The kernel's own
+/// waits on the interpreter thread (`input()`, an agent run) watch it besides
+/// CPython's flag, which Python code can swallow: a KeyboardInterrupt raised
+/// in a finalizer that the garbage collector runs is only reported.
+static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 
 /// Serialises changes of SIGINT's disposition, which threads make in turn.
 static DISPOSITION: Mutex<()> = Mutex::new(());
@@ -68,14 +77,41 @@ fn wake_signal() -> libc::c_int {
     libc::SIGRTMIN() + 1
 }
 
+/// Nudges the interpreter thread has handled.
+static WAKES_HANDLED: AtomicU64 = AtomicU64::new(0);
+
+/// How long a nudge may wait for the one before it to be handled.
+const WAKE_HANDLED_LIMIT: Duration = Duration::from_secs(10);
+
 extern "C" fn on_wake(_signum: libc::c_int) {
-    // Nothing to do: being delivered is the point (the blocking call returns EINTR).
+    // Being delivered is the point (the blocking call returns EINTR); the
+    // count paces the next nudge.
+    WAKES_HANDLED.fetch_add(1, Ordering::SeqCst);
 }
 
 /// The interpreter thread, once it has installed its handler.
 static INTERPRETER_THREAD: OnceLock<libc::pthread_t> = OnceLock::new();
 
 extern "C" fn on_sigint(_signum: libc::c_int) {
+    // Threads started from the interpreter thread (the fd readers, threads of
+    // the user's code) inherit its unblocked SIGINT, so a signal sent to the
+    // process may land on one of them, where it would not wake the
+    // interpreter thread from a blocking call. Such a thread passes it on.
+    if let Some(interpreter) = INTERPRETER_THREAD.get() {
+        // SAFETY: pthread_self and pthread_equal have no preconditions.
+        if unsafe { libc::pthread_equal(libc::pthread_self(), *interpreter) } == 0 {
+            // SAFETY: pthread_kill is async-signal-safe; the thread id was
+            // recorded by the interpreter thread, which lives as long as the
+            // process.
+            unsafe {
+                libc::pthread_kill(*interpreter, libc::SIGINT);
+            }
+            return;
+        }
+    }
+    if CELL_STATE.load(Ordering::SeqCst) != IDLE {
+        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+    }
     match CELL_STATE.load(Ordering::SeqCst) {
         // SAFETY: PyErr_SetInterruptEx is documented as async-signal-safe and
         // needs no thread state; the interpreter is initialised before this
@@ -174,6 +210,12 @@ fn update_disposition() {
     }
 }
 
+/// How many interrupts have reached a cell so far; a wait on the
+/// interpreter thread that sees it change was interrupted.
+pub(super) fn interrupt_count() -> u64 {
+    INTERRUPTS.load(Ordering::SeqCst)
+}
+
 /// Marks a cell as on its way to the interpreter thread (not yet running).
 /// Idempotent: the kernel may announce the same cell more than once.
 pub(super) fn cell_queued() {
@@ -199,19 +241,18 @@ impl CellRunning {
 }
 
 /// The user's code starts now (called by the runtime, on the interpreter
-/// thread, with the GIL held): a kept interrupt is raised here.
-pub(super) fn user_code_starting() {
+/// thread, with the GIL held). Returns true when an interrupt was kept for
+/// the cell: the caller raises KeyboardInterrupt itself. Leaving it to
+/// CPython's pending-signal flag is not enough: another Python thread that
+/// takes the GIL recomputes the flag that makes the main thread look, and
+/// may clear it, so a cell could run on into a long sleep with nothing left
+/// to wake it.
+pub(super) fn user_code_starting() -> bool {
     if CELL_STATE.load(Ordering::SeqCst) != STARTING {
-        return;
+        return false;
     }
     CELL_STATE.store(RUNNING, Ordering::SeqCst);
-    if PENDING.swap(false, Ordering::SeqCst) {
-        // SAFETY: the interpreter is initialised; this only sets a flag that
-        // CPython checks before running the next bytecode.
-        unsafe {
-            pyo3::ffi::PyErr_SetInterruptEx(libc::SIGINT);
-        }
-    }
+    PENDING.swap(false, Ordering::SeqCst)
 }
 
 impl Drop for CellRunning {
@@ -238,6 +279,9 @@ impl Interrupter {
     /// Returns false, and does nothing, when no cell is running.
     pub fn interrupt(&self) -> bool {
         let seq = CELL_SEQ.load(Ordering::SeqCst);
+        if CELL_STATE.load(Ordering::SeqCst) != IDLE {
+            INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+        }
         match CELL_STATE.load(Ordering::SeqCst) {
             QUEUED | STARTING => {
                 PENDING.store(true, Ordering::SeqCst);
@@ -271,13 +315,24 @@ fn keep_waking(seq: u64) {
     let spawned = std::thread::Builder::new()
         .name("mahtab-interrupt-wake".into())
         .spawn(move || {
+            let this_cell = || CELL_SEQ.load(Ordering::SeqCst) == seq;
             for delay in WAKE_DELAYS {
                 std::thread::sleep(delay);
-                if CELL_SEQ.load(Ordering::SeqCst) != seq {
+                if !this_cell() {
                     return;
                 }
                 match CELL_STATE.load(Ordering::SeqCst) {
-                    RUNNING => signal_interpreter(wake_signal()),
+                    RUNNING => {
+                        let handled = WAKES_HANDLED.load(Ordering::SeqCst);
+                        signal_interpreter(wake_signal());
+                        let started = Instant::now();
+                        while WAKES_HANDLED.load(Ordering::SeqCst) == handled
+                            && this_cell()
+                            && started.elapsed() < WAKE_HANDLED_LIMIT
+                        {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    }
                     IDLE => return,
                     _ => {}
                 }

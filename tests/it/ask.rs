@@ -196,7 +196,7 @@ fn fake_claude(dir: &std::path::Path) {
             .collect::<String>()
     };
     let body = format!(
-        "printf '%s\\n' \"$@\" > \"{dir}/args.$$\"\ncount=$(ls \"{dir}\" | grep -c '^args')\nif [ \"$count\" = 1 ]; then\n{}else\n{}fi\n",
+        "printf '%s\\n' \"$@\" > \"{dir}/args.$$\"\ncat > \"{dir}/stdin.$$\"\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --system-prompt-file ] && cat \"$a\" > \"{dir}/system.$$\"; prev=$a; done\ncount=$(ls \"{dir}\" | grep -c '^args')\nif [ \"$count\" = 1 ]; then\n{}else\n{}fi\n",
         quote(&answer_1),
         quote(&answer_2),
         dir = dir.display(),
@@ -214,7 +214,9 @@ async fn the_claude_cli_provider_streams_and_reports_cost() {
         ("PATH", path_with(&dir.0)),
     ])
     .await;
-    let (reply, iopub) = kernel.execute("%%ask\nWhat is two to the fifth?").await;
+    // Longer than one command-line argument may be (128 KiB).
+    let question = format!("What is two to the fifth? {}", "Take care. ".repeat(20_000));
+    let (reply, iopub) = kernel.execute(&format!("%%ask\n{question}")).await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert!(stream_text(&iopub, "stdout").starts_with("Computing."));
     let summary = iopub
@@ -244,6 +246,32 @@ async fn the_claude_cli_provider_streams_and_reports_cost() {
             "{args}"
         );
         assert!(args.contains("stream-json") && args.contains("--include-partial-messages"));
+        assert!(
+            !args.contains("two to the fifth"),
+            "the conversation is not an argument"
+        );
+        // The conversation went to its standard input, whole.
+        let stdin = call.path().to_string_lossy().replace("args.", "stdin.");
+        let stdin = std::fs::read_to_string(stdin).unwrap();
+        assert!(
+            stdin.contains(question.trim_end()),
+            "{} bytes on stdin",
+            stdin.len()
+        );
+        // The system prompt came in a file (the review's quotes the request).
+        let system = call.path().to_string_lossy().replace("args.", "system.");
+        let system = std::fs::read_to_string(system).unwrap();
+        assert!(
+            system.contains("notebook") && system.len() > 100,
+            "{system}"
+        );
+        // That file is gone once the call is over.
+        let file = args
+            .lines()
+            .skip_while(|arg| *arg != "--system-prompt-file")
+            .nth(1)
+            .unwrap();
+        assert!(!std::path::Path::new(file).exists(), "{file} left behind");
     }
 }
 

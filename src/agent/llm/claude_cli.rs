@@ -1,15 +1,19 @@
 //! The `claude` CLI as a provider, so people with Claude Code need no API
-//! key: each call runs `claude -p ... --output-format stream-json --verbose
+//! key: each call runs `claude -p --output-format stream-json --verbose
 //! --include-partial-messages` and reads its newline-delimited JSON. The
-//! conversation is flattened into the prompt; Claude Code's own tools are
-//! disallowed so the model answers with Python for the notebook. Dropping
-//! the call's future kills the process.
+//! conversation, flattened, goes to its standard input (an argument is
+//! limited to 128 KiB, which a long session passes) and the system prompt
+//! to a private temporary file (`--system-prompt-file`); Claude Code's own
+//! tools are disallowed so the model answers with Python for the notebook.
+//! Dropping the call's future kills the process.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use super::{ChatEvent, ChatRequest, LlmError, Role, Usage};
 use crate::agent::ChatOutcome;
@@ -28,7 +32,7 @@ pub struct ClaudeCli {
 }
 
 impl ClaudeCli {
-    /// The flattened conversation, as the CLI's single prompt.
+    /// The flattened conversation, the CLI's prompt on its standard input.
     pub fn prompt(request: &ChatRequest) -> String {
         let mut prompt = String::from("<conversation>\n");
         for message in &request.messages {
@@ -42,11 +46,11 @@ impl ClaudeCli {
         prompt
     }
 
-    /// The command-line arguments for `request`.
-    pub fn args(&self, request: &ChatRequest) -> Vec<String> {
+    /// The command-line arguments for a call whose system prompt is in the
+    /// file `system` (its conversation goes to standard input).
+    pub fn args(&self, system: Option<&Path>) -> Vec<String> {
         let mut args: Vec<String> = [
             "-p",
-            &Self::prompt(request),
             "--output-format",
             "stream-json",
             "--verbose",
@@ -59,8 +63,8 @@ impl ClaudeCli {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        if !request.system.is_empty() {
-            args.extend(["--system-prompt".into(), request.system.clone()]);
+        if let Some(system) = system {
+            args.extend(["--system-prompt-file".into(), system.display().to_string()]);
         }
         if let Some(model) = &self.model {
             args.extend(["--model".into(), model.clone()]);
@@ -78,10 +82,18 @@ impl ClaudeCli {
             provider: PROVIDER,
             message,
         };
+        let system =
+            if request.system.is_empty() {
+                None
+            } else {
+                Some(PrivateFile::write(&request.system).map_err(|e| {
+                    failed(format!("cannot write the system prompt to a file: {e}"))
+                })?)
+            };
         let mut child = tokio::process::Command::new(&self.program)
-            .args(self.args(&request))
+            .args(self.args(system.as_ref().map(|file| file.0.as_path())))
             .current_dir(std::env::temp_dir())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -93,6 +105,14 @@ impl ClaudeCli {
                 provider: PROVIDER,
                 message: format!("cannot run {}: {e}", self.program.display()),
             })?;
+        // Written while the output is read, so neither side waits on a full
+        // pipe; a write cut short by a dead process shows as its exit status.
+        if let Some(mut stdin) = child.stdin.take() {
+            let prompt = Self::prompt(&request);
+            tokio::spawn(async move {
+                let _ = stdin.write_all(prompt.as_bytes()).await;
+            });
+        }
         let stdout = child
             .stdout
             .take()
@@ -134,6 +154,30 @@ impl ClaudeCli {
             return Err(failed(format!("exited with {status}: {tail}")));
         }
         Ok(outcome)
+    }
+}
+
+/// A file only this user may read, removed when dropped (also when a call
+/// is cancelled).
+struct PrivateFile(PathBuf);
+
+impl PrivateFile {
+    fn write(text: &str) -> std::io::Result<Self> {
+        let path = std::env::temp_dir().join(format!("mahtab-system-{}.txt", uuid::Uuid::new_v4()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        let file_guard = Self(path);
+        file.write_all(text.as_bytes())?;
+        Ok(file_guard)
+    }
+}
+
+impl Drop for PrivateFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -206,16 +250,19 @@ mod tests {
             program: "claude".into(),
             model: Some("opus".into()),
         };
-        let args = cli.args(&request);
         assert_eq!(
-            args[1],
+            ClaudeCli::prompt(&request),
             "<conversation>\n<human>hi</human>\n<assistant>hello</assistant>\n</conversation>"
         );
+        let args = cli.args(Some(Path::new("/tmp/system.txt")));
         assert!(
             args.windows(2)
                 .any(|w| w[0] == "--disallowedTools" && w[1].contains("Bash"))
         );
-        assert!(args.windows(2).any(|w| w == ["--system-prompt", "sys"]));
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--system-prompt-file", "/tmp/system.txt"])
+        );
         assert!(args.windows(2).any(|w| w == ["--model", "opus"]));
     }
 
