@@ -18,6 +18,7 @@ use super::graph::Observer;
 use super::indent::Indented;
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
+use super::llm::openai;
 use super::llm::{ChatMessage, ChatRequest, LlmError};
 use super::nodes::{Settings as NodeSettings, default_graph};
 use super::options::{self, AgentCell, AskOptions, GraphKind, UsageError};
@@ -380,7 +381,7 @@ fn context_tokens(settings: &Settings, provider: &Provider) -> usize {
         Provider::Http(http) if http.model == local::LOCAL_MODEL => local::CONTEXT_TOKENS,
         Provider::Http(http) => match http.format {
             WireFormat::Anthropic => 200_000,
-            WireFormat::OpenAi if http.base_url.starts_with("https://api.openai.com") => 128_000,
+            WireFormat::OpenAi if openai::is_openai_platform(&http.base_url) => 128_000,
             WireFormat::OpenAi => budget::DEFAULT_CONTEXT_TOKENS,
         },
     }

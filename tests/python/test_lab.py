@@ -1,7 +1,8 @@
 """JupyterLab in a real headless browser: a real `jupyter lab` server on
 loopback (random port and token) and Debian's Chromium driven by Playwright
 (tests/browser/lab.mjs) open a copy of the basics notebook with a %%ask cell
-added, pick the mahtab kernel, run every cell and check what the page shows:
+added (its model a scripted server in the OpenAI format), pick the mahtab
+kernel, run every cell and check what the page shows:
 the pandas table, the plot, the widget, input(), the %%ask panels, and the
 stop button interrupting a long cell. Screenshots go to target/test-artifacts/.
 Also: scripts/lab.sh (`scripts/demo.sh --lab`) serves the demo notebooks on
@@ -29,6 +30,7 @@ import nbformat
 import psutil
 import pytest
 
+from fake_llm import FakeLlm
 from conftest import JUPYTER, KERNEL_NAME, REPO_ROOT, reap
 
 pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="the notebook has a %%ask cell")
@@ -47,6 +49,11 @@ ASK_CELL = (
     "%%ask --max-turns 1\n"
     "Write one Python code block that assigns 6*7 to a variable named answer and prints it."
 )
+
+# The answer of the scripted model the %%ask cell talks to: what Lab shows of
+# a run is checked, not what a model happens to write (test_ask_local and the
+# console test use the real local model).
+ASK_ANSWER = "Here is the code.\n```python\nanswer = 6 * 7\nprint(answer)\n```"
 
 
 def free_port() -> int:
@@ -111,7 +118,9 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
 
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}  # %%ask uses the local model
+    llm = FakeLlm([ASK_ANSWER])
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    env.update(llm.env())
     env.update(
         # Kernelspecs only from .venv (its prefix also holds the widgets' Lab
         # extension); state that Lab and the kernel write goes to the test's dirs.
@@ -159,11 +168,15 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
             output, returncode = f"{output}\n(timed out after {BROWSER_TIMEOUT} s)", None
     finally:
         leftovers = stop_lab(server, runtime)
+        llm.close()
     assert returncode == 0, (
         f"the browser script failed ({returncode})\n--- browser ---\n{output}\n"
         f"--- jupyter lab (last lines) ---\n{''.join(log.read_text().splitlines(True)[-60:])}"
     )
     assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
+    # The agent asked the model and then its review, with the cell's request.
+    assert len(llm.requests) == 2, llm.requests
+    assert "6*7" in llm.requests[0]["messages"][-1]["content"]
 
 
 # -- scripts/lab.sh (what `scripts/demo.sh --lab` runs after building) ---------------

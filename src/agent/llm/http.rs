@@ -196,7 +196,7 @@ impl HttpProvider {
             ),
             WireFormat::OpenAi => (
                 format!("{}/chat/completions", self.base_url),
-                openai::request_body(request),
+                openai::request_body(request, openai::TokenLimit::for_server(&self.base_url)),
             ),
         };
         let mut builder = self

@@ -14,8 +14,40 @@ use super::{ChatEvent, ChatRequest, LlmError, Usage};
 
 const PROVIDER: &str = "OpenAI-compatible server";
 
+/// How the answer's length is limited: OpenAI's own API takes
+/// `max_completion_tokens` (its reasoning models refuse `max_tokens`); the
+/// servers that copy its format know `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenLimit {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenLimit {
+    /// The field OpenAI-compatible servers at `base_url` take.
+    pub fn for_server(base_url: &str) -> Self {
+        if is_openai_platform(base_url) {
+            Self::MaxCompletionTokens
+        } else {
+            Self::MaxTokens
+        }
+    }
+
+    fn field(self) -> &'static str {
+        match self {
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// Whether `base_url` is OpenAI's own API.
+pub fn is_openai_platform(base_url: &str) -> bool {
+    base_url.starts_with("https://api.openai.com")
+}
+
 /// The JSON body of a streaming `POST {base}/chat/completions`.
-pub fn request_body(request: &ChatRequest) -> Value {
+pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(json!({ "role": "system", "content": request.system }));
@@ -23,13 +55,14 @@ pub fn request_body(request: &ChatRequest) -> Value {
     for message in &request.messages {
         messages.push(json!({ "role": message.role, "content": message.content }));
     }
-    json!({
+    let mut body = json!({
         "model": request.model,
         "messages": messages,
-        "max_tokens": request.max_tokens,
         "stream": true,
         "stream_options": { "include_usage": true },
-    })
+    });
+    body[limit.field()] = json!(request.max_tokens);
+    body
 }
 
 /// The parts of a stream chunk that matter, read without building a JSON tree
@@ -198,12 +231,13 @@ mod tests {
 
     #[test]
     fn request_body_has_system_first_and_asks_for_usage() {
-        let body = request_body(&ChatRequest {
+        let request = ChatRequest {
             model: "m".into(),
             system: "be brief".into(),
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 100,
-        });
+        };
+        let body = request_body(&request, TokenLimit::MaxTokens);
         assert_eq!(
             body["messages"][0],
             json!({"role": "system", "content": "be brief"})
@@ -214,6 +248,26 @@ mod tests {
         );
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 100);
+        assert!(body.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn openais_own_api_gets_max_completion_tokens() {
+        let request = ChatRequest {
+            model: "o3".into(),
+            system: String::new(),
+            messages: vec![ChatMessage::user("hi")],
+            max_tokens: 100,
+        };
+        let limit = TokenLimit::for_server("https://api.openai.com/v1");
+        let body = request_body(&request, limit);
+        assert_eq!(body["max_completion_tokens"], 100);
+        assert!(body.get("max_tokens").is_none());
+        assert_eq!(
+            TokenLimit::for_server("http://127.0.0.1:11434/v1"),
+            TokenLimit::MaxTokens
+        );
     }
 
     #[test]

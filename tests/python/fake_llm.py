@@ -1,0 +1,68 @@
+"""A real HTTP server on loopback that speaks the OpenAI chat completions
+streaming format (SSE chunks, usage, ``[DONE]``) with scripted answers, for
+tests that need the agent's exact behaviour rather than a model's: one
+answer per request, in order, and a verdict that the request is done when
+the script runs out. Every request body is recorded."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DONE = '{"is_complete": true, "reasoning": "done", "next_action": ""}'
+
+
+class FakeLlm:
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = list(answers)
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with fake._lock:
+                    fake.requests.append(body)
+                    answer = fake.answers.pop(0) if fake.answers else DONE
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
+                for piece in pieces:
+                    self._event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+                self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                self._event({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": len(pieces)}})
+                self._chunk(b"data: [DONE]\n\n")
+                self._chunk(b"")
+
+            def _event(self, data: dict) -> None:
+                self._chunk(("data: " + json.dumps(data) + "\n\n").encode())
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return "http://127.0.0.1:%d/v1" % self.server.server_address[1]
+
+    def env(self) -> dict[str, str]:
+        """The environment that points a kernel at this server."""
+        return {"OPENAI_BASE_URL": self.base_url, "MAHTAB_MODEL": "fake-model"}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
