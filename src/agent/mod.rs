@@ -16,6 +16,7 @@ pub mod extract;
 pub mod graph;
 mod indent;
 pub mod llm;
+pub mod memory;
 pub mod nodes;
 pub mod options;
 pub mod ports;

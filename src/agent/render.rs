@@ -104,6 +104,7 @@ pub fn summary(
     state: &AgentState,
     end: RunEnd,
     elapsed: Duration,
+    session: Option<&Usage>,
 ) -> Shown {
     let ending = match (state.outcome, end) {
         (Some(Outcome::Complete), _) => "done",
@@ -113,13 +114,17 @@ pub fn summary(
         (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
         (None, RunEnd::Finished { .. }) => "finished",
     };
-    let line = format!(
+    let mut line = format!(
         "{ending} · {provider} {model} · {} turn{} · {}{:.1} s",
         state.turn,
         if state.turn == 1 { "" } else { "s" },
         usage_text(&state.usage),
         elapsed.as_secs_f64(),
     );
+    if let Some(session) = session {
+        let total = usage_text(session);
+        line.push_str(&format!(" · session: {}", total.trim_end_matches(" · ")));
+    }
     panel(
         line.clone(),
         format!("*{line}*"),
@@ -271,10 +276,29 @@ mod tests {
             &state,
             RunEnd::Finished { steps: 4 },
             Duration::from_millis(1500),
+            None,
         );
         assert_eq!(
             plain(&shown),
             "done · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
+        );
+        let session = Usage {
+            input_tokens: 40,
+            output_tokens: 9,
+            cost_usd: None,
+        };
+        let shown = summary(
+            "openai",
+            "m",
+            &state,
+            RunEnd::Finished { steps: 4 },
+            Duration::from_millis(1500),
+            Some(&session),
+        );
+        assert!(
+            plain(&shown).ends_with("1.5 s · session: 40 in / 9 out tokens"),
+            "{}",
+            plain(&shown)
         );
     }
 

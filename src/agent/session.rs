@@ -19,7 +19,8 @@ use super::indent::Indented;
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
 use super::llm::openai;
-use super::llm::{ChatMessage, ChatRequest, LlmError};
+use super::llm::{ChatMessage, ChatRequest, LlmError, Usage};
+use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
 use super::options::{self, AgentCell, AskOptions, GraphKind, UsageError};
 use super::ports::{Ports, PythonFailure};
@@ -107,8 +108,20 @@ pub struct AgentSession {
     defaults: Mutex<AskOptions>,
     /// The conversation so far; each run continues it.
     conversation: Mutex<Vec<ChatMessage>>,
+    /// Where the conversation is kept across restarts, once known (the
+    /// first request asks Python which notebook this is).
+    memory: Mutex<Option<Memory>>,
+    /// What the runs of this session used.
+    usage: Mutex<SessionUsage>,
     /// The embedded default model's server, once started.
     local_model: tokio::sync::Mutex<Option<LocalModel>>,
+}
+
+/// The runs of a session and what they used together.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionUsage {
+    pub runs: u32,
+    pub usage: Usage,
 }
 
 impl AgentSession {
@@ -176,7 +189,7 @@ impl AgentSession {
                 };
                 let settings = Settings::now(defaults)
                     .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
-                let overview = settings::overview(&settings);
+                let overview = settings::overview(&settings) + &self.overview_of_state();
                 publish(ports, render::stream(&overview));
                 Ok(json!({}))
             }
@@ -223,6 +236,7 @@ impl AgentSession {
         });
         let mut state = match &job {
             Job::Ask { prompt } => {
+                let memory = self.memory(ports).await;
                 let history = {
                     let mut conversation = self
                         .conversation
@@ -230,6 +244,9 @@ impl AgentSession {
                         .unwrap_or_else(PoisonError::into_inner);
                     if cell_options.new_conversation {
                         conversation.clear();
+                        if let Some(memory) = &memory {
+                            memory.forget();
+                        }
                     }
                     conversation.clone()
                 };
@@ -280,7 +297,21 @@ impl AgentSession {
                 .conversation
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = state.conversation.clone();
+            let memory = self
+                .memory
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(memory) = memory {
+                memory.save(&state.conversation, &secrets(&settings));
+            }
         }
+        let session = {
+            let mut session = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+            session.runs += 1;
+            session.usage.add(state.usage);
+            *session
+        };
         match result {
             Ok(end) => {
                 let summary = render::summary(
@@ -289,6 +320,7 @@ impl AgentSession {
                     &state,
                     end,
                     started.elapsed(),
+                    (session.runs > 1).then_some(&session.usage),
                 );
                 publish(ports, summary);
                 let finished = state.executions.iter().any(|e| e.finished);
@@ -300,6 +332,65 @@ impl AgentSession {
             Err(AgentError::Interrupted) => Err(Failure::interrupted()),
             Err(e) => Err(Failure::new("AskError", e.to_string())),
         }
+    }
+
+    /// The memory of this notebook's conversation; on the first request of
+    /// the session its saved messages become the conversation.
+    async fn memory<P: Ports>(&self, ports: &P) -> Option<Memory> {
+        if let Some(memory) = self
+            .memory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return Some(memory);
+        }
+        let location = match ports.python("memory", json!({})).await {
+            Ok(location) => location,
+            Err(e) => {
+                tracing::warn!("%%ask: no memory: {e}");
+                return None;
+            }
+        };
+        let (Some(dir), Some(key)) = (location["dir"].as_str(), location["key"].as_str()) else {
+            return None;
+        };
+        let memory = Memory::new(std::path::Path::new(dir), key);
+        let saved = memory.load();
+        {
+            let mut conversation = self
+                .conversation
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if conversation.is_empty() {
+                *conversation = saved;
+            }
+        }
+        *self.memory.lock().unwrap_or_else(PoisonError::into_inner) = Some(memory.clone());
+        Some(memory)
+    }
+
+    /// What the session has kept and used, for `%ask_config`.
+    fn overview_of_state(&self) -> String {
+        let messages = self
+            .conversation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let memory = match &*self.memory.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(memory) => format!("{messages} messages, kept in {}", memory.path().display()),
+            None => format!("{messages} messages (kept once %%ask runs)"),
+        };
+        let session = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        let usage = render::usage_text(&session.usage);
+        let usage = usage.trim_end_matches(" · ");
+        format!(
+            "  {:<10} {memory}\n  {:<10} {} run{}, {usage}\n",
+            "memory",
+            "used",
+            session.runs,
+            if session.runs == 1 { "" } else { "s" },
+        )
     }
 
     /// The provider a run with `options` uses: as configured, else the
@@ -363,6 +454,15 @@ impl AgentSession {
             key: ApiKey::default(),
         }))
     }
+}
+
+/// The API keys configured (in the settings file or the environment), which
+/// must never be saved.
+fn secrets(settings: &Settings) -> Vec<String> {
+    ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+        .iter()
+        .filter_map(|name| settings.var(name))
+        .collect()
 }
 
 /// The context window of the run's model: as configured

@@ -21,7 +21,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.tokenutil import token_at_cursor
 from traitlets import Instance, Type, default
 
-from _mahtab_runtime import BaseRuntime, dumps, imported_module_attributes, patch_on_import
+from _mahtab_runtime import BaseRuntime, dumps, imported_module_attributes, jupyter_data_dir, patch_on_import
 
 
 class KernelDisplayPublisher(DisplayPublisher):
@@ -247,11 +247,7 @@ HISTORY_BATCH = 50
 def _history_file():
     """Where cell history persists across restarts: a small SQLite file in
     the Jupyter data directory (IPython's own location if that is unusable)."""
-    data_dir = os.environ.get("JUPYTER_DATA_DIR")
-    if not data_dir:
-        xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        data_dir = os.path.join(xdg, "jupyter")
-    folder = os.path.join(data_dir, "mahtab")
+    folder = os.path.join(jupyter_data_dir(), "mahtab")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError:

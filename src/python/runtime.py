@@ -418,6 +418,12 @@ class AgentScope:
     def local_model(self, args):
         return dumps(local_model())
 
+    def memory(self, args):
+        import os
+
+        folder = os.path.join(jupyter_data_dir(), "mahtab", "conversations")
+        return dumps({"dir": folder, "key": str(conversation_key(self.namespace))})
+
     def input(self, args):
         request = json.loads(args)
         return dumps({"value": self.runtime.bridge.input(str(request.get("prompt", "")), bool(request.get("password")))})
@@ -436,6 +442,26 @@ def interpolate(prompt, namespace):
         return clip_middle(str(namespace[name]), 4000)
 
     return re.sub(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, prompt)
+
+
+def jupyter_data_dir():
+    """The Jupyter data directory, as jupyter_core finds it on Linux."""
+    import os
+
+    data_dir = os.environ.get("JUPYTER_DATA_DIR")
+    if not data_dir:
+        xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        data_dir = os.path.join(xdg, "jupyter")
+    return data_dir
+
+
+def conversation_key(namespace):
+    """What the saved conversation belongs to: the notebook, when the client
+    says which (jupyter_server sets JPY_SESSION_NAME for the kernel; VS Code
+    defines __vsc_ipynb_file__), else the working directory."""
+    import os
+
+    return os.environ.get("JPY_SESSION_NAME") or namespace.get("__vsc_ipynb_file__") or os.getcwd()
 
 
 def local_model():

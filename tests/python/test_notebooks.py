@@ -23,7 +23,9 @@ def run(name: str, tmp_path: Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     # The kernel inherits this process's environment: keep it off any
     # provider configured on the machine, so %%ask uses the local model.
-    saved = {k: os.environ.pop(k) for k in PROVIDER_VARIABLES if k in os.environ}
+    saved = {k: os.environ.pop(k) for k in PROVIDER_VARIABLES + ("JUPYTER_DATA_DIR",) if k in os.environ}
+    # The saved %%ask conversation (and history) go to the test's own directory.
+    os.environ["JUPYTER_DATA_DIR"] = str(tmp_path / "data")
     try:
         NotebookClient(
             notebook,
@@ -32,6 +34,7 @@ def run(name: str, tmp_path: Path) -> nbformat.NotebookNode:
             resources={"metadata": {"path": str(tmp_path)}},
         ).execute()
     finally:
+        del os.environ["JUPYTER_DATA_DIR"]
         os.environ.update(saved)
     return notebook
 

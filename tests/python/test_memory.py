@@ -1,0 +1,62 @@
+"""The %%ask conversation across a real kernel restart through
+jupyter_client, with a scripted model over real HTTP: the restarted kernel
+continues it, %ask_config says what is kept, --new forgets it, and the saved
+file never holds the API key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from conftest import KERNEL_NAME, KERNEL_STARTUP_TIMEOUT, Kernel
+from fake_llm import FakeLlm
+
+pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
+
+PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
+
+KEY = "sk-test-never-saved-0123456789"
+
+
+def mentions(request: dict, text: str) -> bool:
+    return any(text in message["content"] for message in request["messages"])
+
+
+def test_the_conversation_survives_a_restart_and_new_forgets_it(tmp_path: Path) -> None:
+    llm = FakeLlm(["Noted: banana.", "You asked me to remember banana.", "Starting over."])
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    data = tmp_path / "data"
+    env.update(llm.env(), OPENAI_API_KEY=KEY, JUPYTER_DATA_DIR=str(data), IPYTHONDIR=str(tmp_path / "ipython"))
+    km, kc = start_new_kernel(
+        kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env
+    )
+    kernel = Kernel(km, kc)
+    try:
+        kernel.execute(f"%%ask\nRemember the word banana. (My key is {KEY}.)").assert_ok()
+        old_pid = km.provisioner.pid
+        km.restart_kernel()
+        kc.wait_for_ready(timeout=KERNEL_STARTUP_TIMEOUT)
+        assert km.provisioner.pid != old_pid, "the kernel process was not restarted"
+
+        kernel.execute("%%ask\nWhich word did I ask you to remember?").assert_ok()
+        assert mentions(llm.requests[1], "Remember the word banana"), llm.requests[1]
+        assert mentions(llm.requests[1], "Noted: banana.")
+
+        overview = kernel.execute("%ask_config").assert_ok().stdout
+        assert "memory     4 messages, kept in " + str(data / "mahtab" / "conversations") in overview, overview
+        assert "1 run," in overview, overview
+        saved = list((data / "mahtab" / "conversations").glob("*.json"))
+        assert len(saved) == 1, saved
+        text = saved[0].read_text()
+        assert "banana" in text and KEY not in text, text
+
+        kernel.execute("%%ask --new\nLet us start over.").assert_ok()
+        assert not mentions(llm.requests[2], "banana"), llm.requests[2]
+        assert "banana" not in saved[0].read_text()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        llm.close()
