@@ -35,7 +35,7 @@
 //! while, and nudges that piled up meanwhile would all be handled at once,
 //! before it reached the blocking call they were meant to break.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,9 @@ static CELL_SEQ: AtomicU64 = AtomicU64::new(0);
 /// CPython's flag, which Python code can swallow: a KeyboardInterrupt raised
 /// in a finalizer that the garbage collector runs is only reported.
 static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// Set once Python has started and the interpreter thread took SIGINT over.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 /// Serialises changes of SIGINT's disposition, which threads make in turn.
 static DISPOSITION: Mutex<()> = Mutex::new(());
@@ -111,6 +114,7 @@ extern "C" fn on_sigint(_signum: libc::c_int) {
     }
     if CELL_STATE.load(Ordering::SeqCst) != IDLE {
         INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+        wake_soon();
     }
     match CELL_STATE.load(Ordering::SeqCst) {
         // SAFETY: PyErr_SetInterruptEx is documented as async-signal-safe and
@@ -162,6 +166,7 @@ pub(super) fn sigint_default_before_python() {
 pub(super) fn install_on_interpreter_thread() {
     // SAFETY: pthread_self has no preconditions.
     let _ = INTERPRETER_THREAD.set(unsafe { libc::pthread_self() });
+    INSTALLED.store(true, Ordering::SeqCst);
     // A SIGINT sent while Python started is pending (blocked in every
     // thread); ignoring it discards it. It was meant for no cell: the client
     // had no cell running, only the kernel_info it was answered at once.
@@ -170,6 +175,8 @@ pub(super) fn install_on_interpreter_thread() {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
     update_disposition();
+    // Started while SIGINT is still blocked here, so the waker never gets it.
+    start_waker();
     // SAFETY: installs a handler that does nothing, for a signal only the
     // kernel sends; no SA_RESTART, so blocking calls see EINTR.
     unsafe {
@@ -192,6 +199,13 @@ pub(super) fn install_on_interpreter_thread() {
 /// would otherwise turn an idle SIGINT into a KeyboardInterrupt later.
 fn update_disposition() {
     let _serial = DISPOSITION.lock().unwrap_or_else(PoisonError::into_inner);
+    // Before then CPython is still starting: it reads SIGINT's disposition
+    // to decide whether to install default_int_handler, and a handler of
+    // ours seen there would make every interrupt "ignored due to race
+    // condition".
+    if !INSTALLED.load(Ordering::SeqCst) {
+        return;
+    }
     let listening = CELL_STATE.load(Ordering::SeqCst) != IDLE;
     // SAFETY: a plain sigaction, with a handler that only touches atomics and
     // calls an async-signal-safe CPython function, or SIG_IGN. No
@@ -278,7 +292,6 @@ impl Interrupter {
     /// Raises `KeyboardInterrupt` in the running (or about to run) cell.
     /// Returns false, and does nothing, when no cell is running.
     pub fn interrupt(&self) -> bool {
-        let seq = CELL_SEQ.load(Ordering::SeqCst);
         if CELL_STATE.load(Ordering::SeqCst) != IDLE {
             INTERRUPTS.fetch_add(1, Ordering::SeqCst);
         }
@@ -293,7 +306,7 @@ impl Interrupter {
             RUNNING => signal_interpreter(libc::SIGINT),
             _ => return false,
         }
-        keep_waking(seq);
+        wake_soon();
         true
     }
 }
@@ -308,37 +321,90 @@ fn signal_interpreter(signal: libc::c_int) {
     }
 }
 
-/// Nudges the interpreter thread while cell `seq` runs its user code, so an
-/// interrupt held by CPython is acted on even if it arrived just before a
-/// blocking call.
-fn keep_waking(seq: u64) {
+/// The write end of the pipe that asks the waker thread for nudges (-1
+/// until it runs).
+static WAKER: AtomicI32 = AtomicI32::new(-1);
+
+/// Asks the waker thread to nudge the current cell. Async-signal-safe (one
+/// `write` of a few bytes), so signal handlers call it too: a SIGINT that
+/// lands just before a blocking call needs the nudges as much as an
+/// `interrupt_request` does.
+fn wake_soon() {
+    let fd = WAKER.load(Ordering::SeqCst);
+    if fd < 0 {
+        return;
+    }
+    let seq = CELL_SEQ.load(Ordering::SeqCst).to_ne_bytes();
+    // SAFETY: write(2) and errno access are async-signal-safe; errno is put
+    // back so the interrupted code sees its own. A full pipe (many
+    // interrupts queued) drops this request, which is no loss.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        libc::write(fd, seq.as_ptr().cast(), seq.len());
+        *errno = saved;
+    }
+}
+
+/// Starts the thread that nudges the interpreter thread while a cell that
+/// was interrupted runs its user code, so an interrupt held by CPython is
+/// acted on even if it arrived just before a blocking call.
+fn start_waker() {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        tracing::warn!("no interrupt waker: {}", std::io::Error::last_os_error());
+        return;
+    }
+    let [read_end, write_end] = fds;
+    // SAFETY: fcntl on a descriptor we own; a signal handler must never
+    // block on a full pipe.
+    unsafe {
+        libc::fcntl(write_end, libc::F_SETFL, libc::O_NONBLOCK);
+    }
     let spawned = std::thread::Builder::new()
         .name("mahtab-interrupt-wake".into())
         .spawn(move || {
-            let this_cell = || CELL_SEQ.load(Ordering::SeqCst) == seq;
-            for delay in WAKE_DELAYS {
-                std::thread::sleep(delay);
-                if !this_cell() {
-                    return;
-                }
-                match CELL_STATE.load(Ordering::SeqCst) {
-                    RUNNING => {
-                        let handled = WAKES_HANDLED.load(Ordering::SeqCst);
-                        signal_interpreter(wake_signal());
-                        let started = Instant::now();
-                        while WAKES_HANDLED.load(Ordering::SeqCst) == handled
-                            && this_cell()
-                            && started.elapsed() < WAKE_HANDLED_LIMIT
-                        {
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                    }
-                    IDLE => return,
-                    _ => {}
+            let mut seq = [0u8; 8];
+            loop {
+                // SAFETY: reads into the buffer we own from our descriptor.
+                let read = unsafe { libc::read(read_end, seq.as_mut_ptr().cast(), seq.len()) };
+                match read {
+                    8 => nudge(u64::from_ne_bytes(seq)),
+                    -1 if std::io::Error::last_os_error().kind()
+                        == std::io::ErrorKind::Interrupted => {}
+                    _ => return,
                 }
             }
         });
-    if let Err(e) = spawned {
-        tracing::warn!("cannot start the interrupt wake-up thread: {e}");
+    match spawned {
+        Ok(_) => WAKER.store(write_end, Ordering::SeqCst),
+        Err(e) => tracing::warn!("cannot start the interrupt waker: {e}"),
+    }
+}
+
+/// Nudges the interpreter thread while cell `seq` runs its user code.
+fn nudge(seq: u64) {
+    let this_cell = || CELL_SEQ.load(Ordering::SeqCst) == seq;
+    for delay in WAKE_DELAYS {
+        std::thread::sleep(delay);
+        if !this_cell() {
+            return;
+        }
+        match CELL_STATE.load(Ordering::SeqCst) {
+            RUNNING => {
+                let handled = WAKES_HANDLED.load(Ordering::SeqCst);
+                signal_interpreter(wake_signal());
+                let started = Instant::now();
+                while WAKES_HANDLED.load(Ordering::SeqCst) == handled
+                    && this_cell()
+                    && started.elapsed() < WAKE_HANDLED_LIMIT
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            IDLE => return,
+            _ => {}
+        }
     }
 }

@@ -33,6 +33,7 @@ import logging
 import pydoc
 import re
 import rlcompleter
+import signal
 import sys
 import traceback
 import types
@@ -571,6 +572,11 @@ class BaseRuntime:
         builtins.input = self.input
         getpass.getpass = self.getpass
         patch_on_import("pdb", self._debugger)
+        # The kernel raises KeyboardInterrupt through Python's own handler;
+        # make sure it is the one CPython calls (the kernel then takes the
+        # signal over at the OS level).
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         self._recent_cells = collections.deque(maxlen=RECENT_CELLS)
         self._agent_runs = 0  # agent runs under way on this thread, nested
         # ask() and rlm() are at hand in every cell, like display(), and importable.
