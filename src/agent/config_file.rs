@@ -8,6 +8,7 @@
 //! graph = "analyst"          # default | analyst
 //! local_model = true         # start the embedded model when nothing else is set
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
+//! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
 //!
 //! [openai]
 //! base_url = "http://127.0.0.1:11434/v1"
@@ -42,6 +43,7 @@ pub struct ConfigFile {
     graph: Option<String>,
     local_model: Option<bool>,
     context_tokens: Option<u64>,
+    allow: Option<Vec<String>>,
     #[serde(default)]
     anthropic: Endpoint,
     #[serde(default)]
@@ -119,6 +121,9 @@ impl ConfigFile {
         if let Some(graph) = &file.graph {
             graph.parse::<GraphKind>().map_err(|e| e.0)?;
         }
+        if let Some(allow) = &file.allow {
+            super::options::parse_allow(&allow.join(",")).map_err(|e| format!("allow: {e}"))?;
+        }
         Ok(file)
     }
 
@@ -129,6 +134,10 @@ impl ConfigFile {
             model: self.model.clone(),
             max_turns: self.max_turns.filter(|n| *n > 0),
             graph: self.graph.as_deref().and_then(|g| g.parse().ok()),
+            allow: self
+                .allow
+                .as_ref()
+                .and_then(|kinds| super::options::parse_allow(&kinds.join(",")).ok()),
             ..AskOptions::default()
         }
     }

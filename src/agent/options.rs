@@ -50,6 +50,34 @@ pub struct AskOptions {
     /// Ask the user before running each code block.
     pub confirm: bool,
     pub new_conversation: bool,
+    /// The kinds of action agent code may take without asking (see
+    /// [`GUARDED_KINDS`]).
+    pub allow: Option<Vec<String>>,
+}
+
+/// What the guard on agent code asks about (the names `--allow` takes).
+pub const GUARDED_KINDS: [&str; 4] = ["shell", "files", "network", "install"];
+
+/// The kinds named by `--allow`'s value (`shell,files`, `all`, `none`).
+pub fn parse_allow(value: &str) -> Result<Vec<String>, String> {
+    match value.trim() {
+        "all" => return Ok(GUARDED_KINDS.iter().map(|k| (*k).to_owned()).collect()),
+        "none" | "" => return Ok(Vec::new()),
+        _ => {}
+    }
+    let mut kinds = Vec::new();
+    for kind in value.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        if !GUARDED_KINDS.contains(&kind) {
+            return Err(format!(
+                "--allow takes {}, all or none, not {kind:?}",
+                GUARDED_KINDS.join(", ")
+            ));
+        }
+        if !kinds.iter().any(|k| k == kind) {
+            kinds.push(kind.to_owned());
+        }
+    }
+    Ok(kinds)
 }
 
 impl AskOptions {
@@ -61,6 +89,7 @@ impl AskOptions {
         self.provider = self.provider.or_else(|| defaults.provider.clone());
         self.max_turns = self.max_turns.or(defaults.max_turns);
         self.graph = self.graph.or(defaults.graph);
+        self.allow = self.allow.or_else(|| defaults.allow.clone());
         self
     }
 }
@@ -108,6 +137,17 @@ impl AskOptions {
                         })?;
                     options.max_turns = Some(turns);
                 }
+                "allow" => {
+                    let text = match value {
+                        serde_json::Value::Array(items) => items
+                            .iter()
+                            .map(|item| item.as_str().unwrap_or("?"))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        other => other.as_str().unwrap_or("?").to_owned(),
+                    };
+                    options.allow = Some(parse_allow(&text).map_err(usage)?);
+                }
                 "no_exec" => options.no_exec = switch()?,
                 "confirm" => options.confirm = switch()?,
                 "new" => options.new_conversation = switch()?,
@@ -144,13 +184,13 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst] | --reset\n(with no options: show the settings %%ask uses)";
+[--max-turns N] [--graph default|analyst] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
-graph=None, no_exec=False, confirm=False, new=False)";
+graph=None, no_exec=False, confirm=False, new=False, allow=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new]\n<your request on the following lines>";
+[--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new] [--allow KINDS]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -246,6 +286,10 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
             "--no-exec" => options.no_exec = true,
             "--confirm" => options.confirm = true,
             "--new" => options.new_conversation = true,
+            "--allow" => {
+                let kinds = parse_allow(&value("--allow")?).map_err(UsageError::ask)?;
+                options.allow = Some(kinds);
+            }
             other => return Err(UsageError::ask(format!("unknown option {other:?}"))),
         }
     }
@@ -355,6 +399,22 @@ mod tests {
             let err = AskOptions::from_json(&bad).unwrap_err();
             assert!(err.to_string().contains("usage: ask("), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn allow_names_kinds_of_action() {
+        assert_eq!(
+            parse_allow("shell, network,shell"),
+            Ok(vec!["shell".into(), "network".into()])
+        );
+        assert_eq!(parse_allow("all").unwrap().len(), 4);
+        assert_eq!(parse_allow("none"), Ok(Vec::new()));
+        assert!(parse_allow("shell,root").unwrap_err().contains("\"root\""));
+        let Ok(ConfigChange::Set(set)) = config("%ask_config --allow files") else {
+            panic!("expected settings");
+        };
+        assert_eq!(set.allow, Some(vec!["files".to_owned()]));
+        assert!(parse_cell("%%ask --allow everything\nq").unwrap().is_err());
     }
 
     #[test]

@@ -274,6 +274,7 @@ impl AgentSession {
             ports,
             provider: &provider,
             confirm: cell_options.confirm,
+            allow: options.allow.clone().unwrap_or_default(),
         };
         let searching = matches!(job, Job::Search(_));
         let graph = match (job, kind) {
@@ -567,6 +568,8 @@ struct RunEffects<'a, P> {
     provider: &'a Provider,
     /// Ask before running each block (`--confirm`).
     confirm: bool,
+    /// What agent code may do without asking (`--allow`).
+    allow: Vec<String>,
 }
 
 impl<P: Ports> RunEffects<'_, P> {
@@ -650,7 +653,10 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         }
         match self
             .ports
-            .python("run_code", json!({ "code": code, "confirm": self.confirm }))
+            .python(
+                "run_code",
+                json!({ "code": code, "confirm": self.confirm, "allow": self.allow }),
+            )
             .await
         {
             Ok(reply) => {

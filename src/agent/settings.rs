@@ -149,6 +149,16 @@ pub(super) fn overview(settings: &Settings) -> String {
             max_turns,
             settings.source(|o| o.max_turns.is_some(), None),
         ),
+        (
+            "allowed",
+            match options.allow.as_deref() {
+                None | Some([]) => {
+                    "nothing: agent code asks before shell, files, network, install".to_owned()
+                }
+                Some(kinds) => kinds.join(", "),
+            },
+            settings.source(|o| o.allow.is_some(), None),
+        ),
     ];
     let mut text = String::from("%%ask settings (options on the %%ask line override them):\n");
     for (name, value, source) in rows {

@@ -36,6 +36,7 @@ const INPUT_POLL: Duration = Duration::from_millis(50);
 
 const RUNTIME_SOURCE: &str = include_str!("runtime.py");
 const TOOLS_SOURCE: &str = include_str!("tools.py");
+const GUARD_SOURCE: &str = include_str!("guard.py");
 const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
 
 /// Bridge handed to `runtime.py`: its only way to send output to Rust.
@@ -354,6 +355,9 @@ fn load_runtime(py: Python<'_>, bridge: impl Fn() -> Bridge) -> PyResult<Py<PyAn
     let source = CString::new(TOOLS_SOURCE).expect("tools.py has no NUL bytes");
     let tools = PyModule::from_code(py, &source, c"mahtab/tools.py", c"mahtab.tools")?;
     modules.set_item("mahtab.tools", &tools)?;
+    let source = CString::new(GUARD_SOURCE).expect("guard.py has no NUL bytes");
+    let guard = PyModule::from_code(py, &source, c"mahtab/guard.py", c"mahtab.guard")?;
+    modules.set_item("mahtab.guard", &guard)?;
     let source = CString::new(RUNTIME_SOURCE).expect("runtime.py has no NUL bytes");
     let runtime = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
     modules.set_item("_mahtab_runtime", &runtime)?;

@@ -402,7 +402,9 @@ class AgentScope:
 
     def run_code(self, args):
         request = json.loads(args)
-        return self.runtime.run_agent_code(request["code"], self.namespace, bool(request.get("confirm")))
+        return self.runtime.run_agent_code(
+            request["code"], self.namespace, bool(request.get("confirm")), request.get("allow") or ()
+        )
 
     def skills(self, args):
         return dumps({"skills": sys.modules["mahtab.tools"].skills()})
@@ -629,6 +631,7 @@ class BaseRuntime:
         no_exec=False,
         confirm=False,
         new=False,
+        allow=None,
     ):
         """Asks the agent, as an ``%%ask`` cell does, from Python code: the run
         streams into the running cell, its code runs in this namespace, and
@@ -642,6 +645,7 @@ class BaseRuntime:
             "no_exec": no_exec,
             "confirm": confirm,
             "new": new,
+            "allow": allow,
         }
         request = {"kind": "ask", "prompt": str(prompt), "options": options}
         return self._agent_request(request)["answer"]
@@ -724,9 +728,35 @@ class BaseRuntime:
         answer = self.bridge.input("Allow the agent to %s? [y/N] " % action, False)
         return answer.strip().lower() in ("y", "yes")
 
-    def run_agent_code(self, code, namespace, confirm=False):
+    def _guard(self, code, allow):
+        """Why agent code must not run, if it would do what the user should
+        agree to first (see mahtab.guard) and the user does not, or cannot
+        be asked; None when it may run."""
+        guard = sys.modules["mahtab.guard"]
+        findings = [finding for finding in guard.inspect(code) if finding.kind not in allow]
+        if not findings:
+            return None
+        what = guard.describe(findings)
+        kinds = ",".join(sorted({finding.kind for finding in findings}))
+        try:
+            answer = self.bridge.input("The agent's code would %s. Run it? [y/N] " % what, False)
+        except KeyboardInterrupt:
+            raise
+        except Exception:
+            return (
+                "Not run: this code would %s, and no one can allow that here (the frontend takes no input). "
+                "Do it another way, or tell the user that %%ask_config --allow %s allows it." % (what, kinds)
+            )
+        if answer.strip().lower() in ("y", "yes"):
+            return None
+        return "Not run: the user did not allow this code to %s. Do it another way, or ask the user." % what
+
+    def run_agent_code(self, code, namespace, confirm=False, allow=()):
         """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
-        with ``confirm``, each file write of the toolbox asks the user first.
+        with ``confirm`` (the user agreed to the block already), each file
+        write of the toolbox asks the user first; without, code that would
+        run shell commands, delete or overwrite files, reach the network or
+        install packages asks first, unless ``allow`` names that kind.
 
         Its stdout and stderr are captured for the model rather than streamed
         (the kernel shows them in an output panel); rich output it displays
@@ -735,6 +765,9 @@ class BaseRuntime:
         model, "shown": for the panel (without the rich output, already on
         screen), "rich_outputs": how many, "failed": ...}.
         """
+        refusal = None if confirm else self._guard(code, allow)
+        if refusal is not None:
+            return dumps({"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "finished": False})
         captured = []
         displayed = []
         tools = sys.modules["mahtab.tools"]

@@ -740,6 +740,8 @@ async fn interrupting_agent_code_keeps_the_namespace_and_the_conversation() {
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    // The marker file is written with open(): allowed, so the guard lets it be.
+    kernel.execute("%ask_config --allow files").await;
     let msg_id = kernel
         .send(
             Channel::Shell,

@@ -4,6 +4,7 @@ mod ask;
 mod ask_python;
 mod execute;
 mod fake_llm;
+mod guard;
 mod install;
 mod interrupt;
 mod lifecycle;

@@ -1,0 +1,112 @@
+//! The guard on agent code through the kernel, with a scripted model over
+//! real HTTP: code that would run shell commands asks first (and runs only
+//! on "y"), is refused with a message the model sees when nobody can be
+//! asked, and runs without asking once `%ask_config --allow` says so.
+
+use serde_json::json;
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{Channel, Kernel, parent_id, result_text};
+
+const DONE: &str = r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#;
+
+/// Agent code that runs a shell command through an alias, leaving a file.
+fn shell_block(marker: &std::path::Path) -> String {
+    format!(
+        "```python\nimport subprocess as sp\nsp.run(['touch', {:?}])\n```",
+        marker.to_str().unwrap()
+    )
+}
+
+fn last_message(llm: &FakeLlm, n: usize) -> String {
+    let requests = llm.requests.lock().unwrap();
+    let messages = requests[n]["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shell_commands_ask_first_and_run_only_when_allowed() {
+    let dir = crate::support::TempDir::new("guard-ask");
+    let marker = dir.0.join("ran");
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(shell_block(&marker)),
+        Reply::Answer(DONE.into()),
+        Reply::Answer(shell_block(&marker)),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    for (answer, runs) in [("n", false), ("y", true)] {
+        let msg_id = kernel
+            .send(
+                Channel::Shell,
+                "execute_request",
+                json!({ "code": "%%ask\ntouch the file", "allow_stdin": true }),
+            )
+            .await;
+        let request = kernel.next_stdin().await;
+        assert_eq!(parent_id(&request), msg_id);
+        let prompt = request.content["prompt"].as_str().unwrap();
+        assert_eq!(
+            prompt,
+            "The agent's code would run shell commands (subprocess.run, line 2). Run it? [y/N] "
+        );
+        kernel.input_reply(&request, answer).await;
+        let reply = kernel.reply(Channel::Shell).await;
+        assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+        kernel.iopub_for(&msg_id).await;
+        assert_eq!(marker.exists(), runs, "after answering {answer:?}");
+    }
+    // The model heard that the user said no.
+    assert!(last_message(&llm, 1).contains("Not run: the user did not allow this code"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_stdin_the_code_is_refused_and_the_model_is_told_how_to_allow_it() {
+    let dir = crate::support::TempDir::new("guard-refuse");
+    let marker = dir.0.join("ran");
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(format!(
+            "```python\nkept = 1\n```\n{}",
+            shell_block(&marker)
+        )),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("%%ask\ntouch the file").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(!marker.exists());
+    let told = last_message(&llm, 1);
+    assert!(
+        told.contains("no one can allow that here") && told.contains("%ask_config --allow shell"),
+        "{told}"
+    );
+    let (_, iopub) = kernel.execute("kept").await;
+    assert_eq!(result_text(&iopub), "1");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allowed_kinds_run_without_asking() {
+    let dir = crate::support::TempDir::new("guard-allow");
+    let marker = dir.0.join("ran");
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(shell_block(&marker)),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%ask_config --allow shell,network").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let overview = crate::support::stream_text(&iopub, "stdout");
+    assert!(
+        overview.contains("allowed    shell, network  [%ask_config]"),
+        "{overview}"
+    );
+    let (reply, _) = kernel.execute("%%ask\ntouch the file").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(marker.exists());
+}
