@@ -3,10 +3,13 @@ prints each cell's source and text output, the way a reader would see them.
 
 Usage: python scripts/run_notebook.py NOTEBOOK [--kernel NAME] [--timeout S]
 Exits non-zero if a cell raises (unless the cell is tagged raises-exception).
+The kernel runs in a fresh temporary directory, so files the notebook writes
+(a skill in .mahtab/skills, say) leave nothing behind.
 """
 
 import argparse
 import sys
+import tempfile
 
 import nbformat
 from nbclient import NotebookClient
@@ -37,13 +40,16 @@ def main():
     args = parser.parse_args()
 
     notebook = nbformat.read(args.notebook, as_version=4)
-    client = NotebookClient(notebook, kernel_name=args.kernel, timeout=args.timeout)
     failed = False
-    try:
-        client.execute()
-    except CellExecutionError as error:
-        failed = True
-        print(f"cell failed: {error}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="mahtab-notebook-") as workdir:
+        client = NotebookClient(
+            notebook, kernel_name=args.kernel, timeout=args.timeout, resources={"metadata": {"path": workdir}}
+        )
+        try:
+            client.execute()
+        except CellExecutionError as error:
+            failed = True
+            print(f"cell failed: {error}", file=sys.stderr)
     for index, cell in enumerate(notebook.cells, 1):
         if cell.cell_type != "code":
             continue

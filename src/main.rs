@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use mahtab::install::{self, InstallOptions, Location};
-use mahtab::python::{PythonConfig, block_sigint_in_current_thread};
+use mahtab::python::{
+    PythonConfig, accept_sigint_in_current_thread, block_sigint_in_current_thread,
+    sigint_taken_over,
+};
 
 #[derive(Parser)]
 #[command(
@@ -80,7 +83,8 @@ impl LocationArgs {
 }
 
 fn main() -> Result<()> {
-    // Before any thread exists: SIGINT must reach only the Python thread.
+    // Before any thread exists: SIGINT must reach only the Python thread (and
+    // this one, once Python has started; see python::interrupt).
     block_sigint_in_current_thread();
     let cli = Cli::parse();
     match cli.command {
@@ -146,10 +150,17 @@ fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(mahtab::kernel::run(
-        connection,
-        PythonConfig { executable: python },
-    ))?;
+    runtime.block_on(async {
+        let kernel = mahtab::kernel::run(connection, PythonConfig { executable: python });
+        tokio::pin!(kernel);
+        // This block runs on the main thread: it takes SIGINT once Python
+        // has (see python::interrupt), so an idle kernel discards SIGINT.
+        tokio::select! {
+            finished = &mut kernel => return finished,
+            () = sigint_taken_over() => accept_sigint_in_current_thread(),
+        }
+        kernel.await
+    })?;
     // Threads may still hold Python (a cell that ignored the interrupt); the
     // reply is sent, so end the process without waiting for them.
     runtime.shutdown_background();

@@ -3,9 +3,14 @@
 //!
 //! CPython raises `KeyboardInterrupt` only on the thread that initialised it,
 //! and only if its Python-level SIGINT handler is `default_int_handler`. So:
-//! - the kernel blocks SIGINT in every thread but the interpreter thread
+//! - the kernel blocks SIGINT in every thread it starts
 //!   ([`block_sigint_in_current_thread`] runs in `main` before any other thread
-//!   starts), so a process-wide SIGINT from jupyter_client lands there;
+//!   starts) but the interpreter thread and, once Python has started, the
+//!   main thread ([`accept_sigint_in_current_thread`]); the main thread
+//!   passes a SIGINT it gets on to the interpreter thread. Linux discards an
+//!   ignored signal when it is sent only if the process's main thread does
+//!   not block it; blocked there, it would wait, and be handled later as if
+//!   sent then;
 //! - while a cell is queued or runs (an `%%ask` cell is one), SIGINT has an
 //!   OS handler that asks CPython to raise `KeyboardInterrupt`; otherwise its
 //!   disposition is SIG_IGN, as in ipykernel, so an idle SIGINT (jupyter_client
@@ -148,6 +153,27 @@ pub fn block_sigint_in_current_thread() {
     }
 }
 
+/// Unblocks SIGINT in the calling thread, which must be the process's main
+/// thread, once Python has taken SIGINT over ([`sigint_taken_over`]); any
+/// SIGINT it gets is passed on to the interpreter thread. Until then a SIGINT
+/// stays pending, and Python's start discards it.
+pub fn accept_sigint_in_current_thread() {
+    let set = sigint_set();
+    // SAFETY: changes only the calling thread's signal mask.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Told once the interpreter thread has installed SIGINT's handling.
+static TAKEN_OVER: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Resolves once the interpreter thread has taken SIGINT over (never, if
+/// Python fails to start).
+pub async fn sigint_taken_over() {
+    TAKEN_OVER.notified().await;
+}
+
 /// Gives SIGINT its default disposition before CPython initialises. A kernel
 /// started by a process that ignores SIGINT (a server run as a script's
 /// background job, or under nohup) inherits the ignore across exec; CPython
@@ -190,6 +216,8 @@ pub(super) fn install_on_interpreter_thread() {
     unsafe {
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
     }
+    // A permit, kept if nobody waits yet.
+    TAKEN_OVER.notify_one();
 }
 
 /// Gives SIGINT the kernel's handler while a cell is queued or runs (an

@@ -22,7 +22,9 @@ use tokio::sync::oneshot;
 
 pub use fd_capture::{original_stderr, preserve_stderr};
 pub use inline::{AgentHost, InlinePython};
-pub use interrupt::{Interrupter, block_sigint_in_current_thread};
+pub use interrupt::{
+    Interrupter, accept_sigint_in_current_thread, block_sigint_in_current_thread, sigint_taken_over,
+};
 pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName};
 
 /// Answers `input()` and `getpass()` in a cell. The kernel implements it by

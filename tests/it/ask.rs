@@ -8,7 +8,8 @@ use serde_json::json;
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{Channel, Kernel, result_text, stream_text, types};
 
-const DONE: &str = r#"{"is_complete": true, "reasoning": "the answer is 42", "next_action": ""}"#;
+pub(crate) const DONE: &str =
+    r#"{"is_complete": true, "reasoning": "the answer is 42", "next_action": ""}"#;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
@@ -622,7 +623,7 @@ async fn agent_code_errors_show_the_agents_frames_only() {
 }
 
 /// The plain text of the cell's `%%ask` panels of one kind.
-fn panel_texts(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
+pub(crate) fn panel_texts(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
     iopub
         .iter()
         .filter(|m| m.content["metadata"]["mahtab"]["kind"] == kind)
@@ -631,7 +632,7 @@ fn panel_texts(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
 }
 
 /// The text of the last message of the last request the model was sent.
-fn last_prompt(llm: &FakeLlm) -> String {
+pub(crate) fn last_prompt(llm: &FakeLlm) -> String {
     let requests = llm.requests.lock().unwrap();
     let messages = requests.last().unwrap()["messages"].as_array().unwrap();
     messages.last().unwrap()["content"]
@@ -687,41 +688,6 @@ async fn agent_output_is_cut_in_the_middle_and_rich_values_show_once() {
     assert!(
         told.contains("[displayed: Rich()]") && told.contains("characters cut"),
         "{told}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
-    let llm = FakeLlm::start(vec![
-        Reply::Answer(
-            "```python\nimport matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nprint('drawn')\n```"
-                .into(),
-        ),
-        Reply::Answer(DONE.into()),
-    ])
-    .await;
-    let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let (reply, _) = kernel.execute("import matplotlib, IPython").await;
-    if reply.content["status"] != "ok" {
-        eprintln!("skipped: this environment has no matplotlib or IPython");
-        return;
-    }
-    let (reply, iopub) = kernel.execute("%%ask\nplot the squares").await;
-    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    let images = iopub
-        .iter()
-        .filter(|m| {
-            m.header.msg_type == "display_data" && m.content["data"]["image/png"].is_string()
-        })
-        .count();
-    assert_eq!(images, 1, "{:?}", types(&iopub));
-    assert_eq!(panel_texts(&iopub, "output"), ["[output]\ndrawn"]);
-    assert!(last_prompt(&llm).contains("[displayed: <Figure"));
-    // Nothing of it is left for the user's next cell.
-    let (_, iopub) = kernel.execute("1 + 1").await;
-    assert_eq!(
-        types(&iopub),
-        ["status", "execute_input", "execute_result", "status"]
     );
 }
 
@@ -803,10 +769,6 @@ async fn the_model_sees_a_bounded_summary_of_the_users_variables() {
     kernel
         .execute("import os\ndef helper(): pass\nclass Thing: pass\n_private = 1\nword = 'hello'\nnumbers = list(range(1000))")
         .await;
-    let (reply, _) = kernel
-        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum', 'fig'], 'price': [1.5, 2.0, 0.5, 3.0]})")
-        .await;
-    let has_pandas = reply.content["status"] == "ok";
     // Far more variables than a prompt should carry.
     kernel
         .execute("for i in range(3000): globals()[f'filler_{i}'] = i")
@@ -829,14 +791,6 @@ async fn the_model_sees_a_bounded_summary_of_the_users_variables() {
         system.contains("functions, classes or modules)"),
         "{system}"
     );
-    if has_pandas {
-        assert!(
-            system.contains("sales: DataFrame (4, 2); columns fruit (")
-                && system.contains("['apple', 'pear', 'plum']")
-                && system.contains("price (float64) [1.5, 2.0, 0.5]"),
-            "{system}"
-        );
-    }
     // 3,000 fillers would take over 40,000 characters: the summary keeps its
     // head and tail within its bound.
     assert!(system.contains("characters cut"), "{system}");

@@ -2,6 +2,7 @@
 
 mod ask;
 mod ask_python;
+mod data_stack;
 mod execute;
 mod fake_llm;
 mod guard;

@@ -80,6 +80,10 @@ async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() 
             r#"{"is_complete": false, "reasoning": "bad regex", "next_action": "fix it"}"#.into(),
         ),
         Reply::Answer("```python\nedit('notes.txt', 'same', 'other')\n```".into()),
+        Reply::Answer(
+            r#"{"is_complete": false, "reasoning": "ambiguous", "next_action": "read it"}"#.into(),
+        ),
+        Reply::Answer("```python\nprint(read('missing.txt'))\n```".into()),
         Reply::Answer(DONE.into()),
     ])
     .await;
@@ -89,7 +93,8 @@ async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() 
     let (reply, iopub) = kernel.execute("%%ask\nfind errors").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let errors = panel_texts(&iopub, "error");
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(last_message(&llm, 5).contains("FileNotFoundError"));
     assert!(last_message(&llm, 1).contains("missing ), unterminated subpattern"));
     assert!(
         last_message(&llm, 3).contains("occurs 2 times in notes.txt"),
@@ -106,7 +111,8 @@ async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() 
 async fn an_edited_module_is_reloaded_for_the_user() {
     let llm = FakeLlm::start(vec![
         Reply::Answer(
-            "```python\nprint(edit('settings_mod.py', 'LIMIT = 1', 'LIMIT = 5'))\n```".into(),
+            "```python\nprint(edit('settings_mod.py', 'LIMIT = 1', 'LIMIT = 5'))\nprint(read('settings_mod.py'))\n```"
+                .into(),
         ),
         Reply::Answer(DONE.into()),
     ])
@@ -121,6 +127,7 @@ async fn an_edited_module_is_reloaded_for_the_user() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let output = &panel_texts(&iopub, "output")[0];
     assert!(output.contains("(reloaded settings_mod)"), "{output}");
+    assert!(output.contains("1| LIMIT = 5"), "{output}");
     let (_, iopub) = kernel.execute("settings_mod.LIMIT").await;
     assert_eq!(result_text(&iopub), "5");
 }
@@ -199,4 +206,31 @@ async fn skills_are_listed_for_the_model_and_loaded_by_its_code() {
     let output = &panel_texts(&iopub, "output")[0];
     assert!(output.contains("Drop empty columns"), "{output}");
     assert!(stream_text(&iopub, "stdout").contains("✓ done"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_claude_clis_sessions_are_text_to_grep() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprint(grep(claude_sessions(), 'parser'))\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let home = crate::support::TempDir::new("claude-home");
+    let project = home.0.join(".claude/projects/demo");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("s1.jsonl"),
+        "{\"type\": \"user\", \"text\": \"fix the parser\"}\n",
+    )
+    .unwrap();
+    let mut env = llm.env();
+    env.push(("HOME", home.0.display().to_string()));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    let (reply, iopub) = kernel.execute("%%ask\nwhat did I ask claude?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let output = &panel_texts(&iopub, "output")[0];
+    assert!(
+        output.contains("2: {\"type\": \"user\", \"text\": \"fix the parser\"}"),
+        "{output}"
+    );
 }

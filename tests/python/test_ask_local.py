@@ -188,6 +188,56 @@ def test_ask_with_the_local_model_streams_runs_code_and_shares_the_namespace(loc
     assert defined, f"the agent's code that ran defined something at top level ({tried})"
 
 
+# The agent's toolbox (src/python/tools.py), as the model's code calls it.
+TOOLS = {"peek", "grep", "partition", "read", "skill", "skills", "rlm"}
+
+
+def tool_calls(source: str) -> set[str]:
+    """The toolbox functions `source` calls by name."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in TOOLS
+    }
+
+
+def test_the_local_models_code_calls_a_tool(local_kernel) -> None:
+    # A log with one error in it, in the user's namespace; the model is told
+    # to grep it. Whether it does varies (see ASK_ATTEMPTS), so the cell is
+    # asked afresh until a block that calls a tool ran, and each answer is
+    # checked like any other.
+    local_kernel.execute(
+        "log = '\\n'.join(f'INFO request {i} served' for i in range(300)).replace("
+        "'INFO request 142 served', 'ERROR disk full')"
+    ).assert_ok()
+    deadline = time.monotonic() + ASK_TIMEOUT
+    asks, called = [], {}
+    while len(asks) < ASK_ATTEMPTS and time.monotonic() < deadline and not called:
+        # An earlier answer may have bound a tool's name in the namespace
+        # (`grep = lambda ...`), which hides the tool from later code.
+        local_kernel.execute(f"for _name in {sorted(TOOLS)!r}: globals().pop(_name, None)").assert_ok()
+        ask = local_kernel.execute(
+            "%%ask --max-turns 1 --new\n"
+            "Find the error in the variable log. Reply with exactly this text:\n\n"
+            "```python\nprint(grep(log, 'ERROR'))\n```",
+            timeout=deadline - time.monotonic(),
+        )
+        asks.append(ask)
+        check_ask_cell(local_kernel, ask)
+        called = {source: tool_calls(source) for source in code_that_ran(ask) if tool_calls(source)}
+
+    tried = f"{len(asks)} attempts; the last:\n{asks[-1].describe()}"
+    assert called, f"a code block of the model's that calls a tool ran ({tried})"
+    # What a grep of the log prints, when that is what the model ran.
+    outputs = [p["data"]["text/plain"] for p in panels(asks[-1], "output")]
+    if any(source.strip() == "print(grep(log, 'ERROR'))" for source in called):
+        assert any("143: ERROR disk full" in text for text in outputs), tried
+
+
 def test_interrupting_the_local_model_stops_the_cell_and_the_kernel_lives_on(local_kernel) -> None:
     msg_id = local_kernel.kc.execute("%%ask\nWrite a very long essay about the history of the Python language.")
     local_kernel.wait_for(

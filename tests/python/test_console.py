@@ -4,7 +4,8 @@
 - an interactive session in a pseudo-terminal (pexpect): prompt, output,
   a multi-line block that relies on is_complete_request, Ctrl-C interrupting
   a running cell, and `exit` ending the console and its kernel;
-- a `%%ask` cell typed into that interface, answered by the local model.
+- `%%ask` cells typed into that interface, answered by a scripted model
+  server and by the local model.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pexpect
 import psutil
 import pytest
 from conftest import JUPYTER, KERNEL_NAME, reap
+from fake_llm import FakeLlm
 
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
 
@@ -145,8 +147,9 @@ def test_piped_input_runs_and_exit_ends_console(attempt: int, tmp_path: Path) ->
 class Console:
     """A jupyter console in a pty, with a transcript for failure messages."""
 
-    def __init__(self, connection_file: Path, without: tuple[str, ...] = ()) -> None:
+    def __init__(self, connection_file: Path, without: tuple[str, ...] = (), extra_env: dict | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k not in without}
+        env.update(extra_env or {})
         env["TERM"] = "dumb"
         env.pop("JUPYTER_CONSOLE_TEST", None)  # it would force the simple prompt
         cmd = console_command(connection_file)
@@ -245,44 +248,80 @@ def test_interactive_session(tmp_path: Path) -> None:
     assert not leftover_kernels, f"kernel still running after console exit: {leftover_kernels}"
 
 
-# -- c) a %%ask cell in the interactive console -----------------------------------
-#
-# With no provider configured the kernel answers with its local model
-# (SmolLM2-135M); it is small and often wrong, so this checks what the console
-# shows, not what the model says: streamed text (the kernel's notice that it is
-# starting the model, the model's prose, the review's verdict), the code panel
-# and the output (or error) panel as plain text, then the run's summary line.
-# The code itself is not streamed: it shows once, as its panel.
+# -- c) %%ask cells in the interactive console --------------------------------------
 #
 # `%%ask` is a cell magic, and by IPython's rules (ipykernel and IPython's own
 # terminal answer the same) a cell magic is complete once its text ends in an
 # empty line. On the first Enter on a blank line the console checks
 # "%%ask ...\nrequest\n", whose last line is the request, so it adds a line;
-# the second Enter runs the cell. The llama.cpp server logs to the kernel's
-# stderr, which is this terminal too, so patterns tolerate lines in between.
+# the second Enter runs the cell.
+#
+# What the console shows of a run is checked against a scripted model server
+# (tests/python/fake_llm.py), so the check does not hang on what a model
+# happens to write: streamed prose, the code panel and the output panel as
+# plain text (the code itself is not streamed: it shows once, as its panel),
+# the review's verdict, then the run's summary line. The local model, used when
+# no provider is configured, is then checked for what does not depend on its
+# words: it starts, answers, and its server's log stays out of the terminal.
 
 ASK_TIMEOUT = 240  # model start-up and one turn of a 135M model on 2 cores
+SCRIPTED_ANSWER = "Here is the code.\n```python\nanswer = 6 * 7\nprint('the answer is', answer)\n```\n"
+
+
+def ask(console: Console, request: str) -> None:
+    console.enter("%%ask --max-turns 1")
+    console.enter(request)
+    console.enter("")
+    console.enter("")
 
 
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
 def test_ask_cell_in_the_console(tmp_path: Path) -> None:
     connection_file = tmp_path / "kernel.json"
-    console = Console(connection_file, without=PROVIDER_VARIABLES)
+    llm = FakeLlm([SCRIPTED_ANSWER])
+    console = Console(connection_file, without=PROVIDER_VARIABLES, extra_env=llm.env())
     try:
         console.prompt(1, timeout=STARTUP_TIMEOUT)
-        console.enter("%%ask --max-turns 1")
-        console.enter("Write one Python code block that assigns 6*7 to a variable named answer and prints it.")
-        console.enter("")
-        console.enter("")
+        ask(console, "Assign 6*7 to a variable named answer and print it.")
 
         seen = console.transcript.getvalue
         streamed = console.expect(r"\[code, turn 1\]\r\n", "the code panel", ASK_TIMEOUT)
-        assert "(starting the local model" in streamed, f"no streamed notice before the code panel\n{seen()}"
-        console.expect(r"\[(output|error)\]\r\n", "the output panel of the code", ASK_TIMEOUT)
-        # The review of the turn streams its verdict, then the summary panel ends the run.
-        console.expect(r"(✓|↻ not done yet:) ", "the streamed verdict", ASK_TIMEOUT)
-        console.expect(r"local-model", "the summary line", ASK_TIMEOUT)
+        assert "Here is the code." in streamed, f"the prose was not streamed before the code panel\n{seen()}"
+        assert "```" not in streamed, f"the code block was streamed as text too\n{seen()}"
+        console.expect(r"answer = 6 \* 7\r\n", "the code in its panel")
+        console.expect(r"\[output\]\r\n", "the output panel of the code")
+        console.expect(r"the answer is 42\r\n", "the code's output in its panel")
+        console.expect(r"✓ ", "the streamed verdict")
+        console.expect(r"fake-model · 1 turn", "the summary line")
         # One cell: the request line did not run as Python on its own.
+        after = console.prompt(2)
+        assert "SyntaxError" not in after, seen()
+
+        # The agent's code ran in the console's namespace.
+        console.enter("print(answer + 1)")
+        console.expect(r"\r\n43\r\n", "a variable the agent's code set")
+        console.prompt(3)
+        console.enter("exit")
+        console.expect(pexpect.EOF, "the console to exit")
+    finally:
+        console.close()
+        llm.close()
+        leftover_kernels = reap_kernel(connection_file)
+    assert not leftover_kernels, f"kernel still running after console exit: {leftover_kernels}"
+    assert len(llm.requests) == 2, f"expected one answer and one review, got {len(llm.requests)} requests"
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
+def test_ask_cell_in_the_console_with_the_local_model(tmp_path: Path) -> None:
+    connection_file = tmp_path / "kernel.json"
+    console = Console(connection_file, without=PROVIDER_VARIABLES)
+    try:
+        console.prompt(1, timeout=STARTUP_TIMEOUT)
+        ask(console, "Write one Python code block that assigns 6*7 to a variable named answer and prints it.")
+
+        seen = console.transcript.getvalue
+        console.expect(r"\(starting the local model", "the notice that the local model starts", ASK_TIMEOUT)
+        console.expect(r"local-model · \d+ turn", "the summary line", ASK_TIMEOUT)
         after = console.prompt(2, timeout=ASK_TIMEOUT)
         assert "SyntaxError" not in after, seen()
 

@@ -1,0 +1,74 @@
+//! Tests that need the data stack (IPython, pandas, matplotlib): they run
+//! against the project's environment, which has it, and fail there when it
+//! is missing; the plain-Python run of the suite leaves this module out
+//! (`--skip data_stack::`).
+
+use crate::ask::{DONE, last_prompt, panel_texts};
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{Kernel, types};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nimport matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nprint('drawn')\n```"
+                .into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("import matplotlib, IPython").await;
+    assert_eq!(
+        reply.content["status"], "ok",
+        "the data stack is missing: {}",
+        reply.content
+    );
+    let (reply, iopub) = kernel.execute("%%ask\nplot the squares").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let images = iopub
+        .iter()
+        .filter(|m| {
+            m.header.msg_type == "display_data" && m.content["data"]["image/png"].is_string()
+        })
+        .count();
+    assert_eq!(images, 1, "{:?}", types(&iopub));
+    assert_eq!(panel_texts(&iopub, "output"), ["[output]\ndrawn"]);
+    assert!(last_prompt(&llm).contains("[displayed: <Figure"));
+    // Nothing of it is left for the user's next cell.
+    let (_, iopub) = kernel.execute("1 + 1").await;
+    assert_eq!(
+        types(&iopub),
+        ["status", "execute_input", "execute_result", "status"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_sees_a_dataframes_columns_dtypes_and_first_values() {
+    let llm = FakeLlm::start(vec![Reply::Answer("Noted.".into())]).await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum', 'fig'], 'price': [1.5, 2.0, 0.5, 3.0]})")
+        .await;
+    assert_eq!(
+        reply.content["status"], "ok",
+        "pandas is missing: {}",
+        reply.content
+    );
+    let (reply, _) = kernel.execute("%%ask\nwhat do I have?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let system = last_system_prompt(&llm);
+    assert!(
+        system.contains("sales: DataFrame (4, 2); columns fruit (")
+            && system.contains("['apple', 'pear', 'plum']")
+            && system.contains("price (float64) [1.5, 2.0, 0.5]"),
+        "{system}"
+    );
+}
+
+fn last_system_prompt(llm: &FakeLlm) -> String {
+    llm.requests.lock().unwrap()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
