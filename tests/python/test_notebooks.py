@@ -90,7 +90,23 @@ def test_ask_notebook(tmp_path: Path) -> None:
         assert all(o.output_type != "error" for o in outputs(cell)), cell.source
     table = outputs(cells[0])[0]
     assert "text/html" in table.data and "<table" in table.data["text/html"]
-    for ask in cells[1:3]:
+    by_source = {c.source.split("\n", 1)[0]: c for c in cells}
+    asks = [c for c in cells if c.source.startswith("%%ask")]
+    assert len(asks) == 3
+    # The last cell asks the model to follow the skill the one before wrote.
+    for ask in asks + [by_source["found = rlm('Which line reports an error, and what went wrong?', log, max_turns=3)"]]:
         kinds = [o.metadata.get("mahtab", {}).get("kind") for o in outputs(ask) if o.output_type == "display_data"]
-        assert kinds and kinds[-1] == "summary", kinds
-        assert any(o.output_type == "stream" for o in outputs(ask)), "the answer streamed into the cell"
+        assert kinds and kinds[-1] == "summary", (ask.source, kinds)
+        assert any(o.output_type == "stream" for o in outputs(ask)), f"the answer streamed into the cell: {ask.source}"
+
+    # The tools, called by the reader: the one error of the generated log, with a line around it.
+    searched = "".join(o.text for o in outputs(by_source["from mahtab.tools import grep, peek"]) if o.output_type == "stream")
+    assert (
+        "13217- 13216 INFO" in searched
+        and "13218: 13217 ERROR db: connection pool exhausted (64 of 64 in use)" in searched
+        and "13219- 13218 INFO" in searched
+    ), searched
+    # The skill the notebook wrote, in the kernel's working directory, is listed.
+    (listed,) = rich(by_source["from pathlib import Path"], "text/plain")
+    assert listed.data["text/plain"] == "{'table-summary': 'Summarise a pandas DataFrame for a reader in a hurry.'}"
+    assert (tmp_path / ".mahtab" / "skills" / "table-summary.md").is_file()
