@@ -61,6 +61,8 @@ pub enum KernelError {
 /// What the channel tasks share.
 struct Shared {
     kernel_info: Value,
+    /// The `connect_reply`: the kernel's ports.
+    ports: Value,
     python: PythonHandle,
     interrupter: Interrupter,
     current: Arc<CurrentRequest>,
@@ -102,6 +104,14 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         PythonHandle::start(python, current.clone(), current.clone(), adapter);
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version()),
+        ports: json!({
+            "status": "ok",
+            "shell_port": connection.shell_port,
+            "iopub_port": connection.iopub_port,
+            "stdin_port": connection.stdin_port,
+            "control_port": connection.control_port,
+            "hb_port": connection.hb_port,
+        }),
         python: python_handle,
         interrupter,
         current,

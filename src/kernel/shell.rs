@@ -248,6 +248,12 @@ pub(super) async fn answer_without_python(
                 .reply(request, "kernel_info_reply", shared.kernel_info.clone())
                 .await;
         }
+        // Deprecated in the protocol, still sent by some clients.
+        "connect_request" => {
+            channel
+                .reply(request, "connect_reply", shared.ports.clone())
+                .await;
+        }
         "interrupt_request" => {
             let interrupted = shared.interrupter.interrupt();
             tracing::info!("{}: interrupt (cell running: {interrupted})", channel.name);

@@ -147,6 +147,7 @@ class MahtabShell(InteractiveShell):
     exiter = Instance(ZMQExitAutocall)
     keepkernel_on_exit = None
     runtime = None
+    displayhook_error = None
 
     @default("exiter")
     def _default_exiter(self):
@@ -171,6 +172,11 @@ class MahtabShell(InteractiveShell):
     def ask_exit(self):
         self.exit_now = not self.keepkernel_on_exit
         self.payload_manager.write_payload({"source": "ask_exit", "keepkernel": self.keepkernel_on_exit})
+
+    def set_next_input(self, text, replace=False):
+        # The client puts the text in the next cell (%load replaces the
+        # cell's own); the last call of a cell wins, as in ipykernel.
+        self.payload_manager.write_payload({"source": "set_next_input", "text": text, "replace": bool(replace)})
 
     def enable_gui(self, gui=None):
         if gui not in (None, "inline"):
@@ -238,6 +244,10 @@ class MahtabShell(InteractiveShell):
     def _showtraceback(self, etype, evalue, stb):
         error = {"ename": etype.__name__, "evalue": str(evalue), "traceback": stb}
         self.last_error = error
+        if self.displayhook.msg is not None:
+            # The cell's value failed to show (its __repr__ or a _repr_*_
+            # raised): the cell failed, as in ipykernel, though its code ran.
+            self.displayhook_error = error
         self.runtime.publish("error", error)
 
 
@@ -376,14 +386,16 @@ class IPythonRuntime(BaseRuntime):
 
     def execute(self, code, execution_count, silent, store_history, user_expressions_json):
         shell = self.shell
-        shell.last_error = None
+        shell.last_error = shell.displayhook_error = None
         # IPython numbers a stored cell with execution_count and then moves it
         # on; the kernel owns the count, so set it before every cell.
         shell.execution_count = execution_count if store_history else execution_count + 1
         result = shell.run_cell(code, store_history=store_history, silent=silent)
         self.note_cell(code, store_history)
-        if result.success:
+        if result.success and shell.displayhook_error is None:
             reply = {"status": "ok", "user_expressions": shell.user_expressions(json.loads(user_expressions_json))}
+        elif result.success:
+            reply = dict(shell.displayhook_error, status="error", user_expressions={})
         else:
             error = result.error_before_exec or result.error_in_exec
             reply = {
