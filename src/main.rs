@@ -151,7 +151,11 @@ fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let kernel = mahtab::kernel::run(connection, PythonConfig { executable: python });
+        let python = PythonConfig {
+            executable: python,
+            connection_file: std::path::absolute(&connection_file).ok(),
+        };
+        let kernel = mahtab::kernel::run(connection, python);
         tokio::pin!(kernel);
         // This block runs on the main thread: it takes SIGINT once Python
         // has (see python::interrupt), so an idle kernel discards SIGINT.

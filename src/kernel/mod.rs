@@ -201,8 +201,11 @@ impl OutputSink for CurrentRequest {
         self.header().as_ref().clone()
     }
 
-    fn emit(&self, output: Output) {
-        let parent = self.lock().header.clone();
+    fn emit(&self, output: Output, parent: Option<&Value>) {
+        let parent = match parent {
+            Some(chosen) => Arc::new(chosen.clone()),
+            None => self.lock().header.clone(),
+        };
         match output {
             Output::Stream { name, text } => self.iopub.publish(
                 "stream",

@@ -5,12 +5,17 @@
 //! Each descriptor is replaced by the write end of a pipe. A reader thread per
 //! pipe moves what arrives into the [`StreamBuffer`]; at the end of a cell the
 //! interpreter thread drains both pipes itself ([`FdCapture::drain`]) so that
-//! output written during the cell is published before its reply. The kernel's
-//! own log goes to a copy of the original stderr ([`original_stderr`]).
+//! output written during the cell is published before its reply, and before
+//! Python text joins a stream it takes what already waits in that stream's
+//! pipe ([`catch_up`]), so `subprocess.run(["echo", "a"]); print("b")` shows
+//! `a` first even when the reader thread has not run yet. The kernel's own
+//! log goes to a copy of the original stderr ([`original_stderr`]).
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::output::{StreamBuffer, StreamName};
 
@@ -45,8 +50,10 @@ struct Pipe {
 
 impl Pipe {
     /// Moves everything readable now into `buffer`, without blocking.
-    fn drain(&mut self, buffer: &StreamBuffer) {
+    /// Returns whether there was anything.
+    fn drain(&mut self, buffer: &StreamBuffer) -> bool {
         let mut chunk = [0u8; 64 * 1024];
+        let mut any = false;
         loop {
             // SAFETY: reading into a stack buffer of the given length from a
             // descriptor this struct owns (non-blocking).
@@ -58,8 +65,9 @@ impl Pipe {
                 )
             };
             if n <= 0 {
-                return; // EAGAIN (nothing more now), EOF or error
+                return any; // EAGAIN (nothing more now), EOF or error
             }
+            any = true;
             self.partial.extend_from_slice(&chunk[..n as usize]);
             let text = take_text(&mut self.partial);
             buffer.write(self.name, &text);
@@ -83,9 +91,74 @@ fn take_text(bytes: &mut Vec<u8>) -> String {
 }
 
 /// The capture of fds 1 and 2; lives as long as the interpreter thread.
+#[derive(Clone)]
 pub struct FdCapture {
+    /// Stdout's pipe, then stderr's.
     pipes: Vec<Arc<Mutex<Pipe>>>,
     buffer: Arc<StreamBuffer>,
+    /// Where [`catch_up`]'s clock starts.
+    started: Instant,
+}
+
+/// The running capture, for [`catch_up`].
+static ACTIVE: OnceLock<FdCapture> = OnceLock::new();
+
+/// Looking in a pipe is a system call, too dear for every one of the
+/// thousands of writes a print loop makes: after a look that found nothing,
+/// writes within this interval do not look again. Output that needs a look
+/// comes from something slower than that (a subprocess, a C call), or from
+/// a loop that keeps finding some, which keeps looking ([`HOT_SPAN`]).
+const LOOK_INTERVAL: Duration = Duration::from_micros(50);
+
+/// After output came through a descriptor (found by a look or by the
+/// reader thread), every write looks, for this long.
+const HOT_SPAN: Duration = Duration::from_millis(10);
+
+/// When [`catch_up`] last looked ([`NEVER`] before the first look), and
+/// until when it looks at every write (nanoseconds since the capture
+/// started).
+static LAST_LOOK: AtomicU64 = AtomicU64::new(NEVER);
+static HOT_UNTIL: AtomicU64 = AtomicU64::new(0);
+const NEVER: u64 = u64::MAX;
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Called before Python text is added to stream `name`: moves output already
+/// written to that stream's descriptor (and waiting in its pipe) into the
+/// buffer first, so the two keep the order they were written in.
+pub(super) fn catch_up(name: StreamName) {
+    let Some(FdCapture {
+        pipes,
+        buffer,
+        started,
+    }) = ACTIVE.get()
+    else {
+        return;
+    };
+    let now = nanos(started.elapsed());
+    let last = LAST_LOOK.load(Ordering::Relaxed);
+    let due = last == NEVER || now.saturating_sub(last) >= nanos(LOOK_INTERVAL);
+    if !due && now >= HOT_UNTIL.load(Ordering::Relaxed) {
+        return;
+    }
+    LAST_LOOK.store(now, Ordering::Relaxed);
+    let pipe = match name {
+        StreamName::Stdout => &pipes[0],
+        StreamName::Stderr => &pipes[1],
+    };
+    if lock(pipe).drain(buffer) {
+        HOT_UNTIL.store(now + nanos(HOT_SPAN), Ordering::Relaxed);
+    }
+}
+
+/// Output is flowing through the descriptors: every write looks for a while.
+fn output_seen() {
+    if let Some(capture) = ACTIVE.get() {
+        let now = nanos(capture.started.elapsed());
+        HOT_UNTIL.store(now + nanos(HOT_SPAN), Ordering::Relaxed);
+    }
 }
 
 impl FdCapture {
@@ -114,7 +187,13 @@ impl FdCapture {
                 .name("mahtab-fd-capture".into())
                 .spawn(move || read_forever(&pipe, &buffer))?;
         }
-        Ok(Self { pipes, buffer })
+        let capture = Self {
+            pipes,
+            buffer,
+            started: Instant::now(),
+        };
+        let _ = ACTIVE.set(capture.clone());
+        Ok(capture)
     }
 
     /// Flushes C stdio buffers and moves everything already written to the
@@ -156,7 +235,9 @@ fn read_forever(pipe: &Mutex<Pipe>, buffer: &StreamBuffer) {
         {
             return;
         }
-        lock(pipe).drain(buffer);
+        if lock(pipe).drain(buffer) {
+            output_seen();
+        }
     }
 }
 

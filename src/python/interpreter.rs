@@ -6,8 +6,8 @@
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::Arc;
 use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use pyo3::types::PyModule;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fd_capture::FdCapture;
+use super::fd_capture::{self, FdCapture};
 use super::inline::{self, AgentHost};
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, OutputSink, StreamBuffer, StreamName};
@@ -45,17 +45,65 @@ struct Bridge {
     buffer: Arc<StreamBuffer>,
     input: Arc<dyn InputProvider>,
     agents: Arc<dyn AgentHost>,
+    connection_file: Option<String>,
+    /// The last parent header Python chose for a thread, parsed: a thread
+    /// writes many times with the same one.
+    last_parent: Mutex<Option<(String, Arc<Value>)>>,
+}
+
+fn stream_name(name: &str) -> StreamName {
+    if name == "stderr" {
+        StreamName::Stderr
+    } else {
+        StreamName::Stdout
+    }
+}
+
+impl Bridge {
+    fn parent_from(&self, header: &str) -> PyResult<Arc<Value>> {
+        let mut last = self
+            .last_parent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((text, parsed)) = last.as_ref()
+            && text == header
+        {
+            return Ok(parsed.clone());
+        }
+        let parsed: Value =
+            serde_json::from_str(header).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let parsed = Arc::new(parsed);
+        *last = Some((header.to_owned(), parsed.clone()));
+        Ok(parsed)
+    }
 }
 
 #[pymethods]
 impl Bridge {
+    /// The kernel's connection file, if known.
+    #[getter]
+    fn connection_file(&self) -> Option<String> {
+        self.connection_file.clone()
+    }
+
     fn write(&self, name: &str, text: &str) {
-        let name = if name == "stderr" {
-            StreamName::Stderr
-        } else {
-            StreamName::Stdout
-        };
+        let name = stream_name(name);
+        // print() writes its text, then "\n": one look serves both.
+        if text != "\n" {
+            fd_capture::catch_up(name);
+        }
         self.buffer.write(name, text);
+    }
+
+    /// `write` for a thread whose output belongs to another request than the
+    /// current one (`set_thread_parent`): `parent` is that request's header,
+    /// JSON text.
+    fn write_for(&self, name: &str, text: &str, parent: &str) -> PyResult<()> {
+        let name = stream_name(name);
+        let parent = self.parent_from(parent)?;
+        fd_capture::catch_up(name);
+        self.buffer.write_for(name, text, Some(parent));
+        Ok(())
     }
 
     fn flush(&self) {
@@ -129,13 +177,16 @@ impl Bridge {
         Ok(())
     }
 
-    #[pyo3(signature = (msg_type, content, metadata = None, buffers = None))]
+    /// Publishes an IOPub message after the buffered stream text, as a child
+    /// of the current request or of `parent` (a header, JSON text).
+    #[pyo3(signature = (msg_type, content, metadata = None, buffers = None, parent = None))]
     fn publish(
         &self,
         msg_type: String,
         content: &str,
         metadata: Option<&str>,
         buffers: Option<Vec<Vec<u8>>>,
+        parent: Option<&str>,
     ) -> PyResult<()> {
         let parse = |text: &str| -> PyResult<Value> {
             serde_json::from_str(text).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -153,7 +204,8 @@ impl Bridge {
                 .map(bytes::Bytes::from)
                 .collect(),
         };
-        self.buffer.emit_after_flush(output);
+        let parent = parent.map(|header| self.parent_from(header)).transpose()?;
+        self.buffer.emit_after_flush(output, parent.as_deref());
         Ok(())
     }
 }
@@ -213,10 +265,16 @@ fn run(
 ) {
     let buffer = StreamBuffer::start(sink);
     let runtime = initialize(&config).and_then(|()| {
+        let connection_file = config
+            .connection_file
+            .as_ref()
+            .map(|path| path.to_string_lossy().into_owned());
         let bridge = || Bridge {
             buffer: buffer.clone(),
             input: input.clone(),
             agents: agents.clone(),
+            connection_file: connection_file.clone(),
+            last_parent: Mutex::new(None),
         };
         let runtime = Python::attach(|py| load_runtime(py, bridge).map_err(|e| describe(py, &e)));
         // After the runtime's imports, which may have set Python's own handler.
@@ -274,7 +332,7 @@ fn run(
             }
             (Command::Execute(_, reply), Err(message)) => {
                 let error = PythonError::internal(format!("Python failed to start: {message}"));
-                buffer.emit_after_flush(error_output(&error));
+                buffer.emit_after_flush(error_output(&error), None);
                 let _ = reply.send(ExecuteOutcome::failed(error));
             }
             (
@@ -446,7 +504,7 @@ fn execute(
         },
         Ok(Err(e)) => {
             let error = PythonError::internal(format!("unreadable result from the runtime: {e}"));
-            buffer.emit_after_flush(error_output(&error));
+            buffer.emit_after_flush(error_output(&error), None);
             ExecuteOutcome::failed(error)
         }
         // An exception escaped the runtime itself, e.g. an interrupt that
@@ -455,7 +513,7 @@ fn execute(
         Err(e) => {
             let outcome = ExecuteOutcome::failed(python_error(py, &e));
             if let Some(error) = &outcome.error {
-                buffer.emit_after_flush(error_output(error));
+                buffer.emit_after_flush(error_output(error), None);
             }
             outcome
         }

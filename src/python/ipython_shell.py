@@ -7,9 +7,11 @@ fails with ImportError when IPython is not installed.
 import contextlib
 import html
 import json
+import logging
 import os
 import re
 import sys
+import types
 
 from IPython.core import page
 from IPython.core.autocall import ZMQExitAutocall
@@ -19,9 +21,18 @@ from IPython.core.displaypub import DisplayPublisher
 from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.tokenutil import token_at_cursor
-from traitlets import Instance, Type, default
+from traitlets import Any, Instance, Type, default
 
-from _mahtab_runtime import BaseRuntime, dumps, imported_module_attributes, jupyter_data_dir, patch_on_import
+from _mahtab_runtime import (
+    BaseRuntime,
+    dumps,
+    imported_module_attributes,
+    jupyter_data_dir,
+    patch_on_import,
+    reset_thread_parent,
+    set_thread_parent,
+    thread_parent,
+)
 
 
 class KernelDisplayPublisher(DisplayPublisher):
@@ -139,12 +150,15 @@ class FastTransformerManager(TransformerManager):
         return super().transform_cell(cell)
 
 
-class MahtabShell(InteractiveShell):
-    """An InteractiveShell wired to the kernel instead of a terminal."""
+class ZMQInteractiveShell(InteractiveShell):
+    """An InteractiveShell wired to the kernel instead of a terminal. Named
+    as ipykernel's (see ``_take_the_notebook_shells_name``): libraries decide
+    whether they run in a notebook by that name."""
 
     displayhook_class = Type(KernelDisplayHook)
     display_pub_class = Type(KernelDisplayPublisher)
     exiter = Instance(ZMQExitAutocall)
+    kernel = Any(None, allow_none=True, help="What libraries read of the kernel (KernelView).")
     keepkernel_on_exit = None
     runtime = None
     displayhook_error = None
@@ -203,14 +217,22 @@ class MahtabShell(InteractiveShell):
     # ipywidgets' Output widget asks the shell (and its kernel) for the
     # request being served, to capture output sent with it as parent.
     def get_parent(self):
-        return {"header": json.loads(self.runtime.bridge.parent_header())}
+        """The request the calling thread's output goes to: the one it chose
+        with set_thread_parent, else the one being served."""
+        chosen = thread_parent()
+        return {"header": json.loads(chosen if chosen is not None else self.runtime.bridge.parent_header())}
 
     def set_parent(self, parent):
-        pass  # the kernel tracks the current request itself
+        pass  # the kernel tracks the request being served itself
 
-    @property
-    def kernel(self):
-        return self
+    def set_thread_parent(self, parent):
+        """Output of the calling thread goes to ``parent``'s request (say,
+        the cell that started the thread: ``get_parent()`` there) instead of
+        the one being served. Returns a token for reset_thread_parent."""
+        return set_thread_parent(parent)
+
+    def reset_thread_parent(self, token):
+        reset_thread_parent(token)
 
     @contextlib.contextmanager
     def _tee(self, channel):
@@ -251,6 +273,62 @@ class MahtabShell(InteractiveShell):
         self.runtime.publish("error", error)
 
 
+class KernelView:
+    """``get_ipython().kernel``: the parts of ipykernel's kernel object that
+    libraries read (ipywidgets, tqdm, output capture, "which kernel is this"
+    checks). The kernel itself is Rust; this answers for it."""
+
+    implementation = "mahtab"
+
+    def __init__(self, shell, runtime):
+        self.shell = shell
+        self._runtime = runtime
+        self.log = logging.getLogger("mahtab")
+
+    @property
+    def comm_manager(self):
+        return self._runtime.comm_manager
+
+    @property
+    def user_ns(self):
+        return self.shell.user_ns
+
+    @property
+    def execution_count(self):
+        return self.shell.execution_count
+
+    @property
+    def connection_file(self):
+        return self._runtime.bridge.connection_file
+
+    def get_parent(self, channel="shell"):
+        return self.shell.get_parent()
+
+    def raw_input(self, prompt=""):
+        return self._runtime.input(prompt)
+
+    def getpass(self, prompt="Password: ", stream=None):
+        return self._runtime.getpass(prompt)
+
+
+def _take_the_notebook_shells_name():
+    """Makes the idioms that tell a notebook kernel from a terminal see one:
+    the shell's class is ``ipykernel.zmqshell.ZMQInteractiveShell`` by name
+    (rich and plotly compare both), and that module is imported (tqdm.auto
+    looks in ``sys.modules``). It holds this kernel's shell, so
+    ``from ipykernel.zmqshell import ZMQInteractiveShell`` and an
+    ``isinstance`` check agree too; the rest of ipykernel, if installed,
+    imports as usual. Not done when ipykernel's own shell is already
+    loaded."""
+    if "ipykernel.zmqshell" in sys.modules:
+        return
+    module = types.ModuleType("ipykernel.zmqshell", "The shell of this kernel (mahtab), under ipykernel's name.")
+    module.ZMQInteractiveShell = ZMQInteractiveShell
+    module.ZMQDisplayPublisher = KernelDisplayPublisher
+    ZMQInteractiveShell.__module__ = module.__name__
+    sys.modules[module.__name__] = module
+
+
 HISTORY_BATCH = 50
 
 
@@ -265,10 +343,13 @@ def _history_file():
     return os.path.join(folder, "history.sqlite")
 
 
-def _shell_config():
+def _shell_config(connection_file):
     from traitlets.config import Config
 
     config = Config()
+    # What a kernel started by ipykernel's IPKernelApp has, and what
+    # libraries look for (`"IPKernelApp" in get_ipython().config`).
+    config.IPKernelApp.connection_file = connection_file or ""
     history = _history_file()
     if history:
         config.HistoryManager.hist_file = history
@@ -339,7 +420,9 @@ class IPythonRuntime(BaseRuntime):
         super().__init__(bridge)
         # As ipykernel does: figures drawn in a cell show up when it ends.
         os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-        self.shell = MahtabShell.instance(config=_shell_config())
+        _take_the_notebook_shells_name()
+        self.shell = ZMQInteractiveShell.instance(config=_shell_config(bridge.connection_file))
+        self.shell.kernel = KernelView(self.shell, self)
         self.shell.input_transformer_manager = FastTransformerManager()
         self.shell.runtime = self
         self.shell.display_pub.runtime = self
@@ -350,6 +433,7 @@ class IPythonRuntime(BaseRuntime):
         patch_on_import("IPython.core.debugger", _use_ipython_debugger)
         self.user_ns = self.shell.user_ns
         self._register_agent_magics()
+        self.shell.register_magic_function(self._connect_info, "line", "connect_info")
 
     def _register_agent_magics(self):
         """``%%ask`` and ``%ask_config`` are magics here, as IPython users
@@ -365,6 +449,20 @@ class IPythonRuntime(BaseRuntime):
         ask_config.__doc__ = "Sets or shows the defaults of %%ask: " + _ASK_HELP
         self.shell.register_magic_function(ask, "cell", "ask")
         self.shell.register_magic_function(ask_config, "line", "ask_config")
+
+    def _connect_info(self, line=""):
+        """Shows how another client (a console, say) can join this kernel."""
+        path = self.bridge.connection_file
+        if not path:
+            print("The kernel's connection file is not known.")
+            return
+        # Only the file's name: its contents include the key that signs
+        # messages, which is not output for a notebook to keep.
+        print(
+            "Connection file: %s\n\nAnother client can join this kernel with:\n"
+            "    jupyter console --existing %s\n\n"
+            "The file holds the key that signs the kernel's messages: keep it private." % (path, path)
+        )
 
     def shutdown(self):
         # Writes the history entries still batched in memory.

@@ -51,6 +51,9 @@ pub struct PythonConfig {
     /// CPython finds `pyvenv.cfg` next to it). `None`: the interpreter mahtab
     /// was built against, as the loader finds it.
     pub executable: Option<PathBuf>,
+    /// The kernel's connection file, which `%connect_info` names so another
+    /// client (`jupyter console --existing`) can join.
+    pub connection_file: Option<PathBuf>,
 }
 
 /// One cell to run.

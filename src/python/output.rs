@@ -54,9 +54,10 @@ pub enum Output {
 }
 
 /// Receives Python's output. The kernel implements it by publishing on IOPub
-/// with the current request as parent.
+/// as a child of `parent` (a request's header, which Python code chose with
+/// `set_thread_parent`) or, when that is `None`, of the current request.
 pub trait OutputSink: Send + Sync + 'static {
-    fn emit(&self, output: Output);
+    fn emit(&self, output: Output, parent: Option<&Value>);
 
     /// The header of the request that output currently belongs to (ipywidgets'
     /// Output widget captures by that request's msg_id).
@@ -68,6 +69,8 @@ pub trait OutputSink: Send + Sync + 'static {
 #[derive(Default)]
 struct Pending {
     name: Option<StreamName>,
+    /// Whose output the text is (None: the current request's).
+    parent: Option<Arc<Value>>,
     text: String,
     since: Option<Instant>,
     closed: bool,
@@ -105,12 +108,19 @@ impl StreamBuffer {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Adds `text` to stream `name` of the current request.
     pub fn write(&self, name: StreamName, text: &str) {
+        self.write_for(name, text, None);
+    }
+
+    /// Adds `text` to stream `name` of `parent`'s request (None: the
+    /// current request).
+    pub fn write_for(&self, name: StreamName, text: &str, parent: Option<Arc<Value>>) {
         if text.is_empty() {
             return;
         }
         let mut pending = self.lock();
-        if pending.name.is_some_and(|current| current != name) {
+        if pending.name.is_some_and(|current| current != name) || pending.parent != parent {
             self.emit_locked(&mut pending);
         }
         if pending.text.is_empty() {
@@ -118,6 +128,7 @@ impl StreamBuffer {
             self.wake.notify_one();
         }
         pending.name = Some(name);
+        pending.parent = parent;
         pending.text.push_str(text);
         if pending.text.len() >= MAX_BATCH_BYTES {
             self.emit_locked(&mut pending);
@@ -130,11 +141,12 @@ impl StreamBuffer {
         self.emit_locked(&mut pending);
     }
 
-    /// Flushes buffered text, then emits `output`, keeping their order.
-    pub fn emit_after_flush(&self, output: Output) {
+    /// Flushes buffered text, then emits `output` (as a child of `parent`,
+    /// None: of the current request), keeping their order.
+    pub fn emit_after_flush(&self, output: Output, parent: Option<&Value>) {
         let mut pending = self.lock();
         self.emit_locked(&mut pending);
-        self.sink.emit(output);
+        self.sink.emit(output, parent);
     }
 
     /// Stops the flusher thread after a final flush.
@@ -149,11 +161,13 @@ impl StreamBuffer {
     // the flusher and the interpreter thread race.
     fn emit_locked(&self, pending: &mut Pending) {
         pending.since = None;
+        let parent = pending.parent.take();
         if let Some(name) = pending.name.take()
             && !pending.text.is_empty()
         {
             let text = std::mem::take(&mut pending.text);
-            self.sink.emit(Output::Stream { name, text });
+            self.sink
+                .emit(Output::Stream { name, text }, parent.as_deref());
         }
     }
 
@@ -193,20 +207,24 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    struct ChannelSink(Mutex<mpsc::Sender<Output>>);
+    struct ChannelSink(Mutex<mpsc::Sender<Output>>, Mutex<Vec<Option<Value>>>);
 
     impl OutputSink for ChannelSink {
-        fn emit(&self, output: Output) {
+        fn emit(&self, output: Output, parent: Option<&Value>) {
+            self.1.lock().unwrap().push(parent.cloned());
             let _ = self.0.lock().unwrap().send(output);
         }
     }
 
     fn buffer() -> (Arc<StreamBuffer>, mpsc::Receiver<Output>) {
+        let (buffer, rx, _) = buffer_and_sink();
+        (buffer, rx)
+    }
+
+    fn buffer_and_sink() -> (Arc<StreamBuffer>, mpsc::Receiver<Output>, Arc<ChannelSink>) {
         let (tx, rx) = mpsc::channel();
-        (
-            StreamBuffer::start(Arc::new(ChannelSink(Mutex::new(tx)))),
-            rx,
-        )
+        let sink = Arc::new(ChannelSink(Mutex::new(tx), Mutex::new(Vec::new())));
+        (StreamBuffer::start(sink.clone()), rx, sink)
     }
 
     fn stream(name: StreamName, text: &str) -> Output {
@@ -239,9 +257,34 @@ mod tests {
             metadata: Value::Null,
             buffers: Vec::new(),
         };
-        buffer.emit_after_flush(display.clone());
+        buffer.emit_after_flush(display.clone(), None);
         assert_eq!(rx.try_recv().unwrap(), stream(StreamName::Stdout, "x"));
         assert_eq!(rx.try_recv().unwrap(), display);
+        buffer.close();
+    }
+
+    #[test]
+    fn text_of_another_parent_goes_in_a_message_of_its_own() {
+        let (buffer, rx, sink) = buffer_and_sink();
+        let other = Arc::new(serde_json::json!({ "msg_id": "earlier" }));
+        buffer.write(StreamName::Stdout, "a");
+        buffer.write_for(StreamName::Stdout, "b", Some(other.clone()));
+        buffer.write_for(StreamName::Stdout, "c", Some(other.clone()));
+        buffer.write(StreamName::Stdout, "d");
+        buffer.flush();
+        let texts: Vec<Output> = rx.try_iter().collect();
+        assert_eq!(
+            texts,
+            [
+                stream(StreamName::Stdout, "a"),
+                stream(StreamName::Stdout, "bc"),
+                stream(StreamName::Stdout, "d"),
+            ]
+        );
+        assert_eq!(
+            *sink.1.lock().unwrap(),
+            [None, Some((*other).clone()), None]
+        );
         buffer.close();
     }
 

@@ -21,6 +21,7 @@ import base64
 import builtins
 import codeop
 import collections
+import contextvars
 import fnmatch
 import getpass
 import importlib.abc
@@ -30,6 +31,7 @@ import io
 import json
 import linecache
 import logging
+import os
 import pydoc
 import re
 import rlcompleter
@@ -52,13 +54,72 @@ _MIME_REPR_METHODS = (
 )
 
 
+# The request a thread's output belongs to, when Python code chose one with
+# set_thread_parent (a header, JSON text); otherwise output goes to the
+# request being served. A context variable, so each thread (and asyncio task)
+# has its own; the flag spares every write the lookup until someone uses it.
+_THREAD_PARENT = contextvars.ContextVar("mahtab_thread_parent", default=None)
+_thread_parents_used = False
+_STREAMS = []  # the KernelStreams, told when thread parents come into use
+
+
+def _header_of(parent):
+    """The header in ``parent``: a message (with ``header``) or a header."""
+    if not parent:
+        return {}
+    header = parent.get("header", parent)
+    return dict(header) if isinstance(header, dict) else {}
+
+
+def set_thread_parent(parent):
+    """Output of the calling thread (or task) goes to ``parent``'s request
+    from now on (``parent``: a message or its header, as ``get_parent()``
+    returns it). Returns a token for :func:`reset_thread_parent`."""
+    global _thread_parents_used
+    _thread_parents_used = True
+    for stream in _STREAMS:
+        stream._plain = False
+    return _THREAD_PARENT.set(dumps(_header_of(parent)))
+
+
+def reset_thread_parent(token):
+    """Undoes the :func:`set_thread_parent` call that returned ``token``."""
+    _THREAD_PARENT.reset(token)
+
+
+def thread_parent():
+    """The header the calling thread chose (JSON text), or None."""
+    return _THREAD_PARENT.get() if _thread_parents_used else None
+
+
 class KernelStream(io.TextIOBase):
-    """``sys.stdout`` / ``sys.stderr``: text goes to the kernel's stream buffer."""
+    """``sys.stdout`` / ``sys.stderr``: text goes to the kernel's stream buffer.
+
+    In a process forked from the kernel (``os.fork``, multiprocessing's fork
+    start method) only the forking thread exists: the kernel's threads that
+    carry output to the client are gone, and locks they held stay held. There
+    the streams write to file descriptors 1 and 2 instead, which are the
+    kernel's capture pipes, so the kernel reads what the child prints and
+    shows it in the running cell. Lines go out whole (line buffering, and a
+    pipe write of up to 4 KiB is never interleaved with another).
+    """
+
+    _in_child = None  # the descriptor's writer, in a forked child
+    # Neither a forked child nor threads with parents of their own: the
+    # common case, checked first (a print loop makes thousands of writes).
+    _plain = True
 
     def __init__(self, bridge, name):
         super().__init__()
         self._bridge = bridge
         self._name = name
+        _STREAMS.append(self)
+        os.register_at_fork(after_in_child=self._write_to_the_descriptor)
+
+    def _write_to_the_descriptor(self):
+        raw = io.FileIO(self.fileno(), "w", closefd=False)
+        self._in_child = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", line_buffering=True)
+        self._plain = False
 
     @property
     def name(self):
@@ -86,10 +147,29 @@ class KernelStream(io.TextIOBase):
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError("write() argument must be str, not " + type(text).__name__)
-        self._bridge.write(self._name, text)
+        if self._plain:
+            self._bridge.write(self._name, text)
+            return len(text)
+        if self._in_child is not None:
+            return self._in_child.write(text)
+        parent = _THREAD_PARENT.get()
+        if parent is None:
+            self._bridge.write(self._name, text)
+        else:
+            self._bridge.write_for(self._name, text, parent)
         return len(text)
 
+    # ipykernel's streams offer these too.
+    def set_thread_parent(self, parent):
+        return set_thread_parent(parent)
+
+    def reset_thread_parent(self, token):
+        reset_thread_parent(token)
+
     def flush(self):
+        if self._in_child is not None:
+            self._in_child.flush()
+            return
         self._bridge.flush()
 
 
@@ -599,7 +679,7 @@ class BaseRuntime:
     def publish(self, msg_type, content, metadata=None, buffers=None):
         metadata_json = None if metadata is None else dumps(metadata)
         buffers = None if not buffers else [bytes(b) for b in buffers]
-        self.bridge.publish(msg_type, dumps(content), metadata_json, buffers)
+        self.bridge.publish(msg_type, dumps(content), metadata_json, buffers, thread_parent())
 
     def input(self, prompt=""):
         """``input()``: asks the frontend over the stdin channel."""
