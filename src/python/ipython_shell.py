@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import types
 
 from IPython.core import page
@@ -223,7 +224,11 @@ class ZMQInteractiveShell(InteractiveShell):
         return {"header": json.loads(chosen if chosen is not None else self.runtime.bridge.parent_header())}
 
     def set_parent(self, parent):
-        pass  # the kernel tracks the request being served itself
+        # On the interpreter thread the kernel tracks the request being
+        # served itself; another thread chooses its own (ipykernel's
+        # set_parent sets the calling thread's parent too).
+        if threading.current_thread() is not threading.main_thread():
+            set_thread_parent(parent)
 
     def set_thread_parent(self, parent):
         """Output of the calling thread goes to ``parent``'s request (say,

@@ -160,6 +160,9 @@ class KernelStream(io.TextIOBase):
         return len(text)
 
     # ipykernel's streams offer these too.
+    def _is_master_process(self):
+        return self._in_child is None
+
     def set_thread_parent(self, parent):
         return set_thread_parent(parent)
 

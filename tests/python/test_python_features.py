@@ -370,6 +370,31 @@ def test_a_thread_prints_to_the_cell_it_chose_with_set_thread_parent(kernel: Ker
     assert second.result()["text/plain"] == repr([first.msg_id]), second.describe()
 
 
+def test_set_parent_in_a_thread_chooses_that_threads_cell(kernel: Kernel) -> None:
+    # ipykernel's set_parent, called in a thread, sets that thread's parent
+    # too; in the cell's own thread it leaves the request being served alone.
+    first = kernel.execute(
+        "import threading\n"
+        "go, done = threading.Event(), threading.Event()\n"
+        "started_by = get_ipython().get_parent()\n"
+        "get_ipython().set_parent(started_by)\n"
+        "def background():\n"
+        "    get_ipython().set_parent(started_by)\n"
+        "    go.wait(30)\n"
+        "    print('from the thread')\n"
+        "    done.set()\n"
+        "threading.Thread(target=background).start()"
+    ).assert_ok()
+    second = kernel.execute("go.set(); done.wait(30); print('cell 2')").assert_ok()
+    late = [
+        m["content"]["text"]
+        for m in kernel.logs["iopub"]
+        if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == first.msg_id
+    ]
+    assert late == ["from the thread\n"], first.describe()
+    assert second.stdout == "cell 2\n", second.describe()
+
+
 # -- 5. input() and getpass over the stdin channel -------------------------------------
 
 
