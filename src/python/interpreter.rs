@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyEOFError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyEOFError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyModule;
+use pyo3::types::{PyModule, PyString};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -86,13 +86,26 @@ impl Bridge {
         self.connection_file.clone()
     }
 
-    fn write(&self, name: &str, text: &str) {
+    /// Adds text to a stream. `sys.stdout.write` is this method itself,
+    /// bound to the stream's name (a Python frame per write would cost a
+    /// print loop a good part of its time), so it checks its argument and
+    /// returns the number of characters, as `write` does.
+    fn write(&self, name: &str, text: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let Ok(text) = text.cast::<PyString>() else {
+            let kind = text.get_type().name()?;
+            return Err(PyTypeError::new_err(format!(
+                "write() argument must be str, not {kind}"
+            )));
+        };
+        let length = text.len()?;
+        let text = text.to_str()?;
         let name = stream_name(name);
         // print() writes its text, then "\n": one look serves both.
         if text != "\n" {
             fd_capture::catch_up(name);
         }
         self.buffer.write(name, text);
+        Ok(length)
     }
 
     /// `write` for a thread whose output belongs to another request than the

@@ -23,6 +23,7 @@ import codeop
 import collections
 import contextvars
 import fnmatch
+import functools
 import getpass
 import importlib.abc
 import importlib.util
@@ -78,7 +79,7 @@ def set_thread_parent(parent):
     global _thread_parents_used
     _thread_parents_used = True
     for stream in _STREAMS:
-        stream._plain = False
+        stream._write_each_time_anew()
     return _THREAD_PARENT.set(dumps(_header_of(parent)))
 
 
@@ -105,21 +106,27 @@ class KernelStream(io.TextIOBase):
     """
 
     _in_child = None  # the descriptor's writer, in a forked child
-    # Neither a forked child nor threads with parents of their own: the
-    # common case, checked first (a print loop makes thousands of writes).
-    _plain = True
 
     def __init__(self, bridge, name):
         super().__init__()
         self._bridge = bridge
         self._name = name
+        # In the common case (no forked child, no thread with a parent of
+        # its own) writing is the bridge's own method, bound to the stream's
+        # name: print() finds it on the instance and calls Rust without a
+        # Python frame, which a print loop would pay thousands of times.
+        self.write = functools.partial(bridge.write, name)
         _STREAMS.append(self)
         os.register_at_fork(after_in_child=self._write_to_the_descriptor)
 
     def _write_to_the_descriptor(self):
         raw = io.FileIO(self.fileno(), "w", closefd=False)
         self._in_child = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", line_buffering=True)
-        self._plain = False
+        self._write_each_time_anew()
+
+    def _write_each_time_anew(self):
+        """From now on every write decides where it goes (``write`` below)."""
+        self.__dict__.pop("write", None)
 
     @property
     def name(self):
@@ -147,9 +154,6 @@ class KernelStream(io.TextIOBase):
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError("write() argument must be str, not " + type(text).__name__)
-        if self._plain:
-            self._bridge.write(self._name, text)
-            return len(text)
         if self._in_child is not None:
             return self._in_child.write(text)
         parent = _THREAD_PARENT.get()

@@ -264,6 +264,21 @@ def test_raw_fd_writes_are_captured(kernel: Kernel) -> None:
     assert ex.stderr == "raw-err\n", ex.describe()
 
 
+def test_stdout_behaves_like_a_text_stream(kernel: Kernel) -> None:
+    ex = kernel.execute(
+        "import sys\n"
+        "n = sys.stdout.write('h\\u00e9llo\\n')\n"
+        "sys.stdout.writelines(['a', 'b\\n'])\n"
+        "try:\n"
+        "    sys.stdout.write(b'bytes')\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+        "print(n, end='', flush=True)"
+    ).assert_ok()
+    # CPython's own text streams say "not bytes" (ipykernel: "not <class 'bytes'>").
+    assert re.fullmatch(r"h\u00e9llo\nab\nwrite\(\) argument must be str, not [^\n]*bytes[^\n]*\n6", ex.stdout), ex.describe()
+
+
 @contextlib.contextmanager
 def busy_machine():
     """Both cores kept busy by other processes, so the kernel's threads wait
