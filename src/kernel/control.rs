@@ -14,6 +14,7 @@ pub(super) async fn run(mut channel: RouterChannel, shared: Arc<Shared>) {
             request = channel.next() => request,
         };
         channel.busy(&request);
+        shared.current.set_control(&request);
         if !answer_without_python(&mut channel, &shared, &request).await {
             tracing::warn!(
                 "control: {} is not served on control",

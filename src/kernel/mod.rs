@@ -162,6 +162,8 @@ struct CurrentRequest {
     iopub: Iopub,
     stdin: Stdin,
     state: Mutex<RequestState>,
+    /// The request last served on the control channel.
+    control: Mutex<(Arc<Value>, Vec<bytes::Bytes>)>,
 }
 
 struct RequestState {
@@ -180,11 +182,18 @@ impl CurrentRequest {
                 identities: Vec::new(),
                 allow_stdin: false,
             }),
+            control: Mutex::new((no_parent(), Vec::new())),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `request` is being served on the control channel.
+    fn set_control(&self, request: &crate::wire::Message) {
+        *self.control.lock().unwrap_or_else(PoisonError::into_inner) =
+            (request.raw_header.clone(), request.identities.clone());
     }
 
     /// Output and input from now on belong to `request`.
@@ -199,6 +208,15 @@ impl CurrentRequest {
 impl OutputSink for CurrentRequest {
     fn parent_header(&self) -> Value {
         self.header().as_ref().clone()
+    }
+
+    fn last_control_request(&self) -> (Value, Vec<bytes::Bytes>) {
+        let control = self.control.lock().unwrap_or_else(PoisonError::into_inner);
+        (control.0.as_ref().clone(), control.1.clone())
+    }
+
+    fn parent_identities(&self) -> Vec<bytes::Bytes> {
+        self.lock().identities.clone()
     }
 
     fn emit(&self, output: Output, parent: Option<&Value>) {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyEOFError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyModule, PyString};
+use pyo3::types::{PyBytes, PyModule, PyString};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -166,9 +166,30 @@ impl Bridge {
         Ok(result.to_string())
     }
 
-    /// The current request's header, as JSON text.
-    fn parent_header(&self) -> String {
-        self.buffer.sink().parent_header().to_string()
+    /// The header of the request being served (`channel` "shell"), or of
+    /// the one last served on "control", as JSON text.
+    #[pyo3(signature = (channel = "shell"))]
+    fn parent_header(&self, channel: &str) -> String {
+        let sink = self.buffer.sink();
+        match channel {
+            "control" => sink.last_control_request().0.to_string(),
+            _ => sink.parent_header().to_string(),
+        }
+    }
+
+    /// The ROUTER identities of that request (what ipykernel calls
+    /// `_parent_ident`).
+    #[pyo3(signature = (channel = "shell"))]
+    fn parent_identities<'py>(&self, py: Python<'py>, channel: &str) -> Vec<Bound<'py, PyBytes>> {
+        let sink = self.buffer.sink();
+        let identities = match channel {
+            "control" => sink.last_control_request().1,
+            _ => sink.parent_identities(),
+        };
+        identities
+            .iter()
+            .map(|identity| PyBytes::new(py, identity))
+            .collect()
     }
 
     /// A record from Python's `logging` meant for the kernel's own log.

@@ -307,7 +307,16 @@ class KernelView:
         return self._runtime.bridge.connection_file
 
     def get_parent(self, channel="shell"):
+        if channel == "control":
+            return {"header": json.loads(self._runtime.bridge.parent_header("control"))}
         return self.shell.get_parent()
+
+    @property
+    def _parent_ident(self):
+        # Private in ipykernel, but read by some extensions: the ROUTER
+        # identities of the requests last served on each channel.
+        bridge = self._runtime.bridge
+        return {"shell": bridge.parent_identities("shell"), "control": bridge.parent_identities("control")}
 
     def raw_input(self, prompt=""):
         return self._runtime.input(prompt)

@@ -64,6 +64,18 @@ pub trait OutputSink: Send + Sync + 'static {
     fn parent_header(&self) -> Value {
         Value::Object(serde_json::Map::new())
     }
+
+    /// The header and ROUTER identities of the request last served on the
+    /// control channel, which ipykernel's kernel object offers too
+    /// (`get_parent("control")`, `_parent_ident`).
+    fn last_control_request(&self) -> (Value, Vec<bytes::Bytes>) {
+        (Value::Object(serde_json::Map::new()), Vec::new())
+    }
+
+    /// The ROUTER identities of the request output belongs to.
+    fn parent_identities(&self) -> Vec<bytes::Bytes> {
+        Vec::new()
+    }
 }
 
 #[derive(Default)]

@@ -921,6 +921,24 @@ def test_the_kernel_object_has_what_libraries_read(kernel: Kernel) -> None:
     assert ex.stdout == f"True True\nCommManager\n{msg_id}\n", ex.describe()
 
 
+def test_the_kernel_knows_the_last_request_of_each_channel(kernel: Kernel) -> None:
+    # get_parent(channel) and the private _parent_ident, which extensions read.
+    session = kernel.kc.session.session
+    shell = kernel.execute(
+        "k = get_ipython().kernel\n"
+        "p = k.get_parent('shell')\n"
+        "print(p['header']['msg_id'], k._parent_ident['shell'])"
+    ).assert_ok()
+    assert shell.stdout == f"{shell.msg_id} [b'{session}']\n", shell.describe()
+
+    control_id = kernel.send("kernel_info_request", {}, "control")
+    kernel.reply_to(control_id, "control")
+    control = kernel.execute(
+        "p = k.get_parent('control')\nprint(p['header']['msg_id'], k._parent_ident['control'])"
+    ).assert_ok()
+    assert control.stdout == f"{control_id} [b'{session}']\n", control.describe()
+
+
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="ipykernel prints the whole connection info, key included")
 def test_connect_info_names_the_connection_file_but_not_the_key(kernel: Kernel) -> None:
     ex = kernel.execute("%connect_info").assert_ok()
