@@ -94,6 +94,16 @@ fn flag_in_text(text: &str, key: &str) -> Option<bool> {
     truthy(&word)
 }
 
+/// Where the analyst goes after an attempt: done (with --no-exec), another
+/// attempt, giving up, evaluating the result, or explaining it.
+const CODE_ROUTES: &[Route] = &[
+    Route::End,
+    Route::To("code"),
+    Route::To("error"),
+    Route::To("evaluate"),
+    Route::To("explain"),
+];
+
 /// The analyst graph, giving up after `max_attempts` failed attempts.
 pub fn analyst_graph<E: Effects>(settings: Settings, max_attempts: u32) -> Graph<AgentState, E> {
     let (plan_settings, code_settings) = (settings.clone(), settings.clone());
@@ -118,14 +128,18 @@ pub fn analyst_graph<E: Effects>(settings: Settings, max_attempts: u32) -> Graph
             node(move |s, e| Box::pin(explain(s, e, explain_settings.clone()))),
         )
         .node("error", node(|s, e| Box::pin(async move { give_up(s, e) })))
-        .conditional_edge("plan", |s: &AgentState| {
-            if s.plan.as_ref().is_none_or(|p| p.needs_code) {
-                Route::To("code")
-            } else {
-                Route::To("explain")
-            }
-        })
-        .conditional_edge("code", |s: &AgentState| {
+        .conditional_edge(
+            "plan",
+            &[Route::To("code"), Route::To("explain")],
+            |s: &AgentState| {
+                if s.plan.as_ref().is_none_or(|p| p.needs_code) {
+                    Route::To("code")
+                } else {
+                    Route::To("explain")
+                }
+            },
+        )
+        .conditional_edge("code", CODE_ROUTES, |s: &AgentState| {
             if s.outcome.is_some() {
                 Route::End // --no-exec: the code was shown, nothing ran
             } else if last_attempt_failed(s) {

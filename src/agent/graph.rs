@@ -1,7 +1,9 @@
 //! A small graph engine: named nodes that work on a typed state, plain and
 //! conditional edges between them, and a step cap. The engine itself does no
 //! I/O: nodes reach the world only through the effects value `E` they are
-//! given, so a graph runs in tests with scripted effects.
+//! given, so a graph runs in tests with scripted effects. A conditional edge
+//! declares where it may lead, so a graph can be drawn ([`Graph::mermaid`])
+//! and a route it did not declare is an error, not a silent detour.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,7 +28,8 @@ type Condition<S> = Box<dyn Fn(&S) -> Route + Send + Sync>;
 
 enum Edge<S> {
     Always(Route),
-    When(Condition<S>),
+    /// The routes the condition may choose, then the condition.
+    When(&'static [Route], Condition<S>),
 }
 
 /// Told when nodes start and finish, so a run can be shown as it happens.
@@ -48,6 +51,8 @@ pub enum RunEnd {
 pub struct Graph<S, E> {
     entry: &'static str,
     nodes: HashMap<&'static str, NodeFn<S, E>>,
+    /// Node names in the order they were added (how the graph is drawn).
+    order: Vec<&'static str>,
     edges: HashMap<&'static str, Edge<S>>,
     max_steps: usize,
 }
@@ -62,13 +67,16 @@ where
         Self {
             entry,
             nodes: HashMap::new(),
+            order: Vec::new(),
             edges: HashMap::new(),
             max_steps,
         }
     }
 
     pub fn node(mut self, name: &'static str, run: NodeFn<S, E>) -> Self {
-        self.nodes.insert(name, run);
+        if self.nodes.insert(name, run).is_none() {
+            self.order.push(name);
+        }
         self
     }
 
@@ -78,14 +86,46 @@ where
         self
     }
 
-    /// After `from`, go where `choose` says, given the state.
+    /// After `from`, go where `choose` says, given the state: one of `routes`.
     pub fn conditional_edge(
         mut self,
         from: &'static str,
+        routes: &'static [Route],
         choose: impl Fn(&S) -> Route + Send + Sync + 'static,
     ) -> Self {
-        self.edges.insert(from, Edge::When(Box::new(choose)));
+        self.edges
+            .insert(from, Edge::When(routes, Box::new(choose)));
         self
+    }
+
+    /// The graph as a Mermaid flowchart: plain edges solid, the routes of a
+    /// conditional edge dotted.
+    pub fn mermaid(&self) -> String {
+        let id = |route: Route| match route {
+            Route::To(node) => node,
+            Route::End => "__end__",
+        };
+        let mut lines = vec![
+            "flowchart TD".to_owned(),
+            "    __start__([start])".to_owned(),
+        ];
+        lines.extend(self.order.iter().map(|node| format!("    {node}[{node}]")));
+        lines.push("    __end__([end])".to_owned());
+        lines.push(format!("    __start__ --> {}", self.entry));
+        for from in &self.order {
+            match self.edges.get(from) {
+                Some(Edge::Always(to)) => lines.push(format!("    {from} --> {}", id(*to))),
+                Some(Edge::When(routes, _)) => {
+                    lines.extend(
+                        routes
+                            .iter()
+                            .map(|to| format!("    {from} -.-> {}", id(*to))),
+                    );
+                }
+                None => lines.push(format!("    {from} --> __end__")),
+            }
+        }
+        lines.join("\n")
     }
 
     /// Runs from the entry node until an edge leads to the end, a node fails,
@@ -107,7 +147,15 @@ where
             steps += 1;
             let route = match self.edges.get(current) {
                 Some(Edge::Always(route)) => *route,
-                Some(Edge::When(choose)) => choose(state),
+                Some(Edge::When(routes, choose)) => {
+                    let route = choose(state);
+                    if !routes.contains(&route) {
+                        return Err(AgentError::Graph(format!(
+                            "{current} chose {route:?}, which its edge does not declare"
+                        )));
+                    }
+                    route
+                }
                 None => Route::End,
             };
             match route {
@@ -163,7 +211,7 @@ mod tests {
             .node("a", add("a", 1))
             .node("b", add("b", 10))
             .edge("a", Route::To("b"))
-            .conditional_edge("b", |s: &Counter| {
+            .conditional_edge("b", &[Route::To("a"), Route::End], |s: &Counter| {
                 if s.value < 30 {
                     Route::To("a")
                 } else {
@@ -186,6 +234,33 @@ mod tests {
         let end = block_on(graph.run(&mut state, &mut log)).unwrap();
         assert_eq!(end, RunEnd::StepCap { steps: 5 });
         assert_eq!(state.value, 5);
+    }
+
+    #[test]
+    fn a_route_the_edge_did_not_declare_is_an_error() {
+        let graph = Graph::new("a", 5)
+            .node("a", add("a", 1))
+            .node("b", add("b", 1))
+            .conditional_edge("a", &[Route::End], |_: &Counter| Route::To("b"));
+        let (mut state, mut log) = (Counter::default(), Log::default());
+        let err = block_on(graph.run(&mut state, &mut log)).unwrap_err();
+        assert!(err.to_string().contains("does not declare"), "{err}");
+        assert_eq!(state.visits, ["a"]);
+    }
+
+    #[test]
+    fn the_graph_draws_as_mermaid_in_the_order_nodes_were_added() {
+        let graph: Graph<Counter, Log> = Graph::new("a", 5)
+            .node("a", add("a", 1))
+            .node("b", add("b", 1))
+            .node("c", add("c", 1))
+            .edge("a", Route::To("b"))
+            .conditional_edge("b", &[Route::To("a"), Route::End], |_: &Counter| Route::End);
+        assert_eq!(
+            graph.mermaid(),
+            "flowchart TD\n    __start__([start])\n    a[a]\n    b[b]\n    c[c]\n    __end__([end])\n    \
+             __start__ --> a\n    a --> b\n    b -.-> a\n    b -.-> __end__\n    c --> __end__"
+        );
     }
 
     #[test]

@@ -54,24 +54,36 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
             node(move |s, e| Box::pin(reflect(s, e, reflect_settings.clone()))),
         )
         .edge("generate", Route::To("extract"))
-        .conditional_edge("extract", move |s: &AgentState| {
-            if s.pending.is_empty() {
-                Route::End
-            } else {
-                Route::To("execute")
-            }
-        })
-        .conditional_edge("execute", move |_s: &AgentState| {
-            if execute_enabled {
-                Route::To("reflect")
-            } else {
-                Route::End
-            }
-        })
-        .conditional_edge("reflect", |s: &AgentState| match s.outcome {
-            Some(_) => Route::End,
-            None => Route::To("generate"),
-        })
+        .conditional_edge(
+            "extract",
+            &[Route::To("execute"), Route::End],
+            move |s: &AgentState| {
+                if s.pending.is_empty() {
+                    Route::End
+                } else {
+                    Route::To("execute")
+                }
+            },
+        )
+        .conditional_edge(
+            "execute",
+            &[Route::To("reflect"), Route::End],
+            move |_s: &AgentState| {
+                if execute_enabled {
+                    Route::To("reflect")
+                } else {
+                    Route::End
+                }
+            },
+        )
+        .conditional_edge(
+            "reflect",
+            &[Route::To("generate"), Route::End],
+            |s: &AgentState| match s.outcome {
+                Some(_) => Route::End,
+                None => Route::To("generate"),
+            },
+        )
 }
 
 /// Answers of judging steps (reflect, plan) are short JSON.

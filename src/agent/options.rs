@@ -1,7 +1,7 @@
 //! The agent's magics: the `%%ask` line (`%%ask [--model M] [--provider P]
 //! [--max-turns N] [--graph NAME] [--no-exec] [--confirm] [--new]`) and
-//! where its prompt starts, and `%ask_config`, which sets this kernel's
-//! defaults for those options.
+//! where its prompt starts, `%ask_config`, which sets this kernel's
+//! defaults for those options, and `%ask_graph [NAME]`, which draws a graph.
 
 /// Which agent graph runs a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,6 +50,8 @@ pub struct AskOptions {
     /// Ask the user before running each code block.
     pub confirm: bool,
     pub new_conversation: bool,
+    /// End the run with its trace: nodes visited, time per node (`--trace`).
+    pub trace: bool,
     /// The kinds of action agent code may take without asking (see
     /// [`GUARDED_KINDS`]).
     pub allow: Option<Vec<String>>,
@@ -97,7 +99,8 @@ impl AskOptions {
 impl AskOptions {
     /// Options given as keyword arguments of `ask()` (a JSON object whose
     /// keys are the options' names without dashes: `model`, `provider`,
-    /// `max_turns`, `graph`, `no_exec`, `confirm`, `new`; null means unset).
+    /// `max_turns`, `graph`, `no_exec`, `confirm`, `new`, `trace`, `allow`;
+    /// null means unset).
     pub fn from_json(value: &serde_json::Value) -> Result<AskOptions, UsageError> {
         let usage = |reason: String| UsageError(reason, ASK_USAGE);
         let mut options = AskOptions::default();
@@ -151,6 +154,7 @@ impl AskOptions {
                 "no_exec" => options.no_exec = switch()?,
                 "confirm" => options.confirm = switch()?,
                 "new" => options.new_conversation = switch()?,
+                "trace" => options.trace = switch()?,
                 other => return Err(usage(format!("unknown option {other:?}"))),
             }
         }
@@ -170,7 +174,36 @@ pub struct AskCell {
 pub enum AgentCell {
     Ask(AskCell),
     Configure(ConfigChange),
+    /// Draw this graph (`None`: list the graphs).
+    ShowGraph(Option<DrawnGraph>),
 }
+
+/// A graph `%ask_graph` can draw: those `--graph` chooses, and the search
+/// that `rlm()` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrawnGraph {
+    Ask(GraphKind),
+    Search,
+}
+
+/// The graphs, with what each is for, as `%ask_graph` lists them.
+pub const GRAPHS: &[(&str, &str)] = &[
+    (
+        "default",
+        "writes code, runs it, reviews the result; again until done or out of turns",
+    ),
+    (
+        "analyst",
+        "plans first, retries failed code, evaluates and explains the result",
+    ),
+    (
+        "rlm",
+        "the search rlm() runs: explores a value with code until FINAL(answer)",
+    ),
+];
+
+pub const GRAPH_USAGE: &str =
+    "usage: %ask_graph [default|analyst|rlm]\n(with no name: list the graphs)";
 
 /// What an `%ask_config` line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,10 +220,10 @@ pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider a
 [--max-turns N] [--graph default|analyst] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
-graph=None, no_exec=False, confirm=False, new=False, allow=None)";
+graph=None, no_exec=False, confirm=False, new=False, allow=None, trace=False)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new] [--allow KINDS]\n<your request on the following lines>";
+[--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -218,6 +251,9 @@ pub fn parse_cell(code: &str) -> Option<Result<AgentCell, UsageError>> {
             })
         }));
     }
+    if let Some(args) = magic_args(first, "%ask_graph") {
+        return Some(parse_graph(args, rest));
+    }
     let args = magic_args(first, "%ask_config")?;
     if !rest.trim().is_empty() {
         return Some(Err(UsageError(
@@ -235,6 +271,22 @@ fn magic_args<'a>(line: &'a str, magic: &str) -> Option<&'a str> {
     (args.is_empty() || args.starts_with(char::is_whitespace)).then_some(args)
 }
 
+fn parse_graph(args: &str, rest: &str) -> Result<AgentCell, UsageError> {
+    let usage = |reason: String| UsageError(reason, GRAPH_USAGE);
+    if !rest.trim().is_empty() {
+        return Err(usage("%ask_graph goes in a cell of its own".into()));
+    }
+    match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [] => Ok(AgentCell::ShowGraph(None)),
+        ["rlm"] => Ok(AgentCell::ShowGraph(Some(DrawnGraph::Search))),
+        [name] => match name.parse::<GraphKind>() {
+            Ok(kind) => Ok(AgentCell::ShowGraph(Some(DrawnGraph::Ask(kind)))),
+            Err(_) => Err(usage(format!("unknown graph {name:?}"))),
+        },
+        _ => Err(usage("one graph at a time".into())),
+    }
+}
+
 fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
     let usage = |reason: String| UsageError(reason, CONFIG_USAGE);
     match args.split_whitespace().collect::<Vec<_>>().as_slice() {
@@ -247,11 +299,13 @@ fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
         no_exec: options.no_exec,
         confirm: options.confirm,
         new_conversation: options.new_conversation,
+        trace: options.trace,
         ..AskOptions::default()
     };
     if switches != AskOptions::default() {
         return Err(usage(
-            "--no-exec, --confirm and --new apply to one %%ask cell, not as defaults".into(),
+            "--no-exec, --confirm, --new and --trace apply to one %%ask cell, not as defaults"
+                .into(),
         ));
     }
     Ok(ConfigChange::Set(options))
@@ -286,6 +340,7 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
             "--no-exec" => options.no_exec = true,
             "--confirm" => options.confirm = true,
             "--new" => options.new_conversation = true,
+            "--trace" => options.trace = true,
             "--allow" => {
                 let kinds = parse_allow(&value("--allow")?).map_err(UsageError::ask)?;
                 options.allow = Some(kinds);
@@ -351,6 +406,49 @@ mod tests {
             let err = parse_cell(line).unwrap().unwrap_err();
             assert!(err.to_string().contains("usage: %%ask"), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn trace_is_a_switch_of_one_cell_and_of_ask() {
+        let Some(Ok(AgentCell::Ask(cell))) = parse_cell("%%ask --trace\nq") else {
+            panic!("an %%ask cell");
+        };
+        assert!(cell.options.trace);
+        let options = AskOptions::from_json(&serde_json::json!({ "trace": true })).unwrap();
+        assert!(options.trace);
+        let err = parse_cell("%ask_config --trace").unwrap().unwrap_err();
+        assert!(
+            err.to_string().contains("--trace apply to one %%ask cell"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ask_graph_names_one_graph_or_lists_them() {
+        let graph = |code: &str| parse_cell(code).expect("an agent cell");
+        assert_eq!(graph("%ask_graph"), Ok(AgentCell::ShowGraph(None)));
+        assert_eq!(
+            graph("%ask_graph analyst\n"),
+            Ok(AgentCell::ShowGraph(Some(DrawnGraph::Ask(
+                GraphKind::Analyst
+            ))))
+        );
+        assert_eq!(
+            graph("%ask_graph rlm"),
+            Ok(AgentCell::ShowGraph(Some(DrawnGraph::Search)))
+        );
+        for wrong in [
+            "%ask_graph nope",
+            "%ask_graph default analyst",
+            "%ask_graph\nprint(1)",
+        ] {
+            let err = graph(wrong).unwrap_err();
+            assert!(
+                err.to_string().contains("usage: %ask_graph"),
+                "{wrong}: {err}"
+            );
+        }
+        assert!(parse_cell("%ask_graphs").is_none());
     }
 
     #[test]

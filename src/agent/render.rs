@@ -144,6 +144,81 @@ pub fn usage_text(usage: &Usage) -> String {
     )
 }
 
+/// One node of a run, and how long it took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceStep {
+    pub node: &'static str,
+    pub took: Duration,
+}
+
+/// Each node visited, in order of first visit, with its visits and time.
+fn per_node(steps: &[TraceStep]) -> Vec<(&'static str, usize, Duration)> {
+    let mut nodes: Vec<(&'static str, usize, Duration)> = Vec::new();
+    for step in steps {
+        match nodes.iter_mut().find(|(node, _, _)| *node == step.node) {
+            Some((_, visits, took)) => {
+                *visits += 1;
+                *took += step.took;
+            }
+            None => nodes.push((step.node, 1, step.took)),
+        }
+    }
+    nodes
+}
+
+/// The run's trace (`--trace`): the path through the graph, then time per node.
+pub fn trace(steps: &[TraceStep], state: &AgentState, elapsed: Duration) -> Shown {
+    let head = format!(
+        "{} turn{} · {}{:.1} s",
+        state.turn,
+        if state.turn == 1 { "" } else { "s" },
+        usage_text(&state.usage),
+        elapsed.as_secs_f64()
+    );
+    let path = steps.iter().map(|s| s.node).collect::<Vec<_>>().join(" → ");
+    let mut plain = format!("[trace] {head}\n{path}");
+    let mut markdown =
+        format!("**trace** · {head}\n\n{path}\n\n| node | visits | time |\n|---|---|---|");
+    for (node, visits, took) in per_node(steps) {
+        let seconds = took.as_secs_f64();
+        plain.push_str(&format!("\n  {node:<10} ×{visits}  {seconds:.2} s"));
+        markdown.push_str(&format!("\n| {node} | {visits} | {seconds:.2} s |"));
+    }
+    panel(plain, markdown, json!({ "kind": "trace" }))
+}
+
+/// The trace as `ask()` returns it.
+pub fn trace_json(steps: &[TraceStep], state: &AgentState, elapsed: Duration) -> Value {
+    json!({
+        "steps": steps
+            .iter()
+            .map(|s| json!({ "node": s.node, "seconds": s.took.as_secs_f64() }))
+            .collect::<Vec<_>>(),
+        "turns": state.turn,
+        "input_tokens": state.usage.input_tokens,
+        "output_tokens": state.usage.output_tokens,
+        "seconds": elapsed.as_secs_f64(),
+    })
+}
+
+/// A graph drawn as a Mermaid flowchart (`%ask_graph NAME`).
+pub fn graph(name: &str, mermaid: &str) -> Shown {
+    panel(
+        format!("[graph {name}]\n{mermaid}"),
+        format!("**graph** · {name}\n\n{}", fenced(mermaid, "mermaid")),
+        json!({ "kind": "graph", "graph": name }),
+    )
+}
+
+/// The graphs and what each is for (`%ask_graph`).
+pub fn graph_list(graphs: &[(&str, &str)]) -> Shown {
+    let mut text = String::from("graphs (%%ask --graph NAME; %ask_graph NAME draws one):\n");
+    for (name, what) in graphs {
+        text.push_str(&format!("  {name:<8} {what}\n"));
+    }
+    stream(&text)
+}
+
 /// How to set up a provider, when none is configured.
 pub fn setup(how: &str) -> Shown {
     panel(how.to_owned(), fenced(how, ""), json!({ "kind": "setup" }))
@@ -258,6 +333,36 @@ mod tests {
             not_yet.content["text"],
             "↻ not done yet: no plot Next: plot it\n"
         );
+    }
+
+    #[test]
+    fn the_trace_shows_the_path_and_time_per_node() {
+        let mut state = AgentState::new("q", Vec::new(), 3);
+        state.turn = 2;
+        state.usage = Usage {
+            input_tokens: 7,
+            output_tokens: 3,
+            cost_usd: None,
+        };
+        let step = |node, ms| TraceStep {
+            node,
+            took: Duration::from_millis(ms),
+        };
+        let steps = [
+            step("generate", 1000),
+            step("reflect", 250),
+            step("generate", 500),
+        ];
+        let shown = trace(&steps, &state, Duration::from_millis(1750));
+        assert_eq!(
+            plain(&shown),
+            "[trace] 2 turns · 7 in / 3 out tokens · 1.8 s\ngenerate → reflect → generate\n  \
+             generate   ×2  1.50 s\n  reflect    ×1  0.25 s"
+        );
+        assert_eq!(shown.content["metadata"]["mahtab"]["kind"], "trace");
+        let json = trace_json(&steps, &state, Duration::from_millis(1750));
+        assert_eq!(json["steps"][1]["node"], "reflect");
+        assert_eq!(json["turns"], 2);
     }
 
     #[test]

@@ -49,17 +49,23 @@ pub fn rlm_graph<E: Effects>(
         .node("extract", node(|s, _e| Box::pin(async move { extract(s) })))
         .node("run", node(move |s, e| Box::pin(run(s, e, execute))))
         .edge("explore", Route::To("extract"))
-        .conditional_edge("extract", |s: &AgentState| {
-            match (s.outcome, s.pending.is_empty()) {
+        .conditional_edge(
+            "extract",
+            &[Route::End, Route::To("explore"), Route::To("run")],
+            |s: &AgentState| match (s.outcome, s.pending.is_empty()) {
                 (Some(_), _) => Route::End,
                 (None, true) => Route::To("explore"),
                 (None, false) => Route::To("run"),
-            }
-        })
-        .conditional_edge("run", |s: &AgentState| match s.outcome {
-            Some(_) => Route::End,
-            None => Route::To("explore"),
-        })
+            },
+        )
+        .conditional_edge(
+            "run",
+            &[Route::End, Route::To("explore")],
+            |s: &AgentState| match s.outcome {
+                Some(_) => Route::End,
+                None => Route::To("explore"),
+            },
+        )
 }
 
 async fn explore<E: Effects>(

@@ -22,7 +22,7 @@ use super::llm::openai;
 use super::llm::{ChatMessage, ChatRequest, LlmError, Usage};
 use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
-use super::options::{self, AgentCell, AskOptions, GraphKind, UsageError};
+use super::options::{self, AgentCell, AskOptions, DrawnGraph, GraphKind, UsageError};
 use super::ports::{Ports, PythonFailure};
 use super::provider::Provider;
 use super::rlm::{self, Search, rlm_graph};
@@ -193,6 +193,10 @@ impl AgentSession {
                 publish(ports, render::stream(&overview));
                 Ok(json!({}))
             }
+            Some(Ok(AgentCell::ShowGraph(graph))) => {
+                publish(ports, show_graph::<P>(graph));
+                Ok(json!({}))
+            }
             Some(Err(usage)) => Err(usage.into()),
             None => Err(Failure::new("AskError", "not an %%ask or %ask_config cell")),
         }
@@ -275,6 +279,8 @@ impl AgentSession {
             provider: &provider,
             confirm: cell_options.confirm,
             allow: options.allow.clone().unwrap_or_default(),
+            trace: Vec::new(),
+            node_started: None,
         };
         let searching = matches!(job, Job::Search(_));
         let graph = match (job, kind) {
@@ -313,6 +319,7 @@ impl AgentSession {
             session.usage.add(state.usage);
             *session
         };
+        let elapsed = started.elapsed();
         match result {
             Ok(end) => {
                 let summary = render::summary(
@@ -320,14 +327,18 @@ impl AgentSession {
                     provider.model(),
                     &state,
                     end,
-                    started.elapsed(),
+                    elapsed,
                     (session.runs > 1).then_some(&session.usage),
                 );
                 publish(ports, summary);
+                if cell_options.trace {
+                    publish(ports, render::trace(&effects.trace, &state, elapsed));
+                }
                 let finished = state.executions.iter().any(|e| e.finished);
                 Ok(json!({
                     "answer": super::prose::without_code(&state.answer),
                     "finished": finished,
+                    "trace": render::trace_json(&effects.trace, &state, elapsed),
                 }))
             }
             Err(AgentError::Interrupted) => Err(Failure::interrupted()),
@@ -498,6 +509,44 @@ fn no_provider<P: Ports>(ports: &P, how: &str) -> Failure {
     )
 }
 
+/// `%ask_graph`: the graph drawn (Mermaid, which JupyterLab renders in
+/// Markdown), or the list of graphs.
+fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
+    let Some(graph) = graph else {
+        return render::graph_list(options::GRAPHS);
+    };
+    // The drawing depends only on the graph's shape, not on these.
+    let settings = NodeSettings {
+        model: String::new(),
+        max_tokens: 0,
+        context_tokens: 0,
+        execute: true,
+    };
+    let turns = 1;
+    let (name, diagram) = match graph {
+        DrawnGraph::Ask(GraphKind::Default) => (
+            "default",
+            default_graph::<RunEffects<P>>(settings, turns).mermaid(),
+        ),
+        DrawnGraph::Ask(GraphKind::Analyst) => (
+            "analyst",
+            analyst_graph::<RunEffects<P>>(settings, turns).mermaid(),
+        ),
+        DrawnGraph::Search => {
+            let search = Search {
+                query: String::new(),
+                description: String::new(),
+                depth_left: 0,
+            };
+            (
+                "rlm",
+                rlm_graph::<RunEffects<P>>(settings, search, turns).mermaid(),
+            )
+        }
+    };
+    render::graph(name, &diagram)
+}
+
 fn publish<P: Ports>(ports: &P, shown: render::Shown) {
     ports.publish(shown.msg_type, shown.content);
 }
@@ -570,6 +619,10 @@ struct RunEffects<'a, P> {
     confirm: bool,
     /// What agent code may do without asking (`--allow`).
     allow: Vec<String>,
+    /// The nodes visited so far, each with its time.
+    trace: Vec<render::TraceStep>,
+    /// When the node running now started.
+    node_started: Option<Instant>,
 }
 
 impl<P: Ports> RunEffects<'_, P> {
@@ -595,10 +648,17 @@ impl<P: Ports> RunEffects<'_, P> {
 impl<P: Ports> Observer for RunEffects<'_, P> {
     fn node_started(&mut self, node: &'static str) {
         tracing::debug!("%%ask: {node} started");
+        self.node_started = Some(Instant::now());
     }
 
     fn node_finished(&mut self, node: &'static str) {
         tracing::debug!("%%ask: {node} finished");
+        let took = self
+            .node_started
+            .take()
+            .map(|t| t.elapsed())
+            .unwrap_or_default();
+        self.trace.push(render::TraceStep { node, took });
     }
 }
 

@@ -413,6 +413,8 @@ _ASK_HELP = """see the README's %%ask section.
     <your request>
 
     %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] | --reset
+
+    %ask_graph [default|analyst|rlm]
 """
 
 
@@ -459,10 +461,15 @@ class IPythonRuntime(BaseRuntime):
         def ask_config(line):
             self.ask_cell("%ask_config " + line)
 
+        def ask_graph(line):
+            self.ask_cell("%ask_graph " + line)
+
         ask.__doc__ = "Sends the cell to the agent: " + _ASK_HELP
         ask_config.__doc__ = "Sets or shows the defaults of %%ask: " + _ASK_HELP
+        ask_graph.__doc__ = "Draws an agent graph (Mermaid), or lists them: " + _ASK_HELP
         self.shell.register_magic_function(ask, "cell", "ask")
         self.shell.register_magic_function(ask_config, "line", "ask_config")
+        self.shell.register_magic_function(ask_graph, "line", "ask_graph")
 
     def _connect_info(self, line=""):
         """Shows how another client (a console, say) can join this kernel."""

@@ -470,13 +470,24 @@ RECENT_CELL_CHARS = 2000
 
 def is_agent_cell(code):
     """Whether the agent serves ``code``: an ``%%ask`` cell or an
-    ``%ask_config`` line (the rule of the kernel's own parser)."""
+    ``%ask_config`` or ``%ask_graph`` line (the rule of the kernel's own
+    parser)."""
     first = code.lstrip("\r\n").split("\n", 1)[0].rstrip()
-    for magic in ("%%ask", "%ask_config"):
+    for magic in ("%%ask", "%ask_config", "%ask_graph"):
         rest = first[len(magic) :]
         if first.startswith(magic) and (not rest or rest[0].isspace()):
             return True
     return False
+
+
+class AskAnswer(str):
+    """What ``ask()`` returns: the model's final answer, as a str, with the
+    run's trace (``.trace``: its steps, turns, tokens and seconds)."""
+
+    def __new__(cls, answer, trace=None):
+        text = super().__new__(cls, answer)
+        text.trace = trace
+        return text
 
 
 class AgentScope:
@@ -719,10 +730,13 @@ class BaseRuntime:
         confirm=False,
         new=False,
         allow=None,
+        trace=False,
     ):
         """Asks the agent, as an ``%%ask`` cell does, from Python code: the run
         streams into the running cell, its code runs in this namespace, and
-        the model's final answer (without its code) is returned."""
+        the model's final answer (without its code) is returned, a str whose
+        ``.trace`` tells the nodes the run went through, with their time,
+        turns and tokens (``trace=True`` also shows it in the cell)."""
         __tracebackhide__ = True
         options = {
             "model": model,
@@ -733,9 +747,11 @@ class BaseRuntime:
             "confirm": confirm,
             "new": new,
             "allow": allow,
+            "trace": trace,
         }
         request = {"kind": "ask", "prompt": str(prompt), "options": options}
-        return self._agent_request(request)["answer"]
+        result = self._agent_request(request)
+        return AskAnswer(result["answer"], result.get("trace"))
 
     def rlm(self, query, context, *, max_turns=None, max_depth=RLM_MAX_DEPTH, model=None, provider=None, _depth=0):
         """Asks a sub-agent ``query`` about ``context``: it sees only a

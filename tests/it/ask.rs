@@ -820,3 +820,52 @@ async fn no_exec_shows_code_without_running_it_and_provider_picks_the_wire_forma
     let (_, iopub) = kernel.execute("'never_run' in globals()").await;
     assert_eq!(result_text(&iopub), "False");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_graph_draws_each_graph_and_lists_them() {
+    // No provider is needed: drawing a graph calls no model.
+    let mut kernel = Kernel::start().await;
+    let (reply, iopub) = kernel.execute("%ask_graph").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let listed = stream_text(&iopub, "stdout");
+    for name in ["default", "analyst", "rlm"] {
+        assert!(listed.contains(&format!("  {name} ")), "{listed}");
+    }
+
+    let (reply, iopub) = kernel.execute("%ask_graph default").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let panel = iopub
+        .iter()
+        .find(|m| m.content["metadata"]["mahtab"]["kind"] == "graph")
+        .expect("a graph panel");
+    let markdown = panel.content["data"]["text/markdown"].as_str().unwrap();
+    assert!(
+        markdown.contains("```mermaid\nflowchart TD\n"),
+        "{markdown}"
+    );
+    for edge in [
+        "__start__ --> generate",
+        "generate --> extract",
+        "extract -.-> execute",
+        "extract -.-> __end__",
+        "execute -.-> reflect",
+        "reflect -.-> generate",
+    ] {
+        assert!(markdown.contains(edge), "{edge} missing from\n{markdown}");
+    }
+    for (name, edge) in [("analyst", "code -.-> error"), ("rlm", "extract -.-> run")] {
+        let (_, iopub) = kernel.execute(&format!("%ask_graph {name}")).await;
+        let shown = panel_texts(&iopub, "graph");
+        assert!(
+            shown.len() == 1
+                && shown[0].starts_with(&format!("[graph {name}]"))
+                && shown[0].contains(edge),
+            "{shown:?}"
+        );
+    }
+
+    let (reply, _) = kernel.execute("%ask_graph nowhere").await;
+    assert_eq!(reply.content["status"], "error");
+    let evalue = reply.content["evalue"].as_str().unwrap();
+    assert!(evalue.contains("usage: %ask_graph"), "{evalue}");
+}

@@ -142,3 +142,42 @@ async fn ask_errors_are_exceptions_the_caller_can_catch() {
         stream_text(&iopub, "stdout")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_ends_with_its_trace_when_asked_and_ask_returns_it_always() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("Setting it.\n```python\ntraced = 1\n```".into()),
+        Reply::Answer(DONE.into()),
+        Reply::Answer("Just words.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask --trace\nset traced").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let traces: Vec<&str> = iopub
+        .iter()
+        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == "trace")
+        .map(|m| m.content["data"]["text/plain"].as_str().unwrap())
+        .collect();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    assert!(
+        traces[0].contains("\ngenerate → extract → execute → reflect\n"),
+        "{}",
+        traces[0]
+    );
+    // Without --trace no trace panel, but ask() hands the trace back.
+    let (reply, iopub) = kernel
+        .execute("a = ask('say something')\nprint(type(a).__name__, a, [s['node'] for s in a.trace['steps']], a.trace['turns'])")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(
+        !iopub
+            .iter()
+            .any(|m| m.content["metadata"]["mahtab"]["kind"] == "trace")
+    );
+    let printed = stream_text(&iopub, "stdout");
+    assert!(
+        printed.ends_with("AskAnswer Just words. ['generate', 'extract'] 1\n"),
+        "{printed}"
+    );
+}
