@@ -244,6 +244,9 @@ async fn reflect<E: Effects>(
     effects.emit(AgentEvent::Verdict(verdict.clone()));
     if verdict.is_complete {
         state.outcome = Some(Outcome::Complete);
+    } else if verdict.cannot_fix {
+        // Said once, with the reason, instead of spending every turn left.
+        state.outcome = Some(Outcome::CannotBeDone);
     } else if state.turn >= state.max_turns {
         state.outcome = Some(Outcome::MaxTurns);
     } else {
@@ -342,6 +345,28 @@ mod tests {
         let second_generate = &script.requests[2];
         let feedback = &second_generate.messages.last().unwrap().content;
         assert!(feedback.contains("no total yet") && feedback.contains("sum the column"));
+    }
+
+    #[test]
+    fn a_review_that_finds_the_request_impossible_ends_the_run() {
+        let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "sales.csv does not exist", "next_action": ""}"#;
+        let mut script = Script::new(
+            &[
+                "```python
+open('sales.csv')
+```",
+                cannot,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("sum sales.csv", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+        assert_eq!(state.turn, 1);
+        assert_eq!(
+            nodes_run(&script),
+            ["generate", "extract", "execute", "reflect"]
+        );
     }
 
     #[test]

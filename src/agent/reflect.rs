@@ -11,6 +11,10 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
     pub is_complete: bool,
+    /// Not done, and no further turn can do it (a file or package that is
+    /// not there, data that does not hold the answer): `reasoning` says why.
+    #[serde(default)]
+    pub cannot_fix: bool,
     pub reasoning: String,
     pub next_action: String,
     /// False when nothing in the answer could be read as a verdict.
@@ -28,6 +32,7 @@ pub fn parse_verdict(answer: &str) -> Verdict {
     }
     Verdict {
         is_complete: false,
+        cannot_fix: false,
         reasoning: answer.trim().to_owned(),
         next_action: String::new(),
         parsed: false,
@@ -51,8 +56,15 @@ fn from_json(value: &Value) -> Option<Verdict> {
             })
             .unwrap_or_default()
     };
+    let cannot_fix = match object.get("cannot_fix") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => truthy(s).unwrap_or(false),
+        _ => false,
+    };
     Some(Verdict {
         is_complete,
+        // A request that is done is not also beyond repair.
+        cannot_fix: cannot_fix && !is_complete,
         reasoning: text("reasoning"),
         next_action: text("next_action"),
         parsed: true,
@@ -115,8 +127,10 @@ fn tag<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 
 fn from_tags(text: &str) -> Option<Verdict> {
     let is_complete = truthy(tag(text, "is_complete")?)?;
+    let cannot_fix = tag(text, "cannot_fix").and_then(truthy).unwrap_or(false);
     Some(Verdict {
         is_complete,
+        cannot_fix: cannot_fix && !is_complete,
         reasoning: tag(text, "reasoning").unwrap_or_default().to_owned(),
         next_action: tag(text, "next_action").unwrap_or_default().to_owned(),
         parsed: true,
@@ -132,6 +146,24 @@ mod tests {
         let v = parse_verdict(r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#);
         assert!(v.is_complete && v.parsed);
         assert_eq!(v.reasoning, "done");
+    }
+
+    #[test]
+    fn a_verdict_can_say_the_request_cannot_be_done() {
+        let v = parse_verdict(
+            r#"{"is_complete": false, "cannot_fix": true, "reasoning": "sales.csv does not exist", "next_action": ""}"#,
+        );
+        assert!(v.cannot_fix && !v.is_complete);
+        let v = parse_verdict(
+            "<is_complete>no</is_complete><cannot_fix>yes</cannot_fix><reasoning>no such table</reasoning>",
+        );
+        assert!(v.cannot_fix);
+        // Absent, it is false; and a finished request is never "cannot be done".
+        assert!(!parse_verdict(r#"{"is_complete": false, "reasoning": "r"}"#).cannot_fix);
+        assert!(
+            !parse_verdict(r#"{"is_complete": true, "cannot_fix": true, "reasoning": "r"}"#)
+                .cannot_fix
+        );
     }
 
     #[test]

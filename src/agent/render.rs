@@ -66,6 +66,10 @@ pub fn event(event: &AgentEvent) -> Shown {
         AgentEvent::Verdict(verdict) if verdict.is_complete => {
             stream(&format!("✓ {}\n", verdict.reasoning.trim()))
         }
+        AgentEvent::Verdict(verdict) if verdict.cannot_fix => stream(&format!(
+            "✗ this cannot be done here: {}\n",
+            verdict.reasoning.trim()
+        )),
         AgentEvent::Verdict(verdict) => {
             let next = match verdict.next_action.trim() {
                 "" => String::new(),
@@ -111,6 +115,7 @@ pub fn summary(
         (Some(Outcome::Answered), _) => "answered",
         (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
         (Some(Outcome::GaveUp), _) => "gave up: every attempt failed",
+        (Some(Outcome::CannotBeDone), _) => "stopped: it cannot be done here",
         (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
         (None, RunEnd::Finished { .. }) => "finished",
     };
@@ -318,6 +323,7 @@ mod tests {
     fn verdicts_stream_a_line() {
         let done = event(&AgentEvent::Verdict(Verdict {
             is_complete: true,
+            cannot_fix: false,
             reasoning: " total shown ".into(),
             next_action: String::new(),
             parsed: true,
@@ -325,6 +331,7 @@ mod tests {
         assert_eq!(done.content["text"], "✓ total shown\n");
         let not_yet = event(&AgentEvent::Verdict(Verdict {
             is_complete: false,
+            cannot_fix: false,
             reasoning: "no plot".into(),
             next_action: "plot it".into(),
             parsed: true,
@@ -332,6 +339,17 @@ mod tests {
         assert_eq!(
             not_yet.content["text"],
             "↻ not done yet: no plot Next: plot it\n"
+        );
+        let impossible = event(&AgentEvent::Verdict(Verdict {
+            is_complete: false,
+            cannot_fix: true,
+            reasoning: "sales.csv does not exist".into(),
+            next_action: String::new(),
+            parsed: true,
+        }));
+        assert_eq!(
+            impossible.content["text"],
+            "✗ this cannot be done here: sales.csv does not exist\n"
         );
     }
 

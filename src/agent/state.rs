@@ -40,6 +40,8 @@ pub enum Outcome {
     MaxTurns,
     /// Every attempt at the code failed (the analyst graph's error node).
     GaveUp,
+    /// The review judged that the request cannot be done here.
+    CannotBeDone,
 }
 
 /// Everything a run reads and writes.

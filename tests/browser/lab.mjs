@@ -2,7 +2,7 @@
 // which downloads no browser) against the mahtab kernel, as a person would:
 // open the notebook, pick the kernel, run all cells, answer input(), move a
 // widget, check what %%ask shows, then interrupt a long cell with the stop
-// button and run one more cell.
+// button, run one more cell, and draw an agent graph (%ask_graph, Mermaid).
 //
 // Environment: LAB_URL (http://127.0.0.1:PORT), LAB_TOKEN, NOTEBOOK (path
 // relative to Lab's root), ARTIFACTS (a directory for screenshots: the page
@@ -154,6 +154,20 @@ try {
 
   await after.scrollIntoViewIfNeeded();
   await screenshot('interrupt');
+
+  // %ask_graph draws a graph as Mermaid in Markdown, which Lab renders as a diagram.
+  log('drawing the default graph');
+  const graph = await runNewCell('%ask_graph default');
+  await expectVisible(graph.locator('.jp-OutputArea-output'), 'the output of %ask_graph');
+  await graph.scrollIntoViewIfNeeded();
+  // Lab draws the diagram as an SVG image.
+  const diagram = graph.locator('.jp-RenderedMermaid img[src^="data:image/svg+xml"]');
+  await expectVisible(diagram, 'the Mermaid diagram of the default graph');
+  const drawn = decodeURIComponent(await diagram.first().getAttribute('src'));
+  for (const node of ['generate', 'extract', 'execute', 'reflect']) {
+    if (!drawn.includes(node)) throw new Error(`the diagram has no node ${node}`);
+  }
+  await screenshot('graph');
   log('all checks passed');
 } catch (error) {
   console.log(`FAILED while ${step}: ${error.message}`);

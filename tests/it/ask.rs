@@ -869,3 +869,29 @@ async fn ask_graph_draws_each_graph_and_lists_them() {
     let evalue = reply.content["evalue"].as_str().unwrap();
     assert!(evalue.contains("usage: %ask_graph"), "{evalue}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_review_that_finds_the_request_impossible_says_why_and_stops() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nopen('sales.csv')\n```".into()),
+        Reply::Answer(
+            r#"{"is_complete": false, "cannot_fix": true, "reasoning": "sales.csv does not exist here", "next_action": ""}"#.into(),
+        ),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask --max-turns 5\nsum sales.csv").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let streamed = stream_text(&iopub, "stdout");
+    assert!(
+        streamed.contains("✗ this cannot be done here: sales.csv does not exist here\n"),
+        "{streamed}"
+    );
+    let summary = panel_texts(&iopub, "summary");
+    assert!(
+        summary.len() == 1 && summary[0].starts_with("stopped: it cannot be done here · "),
+        "{summary:?}"
+    );
+    // No turn was spent after the verdict: one answer and one review.
+    assert_eq!(llm.requests.lock().unwrap().len(), 2);
+}
