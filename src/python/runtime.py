@@ -58,7 +58,8 @@ _MIME_REPR_METHODS = (
 # The request a thread's output belongs to, when Python code chose one with
 # set_thread_parent (a header, JSON text); otherwise output goes to the
 # request being served. A context variable, so each thread (and asyncio task)
-# has its own; the flag spares every write the lookup until someone uses it.
+# has its own. Until someone chooses one, the streams write without looking
+# (KernelStream) and the flag spares each publish the lookup.
 _THREAD_PARENT = contextvars.ContextVar("mahtab_thread_parent", default=None)
 _thread_parents_used = False
 _STREAMS = []  # the KernelStreams, told when thread parents come into use
