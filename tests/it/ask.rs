@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, result_text, stream_text, types};
+use crate::support::{Channel, Kernel, panel_texts, result_text, stream_text, types};
 
 pub(crate) const DONE: &str =
     r#"{"is_complete": true, "reasoning": "the answer is 42", "next_action": ""}"#;
@@ -622,25 +622,6 @@ async fn agent_code_errors_show_the_agents_frames_only() {
     }
 }
 
-/// The plain text of the cell's `%%ask` panels of one kind.
-pub(crate) fn panel_texts(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
-    iopub
-        .iter()
-        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == kind)
-        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// The text of the last message of the last request the model was sent.
-pub(crate) fn last_prompt(llm: &FakeLlm) -> String {
-    let requests = llm.requests.lock().unwrap();
-    let messages = requests.last().unwrap()["messages"].as_array().unwrap();
-    messages.last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_output_is_cut_in_the_middle_and_rich_values_show_once() {
     let rich = "class Rich:\n    def _repr_html_(self):\n        return '<b>rich</b>'\n    def __repr__(self):\n        return 'Rich()'\n";
@@ -659,7 +640,7 @@ async fn agent_output_is_cut_in_the_middle_and_rich_values_show_once() {
     let (reply, iopub) = kernel.execute("%%ask\nsix times seven").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert_eq!(panel_texts(&iopub, "output"), ["[output]\n42"]);
-    assert!(last_prompt(&llm).contains("42"));
+    assert!(llm.last_prompt().contains("42"));
 
     let (reply, iopub) = kernel.execute("%%ask\nsomething long and rich").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
@@ -684,7 +665,7 @@ async fn agent_output_is_cut_in_the_middle_and_rich_values_show_once() {
     assert_eq!(rich_shown[0].content["data"]["text/html"], "<b>rich</b>");
     assert!(!output.contains("Rich()"), "{output}");
     // The model is told about it in text.
-    let told = last_prompt(&llm);
+    let told = llm.last_prompt();
     assert!(
         told.contains("[displayed: Rich()]") && told.contains("characters cut"),
         "{told}"

@@ -3,9 +3,9 @@
 //! is missing; the plain-Python run of the suite leaves this module out
 //! (`--skip data_stack::`).
 
-use crate::ask::{DONE, last_prompt, panel_texts};
+use crate::ask::DONE;
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Kernel, types};
+use crate::support::{Kernel, panel_texts, types};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
@@ -34,7 +34,7 @@ async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
         .count();
     assert_eq!(images, 1, "{:?}", types(&iopub));
     assert_eq!(panel_texts(&iopub, "output"), ["[output]\ndrawn"]);
-    assert!(last_prompt(&llm).contains("[displayed: <Figure"));
+    assert!(llm.last_prompt().contains("[displayed: <Figure"));
     // Nothing of it is left for the user's next cell.
     let (_, iopub) = kernel.execute("1 + 1").await;
     assert_eq!(

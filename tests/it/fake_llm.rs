@@ -171,6 +171,22 @@ impl FakeLlm {
     }
 
     /// The environment that points a kernel at this server (OpenAI format).
+    /// The content of the last message of the `n`th request.
+    pub fn last_message(&self, n: usize) -> String {
+        let requests = self.requests.lock().unwrap();
+        let messages = requests[n]["messages"].as_array().unwrap();
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The content of the last message of the latest request.
+    pub fn last_prompt(&self) -> String {
+        let latest = self.requests.lock().unwrap().len() - 1;
+        self.last_message(latest)
+    }
+
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("OPENAI_BASE_URL", self.base_url.clone()),

@@ -18,15 +18,6 @@ fn shell_block(marker: &std::path::Path) -> String {
     )
 }
 
-fn last_message(llm: &FakeLlm, n: usize) -> String {
-    let requests = llm.requests.lock().unwrap();
-    let messages = requests[n]["messages"].as_array().unwrap();
-    messages.last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn shell_commands_ask_first_and_run_only_when_allowed() {
     let dir = crate::support::TempDir::new("guard-ask");
@@ -61,7 +52,10 @@ async fn shell_commands_ask_first_and_run_only_when_allowed() {
         assert_eq!(marker.exists(), runs, "after answering {answer:?}");
     }
     // The model heard that the user said no.
-    assert!(last_message(&llm, 1).contains("Not run: the user did not allow this code"));
+    assert!(
+        llm.last_message(1)
+            .contains("Not run: the user did not allow this code")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -80,7 +74,7 @@ async fn without_stdin_the_code_is_refused_and_the_model_is_told_how_to_allow_it
     let (reply, _) = kernel.execute("%%ask\ntouch the file").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert!(!marker.exists());
-    let told = last_message(&llm, 1);
+    let told = llm.last_message(1);
     assert!(
         told.contains("no one can allow that here") && told.contains("%ask_config --allow shell"),
         "{told}"

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, result_text, stream_text};
+use crate::support::{Channel, Kernel, panel_texts, result_text, stream_text};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "found", "next_action": ""}"#;
 
@@ -20,14 +20,6 @@ fn system_prompt(llm: &FakeLlm, n: usize) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-fn plain_panels(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
-    iopub
-        .iter()
-        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == kind)
-        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -63,7 +55,7 @@ async fn rlm_explores_a_description_and_returns_the_final_value() {
     // It saw what its first block printed; the second ended at FINAL.
     let second = llm.requests.lock().unwrap()[1]["messages"].to_string();
     assert!(second.contains("601: ERROR disk full"), "{second}");
-    let outputs = plain_panels(&iopub, "output");
+    let outputs = panel_texts(&iopub, "output");
     assert_eq!(outputs.len(), 2);
     assert!(!outputs[1].contains("never"), "{}", outputs[1]);
     assert!(stream_text(&iopub, "stdout").starts_with("Let me look."));
@@ -98,12 +90,12 @@ async fn rlm_on_parts_shows_each_level_indented() {
     let text = stream_text(&iopub, "stdout");
     assert!(text.contains("│ Splitting.\n"), "{text}");
     assert!(text.contains("│ │ First half.\n"), "{text}");
-    let codes = plain_panels(&iopub, "code");
+    let codes = panel_texts(&iopub, "code");
     assert_eq!(codes.len(), 4, "{codes:?}");
     assert!(codes[0].starts_with("[code, turn 1]"));
     assert!(codes[1].starts_with("│ [code, turn 1]"));
     assert!(codes[2].starts_with("│ │ [code, turn 1]\n│ │ FINAL('one')"));
-    let summaries = plain_panels(&iopub, "summary");
+    let summaries = panel_texts(&iopub, "summary");
     assert_eq!(summaries.len(), 4);
     assert!(summaries[0].starts_with("│ │ done"), "{summaries:?}");
     let markdown = iopub
@@ -134,7 +126,7 @@ async fn the_depth_limit_stops_recursion_with_an_error_the_model_sees() {
         .execute("found = rlm('find it', log, max_depth=1)")
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    let errors = plain_panels(&iopub, "error");
+    let errors = panel_texts(&iopub, "error");
     assert!(errors[0].contains("depth limit (1)"), "{errors:?}");
     assert!(system_prompt(&llm, 0).contains("may not call rlm"));
     let (_, result) = kernel.execute("found").await;

@@ -490,6 +490,16 @@ pub fn stream_text(messages: &[Message], name: &str) -> String {
         .collect()
 }
 
+/// The plain text of the `%%ask` panels of one kind (`mahtab.kind` in
+/// their metadata) among `messages`.
+pub fn panel_texts(messages: &[Message], kind: &str) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == kind)
+        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// The `text/plain` of the execute_result among `iopub` (panics if none).
 pub fn result_text(iopub: &[Message]) -> String {
     let result = iopub

@@ -6,27 +6,9 @@
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, parent_id, result_text, stream_text};
+use crate::support::{Channel, Kernel, panel_texts, parent_id, result_text, stream_text};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#;
-
-fn panel_texts(iopub: &[mahtab::wire::Message], kind: &str) -> Vec<String> {
-    iopub
-        .iter()
-        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == kind)
-        .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// The last message of the `n`th request the model got.
-fn last_message(llm: &FakeLlm, n: usize) -> String {
-    let requests = llm.requests.lock().unwrap();
-    let messages = requests[n]["messages"].as_array().unwrap();
-    messages.last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_code_calls_the_tools_without_importing_them() {
@@ -94,12 +76,15 @@ async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() 
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let errors = panel_texts(&iopub, "error");
     assert_eq!(errors.len(), 3, "{errors:?}");
-    assert!(last_message(&llm, 5).contains("FileNotFoundError"));
-    assert!(last_message(&llm, 1).contains("missing ), unterminated subpattern"));
+    assert!(llm.last_message(5).contains("FileNotFoundError"));
     assert!(
-        last_message(&llm, 3).contains("occurs 2 times in notes.txt"),
+        llm.last_message(1)
+            .contains("missing ), unterminated subpattern")
+    );
+    assert!(
+        llm.last_message(3).contains("occurs 2 times in notes.txt"),
         "{}",
-        last_message(&llm, 3)
+        llm.last_message(3)
     );
     let notes = std::fs::read_to_string(kernel.dir().join("notes.txt")).unwrap();
     assert_eq!(notes, "same\nsame\n", "an ambiguous edit writes nothing");
