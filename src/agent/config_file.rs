@@ -5,7 +5,8 @@
 //! provider = "openai"        # anthropic | openai | claude
 //! model = "qwen2.5-coder"
 //! max_turns = 4
-//! graph = "analyst"          # default | analyst
+//! graph = "planner"          # default | analyst | planner
+//! informer = true            # the planner graph describes the variables first
 //! local_model = true         # start the embedded model when nothing else is set
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
@@ -41,6 +42,7 @@ pub struct ConfigFile {
     model: Option<String>,
     max_turns: Option<u32>,
     graph: Option<String>,
+    informer: Option<bool>,
     local_model: Option<bool>,
     context_tokens: Option<u64>,
     allow: Option<Vec<String>>,
@@ -134,6 +136,7 @@ impl ConfigFile {
             model: self.model.clone(),
             max_turns: self.max_turns.filter(|n| *n > 0),
             graph: self.graph.as_deref().and_then(|g| g.parse().ok()),
+            informer: self.informer.unwrap_or(false),
             allow: self
                 .allow
                 .as_ref()
@@ -206,6 +209,10 @@ mod tests {
         assert_eq!(options.max_turns, Some(2));
         assert_eq!(options.graph, Some(GraphKind::Analyst));
         assert_eq!(options.provider.as_deref(), Some("openai"));
+        assert!(!options.informer);
+        let file = ConfigFile::parse("graph = \"planner\"\ninformer = true\n").unwrap();
+        assert_eq!(file.options().graph, Some(GraphKind::Planner));
+        assert!(file.options().informer);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod llm;
 pub mod memory;
 pub mod nodes;
 pub mod options;
+pub mod planner;
 pub mod ports;
 pub mod prompts;
 pub mod prose;
@@ -74,6 +75,8 @@ pub enum AgentEvent {
     GaveUp {
         failed: Vec<Execution>,
     },
+    /// The planner graph's informer described these variables.
+    Informed(Vec<planner::KeyInformation>),
 }
 
 /// A model's complete answer to one call.
@@ -99,6 +102,15 @@ pub trait Effects: graph::Observer + Send {
 
     /// A summary of the live namespace for the prompt.
     fn namespace(&mut self) -> impl Future<Output = String> + Send;
+
+    /// Describes variables in detail (schema, size, missing values, a few
+    /// rows): those in `names` that exist, or with no names, those that
+    /// `request` mentions.
+    fn describe(
+        &mut self,
+        request: &str,
+        names: &[String],
+    ) -> impl Future<Output = Vec<planner::KeyInformation>> + Send;
 
     /// Reports progress to the user.
     fn emit(&mut self, event: AgentEvent);

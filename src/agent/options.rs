@@ -1,5 +1,5 @@
 //! The agent's magics: the `%%ask` line (`%%ask [--model M] [--provider P]
-//! [--max-turns N] [--graph NAME] [--no-exec] [--confirm] [--new]`) and
+//! [--max-turns N] [--graph NAME] [--informer] [--no-exec] [--confirm] [--new]`) and
 //! where its prompt starts, `%ask_config`, which sets this kernel's
 //! defaults for those options, and `%ask_graph [NAME]`, which draws a graph.
 
@@ -11,15 +11,18 @@ pub enum GraphKind {
     Default,
     /// plan -> code (with retries) -> evaluate -> explain.
     Analyst,
+    /// planner -> tool -> planner, one action per step, until it finishes.
+    Planner,
 }
 
 impl GraphKind {
-    pub const NAMES: &str = "default, analyst";
+    pub const NAMES: &str = "default, analyst, planner";
 
     pub fn name(self) -> &'static str {
         match self {
             GraphKind::Default => "default",
             GraphKind::Analyst => "analyst",
+            GraphKind::Planner => "planner",
         }
     }
 }
@@ -31,6 +34,7 @@ impl std::str::FromStr for GraphKind {
         match name {
             "default" => Ok(GraphKind::Default),
             "analyst" => Ok(GraphKind::Analyst),
+            "planner" => Ok(GraphKind::Planner),
             other => Err(UsageError::ask(format!(
                 "unknown graph {other:?}; available: {}",
                 Self::NAMES
@@ -46,6 +50,8 @@ pub struct AskOptions {
     pub provider: Option<String>,
     pub max_turns: Option<u32>,
     pub graph: Option<GraphKind>,
+    /// The planner graph's informer describes the variables first.
+    pub informer: bool,
     pub no_exec: bool,
     /// Ask the user before running each code block.
     pub confirm: bool,
@@ -91,6 +97,7 @@ impl AskOptions {
         self.provider = self.provider.or_else(|| defaults.provider.clone());
         self.max_turns = self.max_turns.or(defaults.max_turns);
         self.graph = self.graph.or(defaults.graph);
+        self.informer |= defaults.informer;
         self.allow = self.allow.or_else(|| defaults.allow.clone());
         self
     }
@@ -99,7 +106,8 @@ impl AskOptions {
 impl AskOptions {
     /// Options given as keyword arguments of `ask()` (a JSON object whose
     /// keys are the options' names without dashes: `model`, `provider`,
-    /// `max_turns`, `graph`, `no_exec`, `confirm`, `new`, `trace`, `allow`;
+    /// `max_turns`, `graph`, `informer`, `no_exec`, `confirm`, `new`,
+    /// `trace`, `allow`;
     /// null means unset).
     pub fn from_json(value: &serde_json::Value) -> Result<AskOptions, UsageError> {
         let usage = |reason: String| UsageError(reason, ASK_USAGE);
@@ -151,6 +159,7 @@ impl AskOptions {
                     };
                     options.allow = Some(parse_allow(&text).map_err(usage)?);
                 }
+                "informer" => options.informer = switch()?,
                 "no_exec" => options.no_exec = switch()?,
                 "confirm" => options.confirm = switch()?,
                 "new" => options.new_conversation = switch()?,
@@ -197,13 +206,18 @@ pub const GRAPHS: &[(&str, &str)] = &[
         "plans first, retries failed code, evaluates and explains the result",
     ),
     (
+        "planner",
+        "thinks, then takes one action per step (code, a tool, or the answer); \
+         --informer describes the variables first",
+    ),
+    (
         "rlm",
         "the search rlm() runs: explores a value with code until FINAL(answer)",
     ),
 ];
 
 pub const GRAPH_USAGE: &str =
-    "usage: %ask_graph [default|analyst|rlm]\n(with no name: list the graphs)";
+    "usage: %ask_graph [default|analyst|planner|rlm]\n(with no name: list the graphs)";
 
 /// What an `%ask_config` line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,13 +231,13 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
+[--max-turns N] [--graph default|analyst|planner] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
-graph=None, no_exec=False, confirm=False, new=False, allow=None, trace=False)";
+graph=None, informer=False, no_exec=False, confirm=False, new=False, allow=None, trace=False)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
+[--max-turns N] [--graph default|analyst|planner] [--informer] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -337,6 +351,7 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
                 })?;
                 options.max_turns = Some(turns);
             }
+            "--informer" => options.informer = true,
             "--no-exec" => options.no_exec = true,
             "--confirm" => options.confirm = true,
             "--new" => options.new_conversation = true,

@@ -9,6 +9,7 @@ const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
 const EXPLAIN: &str = include_str!("../../prompts/explain.md");
 const TOOLBOX: &str = include_str!("../../prompts/toolbox.md");
 const RLM: &str = include_str!("../../prompts/rlm.md");
+const PLANNER: &str = include_str!("../../prompts/planner.md");
 
 /// A skill the model may load with `skill(name)`: its name and description.
 pub type Skill = (String, String);
@@ -71,6 +72,45 @@ pub fn explain(request: &str, namespace: &str) -> String {
     EXPLAIN
         .replace("{namespace}", namespace_or_none(namespace))
         .replace("{request}", request)
+}
+
+/// The planner graph's prompt: how to answer with one action per step,
+/// the toolbox, and, when the informer is on (`Some`), what it found.
+pub fn planner(
+    namespace: &str,
+    recent_cells: &[String],
+    skills: &[Skill],
+    key_information: Option<&[super::planner::KeyInformation]>,
+) -> String {
+    let (inform, found) = match key_information {
+        None => (String::new(), String::new()),
+        Some(found) => {
+            let inform = "- inform: ask the informer to describe variables in detail (columns, \
+missing values, first rows). The input is their names.\n";
+            let found = if found.is_empty() {
+                "(nothing yet)".to_owned()
+            } else {
+                found
+                    .iter()
+                    .map(|(_, text)| text.trim_end())
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            };
+            (
+                inform.to_owned(),
+                format!("\n## Key information\n{found}\n"),
+            )
+        }
+    };
+    let template = PLANNER
+        .replace("{inform}", &inform)
+        .replace("{key_information}", &found);
+    with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
+}
+
+/// An action's result, as the planner graph tells the model.
+pub fn observation(report: &str) -> String {
+    format!("Observation:\n{}", report.trim_end())
 }
 
 /// What the model is told after a failed attempt, so the next one fixes it.

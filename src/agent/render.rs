@@ -85,6 +85,23 @@ pub fn event(event: &AgentEvent) -> Shown {
             let (plain, markdown) = failed_attempts(failed);
             panel(plain, markdown, json!({ "kind": "gave_up" }))
         }
+        AgentEvent::Informed(found) => {
+            let names: Vec<_> = found.iter().map(|(name, _)| name.as_str()).collect();
+            let text = match found.len() {
+                0 => "(no variable of the request's was found)".to_owned(),
+                _ => found
+                    .iter()
+                    .map(|(_, text)| text.trim_end())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
+            };
+            let listed = names.join(", ");
+            panel(
+                format!("[key information] {listed}\n{text}"),
+                format!("**key information** · {listed}\n\n{}", fenced(&text, "")),
+                json!({ "kind": "key_information", "names": names }),
+            )
+        }
     }
 }
 

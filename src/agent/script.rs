@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use super::graph::Observer;
 use super::llm::{ChatRequest, Usage};
+use super::planner::KeyInformation;
 use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution};
 
 /// Scripted effects: answers in order, executions by a closure.
@@ -15,6 +16,8 @@ pub struct Script {
     pub executed: Vec<String>,
     pub nodes: Vec<&'static str>,
     pub events: Vec<AgentEvent>,
+    /// The names each `describe` call asked about.
+    pub described: Vec<Vec<String>>,
     pub run: fn(&str) -> Execution,
 }
 
@@ -26,6 +29,7 @@ impl Script {
             executed: Vec::new(),
             nodes: Vec::new(),
             events: Vec::new(),
+            described: Vec::new(),
             run,
         }
     }
@@ -62,6 +66,18 @@ impl Effects for Script {
 
     async fn namespace(&mut self) -> String {
         "x: int = 1".into()
+    }
+
+    /// `x` when no names are given, as if the request named it.
+    async fn describe(&mut self, _request: &str, names: &[String]) -> Vec<KeyInformation> {
+        self.described.push(names.to_vec());
+        if names.is_empty() {
+            return vec![("x".into(), "x: int = 1".into())];
+        }
+        names
+            .iter()
+            .map(|name| (name.clone(), format!("{name}: list of 3")))
+            .collect()
     }
 
     fn emit(&mut self, event: AgentEvent) {

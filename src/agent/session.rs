@@ -23,6 +23,7 @@ use super::llm::{ChatMessage, ChatRequest, LlmError, Usage};
 use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
 use super::options::{self, AgentCell, AskOptions, DrawnGraph, GraphKind, UsageError};
+use super::planner::{self, KeyInformation, planner_graph};
 use super::ports::{Ports, PythonFailure};
 use super::provider::Provider;
 use super::rlm::{self, Search, rlm_graph};
@@ -225,6 +226,13 @@ impl AgentSession {
         let settings =
             Settings::now(defaults).map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
         let options = settings.options_for(&cell_options);
+        if cell_options.informer && options.graph != Some(GraphKind::Planner) {
+            let usage = UsageError(
+                "--informer goes with --graph planner".into(),
+                options::USAGE,
+            );
+            return Err(usage.into());
+        }
         let provider = tokio::select! {
             provider = self.provider(&settings, &options, ports) => provider?,
             () = ports.cancelled() => return Err(Failure::interrupted()),
@@ -237,6 +245,7 @@ impl AgentSession {
             (Job::Ask { .. }, GraphKind::Default) => DEFAULT_MAX_TURNS,
             // For the analyst graph a turn is an attempt at the code.
             (Job::Ask { .. }, GraphKind::Analyst) => analyst::MAX_ATTEMPTS,
+            (Job::Ask { .. }, GraphKind::Planner) => planner::DEFAULT_MAX_TURNS,
         });
         let mut state = match &job {
             Job::Ask { prompt } => {
@@ -292,6 +301,9 @@ impl AgentSession {
             }
             (Job::Ask { .. }, GraphKind::Analyst) => {
                 analyst_graph::<RunEffects<P>>(node_settings, max_turns)
+            }
+            (Job::Ask { .. }, GraphKind::Planner) => {
+                planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
             }
         };
         let result = tokio::select! {
@@ -532,6 +544,11 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
             "analyst",
             analyst_graph::<RunEffects<P>>(settings, turns).mermaid(),
         ),
+        // Drawn with the informer, so every node shows.
+        DrawnGraph::Ask(GraphKind::Planner) => (
+            "planner",
+            planner_graph::<RunEffects<P>>(settings, turns, true).mermaid(),
+        ),
         DrawnGraph::Search => {
             let search = Search {
                 query: String::new(),
@@ -746,6 +763,17 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             Err(e) => {
                 tracing::warn!("%%ask: no namespace summary: {e}");
                 String::new()
+            }
+        }
+    }
+
+    async fn describe(&mut self, request: &str, names: &[String]) -> Vec<KeyInformation> {
+        let args = json!({ "request": request, "names": names });
+        match self.ports.python("describe", args).await {
+            Ok(reply) => serde_json::from_value(reply["described"].clone()).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!("%%ask: the informer found nothing: {e}");
+                Vec::new()
             }
         }
     }

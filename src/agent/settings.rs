@@ -5,12 +5,12 @@
 //! (see [`crate::agent::config_file`]), the kernel's environment, and last
 //! the embedded local model.
 
-use super::analyst;
 use super::config::{self, Choice};
 use super::config_file::{self, ConfigFile, ConfigFileError};
 use super::llm::http::WireFormat;
 use super::options::{AskOptions, ConfigChange, GraphKind};
 use super::session::DEFAULT_MAX_TURNS;
+use super::{analyst, planner};
 
 /// Every source of settings, read once for a run.
 pub(super) struct Settings {
@@ -124,6 +124,7 @@ pub(super) fn overview(settings: &Settings) -> String {
         || match graph {
             GraphKind::Default => format!("{DEFAULT_MAX_TURNS}"),
             GraphKind::Analyst => format!("{} attempts", analyst::MAX_ATTEMPTS),
+            GraphKind::Planner => format!("{} steps", planner::DEFAULT_MAX_TURNS),
         },
         |n| n.to_string(),
     );
@@ -141,8 +142,11 @@ pub(super) fn overview(settings: &Settings) -> String {
         ),
         (
             "graph",
-            graph.name().to_owned(),
-            settings.source(|o| o.graph.is_some(), None),
+            match (graph, options.informer) {
+                (GraphKind::Planner, true) => "planner, with the informer".to_owned(),
+                (graph, _) => graph.name().to_owned(),
+            },
+            settings.source(|o| o.graph.is_some() || o.informer, None),
         ),
         (
             "max turns",

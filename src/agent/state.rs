@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::analyst::Plan;
 use super::extract::CodeBlock;
 use super::llm::{ChatMessage, Usage};
+use super::planner::{Action, KeyInformation};
 use super::reflect::Verdict;
 
 /// One executed code block, as the model will be told about it.
@@ -69,6 +70,11 @@ pub struct AgentState {
     pub plan: Option<Plan>,
     /// The analyst graph's failed attempts at the code, in order.
     pub failed_attempts: Vec<Execution>,
+    /// The planner graph's next action, not yet taken.
+    #[serde(skip)]
+    pub action: Option<Action>,
+    /// What the planner graph's informer found, by variable.
+    pub key_information: Vec<KeyInformation>,
     pub usage: Usage,
     pub outcome: Option<Outcome>,
 }
@@ -100,6 +106,8 @@ impl AgentState {
             verdict: None,
             plan: None,
             failed_attempts: Vec::new(),
+            action: None,
+            key_information: Vec::new(),
             usage: Usage::default(),
             outcome: None,
         }

@@ -409,13 +409,13 @@ def _speed_up_introspection():
 _ASK_HELP = """see the README's %%ask section.
 
     %%ask [--model MODEL] [--provider anthropic|openai|claude] [--max-turns N]
-          [--graph default|analyst] [--no-exec] [--confirm] [--new]
+          [--graph default|analyst|planner] [--informer] [--no-exec] [--confirm] [--new]
           [--allow shell,files,network,install] [--trace]
     <your request>
 
-    %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--allow KINDS] | --reset
+    %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--informer] [--allow KINDS] | --reset
 
-    %ask_graph [default|analyst|rlm]
+    %ask_graph [default|analyst|planner|rlm]
 """
 
 

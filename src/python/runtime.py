@@ -491,6 +491,21 @@ class AskAnswer(str):
         return text
 
 
+# How many variables the informer describes at most, and how many of the
+# newest tables and arrays when the request names none.
+INFORMER_MAX_VARIABLES = 6
+INFORMER_DEFAULT_VARIABLES = 3
+
+
+def _is_user_variable(namespace, name):
+    """Whether ``name`` is a variable of the user's worth describing (not a
+    private name, module, function or class)."""
+    if name.startswith("_") or name not in namespace or name in ("In", "Out", "exit", "quit", "get_ipython"):
+        return False
+    value = namespace[name]
+    return not isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType))
+
+
 class AgentScope:
     """What an agent run may do in Python. The kernel's agent calls these
     methods on the thread that asked for the run (JSON text in and out)."""
@@ -510,6 +525,22 @@ class AgentScope:
 
     def namespace_summary(self, args):
         return dumps({"summary": namespace_summary(self.namespace)})
+
+    def describe(self, args):
+        """The informer's findings: each variable asked about (or, with no
+        names, each the request mentions; failing that, the newest tables
+        and arrays), described in detail."""
+        request = json.loads(args)
+        names = [name for name in request.get("names") or () if _is_user_variable(self.namespace, name)]
+        if not request.get("names"):
+            mentioned = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", request.get("request", ""))
+            names = [name for name in dict.fromkeys(mentioned) if _is_user_variable(self.namespace, name)]
+            if not names:
+                data = [name for name in self.namespace if _is_user_variable(self.namespace, name) and hasattr(self.namespace[name], "shape")]
+                names = data[-INFORMER_DEFAULT_VARIABLES:]
+        describe = sys.modules["mahtab.tools"].describe
+        described = [[name, describe(self.namespace[name], name)] for name in names[:INFORMER_MAX_VARIABLES]]
+        return dumps({"described": described})
 
     def recent_cells(self, args):
         return dumps({"cells": self.runtime.take_recent_cells()})
@@ -732,6 +763,7 @@ class BaseRuntime:
         new=False,
         allow=None,
         trace=False,
+        informer=False,
     ):
         """Asks the agent, as an ``%%ask`` cell does, from Python code: the run
         streams into the running cell, its code runs in this namespace, and
@@ -749,6 +781,7 @@ class BaseRuntime:
             "new": new,
             "allow": allow,
             "trace": trace,
+            "informer": informer,
         }
         request = {"kind": "ask", "prompt": str(prompt), "options": options}
         result = self._agent_request(request)

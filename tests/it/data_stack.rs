@@ -72,3 +72,38 @@ fn last_system_prompt(llm: &FakeLlm) -> String {
         .unwrap()
         .to_owned()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_informer_tells_the_planner_a_tables_columns_missing_values_and_rows() {
+    let llm = FakeLlm::start(vec![Reply::Answer(
+        "Final Answer: one price is missing.".into(),
+    )])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum'], 'price': [1.5, None, 0.5]})")
+        .await;
+    assert_eq!(
+        reply.content["status"], "ok",
+        "pandas is missing: {}",
+        reply.content
+    );
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph planner --informer\nwhich sales rows lack a price?")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let informed = panel_texts(&iopub, "key_information");
+    assert_eq!(informed.len(), 1, "{informed:?}");
+    let found = &informed[0];
+    for part in [
+        "sales: DataFrame, 3 rows x 2 columns",
+        "price  float64  1 missing",
+        "first rows:",
+        "pear",
+    ] {
+        assert!(found.contains(part), "{part:?} missing from\n{found}");
+    }
+    let requests = llm.requests.lock().unwrap();
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("price  float64  1 missing"), "{system}");
+}

@@ -10,6 +10,7 @@ mod install;
 mod interrupt;
 mod lifecycle;
 mod malformed;
+mod planner;
 mod providers;
 mod requests;
 mod rlm;

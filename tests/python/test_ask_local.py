@@ -238,6 +238,26 @@ def test_the_local_models_code_calls_a_tool(local_kernel) -> None:
         assert any("143: ERROR disk full" in text for text in outputs), tried
 
 
+# Each graph %%ask offers, as the magic line names it.
+GRAPHS = ("default", "analyst", "planner --informer")
+
+
+def test_every_graph_runs_end_to_end_with_the_local_model(local_kernel) -> None:
+    # Plumbing, not quality: whatever the model answers, each graph's run
+    # ends with its summary, its panels in pairs, and the kernel usable.
+    local_kernel.execute("prices = [3, 1, 2]").assert_ok()
+    for graph in GRAPHS:
+        ask = local_kernel.execute(
+            f"%%ask --graph {graph} --max-turns 2 --new\nWhat is the sum of prices?",
+            timeout=ASK_TIMEOUT,
+        )
+        check_ask_cell(local_kernel, ask)
+        if "--informer" in graph:
+            found = [p["data"]["text/plain"] for p in panels(ask, "key_information")]
+            assert found and "list, 3 items of int" in found[0], ask.describe()
+    assert local_kernel.execute("1 + 1").assert_ok().result()["text/plain"] == "2"
+
+
 def test_interrupting_the_local_model_stops_the_cell_and_the_kernel_lives_on(local_kernel) -> None:
     msg_id = local_kernel.kc.execute("%%ask\nWrite a very long essay about the history of the Python language.")
     local_kernel.wait_for(

@@ -30,6 +30,38 @@ LOG = "\n".join(
 )
 
 
+def test_describe_gives_a_tables_columns_missing_values_and_rows(tools):
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({"fruit": ["apple", "pear", None], "price": [1.5, np.nan, 0.5]})
+    text = tools.describe(frame, "sales")
+    assert text.startswith("sales: DataFrame, 3 rows x 2 columns, "), text
+    assert re.search(r"^  fruit  \S+  1 missing$", text, re.M), text
+    assert "  price  float64  1 missing" in text
+    assert text.split("first rows:\n")[1].splitlines()[1].split()[:2] == ["0", "apple"], text
+    wide = pd.DataFrame({f"c{i}": [i] for i in range(tools.DESCRIBE_COLUMNS + 5)})
+    assert "... and 5 more columns" in tools.describe(wide)
+
+    array = tools.describe(np.array([1.0, np.nan, 4.0]))
+    assert array.startswith("ndarray, shape (3,), dtype float64, 1 missing, min 1.0, max 4.0"), array
+    series = tools.describe(pd.Series([3, 1, 2]))
+    assert series.startswith("Series, shape (3,), dtype int64, min 1, max 3"), series
+
+
+def test_describe_gives_collections_and_text_their_size_and_first_items(tools):
+    assert tools.describe([1, "x", 2]) == "list, 3 items of int, str\n[1, 'x', 2]"
+    assert tools.describe({"a": 1}, "d") == "d: dict, 1 keys: 'a'\n{'a': 1}"
+    assert tools.describe("one\ntwo").startswith("str, 7 characters, 2 lines; it begins:\none\ntwo")
+    assert len(tools.describe("x" * 100_000)) < tools.DESCRIBE_CHARS + 20
+
+    class Broken:
+        def __repr__(self):
+            raise RuntimeError("no repr")
+
+    assert tools.describe(Broken()) == "Broken: <unrepresentable>"
+
+
 def test_peek_shows_the_start_and_says_how_much_more(tools):
     assert tools.peek("short") == "short"
     shown = tools.peek("x" * 5000, 100)
