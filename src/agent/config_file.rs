@@ -5,7 +5,7 @@
 //! provider = "openai"        # anthropic | openai | claude
 //! model = "qwen2.5-coder"
 //! max_turns = 4
-//! graph = "planner"          # default | analyst | planner
+//! graph = "planner"          # default | analyst | planner | triage
 //! informer = true            # the planner graph describes the variables first
 //! local_model = true         # start the embedded model when nothing else is set
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)

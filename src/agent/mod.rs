@@ -33,6 +33,7 @@ pub mod session;
 mod settings;
 pub mod state;
 pub mod stream;
+pub mod triage;
 
 use std::future::Future;
 
@@ -77,6 +78,10 @@ pub enum AgentEvent {
     },
     /// The planner graph's informer described these variables.
     Informed(Vec<planner::KeyInformation>),
+    /// A line on what the run is doing (a triage decision, a repair).
+    Status(String),
+    /// An answer given without a model call.
+    Answer(String),
 }
 
 /// A model's complete answer to one call.
@@ -111,6 +116,19 @@ pub trait Effects: graph::Observer + Send {
         request: &str,
         names: &[String],
     ) -> impl Future<Output = Vec<planner::KeyInformation>> + Send;
+
+    /// Reports progress to the user.
+    /// What the triage's pre-plan looks at: the user's variables and last
+    /// error.
+    fn triage_context(&mut self) -> impl Future<Output = triage::Context> + Send;
+
+    /// A fix for `code`, which failed with `error`, made without the model,
+    /// if a known repair applies.
+    fn repair(
+        &mut self,
+        code: &str,
+        error: &str,
+    ) -> impl Future<Output = Option<triage::Repair>> + Send;
 
     /// Reports progress to the user.
     fn emit(&mut self, event: AgentEvent);

@@ -13,16 +13,19 @@ pub enum GraphKind {
     Analyst,
     /// planner -> tool -> planner, one action per step, until it finishes.
     Planner,
+    /// pre-plan -> classify -> plan, hands the work on, reviews it.
+    Triage,
 }
 
 impl GraphKind {
-    pub const NAMES: &str = "default, analyst, planner";
+    pub const NAMES: &str = "default, analyst, planner, triage";
 
     pub fn name(self) -> &'static str {
         match self {
             GraphKind::Default => "default",
             GraphKind::Analyst => "analyst",
             GraphKind::Planner => "planner",
+            GraphKind::Triage => "triage",
         }
     }
 }
@@ -35,6 +38,7 @@ impl std::str::FromStr for GraphKind {
             "default" => Ok(GraphKind::Default),
             "analyst" => Ok(GraphKind::Analyst),
             "planner" => Ok(GraphKind::Planner),
+            "triage" => Ok(GraphKind::Triage),
             other => Err(UsageError::ask(format!(
                 "unknown graph {other:?}; available: {}",
                 Self::NAMES
@@ -211,13 +215,18 @@ pub const GRAPHS: &[(&str, &str)] = &[
          --informer describes the variables first",
     ),
     (
+        "triage",
+        "decides who does the work (patterns, a quick classification, a plan), hands it to \
+         another graph or a tool, repairs and reviews; plans again until the request is met",
+    ),
+    (
         "rlm",
         "the search rlm() runs: explores a value with code until FINAL(answer)",
     ),
 ];
 
 pub const GRAPH_USAGE: &str =
-    "usage: %ask_graph [default|analyst|planner|rlm]\n(with no name: list the graphs)";
+    "usage: %ask_graph [default|analyst|planner|triage|rlm]\n(with no name: list the graphs)";
 
 /// What an `%ask_config` line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,13 +240,13 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst|planner] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
+[--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
 graph=None, informer=False, no_exec=False, confirm=False, new=False, allow=None, trace=False)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst|planner] [--informer] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
+[--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,6 +10,8 @@ const EXPLAIN: &str = include_str!("../../prompts/explain.md");
 const TOOLBOX: &str = include_str!("../../prompts/toolbox.md");
 const RLM: &str = include_str!("../../prompts/rlm.md");
 const PLANNER: &str = include_str!("../../prompts/planner.md");
+const TRIAGE_CLASSIFY: &str = include_str!("../../prompts/triage_classify.md");
+const TRIAGE_PLAN: &str = include_str!("../../prompts/triage_plan.md");
 
 /// A skill the model may load with `skill(name)`: its name and description.
 pub type Skill = (String, String);
@@ -107,6 +109,27 @@ missing values, first rows). The input is their names.\n";
         .replace("{key_information}", &found);
     with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
 }
+
+/// The triage graph's quick classification: which agent, how sure.
+pub fn triage_classify(request: &str, agents: &str) -> String {
+    TRIAGE_CLASSIFY
+        .replace("{agents}", agents)
+        .replace("{request}", request)
+}
+
+/// The triage graph's full plan: an agent, a tool or a reply.
+pub fn triage_plan(
+    namespace: &str,
+    recent_cells: &[String],
+    skills: &[Skill],
+    agents: &str,
+) -> String {
+    let template = TRIAGE_PLAN.replace("{agents}", agents);
+    with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
+}
+
+/// Asks for a verdict on work that ended with the assistant's answer.
+pub const REVIEW_NOW: &str = "Judge whether the work above meets my request.";
 
 /// An action's result, as the planner graph tells the model.
 pub fn observation(report: &str) -> String {

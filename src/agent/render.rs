@@ -85,6 +85,8 @@ pub fn event(event: &AgentEvent) -> Shown {
             let (plain, markdown) = failed_attempts(failed);
             panel(plain, markdown, json!({ "kind": "gave_up" }))
         }
+        AgentEvent::Status(line) => stream(&format!("{line}\n")),
+        AgentEvent::Answer(text) => stream(&format!("{}\n", text.trim_end())),
         AgentEvent::Informed(found) => {
             let names: Vec<_> = found.iter().map(|(name, _)| name.as_str()).collect();
             let text = match found.len() {

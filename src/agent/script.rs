@@ -7,10 +7,13 @@ use std::collections::VecDeque;
 use super::graph::Observer;
 use super::llm::{ChatRequest, Usage};
 use super::planner::KeyInformation;
+use super::triage::{Context, Repair};
 use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution};
 
 /// Scripted effects: answers in order, executions by a closure.
 pub struct Script {
+    /// What `triage_context` reports as the user's last error.
+    pub last_error: Option<String>,
     pub answers: VecDeque<&'static str>,
     pub requests: Vec<ChatRequest>,
     pub executed: Vec<String>,
@@ -24,6 +27,7 @@ pub struct Script {
 impl Script {
     pub fn new(answers: &[&'static str], run: fn(&str) -> Execution) -> Self {
         Self {
+            last_error: None,
             answers: answers.iter().copied().collect(),
             requests: Vec::new(),
             executed: Vec::new(),
@@ -78,6 +82,22 @@ impl Effects for Script {
             .iter()
             .map(|name| (name.clone(), format!("{name}: list of 3")))
             .collect()
+    }
+
+    /// `x` and `prices` exist.
+    async fn triage_context(&mut self) -> Context {
+        Context {
+            variables: vec!["x".into(), "prices".into()],
+            last_error: self.last_error.clone(),
+        }
+    }
+
+    /// Knows one repair: the missing import of numpy as np.
+    async fn repair(&mut self, code: &str, error: &str) -> Option<Repair> {
+        error.contains("name 'np' is not defined").then(|| Repair {
+            code: format!("import numpy as np\n{code}"),
+            change: "added import numpy as np".into(),
+        })
     }
 
     fn emit(&mut self, event: AgentEvent) {

@@ -29,6 +29,7 @@ use super::provider::Provider;
 use super::rlm::{self, Search, rlm_graph};
 use super::settings::{self, Settings};
 use super::stream::ShownText;
+use super::triage::{self, triage_graph};
 use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, render};
 
 /// Default turn limit of a run.
@@ -246,6 +247,8 @@ impl AgentSession {
             // For the analyst graph a turn is an attempt at the code.
             (Job::Ask { .. }, GraphKind::Analyst) => analyst::MAX_ATTEMPTS,
             (Job::Ask { .. }, GraphKind::Planner) => planner::DEFAULT_MAX_TURNS,
+            // For the triage graph a turn is a review.
+            (Job::Ask { .. }, GraphKind::Triage) => triage::DEFAULT_MAX_REVIEWS,
         });
         let mut state = match &job {
             Job::Ask { prompt } => {
@@ -289,7 +292,7 @@ impl AgentSession {
             confirm: cell_options.confirm,
             allow: options.allow.clone().unwrap_or_default(),
             trace: Vec::new(),
-            node_started: None,
+            started: Vec::new(),
         };
         let searching = matches!(job, Job::Search(_));
         let graph = match (job, kind) {
@@ -304,6 +307,9 @@ impl AgentSession {
             }
             (Job::Ask { .. }, GraphKind::Planner) => {
                 planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
+            }
+            (Job::Ask { .. }, GraphKind::Triage) => {
+                triage_graph::<RunEffects<P>>(node_settings, max_turns)
             }
         };
         let result = tokio::select! {
@@ -549,6 +555,10 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
             "planner",
             planner_graph::<RunEffects<P>>(settings, turns, true).mermaid(),
         ),
+        DrawnGraph::Ask(GraphKind::Triage) => (
+            "triage",
+            triage_graph::<RunEffects<P>>(settings, turns).mermaid(),
+        ),
         DrawnGraph::Search => {
             let search = Search {
                 query: String::new(),
@@ -638,8 +648,9 @@ struct RunEffects<'a, P> {
     allow: Vec<String>,
     /// The nodes visited so far, each with its time.
     trace: Vec<render::TraceStep>,
-    /// When the node running now started.
-    node_started: Option<Instant>,
+    /// When the nodes running now started, outermost first (a triage node
+    /// runs another graph's nodes inside it).
+    started: Vec<Instant>,
 }
 
 impl<P: Ports> RunEffects<'_, P> {
@@ -665,16 +676,12 @@ impl<P: Ports> RunEffects<'_, P> {
 impl<P: Ports> Observer for RunEffects<'_, P> {
     fn node_started(&mut self, node: &'static str) {
         tracing::debug!("%%ask: {node} started");
-        self.node_started = Some(Instant::now());
+        self.started.push(Instant::now());
     }
 
     fn node_finished(&mut self, node: &'static str) {
         tracing::debug!("%%ask: {node} finished");
-        let took = self
-            .node_started
-            .take()
-            .map(|t| t.elapsed())
-            .unwrap_or_default();
+        let took = self.started.pop().map(|t| t.elapsed()).unwrap_or_default();
         self.trace.push(render::TraceStep { node, took });
     }
 }
@@ -774,6 +781,27 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             Err(e) => {
                 tracing::warn!("%%ask: the informer found nothing: {e}");
                 Vec::new()
+            }
+        }
+    }
+
+    async fn triage_context(&mut self) -> triage::Context {
+        match self.ports.python("triage_context", json!({})).await {
+            Ok(reply) => serde_json::from_value(reply).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!("%%ask: no context for the triage: {e}");
+                triage::Context::default()
+            }
+        }
+    }
+
+    async fn repair(&mut self, code: &str, error: &str) -> Option<triage::Repair> {
+        let args = json!({ "code": code, "error": error });
+        match self.ports.python("repair", args).await {
+            Ok(reply) => serde_json::from_value(reply["repair"].clone()).ok(),
+            Err(e) => {
+                tracing::warn!("%%ask: no repair: {e}");
+                None
             }
         }
     }

@@ -10,7 +10,7 @@ use super::config_file::{self, ConfigFile, ConfigFileError};
 use super::llm::http::WireFormat;
 use super::options::{AskOptions, ConfigChange, GraphKind};
 use super::session::DEFAULT_MAX_TURNS;
-use super::{analyst, planner};
+use super::{analyst, planner, triage};
 
 /// Every source of settings, read once for a run.
 pub(super) struct Settings {
@@ -125,6 +125,7 @@ pub(super) fn overview(settings: &Settings) -> String {
             GraphKind::Default => format!("{DEFAULT_MAX_TURNS}"),
             GraphKind::Analyst => format!("{} attempts", analyst::MAX_ATTEMPTS),
             GraphKind::Planner => format!("{} steps", planner::DEFAULT_MAX_TURNS),
+            GraphKind::Triage => format!("{} reviews", triage::DEFAULT_MAX_REVIEWS),
         },
         |n| n.to_string(),
     );

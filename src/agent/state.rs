@@ -7,6 +7,7 @@ use super::extract::CodeBlock;
 use super::llm::{ChatMessage, Usage};
 use super::planner::{Action, KeyInformation};
 use super::reflect::Verdict;
+use super::triage::Triage;
 
 /// One executed code block, as the model will be told about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -75,6 +76,9 @@ pub struct AgentState {
     pub action: Option<Action>,
     /// What the planner graph's informer found, by variable.
     pub key_information: Vec<KeyInformation>,
+    /// The triage graph's decisions and reviews.
+    #[serde(skip)]
+    pub triage: Triage,
     pub usage: Usage,
     pub outcome: Option<Outcome>,
 }
@@ -108,6 +112,7 @@ impl AgentState {
             failed_attempts: Vec::new(),
             action: None,
             key_information: Vec::new(),
+            triage: Triage::default(),
             usage: Usage::default(),
             outcome: None,
         }

@@ -409,13 +409,13 @@ def _speed_up_introspection():
 _ASK_HELP = """see the README's %%ask section.
 
     %%ask [--model MODEL] [--provider anthropic|openai|claude] [--max-turns N]
-          [--graph default|analyst|planner] [--informer] [--no-exec] [--confirm] [--new]
+          [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--confirm] [--new]
           [--allow shell,files,network,install] [--trace]
     <your request>
 
     %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--informer] [--allow KINDS] | --reset
 
-    %ask_graph [default|analyst|planner|rlm]
+    %ask_graph [default|analyst|planner|triage|rlm]
 """
 
 
@@ -511,7 +511,6 @@ class IPythonRuntime(BaseRuntime):
         # on; the kernel owns the count, so set it before every cell.
         shell.execution_count = execution_count if store_history else execution_count + 1
         result = shell.run_cell(code, store_history=store_history, silent=silent)
-        self.note_cell(code, store_history)
         if result.success and shell.displayhook_error is None:
             reply = {"status": "ok", "user_expressions": shell.user_expressions(json.loads(user_expressions_json))}
         elif result.success:
@@ -528,6 +527,7 @@ class IPythonRuntime(BaseRuntime):
             if shell.last_error is None:
                 # Errors IPython does not show itself (rare) still reach the client once.
                 self.publish("error", {k: reply[k] for k in ("ename", "evalue", "traceback")})
+        self.note_cell(code, store_history, reply)
         reply["payload"] = shell.payload_manager.read_payload()
         shell.payload_manager.clear_payload()
         return dumps(reply)

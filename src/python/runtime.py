@@ -22,6 +22,7 @@ import builtins
 import codeop
 import collections
 import contextvars
+import difflib
 import fnmatch
 import functools
 import getpass
@@ -542,6 +543,14 @@ class AgentScope:
         described = [[name, describe(self.namespace[name], name)] for name in names[:INFORMER_MAX_VARIABLES]]
         return dumps({"described": described})
 
+    def triage_context(self, args):
+        names = [name for name in self.namespace if _is_user_variable(self.namespace, name)]
+        return dumps({"variables": names, "last_error": self.runtime.last_failure})
+
+    def repair(self, args):
+        request = json.loads(args)
+        return dumps({"repair": repair(request.get("code", ""), request.get("error", ""), self.namespace)})
+
     def recent_cells(self, args):
         return dumps({"cells": self.runtime.take_recent_cells()})
 
@@ -560,6 +569,59 @@ class AgentScope:
     def input(self, args):
         request = json.loads(args)
         return dumps({"value": self.runtime.bridge.input(str(request.get("prompt", "")), bool(request.get("password")))})
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# The names modules are usually imported under.
+MODULE_ALIASES = {
+    "np": "numpy",
+    "pd": "pandas",
+    "plt": "matplotlib.pyplot",
+    "mpl": "matplotlib",
+    "sns": "seaborn",
+    "sp": "scipy",
+    "nx": "networkx",
+    "px": "plotly.express",
+    "go": "plotly.graph_objects",
+}
+
+
+def repair(code, error, namespace):
+    """A fix for agent code that failed in a way known to need no model: a
+    module the session already uses, not imported under the name the code
+    uses; a column name misspelt with a single close match among the
+    DataFrames' columns. ``{"code", "change"}``, or None."""
+    missing = re.search(r"NameError: name '(\w+)' is not defined", error)
+    if missing:
+        name = missing.group(1)
+        module = MODULE_ALIASES.get(name, name)
+        # Only what is loaded already: importing it again costs nothing.
+        if module in sys.modules and name not in namespace:
+            statement = "import %s" % module if module == name else "import %s as %s" % (module, name)
+            return {"code": "%s\n%s" % (statement, code), "change": "added `%s`" % statement}
+        return None
+    wrong = re.search(r"KeyError: ['\"]([^'\"]+)['\"]", error) or re.search(
+        r"AttributeError: '\w+' object has no attribute '(\w+)'", error
+    )
+    if not wrong:
+        return None
+    name = wrong.group(1)
+    columns = {str(column) for value in list(namespace.values()) if _is_frame(value) for column in value.columns}
+    close = difflib.get_close_matches(name, sorted(columns), n=2, cutoff=0.75)
+    if len(close) != 1:
+        return None
+    right = close[0]
+    fixed = re.sub(r"(['\"])%s\1" % re.escape(name), lambda m: m.group(1) + right + m.group(1), code)
+    if wrong.re.pattern.startswith("AttributeError") and right.isidentifier():
+        fixed = re.sub(r"\.%s\b" % re.escape(name), "." + right, fixed)
+    if fixed == code:
+        return None
+    return {"code": fixed, "change": "column %r is %r" % (name, right)}
+
+
+def _is_frame(value):
+    return hasattr(value, "columns") and hasattr(value, "dtypes") and not isinstance(value, type)
 
 
 def interpolate(prompt, namespace):
@@ -710,6 +772,8 @@ class BaseRuntime:
         if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         self._recent_cells = collections.deque(maxlen=RECENT_CELLS)
+        # The user's last failed cell, for "explain the last error".
+        self.last_failure = None
         self._agent_runs = 0  # agent runs under way on this thread, nested
         # ask() and rlm() are at hand in every cell, like display(), and importable.
         builtins.ask = self.ask
@@ -841,10 +905,14 @@ class BaseRuntime:
             raise _AGENT_ERRORS.get(error["ename"], AskError)(error["evalue"]) from None
         return result
 
-    def note_cell(self, code, store_history):
-        """Remembers a cell the user ran, for the agent's next request."""
+    def note_cell(self, code, store_history, reply=None):
+        """Remembers a cell the user ran, and whether it failed, for the
+        agent's next request."""
         if store_history and not is_agent_cell(code):
             self._recent_cells.append(code[:RECENT_CELL_CHARS])
+            if reply is not None and reply.get("status") == "error":
+                traceback_text = _ANSI.sub("", "\n".join(reply.get("traceback") or ()))
+                self.last_failure = "%s\n\n%s" % (code[:RECENT_CELL_CHARS], clip_middle(traceback_text, 4000))
 
     def take_recent_cells(self):
         """The cells run since the last request (and forgets them)."""
@@ -1101,7 +1169,7 @@ class Runtime(BaseRuntime):
             reply["user_expressions"] = self._user_expressions(json.loads(user_expressions_json))
         if store_history:
             self.history.append((execution_count, code, self._last_output))
-        self.note_cell(code, store_history)
+        self.note_cell(code, store_history, reply)
         reply["payload"] = self.payloads
         return dumps(reply)
 

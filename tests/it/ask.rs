@@ -809,7 +809,7 @@ async fn ask_graph_draws_each_graph_and_lists_them() {
     let (reply, iopub) = kernel.execute("%ask_graph").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let listed = stream_text(&iopub, "stdout");
-    for name in ["default", "analyst", "planner", "rlm"] {
+    for name in ["default", "analyst", "planner", "triage", "rlm"] {
         assert!(listed.contains(&format!("  {name} ")), "{listed}");
     }
 

@@ -107,3 +107,43 @@ async fn the_informer_tells_the_planner_a_tables_columns_missing_values_and_rows
     let system = requests[0]["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("price  float64  1 missing"), "{system}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_triage_repairs_a_misspelt_column_without_asking_the_model() {
+    let llm = FakeLlm::start(
+        [
+            r#"{"agent": "planner", "confidence": 0.2}"#,
+            r#"{"action": "delegate", "agent": "planner", "task": "sum the prices"}"#,
+            "Action: python\nAction Input: print(sales['prcie'].sum())",
+            "Final Answer: the column name was wrong.",
+            DONE,
+        ]
+        .into_iter()
+        .map(|text| Reply::Answer(text.into()))
+        .collect(),
+    )
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear'], 'price': [1.5, 2.0]})")
+        .await;
+    assert_eq!(
+        reply.content["status"], "ok",
+        "pandas is missing: {}",
+        reply.content
+    );
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage\nwhat do the sales add up to?")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let code = panel_texts(&iopub, "code");
+    assert_eq!(
+        code.last().map(String::as_str),
+        Some("[code, turn 2]\nprint(sales['price'].sum())"),
+        "{code:?}"
+    );
+    assert_eq!(panel_texts(&iopub, "output"), ["[output]\n3.5"]);
+    let requests = llm.requests.lock().unwrap().len();
+    assert_eq!(requests, 5, "the repair asked no model");
+    assert!(llm.last_prompt().contains("column 'prcie' is 'price'"));
+}

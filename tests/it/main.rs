@@ -16,3 +16,4 @@ mod requests;
 mod rlm;
 mod support;
 mod tools;
+mod triage;

@@ -238,8 +238,14 @@ def test_the_local_models_code_calls_a_tool(local_kernel) -> None:
         assert any("143: ERROR disk full" in text for text in outputs), tried
 
 
-# Each graph %%ask offers, as the magic line names it.
-GRAPHS = ("default", "analyst", "planner --informer")
+# Each graph %%ask offers, as the magic line runs it here: two turns each
+# (for the triage, one review of whatever agent it hands the work to).
+GRAPHS = (
+    "--graph default --max-turns 2",
+    "--graph analyst --max-turns 2",
+    "--graph planner --informer --max-turns 2",
+    "--graph triage --max-turns 1",
+)
 
 
 def test_every_graph_runs_end_to_end_with_the_local_model(local_kernel) -> None:
@@ -248,7 +254,7 @@ def test_every_graph_runs_end_to_end_with_the_local_model(local_kernel) -> None:
     local_kernel.execute("prices = [3, 1, 2]").assert_ok()
     for graph in GRAPHS:
         ask = local_kernel.execute(
-            f"%%ask --graph {graph} --max-turns 2 --new\nWhat is the sum of prices?",
+            f"%%ask {graph} --new\nWhat is the sum of prices?",
             timeout=ASK_TIMEOUT,
         )
         check_ask_cell(local_kernel, ask)

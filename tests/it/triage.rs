@@ -1,0 +1,203 @@
+//! `%%ask --graph triage` through the real kernel, against a scripted model
+//! over real HTTP: the pattern fast path, a greeting, the last error, a
+//! confident classification, a plan, a review loop with a local repair,
+//! pruning to the context window, and the drawing.
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{Kernel, panel_texts, result_text, stream_text};
+
+const DONE: &str = r#"{"is_complete": true, "reasoning": "met", "next_action": ""}"#;
+const NOT_DONE: &str =
+    r#"{"is_complete": false, "reasoning": "the total is missing", "next_action": "add them up"}"#;
+const UNSURE: &str = r#"{"agent": "planner", "confidence": 0.3}"#;
+
+fn answers(texts: &[&str]) -> Vec<Reply> {
+    texts.iter().map(|t| Reply::Answer((*t).into())).collect()
+}
+
+fn request_count(llm: &FakeLlm) -> usize {
+    llm.requests.lock().unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_requests_take_the_fast_path_and_greetings_need_no_model() {
+    let llm = FakeLlm::start(answers(&[DONE])).await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage\ndescribe prices")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let streamed = stream_text(&iopub, "stdout");
+    assert!(
+        streamed.starts_with("triage: runs print(describe(prices)) (no model call)\n"),
+        "{streamed}"
+    );
+    assert_eq!(
+        panel_texts(&iopub, "code"),
+        ["[code, turn 0]\nprint(describe(prices))"]
+    );
+    assert_eq!(
+        panel_texts(&iopub, "output"),
+        ["[output]\nlist, 3 items of int\n[1, 2, 3]"]
+    );
+    // Only the review asked the model, and it saw the tool's output.
+    assert_eq!(request_count(&llm), 1);
+    assert!(llm.last_prompt().contains("3 items of int"));
+    assert!(panel_texts(&iopub, "summary")[0].starts_with("done · "));
+
+    let (reply, iopub) = kernel.execute("%%ask --graph triage\nThanks!").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(stream_text(&iopub, "stdout").contains("You're welcome.\n"));
+    assert_eq!(request_count(&llm), 1, "a greeting asks no model");
+    assert!(panel_texts(&iopub, "summary")[0].starts_with("answered · "));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explaining_the_last_error_hands_its_traceback_to_an_agent() {
+    let llm = FakeLlm::start(answers(&[
+        "Your last cell divided by zero; check the divisor first.",
+        DONE,
+    ]))
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("count = 0\nratio = 10 / count").await;
+    assert_eq!(reply.content["status"], "error");
+    kernel
+        .execute("print('an unrelated cell that works')")
+        .await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage\nWhy did that fail?")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(
+        stream_text(&iopub, "stdout")
+            .contains("triage: the default agent takes it (no model call)")
+    );
+    let asked = llm.last_message(0);
+    assert!(
+        asked.contains("Why did that fail?")
+            && asked.contains("ratio = 10 / count")
+            && asked.contains("ZeroDivisionError"),
+        "{asked}"
+    );
+    assert!(!asked.contains("\u{1b}["), "no colour codes: {asked}");
+    assert_eq!(request_count(&llm), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_delegates_a_failure_is_repaired_and_the_review_loops_to_a_confident_agent() {
+    let llm = FakeLlm::start(answers(&[
+        // Pass 1: unsure, so a plan; the planner's code lacks an import.
+        UNSURE,
+        r#"{"action": "delegate", "agent": "planner", "task": "print the prices as JSON", "reasoning": "a small step"}"#,
+        "Action: python\nAction Input: print(json.dumps(prices))",
+        "Final Answer: printed.",
+        NOT_DONE,
+        // Pass 2: the classification is sure this time.
+        r#"{"agent": "default", "confidence": 0.96}"#,
+        "```python\nprices_total = sum(prices)\nprint(prices_total)\n```",
+        DONE,
+        DONE,
+    ]))
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage --trace\nshow the prices as JSON and their total")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let streamed = stream_text(&iopub, "stdout");
+    for line in [
+        "triage: planning\n",
+        "triage: the planner agent takes it\n",
+        "repair: added `import json`\n",
+        "↻ not done yet: the total is missing Next: add them up\n",
+        "triage: the default agent takes it (confidence 0.96)\n",
+    ] {
+        assert!(streamed.contains(line), "{line:?} missing from\n{streamed}");
+    }
+    let outputs = panel_texts(&iopub, "output");
+    assert_eq!(
+        outputs,
+        ["[output]\n[1, 2, 3]", "[output]\n6"],
+        "{outputs:?}"
+    );
+    assert_eq!(panel_texts(&iopub, "error").len(), 1);
+    assert_eq!(request_count(&llm), 9);
+    // The second pass's classification came after the review's reasons.
+    assert!(llm.last_message(5).contains("the total is missing"));
+    let summary = &panel_texts(&iopub, "summary")[0];
+    assert!(summary.starts_with("done · "), "{summary}");
+    let trace = &panel_texts(&iopub, "trace")[0];
+    assert!(
+        trace.contains("repair") && trace.contains("planner"),
+        "{trace}"
+    );
+    let (_, iopub) = kernel.execute("prices_total").await;
+    assert_eq!(result_text(&iopub), "6");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_review_loops_are_pruned_to_the_context_window() {
+    let peek = r#"{"action": "tool", "tool": "peek", "input": "log, 9000"}"#;
+    let llm = FakeLlm::start(answers(&[
+        UNSURE, peek, NOT_DONE, UNSURE, peek, NOT_DONE, UNSURE, peek, DONE,
+    ]))
+    .await;
+    let mut env = llm.env();
+    env.push(("MAHTAB_CONTEXT_TOKENS", "5000".into()));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    kernel
+        .execute("log = '\\n'.join(f'line {i:05d} of the log' for i in range(2000))")
+        .await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage --max-turns 5\nfind the odd line in log")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(panel_texts(&iopub, "output").len(), 3);
+    let requests = llm.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 9);
+    for (n, request) in requests.iter().enumerate() {
+        let chars: usize = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().len())
+            .sum();
+        // Within the window as the kernel estimates it (three bytes a token),
+        // the system prompt included.
+        assert!(chars < 5000 * 3, "request {n} sent {chars} characters");
+    }
+    // The last review was shortened in the middle: the request it judges
+    // leads, the latest report ends it.
+    let last = requests.last().unwrap()["messages"].as_array().unwrap();
+    let text: Vec<_> = last
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    let text = text.join("\n");
+    assert!(text.contains("characters left out"), "{text}");
+    assert!(text.starts_with("find the odd line in log"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_triage_graph_draws_with_its_review_loop() {
+    let mut kernel = Kernel::start().await;
+    let (_, iopub) = kernel.execute("%ask_graph triage").await;
+    let drawn = panel_texts(&iopub, "graph");
+    for edge in [
+        "__start__ --> pre_plan",
+        "pre_plan -.-> tool",
+        "pre_plan -.-> classify",
+        "classify -.-> plan",
+        "plan -.-> delegate",
+        "delegate -.-> repair",
+        "repair --> review",
+        "review -.-> pre_plan",
+        "respond --> __end__",
+    ] {
+        assert!(drawn[0].contains(edge), "{edge} missing from {drawn:?}");
+    }
+}
