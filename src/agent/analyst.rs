@@ -186,7 +186,7 @@ async fn code<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::analyst_code(&namespace, &state.recent_cells, &state.skills);
-    let answer = settings.answer(state, effects, system).await?;
+    let answer = settings.write_code(state, effects, system).await?;
     state.pending = code_blocks(&answer.text);
     state.record_answer(answer.text);
     if state.pending.is_empty() {

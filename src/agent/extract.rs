@@ -26,6 +26,18 @@ pub(super) fn is_python(info: &str) -> bool {
 /// was cut off mid-block, the run fails with a SyntaxError, which the model
 /// is shown and can fix.)
 pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
+    blocks(text, true)
+}
+
+/// The blocks of a streaming answer known to be complete: those closed in
+/// its finished lines (a closing fence counts once its line has ended).
+/// They begin [`code_blocks`] of the whole answer, whatever follows.
+pub fn complete_code_blocks(text: &str) -> Vec<CodeBlock> {
+    let finished = text.rfind('\n').map_or("", |end| &text[..=end]);
+    blocks(finished, false)
+}
+
+fn blocks(text: &str, open_at_end: bool) -> Vec<CodeBlock> {
     let mut blocks = Vec::new();
     let mut rest = text;
     loop {
@@ -36,7 +48,9 @@ pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
                 rest = take_tagged(rest, tag_at, &mut blocks);
             }
             (None, Some(tag_at)) => rest = take_tagged(rest, tag_at, &mut blocks),
-            (Some((start, ticks)), _) => rest = take_fenced(rest, start, ticks, &mut blocks),
+            (Some((start, ticks)), _) => {
+                rest = take_fenced(rest, start, ticks, open_at_end, &mut blocks);
+            }
             (None, None) => return blocks,
         }
         if rest.is_empty() {
@@ -63,6 +77,7 @@ fn take_fenced<'a>(
     text: &'a str,
     start: usize,
     ticks: usize,
+    open_at_end: bool,
     blocks: &mut Vec<CodeBlock>,
 ) -> &'a str {
     let after_ticks = &text[start + ticks..];
@@ -85,7 +100,7 @@ fn take_fenced<'a>(
         }
         offset += line.len();
     }
-    if is_python(info) {
+    if open_at_end && is_python(info) {
         let code = dedent(body.trim_end_matches('\n'));
         if !code.trim().is_empty() {
             blocks.push(CodeBlock { code });
@@ -161,6 +176,31 @@ mod tests {
         assert!(codes("```python\n```").is_empty());
         // Backticks inside a line are not a fence.
         assert!(codes("use `x` or ``y`` here").is_empty());
+    }
+
+    #[test]
+    fn complete_blocks_of_a_streaming_answer_begin_its_final_blocks() {
+        let answer = "Here:\n```python\na = 1\n```\nthen\n<assistant-repl-in>\nb = 2\n</assistant-repl-in>\n```python\nc = 3\n```";
+        let complete = |text: &str| -> Vec<String> {
+            complete_code_blocks(text)
+                .into_iter()
+                .map(|b| b.code)
+                .collect()
+        };
+        let mut seen = 0;
+        for end in (0..=answer.len()).filter(|i| answer.is_char_boundary(*i)) {
+            let now = complete(&answer[..end]);
+            assert!(now.len() >= seen, "blocks never disappear");
+            assert_eq!(now[..], codes(answer)[..now.len()], "at {end}");
+            seen = now.len();
+        }
+        // The last block's closing line has not ended: it is not known yet.
+        assert_eq!(seen, 2);
+        assert_eq!(complete("```python\nx = 1\n```\n"), ["x = 1"]);
+        // A fence still open is not complete (though it would run at the end).
+        assert!(complete("```python\nx = 1\n").is_empty());
+        // A line of backticks that has not ended may yet be something else.
+        assert!(complete("```python\nx = 1\n```").is_empty());
     }
 
     #[test]

@@ -89,16 +89,30 @@ pub enum AgentEvent {
 pub struct ChatOutcome {
     pub text: String,
     pub usage: Usage,
+    /// How many of the answer's code blocks were shown as panels while it
+    /// streamed (the first ones, in order).
+    pub blocks_shown: usize,
+}
+
+/// How a model's answer is shown while it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Showing {
+    /// Not at all: a judgement the kernel reads.
+    Hidden,
+    /// Its prose streams; code blocks are held back.
+    Prose,
+    /// Its prose streams, and each code block shows as a code panel of
+    /// `turn` as soon as it is complete (for answers whose code will run).
+    ProseAndCode { turn: u32 },
 }
 
 /// Everything a run needs from outside.
 pub trait Effects: graph::Observer + Send {
-    /// Calls the model. With `show`, the answer's text is streamed to the
-    /// user as it arrives.
+    /// Calls the model, showing its answer as it arrives as `showing` says.
     fn chat(
         &mut self,
         request: ChatRequest,
-        show: bool,
+        showing: Showing,
     ) -> impl Future<Output = Result<ChatOutcome, AgentError>> + Send;
 
     /// Runs `code` in the user's namespace; the result as the model sees it.

@@ -15,7 +15,9 @@ use super::extract::code_blocks;
 use super::graph::{Graph, NodeFn, Route};
 use super::llm::{ChatMessage, ChatRequest};
 use super::reflect::parse_verdict;
-use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Outcome, prompts};
+use super::{
+    AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome, Showing, prompts,
+};
 
 /// Settings the nodes need besides the state.
 #[derive(Debug, Clone)]
@@ -86,8 +88,9 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
         )
 }
 
-/// Answers of judging steps (reflect, plan) are short JSON.
-const JUDGEMENT_TOKENS: u32 = 300;
+/// Answers of judging steps (reflect, plan) are short JSON (a verdict's
+/// closing answer included).
+const JUDGEMENT_TOKENS: u32 = 400;
 
 impl Settings {
     /// Asks the model, with `system` as the system prompt, about the
@@ -98,7 +101,32 @@ impl Settings {
         effects: &mut E,
         system: String,
     ) -> Result<ChatOutcome, AgentError> {
-        ask_model(state, effects, self, system, self.max_tokens, true).await
+        ask_model(
+            state,
+            effects,
+            self,
+            system,
+            self.max_tokens,
+            Showing::Prose,
+        )
+        .await
+    }
+
+    /// Like [`Settings::answer`], for an answer whose code blocks will run:
+    /// each shows as a panel as soon as it is complete, and the node's
+    /// [`run_pending`] shows only the rest.
+    pub(super) async fn write_code<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+    ) -> Result<ChatOutcome, AgentError> {
+        let showing = Showing::ProseAndCode {
+            turn: state.turn + 1,
+        };
+        let answer = ask_model(state, effects, self, system, self.max_tokens, showing).await?;
+        state.blocks_shown = answer.blocks_shown;
+        Ok(answer)
     }
 
     /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
@@ -109,7 +137,15 @@ impl Settings {
         effects: &mut E,
         system: String,
     ) -> Result<ChatOutcome, AgentError> {
-        ask_model(state, effects, self, system, JUDGEMENT_TOKENS, false).await
+        ask_model(
+            state,
+            effects,
+            self,
+            system,
+            JUDGEMENT_TOKENS,
+            Showing::Hidden,
+        )
+        .await
     }
 }
 
@@ -120,7 +156,7 @@ async fn ask_model<E: Effects>(
     settings: &Settings,
     system: String,
     max_tokens: u32,
-    show: bool,
+    showing: Showing,
 ) -> Result<ChatOutcome, AgentError> {
     let messages = budget::fit(
         &system,
@@ -134,7 +170,7 @@ async fn ask_model<E: Effects>(
         messages,
         max_tokens,
     };
-    let answer = effects.chat(request, show).await?;
+    let answer = effects.chat(request, showing).await?;
     state.usage.add(answer.usage);
     Ok(answer)
 }
@@ -155,7 +191,7 @@ async fn generate<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::system(&namespace, &state.recent_cells, &state.skills);
-    let answer = settings.answer(state, effects, system).await?;
+    let answer = settings.write_code(state, effects, system).await?;
     state.record_answer(answer.text);
     Ok(())
 }
@@ -182,6 +218,9 @@ async fn execute<E: Effects>(
     Ok(())
 }
 
+/// The panel of a block shown while the answer streamed that never ran.
+const NOT_RUN: &str = "(not run: a block before it failed)";
+
 /// What running a turn's blocks gave.
 pub(super) struct BlocksRun {
     /// What the model is told about the blocks that ran.
@@ -198,15 +237,18 @@ pub(super) async fn run_pending<E: Effects>(
     enabled: bool,
 ) -> Result<BlocksRun, AgentError> {
     let blocks = std::mem::take(&mut state.pending);
+    let shown = std::mem::take(&mut state.blocks_shown);
     let mut reports = Vec::new();
     let mut failed = false;
     for (index, block) in blocks.into_iter().enumerate() {
         let (turn, code) = (state.turn, block.code);
-        effects.emit(AgentEvent::Code {
-            turn,
-            block: index,
-            code: code.clone(),
-        });
+        if index >= shown {
+            effects.emit(AgentEvent::Code {
+                turn,
+                block: index,
+                code: code.clone(),
+            });
+        }
         if !enabled {
             continue;
         }
@@ -224,7 +266,22 @@ pub(super) async fn run_pending<E: Effects>(
         });
         state.executions.push(execution);
         if failed {
-            break; // later blocks likely depend on this one
+            // Later blocks likely depend on this one. Those already shown
+            // (as the answer streamed) say that they did not run.
+            for later in index + 1..shown {
+                effects.emit(AgentEvent::Executed {
+                    turn,
+                    block: later,
+                    execution: Execution {
+                        code: String::new(),
+                        output: NOT_RUN.to_owned(),
+                        shown: None,
+                        failed: true,
+                        finished: false,
+                    },
+                });
+            }
+            break;
         }
     }
     Ok(BlocksRun {
@@ -244,6 +301,7 @@ async fn reflect<E: Effects>(
     effects.emit(AgentEvent::Verdict(verdict.clone()));
     if verdict.is_complete {
         state.outcome = Some(Outcome::Complete);
+        close_with_answer(state, effects, &verdict.answer);
     } else if verdict.cannot_fix {
         // Said once, with the reason, instead of spending every turn left.
         state.outcome = Some(Outcome::CannotBeDone);
@@ -255,6 +313,20 @@ async fn reflect<E: Effects>(
     }
     state.verdict = Some(verdict);
     Ok(())
+}
+
+/// Ends a finished run with the review's answer in plain words, when it
+/// gave one: shown, kept in the conversation, and what `ask()` returns.
+pub(super) fn close_with_answer<E: Effects>(state: &mut AgentState, effects: &mut E, answer: &str) {
+    let answer = answer.trim();
+    if answer.is_empty() {
+        return;
+    }
+    effects.emit(AgentEvent::Answer(answer.to_owned()));
+    state
+        .conversation
+        .push(ChatMessage::assistant(answer.to_owned()));
+    state.answer = answer.to_owned();
 }
 
 #[cfg(test)]
@@ -323,6 +395,34 @@ mod tests {
                 .events
                 .iter()
                 .any(|e| matches!(e, AgentEvent::Code { code, .. } if code == "print(6*7)"))
+        );
+    }
+
+    #[test]
+    fn a_finished_run_ends_with_the_reviews_answer() {
+        let done = r#"{"is_complete": true, "reasoning": "shown", "next_action": "", "answer": "The total is 42."}"#;
+        let mut script = Script::new(&["```python\nprint(6*7)\n```", done], ok);
+        let mut state = AgentState::new("total?", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.answer, "The total is 42.");
+        let last = state.conversation.last().unwrap();
+        assert_eq!(
+            (last.role, last.content.as_str()),
+            (Role::Assistant, "The total is 42.")
+        );
+        assert!(
+            matches!(script.events.last(), Some(AgentEvent::Answer(a)) if a == "The total is 42.")
+        );
+        // Without an answer, the run ends as before.
+        let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
+        let mut state = AgentState::new("total?", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.conversation.last().unwrap().role, Role::User);
+        assert!(
+            !script
+                .events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Answer(_)))
         );
     }
 

@@ -17,6 +17,10 @@ pub struct Verdict {
     pub cannot_fix: bool,
     pub reasoning: String,
     pub next_action: String,
+    /// When complete: a short answer to the request in plain words, which
+    /// interprets what the output showed (empty when the judge gave none).
+    #[serde(default)]
+    pub answer: String,
     /// False when nothing in the answer could be read as a verdict.
     #[serde(skip)]
     pub parsed: bool,
@@ -35,6 +39,7 @@ pub fn parse_verdict(answer: &str) -> Verdict {
         cannot_fix: false,
         reasoning: answer.trim().to_owned(),
         next_action: String::new(),
+        answer: String::new(),
         parsed: false,
     }
 }
@@ -67,6 +72,11 @@ fn from_json(value: &Value) -> Option<Verdict> {
         cannot_fix: cannot_fix && !is_complete,
         reasoning: text("reasoning"),
         next_action: text("next_action"),
+        answer: if is_complete {
+            text("answer")
+        } else {
+            String::new()
+        },
         parsed: true,
     })
 }
@@ -133,6 +143,10 @@ fn from_tags(text: &str) -> Option<Verdict> {
         cannot_fix: cannot_fix && !is_complete,
         reasoning: tag(text, "reasoning").unwrap_or_default().to_owned(),
         next_action: tag(text, "next_action").unwrap_or_default().to_owned(),
+        answer: match is_complete {
+            true => tag(text, "answer").unwrap_or_default().to_owned(),
+            false => String::new(),
+        },
         parsed: true,
     })
 }
@@ -146,6 +160,19 @@ mod tests {
         let v = parse_verdict(r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#);
         assert!(v.is_complete && v.parsed);
         assert_eq!(v.reasoning, "done");
+    }
+
+    #[test]
+    fn a_complete_verdict_carries_the_answer_for_the_user() {
+        let v = parse_verdict(
+            r#"{"is_complete": true, "reasoning": "the mean is there", "next_action": "", "answer": "The mean price is 1.05."}"#,
+        );
+        assert_eq!(v.answer, "The mean price is 1.05.");
+        let v = parse_verdict("<is_complete>yes</is_complete><answer>It is 6.</answer>");
+        assert_eq!(v.answer, "It is 6.");
+        // An answer to a request that is not done yet is no answer.
+        let v = parse_verdict(r#"{"is_complete": false, "reasoning": "r", "answer": "guess"}"#);
+        assert_eq!(v.answer, "");
     }
 
     #[test]

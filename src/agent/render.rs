@@ -39,6 +39,45 @@ pub fn panel(plain: String, markdown: String, metadata: Value) -> Shown {
     }
 }
 
+/// The run's status line: `text` under the display id `id`, as a new
+/// display (`display_data`) or in place of the last (`update_display_data`).
+pub fn status(text: &str, id: &str, msg_type: &'static str) -> Shown {
+    let plain = if text.is_empty() {
+        String::new()
+    } else {
+        format!("⋯ {text}")
+    };
+    Shown {
+        msg_type,
+        content: json!({
+            "data": { "text/plain": plain },
+            "metadata": { "mahtab": { "kind": "status" } },
+            "transient": { "display_id": id },
+        }),
+    }
+}
+
+/// What the status line says while `node` works, if it says anything
+/// (`failed`: what the last agent code raised).
+pub fn status_text(node: &str, failed: Option<&str>) -> Option<String> {
+    let text = match (node, failed) {
+        ("generate" | "code" | "explore", Some(error)) => format!("retrying after {error}"),
+        ("generate", None) => "answering".to_owned(),
+        ("code" | "explore", None) => "writing code".to_owned(),
+        ("planner", Some(error)) => format!("planning the next step after {error}"),
+        ("planner", None) => "planning the next step".to_owned(),
+        ("execute" | "run" | "tool", _) => "running code".to_owned(),
+        ("reflect" | "review", _) => "reviewing".to_owned(),
+        ("plan" | "classify" | "pre_plan", _) => "planning".to_owned(),
+        ("evaluate", _) => "evaluating the results".to_owned(),
+        ("explain", _) => "writing the answer".to_owned(),
+        ("informer", _) => "describing the variables".to_owned(),
+        ("repair", _) => "repairing".to_owned(),
+        _ => return None,
+    };
+    Some(text)
+}
+
 /// What an event of a run looks like, if anything.
 pub fn event(event: &AgentEvent) -> Shown {
     match event {
@@ -288,6 +327,28 @@ mod tests {
     }
 
     #[test]
+    fn the_status_line_names_the_work_and_a_retry_its_cause() {
+        assert_eq!(status_text("generate", None).as_deref(), Some("answering"));
+        assert_eq!(
+            status_text("code", Some("NameError")).as_deref(),
+            Some("retrying after NameError")
+        );
+        assert_eq!(
+            status_text("review", Some("KeyError")).as_deref(),
+            Some("reviewing")
+        );
+        assert_eq!(status_text("extract", None), None);
+        let line = status("running code", "id-1", "update_display_data");
+        assert_eq!(line.msg_type, "update_display_data");
+        assert_eq!(line.content["data"]["text/plain"], "⋯ running code");
+        assert_eq!(line.content["transient"]["display_id"], "id-1");
+        assert_eq!(
+            status("", "id-1", "update_display_data").content["data"]["text/plain"],
+            ""
+        );
+    }
+
+    #[test]
     fn fences_are_longer_than_any_backticks_inside() {
         assert_eq!(fenced("x = 1", "python"), "```python\nx = 1\n```");
         assert_eq!(fenced("s = '```'", ""), "````\ns = '```'\n````");
@@ -341,6 +402,7 @@ mod tests {
     #[test]
     fn verdicts_stream_a_line() {
         let done = event(&AgentEvent::Verdict(Verdict {
+            answer: String::new(),
             is_complete: true,
             cannot_fix: false,
             reasoning: " total shown ".into(),
@@ -349,6 +411,7 @@ mod tests {
         }));
         assert_eq!(done.content["text"], "✓ total shown\n");
         let not_yet = event(&AgentEvent::Verdict(Verdict {
+            answer: String::new(),
             is_complete: false,
             cannot_fix: false,
             reasoning: "no plot".into(),
@@ -360,6 +423,7 @@ mod tests {
             "↻ not done yet: no plot Next: plot it\n"
         );
         let impossible = event(&AgentEvent::Verdict(Verdict {
+            answer: String::new(),
             is_complete: false,
             cannot_fix: true,
             reasoning: "sales.csv does not exist".into(),

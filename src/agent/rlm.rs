@@ -75,7 +75,7 @@ async fn explore<E: Effects>(
     search: Search,
 ) -> Result<(), AgentError> {
     let system = prompts::rlm(&search, state.max_turns);
-    let answer = settings.answer(state, effects, system).await?;
+    let answer = settings.write_code(state, effects, system).await?;
     state.record_answer(answer.text);
     Ok(())
 }

@@ -8,7 +8,7 @@ use super::graph::Observer;
 use super::llm::{ChatRequest, Usage};
 use super::planner::KeyInformation;
 use super::triage::{Context, Repair};
-use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution};
+use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution, Showing};
 
 /// Scripted effects: answers in order, executions by a closure.
 pub struct Script {
@@ -47,7 +47,11 @@ impl Observer for Script {
 }
 
 impl Effects for Script {
-    async fn chat(&mut self, request: ChatRequest, _show: bool) -> Result<ChatOutcome, AgentError> {
+    async fn chat(
+        &mut self,
+        request: ChatRequest,
+        _showing: Showing,
+    ) -> Result<ChatOutcome, AgentError> {
         self.requests.push(request);
         let text = self
             .answers
@@ -60,6 +64,7 @@ impl Effects for Script {
                 output_tokens: 5,
                 cost_usd: None,
             },
+            blocks_shown: 0,
         })
     }
 

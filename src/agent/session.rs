@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::analyst::{self, analyst_graph};
 use super::budget;
 use super::config::{self, Choice, ProviderChoice};
+use super::extract::complete_code_blocks;
 use super::graph::Observer;
 use super::indent::Indented;
 use super::llm::http::{ApiKey, WireFormat};
@@ -30,7 +31,7 @@ use super::rlm::{self, Search, rlm_graph};
 use super::settings::{self, Settings};
 use super::stream::ShownText;
 use super::triage::{self, triage_graph};
-use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, render};
+use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Showing, render};
 
 /// Default turn limit of a run.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
@@ -293,6 +294,8 @@ impl AgentSession {
             allow: options.allow.clone().unwrap_or_default(),
             trace: Vec::new(),
             started: Vec::new(),
+            status: None,
+            last_error: None,
         };
         let searching = matches!(job, Job::Search(_));
         let graph = match (job, kind) {
@@ -316,6 +319,7 @@ impl AgentSession {
             result = graph.run(&mut state, &mut effects) => result,
             () = ports.cancelled() => Err(AgentError::Interrupted),
         };
+        effects.clear_status();
         if !searching {
             // Kept even when the run was interrupted: what was said stays said.
             *self
@@ -651,9 +655,37 @@ struct RunEffects<'a, P> {
     /// When the nodes running now started, outermost first (a triage node
     /// runs another graph's nodes inside it).
     started: Vec<Instant>,
+    /// The display id of the run's status line, once shown.
+    status: Option<String>,
+    /// What the last agent code that failed raised (cleared by a success).
+    last_error: Option<String>,
 }
 
 impl<P: Ports> RunEffects<'_, P> {
+    /// Says what the run does now on its status line, one line updated in
+    /// place (shown when the first node that does something starts).
+    fn show_status(&mut self, node: &str) {
+        let Some(text) = render::status_text(node, self.last_error.as_deref()) else {
+            return;
+        };
+        let (msg_type, id) = match &self.status {
+            Some(id) => ("update_display_data", id.clone()),
+            None => {
+                let id = format!("mahtab-status-{}", uuid::Uuid::new_v4().simple());
+                self.status = Some(id.clone());
+                ("display_data", id)
+            }
+        };
+        publish(self.ports, render::status(&text, &id, msg_type));
+    }
+
+    /// Empties the status line at the end of the run, so no stale line stays.
+    fn clear_status(&mut self) {
+        if let Some(id) = self.status.take() {
+            publish(self.ports, render::status("", &id, "update_display_data"));
+        }
+    }
+
     /// Asks the user whether to run the block just shown; only "y" or "yes"
     /// agrees.
     async fn user_agrees(&self) -> Result<bool, AgentError> {
@@ -677,6 +709,7 @@ impl<P: Ports> Observer for RunEffects<'_, P> {
     fn node_started(&mut self, node: &'static str) {
         tracing::debug!("%%ask: {node} started");
         self.started.push(Instant::now());
+        self.show_status(node);
     }
 
     fn node_finished(&mut self, node: &'static str) {
@@ -687,16 +720,37 @@ impl<P: Ports> Observer for RunEffects<'_, P> {
 }
 
 impl<P: Ports> Effects for RunEffects<'_, P> {
-    async fn chat(&mut self, request: ChatRequest, show: bool) -> Result<ChatOutcome, AgentError> {
+    async fn chat(
+        &mut self,
+        request: ChatRequest,
+        showing: Showing,
+    ) -> Result<ChatOutcome, AgentError> {
         // Text is published from the provider's callback (so the first piece
         // goes out at once); a tick publishes text held back by coalescing
         // when the model pauses. The lock is never held across an await.
         let ports = self.ports;
         let out = move |text: &str| publish(ports, render::stream(text));
-        let shown = Mutex::new(ShownText::new(&out, show));
+        let shown = Mutex::new(ShownText::new(&out, showing != Showing::Hidden));
         let lock = || shown.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut blocks = match showing {
+            Showing::ProseAndCode { turn } => Some(BlockWatch::new(turn)),
+            _ => None,
+        };
+        let mut blocks_shown = 0;
         let result = {
-            let mut on_text = |text: &str| lock().push(text);
+            let mut on_text = |text: &str| {
+                let mut shown = lock();
+                shown.push(text);
+                let Some(watch) = blocks.as_mut() else {
+                    return;
+                };
+                for panel in watch.push(text) {
+                    // The prose before the block goes out first.
+                    shown.coalescer.flush();
+                    publish(ports, panel);
+                }
+                blocks_shown = watch.shown;
+            };
             let mut on_retry = |error: &LlmError, wait: Duration| {
                 let wait = if wait < Duration::from_secs(1) {
                     format!("{} ms", wait.as_millis())
@@ -722,7 +776,10 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .finish();
-        Ok(result?)
+        Ok(ChatOutcome {
+            blocks_shown,
+            ..result?
+        })
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
@@ -746,6 +803,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             Ok(reply) => {
                 let run: CodeRun = serde_json::from_value(reply)
                     .map_err(|e| AgentError::Graph(format!("unreadable result of code: {e}")))?;
+                self.last_error = run.failed.then(|| error_name(&run.output));
                 let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
                     "(shown above)".to_owned()
                 } else {
@@ -811,6 +869,70 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 }
 
+/// Finds the code blocks of a streaming answer as they complete, for panels
+/// shown before the answer ends.
+struct BlockWatch {
+    turn: u32,
+    answer: String,
+    /// Blocks shown so far.
+    shown: usize,
+}
+
+impl BlockWatch {
+    fn new(turn: u32) -> Self {
+        Self {
+            turn,
+            answer: String::new(),
+            shown: 0,
+        }
+    }
+
+    /// Takes the next piece of the answer; the code panels it completed.
+    fn push(&mut self, text: &str) -> Vec<render::Shown> {
+        self.answer.push_str(text);
+        // A block completes only when a line ends.
+        if !text.contains('\n') {
+            return Vec::new();
+        }
+        let complete = complete_code_blocks(&self.answer);
+        let panels = complete
+            .into_iter()
+            .enumerate()
+            .skip(self.shown)
+            .map(|(block, code)| {
+                render::event(&AgentEvent::Code {
+                    turn: self.turn,
+                    block,
+                    code: code.code,
+                })
+            })
+            .collect::<Vec<_>>();
+        self.shown += panels.len();
+        panels
+    }
+}
+
+/// The exception a failed run's output ends with (`NameError`), or "an error".
+fn error_name(output: &str) -> String {
+    output
+        .lines()
+        .rev()
+        .filter_map(|line| line.split_once(':').map(|(name, _)| name.trim()))
+        .find(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                && (name.ends_with("Error")
+                    || name.ends_with("Exception")
+                    || name.ends_with("Interrupt"))
+        })
+        .map_or_else(
+            || "an error".to_owned(),
+            |name| name.rsplit('.').next().unwrap_or(name).to_owned(),
+        )
+}
+
 /// Code that could not even be run (the runtime itself failed).
 fn failed_run(code: &str, error: &PythonFailure) -> Execution {
     Execution {
@@ -819,5 +941,22 @@ fn failed_run(code: &str, error: &PythonFailure) -> Execution {
         shown: None,
         failed: true,
         finished: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_name;
+
+    #[test]
+    fn a_failures_name_is_the_exception_it_ends_with() {
+        let traceback = "Traceback (most recent call last):\n  File \"<agent>\", line 1\nNameError: name 'x' is not defined";
+        assert_eq!(error_name(traceback), "NameError");
+        assert_eq!(
+            error_name("pandas.errors.ParserError: bad line"),
+            "ParserError"
+        );
+        assert_eq!(error_name("KeyboardInterrupt: "), "KeyboardInterrupt");
+        assert_eq!(error_name("it broke: somehow"), "an error");
     }
 }

@@ -64,6 +64,8 @@ pub struct AgentState {
     pub answer: String,
     /// Code blocks of the last answer, not yet run.
     pub pending: Vec<CodeBlock>,
+    /// How many of them were shown while the answer streamed.
+    pub blocks_shown: usize,
     /// Executions of this run, in order.
     pub executions: Vec<Execution>,
     pub verdict: Option<Verdict>,
@@ -106,6 +108,7 @@ impl AgentState {
             max_turns: max_turns.max(1),
             answer: String::new(),
             pending: Vec::new(),
+            blocks_shown: 0,
             executions: Vec::new(),
             verdict: None,
             plan: None,

@@ -25,7 +25,7 @@ use super::analyst::{self, analyst_graph};
 use super::extract::CodeBlock;
 use super::graph::{Graph, Route};
 use super::llm::{ChatMessage, Role};
-use super::nodes::{Settings, default_graph, node, run_pending};
+use super::nodes::{Settings, close_with_answer, default_graph, node, run_pending};
 use super::planner::{self, planner_graph, tool_call};
 use super::reflect::{json_objects, parse_verdict};
 use super::{AgentError, AgentEvent, AgentState, Effects, Outcome, prompts};
@@ -162,7 +162,7 @@ pub fn triage_graph<E: Effects>(settings: Settings, max_reviews: u32) -> Graph<A
         )
         .node(
             "delegate",
-            node(move |s, e| Box::pin(delegate(s, e, delegate_settings.clone()))),
+            node(move |s, e| Box::pin(delegate(s, e, delegate_settings.clone(), reviews))),
         )
         .node("tool", node(move |s, e| Box::pin(tool(s, e, execute))))
         .node(
@@ -450,11 +450,13 @@ fn agents_listed() -> String {
 }
 
 /// Runs the chosen agent's graph on the task, within this run: its turns,
-/// panels and answer are this run's.
+/// panels and answer are this run's. It gets its own turn limit, or the
+/// run's, if that is lower.
 async fn delegate<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: Settings,
+    max_turns: u32,
 ) -> Result<(), AgentError> {
     let Some(Decision::Delegate { agent, task }) = state.triage.decision.clone() else {
         return Err(AgentError::Graph("delegate without an agent".into()));
@@ -470,9 +472,9 @@ async fn delegate<E: Effects>(
         }
     }
     let request = std::mem::replace(&mut state.request, task);
-    let max_turns = state.max_turns;
-    state.max_turns = state.turn + agent.turns();
-    let (turns, execute) = (agent.turns(), settings.execute);
+    let turns = agent.turns().min(max_turns);
+    let saved_max_turns = std::mem::replace(&mut state.max_turns, state.turn + turns);
+    let execute = settings.execute;
     let ended = match agent {
         Agent::Default => {
             default_graph::<E>(settings, turns)
@@ -491,7 +493,7 @@ async fn delegate<E: Effects>(
         }
     };
     state.request = request;
-    state.max_turns = max_turns;
+    state.max_turns = saved_max_turns;
     ended?;
     state.triage.agent_outcome = state.outcome.take();
     match state.triage.agent_outcome {
@@ -583,6 +585,10 @@ async fn review<E: Effects>(
             Some(Outcome::Answered) if state.executions.is_empty() => Outcome::Answered,
             _ => Outcome::Complete,
         });
+        if !asked {
+            // Unless the agent's own last word was the answer already.
+            close_with_answer(state, effects, &verdict.answer);
+        }
     } else if verdict.cannot_fix {
         state.outcome = Some(Outcome::CannotBeDone);
     } else {

@@ -6,7 +6,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, panel_texts, result_text, stream_text, types};
+use crate::support::{
+    Channel, Kernel, is_panel, is_status, panel_texts, result_text, stream_text, types,
+};
 
 pub(crate) const DONE: &str =
     r#"{"is_complete": true, "reasoning": "the answer is 42", "next_action": ""}"#;
@@ -28,10 +30,7 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
     assert!(text.starts_with("Let me compute it.\n"), "{text}");
     // The code shows once: in its panel, not in the streamed text.
     assert!(!text.contains("answer = 6 * 7"), "{text}");
-    let panels: Vec<_> = iopub
-        .iter()
-        .filter(|m| m.header.msg_type == "display_data")
-        .collect();
+    let panels: Vec<_> = iopub.iter().filter(|m| is_panel(m)).collect();
     let kinds: Vec<_> = panels
         .iter()
         .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
@@ -222,7 +221,7 @@ async fn the_claude_cli_provider_streams_and_reports_cost() {
     assert!(stream_text(&iopub, "stdout").starts_with("Computing."));
     let summary = iopub
         .iter()
-        .filter(|m| m.header.msg_type == "display_data")
+        .filter(|m| is_panel(m))
         .map(|m| m.content["data"]["text/plain"].as_str().unwrap().to_owned())
         .next_back()
         .unwrap();
@@ -344,7 +343,7 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
     assert!(text.contains("The prices add up to 6.") && text.contains("In short: 6."));
     let kinds: Vec<_> = iopub
         .iter()
-        .filter(|m| m.header.msg_type == "display_data")
+        .filter(|m| is_panel(m))
         .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["code", "error", "code", "output", "summary"]);
@@ -376,10 +375,7 @@ async fn the_analyst_graph_gives_up_after_its_attempts_and_shows_them_all() {
         .execute("%%ask --graph analyst --max-turns 2\nuse the name")
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    let panels: Vec<_> = iopub
-        .iter()
-        .filter(|m| m.header.msg_type == "display_data")
-        .collect();
+    let panels: Vec<_> = iopub.iter().filter(|m| is_panel(m)).collect();
     let gave_up = panels
         .iter()
         .find(|m| m.content["metadata"]["mahtab"]["kind"] == "gave_up")
@@ -875,4 +871,144 @@ async fn a_review_that_finds_the_request_impossible_says_why_and_stops() {
     );
     // No turn was spent after the verdict: one answer and one review.
     assert_eq!(llm.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finished_run_ends_with_a_plain_answer_that_ask_returns() {
+    let done = r#"{"is_complete": true, "reasoning": "the sum is shown", "next_action": "", "answer": "The prices add up to 6."}"#;
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprint(sum(prices))\n```".into()),
+        Reply::Answer(done.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("answer = ask('What do the prices add up to?')\nanswer")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let streamed = stream_text(&iopub, "stdout");
+    assert!(
+        streamed.ends_with("✓ the sum is shown\nThe prices add up to 6.\n"),
+        "{streamed}"
+    );
+    assert_eq!(result_text(&iopub), "'The prices add up to 6.'");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_code_block_shows_as_soon_as_it_is_complete_while_the_answer_goes_on() {
+    use crate::fake_llm::{Step, anthropic};
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    let steps = vec![
+        Step::text(
+            anthropic::start()
+                + &anthropic::delta("First:\n```python\nx = 1\n")
+                + &anthropic::delta("```\nThen "),
+        ),
+        Step::Gate(gate.clone()),
+        Step::text(
+            anthropic::delta("the second:\n```python\nprint(x + 1)\n```") + &anthropic::end(),
+        ),
+    ];
+    let llm = FakeLlm::start(vec![Reply::Steps(steps), Reply::Answer(DONE.into())]).await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env("sk-ant-test")).await;
+    let (msg_id, mut panel) = kernel
+        .execute_until("%%ask\ncount up", "display_data")
+        .await;
+    while !is_panel(&panel) {
+        panel = kernel.next_for(&msg_id).await; // past the status line
+    }
+    // The first block's panel came while the model was still held mid-answer.
+    assert_eq!(
+        panel.content["data"]["text/plain"], "[code, turn 1]\nx = 1",
+        "{}",
+        panel.content
+    );
+    gate.notify_one();
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let iopub = kernel.iopub_for(&msg_id).await;
+    let kinds: Vec<_> = iopub
+        .iter()
+        .filter(|m| is_panel(m))
+        .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
+        .collect();
+    // Each block once: the first shown early (above), the second when the
+    // answer ended; both ran after it.
+    assert_eq!(kinds, ["output", "code", "output", "summary"]);
+    assert_eq!(
+        panel_texts(&iopub, "code"),
+        ["[code, turn 1]\nprint(x + 1)"]
+    );
+    assert_eq!(
+        panel_texts(&iopub, "output"),
+        ["[output]\n(no output)", "[output]\n2"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_line_says_what_the_run_does_and_is_emptied_at_the_end() {
+    let not_done = r#"{"is_complete": false, "reasoning": "it failed", "next_action": "fix it"}"#;
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nundefined_name\n```".into()),
+        Reply::Answer(not_done.into()),
+        Reply::Answer("```python\nprint(1)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask\nprint one").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let lines: Vec<_> = iopub
+        .iter()
+        .filter(|m| is_status(m))
+        .map(|m| {
+            (
+                m.header.msg_type.as_str(),
+                m.content["data"]["text/plain"].as_str().unwrap(),
+                m.content["transient"]["display_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let said: Vec<_> = lines.iter().map(|(kind, text, _)| (*kind, *text)).collect();
+    assert_eq!(
+        said,
+        [
+            ("display_data", "⋯ answering"),
+            ("update_display_data", "⋯ running code"),
+            ("update_display_data", "⋯ reviewing"),
+            ("update_display_data", "⋯ retrying after NameError"),
+            ("update_display_data", "⋯ running code"),
+            ("update_display_data", "⋯ reviewing"),
+            ("update_display_data", ""),
+        ]
+    );
+    assert!(lines.iter().all(|(_, _, id)| *id == lines[0].2));
+    // The status line comes before anything else of the run.
+    let first_shown = iopub
+        .iter()
+        .position(|m| m.header.msg_type == "display_data" || m.header.msg_type == "stream")
+        .unwrap();
+    assert!(is_status(&iopub[first_shown]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_shown_early_that_never_ran_says_so() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nundefined_name\n```\n```python\nprint(2)\n```\nThat is all.".into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask\ntry both").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let code = panel_texts(&iopub, "code");
+    assert_eq!(code.len(), 2, "{code:?}");
+    let errors = panel_texts(&iopub, "error");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("NameError"), "{errors:?}");
+    assert_eq!(errors[1], "[error]\n(not run: a block before it failed)");
+    assert!(panel_texts(&iopub, "output").is_empty());
 }

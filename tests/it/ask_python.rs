@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, result_text, stream_text};
+use crate::support::{Channel, Kernel, is_panel, result_text, stream_text};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "set", "next_action": ""}"#;
 
@@ -69,7 +69,7 @@ async fn ask_inside_a_function_runs_its_code_in_the_namespace() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let kinds: Vec<_> = iopub
         .iter()
-        .filter(|m| m.header.msg_type == "display_data")
+        .filter(|m| is_panel(m))
         .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["code", "output", "summary"]);

@@ -3,7 +3,7 @@
 //! unknown action, the turn limit, and the informer.
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Kernel, panel_texts, result_text, stream_text};
+use crate::support::{Kernel, is_panel, panel_texts, result_text, stream_text};
 
 fn answers(texts: &[&str]) -> Vec<Reply> {
     texts.iter().map(|t| Reply::Answer((*t).into())).collect()
@@ -13,7 +13,7 @@ fn answers(texts: &[&str]) -> Vec<Reply> {
 fn panel_kinds(iopub: &[mahtab::wire::Message]) -> Vec<String> {
     iopub
         .iter()
-        .filter(|m| m.header.msg_type == "display_data")
+        .filter(|m| is_panel(m))
         .filter_map(|m| m.content["metadata"]["mahtab"]["kind"].as_str())
         .map(str::to_owned)
         .collect()

@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::fake_llm::{Event, FakeLlm, Reply, Step, anthropic};
-use crate::support::{Channel, Kernel, result_text, stream_text, types};
+use crate::support::{Channel, Kernel, is_panel, result_text, stream_text, types, without_status};
 use mahtab::wire::Message;
 
 /// What the fake server reports as usage, as the kernel's summary shows it.
@@ -95,10 +95,7 @@ async fn execute_timed(kernel: &mut Kernel, code: &str) -> (Message, Vec<(Instan
 }
 
 fn panels(iopub: &[Message]) -> Vec<&Message> {
-    iopub
-        .iter()
-        .filter(|m| m.header.msg_type == "display_data")
-        .collect()
+    iopub.iter().filter(|m| is_panel(m)).collect()
 }
 
 fn summary(iopub: &[Message]) -> String {
@@ -276,7 +273,7 @@ async fn always_overloaded_ends_in_a_readable_error_after_bounded_attempts() {
     let mut expected = vec!["status", "execute_input"];
     expected.extend(std::iter::repeat_n("stream", retries));
     expected.extend(["error", "status"]);
-    assert_eq!(types(&iopub), expected);
+    assert_eq!(types(&without_status(&iopub)), expected);
     let (reply, iopub) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
     let result = result_text(&iopub);
@@ -420,7 +417,8 @@ async fn an_error_event_mid_stream_is_a_readable_error_and_the_namespace_stays()
         "Anthropic failed: api_error: Internal server error"
     );
     // The partial text (its line ended) stays, then the error; no panels.
-    let mut kinds = types(&iopub);
+    let quiet = without_status(&iopub);
+    let mut kinds = types(&quiet);
     kinds.dedup();
     assert_eq!(
         kinds,

@@ -490,6 +490,22 @@ pub fn stream_text(messages: &[Message], name: &str) -> String {
         .collect()
 }
 
+/// Whether `message` is an `%%ask` panel (a `display_data` that is not the
+/// run's status line).
+pub fn is_panel(message: &Message) -> bool {
+    message.header.msg_type == "display_data" && !is_status(message)
+}
+
+/// Whether `message` shows or updates an `%%ask` run's status line.
+pub fn is_status(message: &Message) -> bool {
+    message.content["metadata"]["mahtab"]["kind"] == "status"
+}
+
+/// The messages other than the status line's, as a run without one.
+pub fn without_status(messages: &[Message]) -> Vec<Message> {
+    messages.iter().filter(|m| !is_status(m)).cloned().collect()
+}
+
 /// The plain text of the `%%ask` panels of one kind (`mahtab.kind` in
 /// their metadata) among `messages`.
 pub fn panel_texts(messages: &[Message], kind: &str) -> Vec<String> {

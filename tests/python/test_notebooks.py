@@ -110,3 +110,34 @@ def test_ask_notebook(tmp_path: Path) -> None:
     (listed,) = rich(by_source["from pathlib import Path"], "text/plain")
     assert listed.data["text/plain"] == "{'table-summary': 'Summarise a pandas DataFrame for a reader in a hurry.'}"
     assert (tmp_path / ".mahtab" / "skills" / "table-summary.md").is_file()
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
+def test_graphs_notebook(tmp_path: Path) -> None:
+    cells = [c for c in run("graphs.ipynb", tmp_path).cells if c.cell_type == "code"]
+    for cell in cells:
+        assert all(o.output_type != "error" for o in outputs(cell)), cell.source
+    by_source = {c.source.split("\n", 1)[0]: c for c in cells}
+
+    listed = "".join(o.text for o in outputs(by_source["%ask_graph"]) if o.output_type == "stream")
+    for graph in ("default", "analyst", "planner", "triage", "rlm"):
+        assert f"  {graph} " in listed, listed
+    (drawn,) = rich(by_source["%ask_graph triage"], "text/markdown")
+    assert "```mermaid" in drawn.data["text/markdown"] and "review -.-> pre_plan" in drawn.data["text/markdown"]
+
+    def kinds(cell) -> list:
+        return [o.metadata.get("mahtab", {}).get("kind") for o in outputs(cell) if o.output_type == "display_data"]
+
+    asks = {c.source.split("\n", 1)[0]: c for c in cells if c.source.startswith("%%ask")}
+    assert len(asks) == 5
+    for first_line, cell in asks.items():
+        assert kinds(cell) and kinds(cell)[-1] in ("summary", "trace"), (first_line, kinds(cell))
+        assert "summary" in kinds(cell), first_line
+    # Only what does not depend on the model's words: the informer's panel,
+    # the triage's trace and its fast path.
+    planner = asks["%%ask --graph planner --informer --max-turns 1 --new"]
+    informed = [o for o in outputs(planner) if o.get("metadata", {}).get("mahtab", {}).get("kind") == "key_information"]
+    assert informed and "sales: DataFrame, 4 rows x 3 columns" in informed[0].data["text/plain"], kinds(planner)
+    assert kinds(asks["%%ask --graph triage --max-turns 1 --trace --new"])[-1] == "trace"
+    fast = "".join(o.text for o in outputs(asks["%%ask --graph triage"]) if o.output_type == "stream")
+    assert fast.startswith("triage: runs print(describe(sales)) (no model call)"), fast

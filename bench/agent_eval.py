@@ -1,0 +1,356 @@
+"""Evaluate the %%ask agent graphs on a fixed suite of notebook tasks.
+
+Each task (bench/agent_tasks.py: pandas, numpy, matplotlib, files, errors to
+fix, questions about data in the namespace) runs in a fresh mahtab kernel, the
+one installed in the project venv, started by jupyter_client in an empty
+working directory: its setup cell runs, then `ask(prompt, graph=G)`, then its
+checker, a Python expression that inspects the namespace or the files (never
+the model's text). Per graph the report gives the tasks solved, the mean turns
+and time, and the tokens used; --json keeps every task's figures.
+
+The provider is whatever the kernel would use: the environment and the
+settings file, as for any %%ask cell (the embedded local model when nothing
+is configured). --replay instead starts a replay provider on loopback that
+answers each task with its reference solution, in the part each graph's
+nodes expect: that checks the harness, the tasks and their checkers, not a
+model. This is a report: it asserts nothing, and exits 0 unless --strict
+finds an unsolved task.
+
+Usage: .venv/bin/python bench/agent_eval.py [--graphs default,analyst,planner,triage]
+            [--only NAME,...] [--kinds pandas,...] [--limit N] [--max-turns N]
+            [--replay] [--timeout 300] [--json OUT] [--strict]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from queue import Empty
+from time import perf_counter
+
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+
+from agent_tasks import TASKS
+
+BENCH_DIR = Path(__file__).resolve().parent
+VENV_KERNELS = BENCH_DIR.parent / ".venv" / "share" / "jupyter" / "kernels"
+GRAPHS = ("default", "analyst", "planner", "triage")
+
+START_TIMEOUT = 60.0
+SETUP_TIMEOUT = 60.0
+CHECK_TIMEOUT = 30.0
+
+# What the harness must not inherit: a replay run talks to its own server.
+PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER",
+                      "MAHTAB_MODEL", "MAHTAB_CONFIG")
+
+
+@dataclass
+class Result:
+    graph: str
+    task: str
+    kind: str
+    solved: bool
+    seconds: float
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    images: int = 0
+    error: str = ""
+
+
+# -- the replay provider --------------------------------------------------------
+
+# Which node asks, by a phrase of its system prompt (prompts/*.md).
+NODES = (
+    ("You check whether an assistant", "review"),
+    ("You decide how to answer a request", "analyst_plan"),
+    ("You write Python for a request", "code"),
+    ("You examine the results of code", "prose"),
+    ("You answer a request made in a Jupyter notebook", "prose"),
+    ("You work in steps.", "planner"),
+    ("You route requests", "classify"),
+    ("You plan how to handle a request", "triage_plan"),
+    ("You are an assistant working inside a Jupyter notebook", "code"),
+)
+
+
+def replay_answer(body, tasks):
+    """What the replay provider answers: the task's solution, in the form
+    the asking node reads."""
+    messages = body.get("messages", [])
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    said = "\n".join(m["content"] for m in messages if m["role"] != "system")
+    node = next((name for phrase, name in NODES if phrase in system), "code")
+    task = next((t for t in tasks if t.prompt in said or t.prompt in system), None)
+    solution = task.solution if task else "print('no task found')"
+    fenced = f"```python\n{solution}\n```"
+    if node == "review":
+        return '{"is_complete": true, "reasoning": "the checker decides", "next_action": ""}'
+    if node == "analyst_plan":
+        return '{"needs_code": true, "needs_evaluation": false, "reasoning": "it needs code"}'
+    if node == "classify":
+        # Unsure, so that the triage plans too.
+        return '{"agent": "default", "confidence": 0.5}'
+    if node == "triage_plan":
+        plan = {"action": "delegate", "agent": "default", "task": task.prompt if task else said}
+        return json.dumps(plan)
+    if node == "planner":
+        if "Observation:" in said:
+            return "Thought: the code ran.\nFinal Answer: done."
+        return f"Thought: I will solve it with code.\nAction: python\nAction Input:\n{fenced}"
+    if node == "prose":
+        return "The output above answers the request."
+    # A code-writing node: once its code ran, it answers in words.
+    return "Done." if "This code ran" in said else fenced
+
+
+class ReplayProvider:
+    """An OpenAI-compatible streaming server on loopback, in a thread."""
+
+    def __init__(self, tasks):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                text = replay_answer(body, tasks)
+                prompt_tokens = len(json.dumps(body)) // 4
+                events = [
+                    {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+                    {"choices": [], "usage": {"prompt_tokens": prompt_tokens,
+                                              "completion_tokens": len(text) // 4 + 1}},
+                ]
+                payload = b"".join(b"data: %s\n\n" % json.dumps(e).encode() for e in events)
+                payload += b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def env(self):
+        host, port = self.server.server_address
+        return {"OPENAI_BASE_URL": f"http://{host}:{port}/v1", "MAHTAB_MODEL": "replay",
+                "MAHTAB_CONFIG": os.devnull}
+
+    def close(self):
+        self.server.shutdown()
+
+
+# -- running a task -------------------------------------------------------------
+
+def execute(kc, code, timeout, user_expressions=None):
+    """Runs `code`; returns (reply content, iopub messages of the request)."""
+    msg_id = kc.execute(code, user_expressions=user_expressions or {}, allow_stdin=False)
+    deadline = perf_counter() + timeout
+    messages, reply, idle = [], None, False
+    while reply is None or not idle:
+        remaining = deadline - perf_counter()
+        if remaining <= 0:
+            raise TimeoutError(f"no reply within {timeout:g} s")
+        if reply is None:
+            try:
+                msg = kc.get_shell_msg(timeout=0.05)
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    reply = msg["content"]
+            except Empty:
+                pass
+        try:
+            msg = kc.get_iopub_msg(timeout=min(remaining, 0.2))
+        except Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            idle = True
+    return reply, messages
+
+
+def run_task(ksm, env, graph, task, timeout, max_turns=None):
+    """One task with one graph in a fresh kernel; its Result."""
+    with tempfile.TemporaryDirectory(prefix="mahtab-eval-") as cwd:
+        for name, text in task.files.items():
+            Path(cwd, name).write_text(text)
+        km = KernelManager(kernel_name="mahtab", kernel_spec_manager=ksm)
+        started = perf_counter()
+        try:
+            km.start_kernel(cwd=cwd, env=dict(env, JUPYTER_DATA_DIR=str(Path(cwd, ".jupyter"))))
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=START_TIMEOUT)
+            if task.setup:
+                reply, _ = execute(kc, task.setup, SETUP_TIMEOUT)
+                if reply["status"] != "ok":
+                    raise RuntimeError(f"setup failed: {reply.get('ename')}: {reply.get('evalue')}")
+            started = perf_counter()
+            ask = (f"_eval_answer = ask({task.prompt!r}, graph={graph!r}, max_turns={max_turns!r}, "
+                   "new=True, allow=['files'])\n"
+                   "import json as _eval_json\nprint(_eval_json.dumps(_eval_answer.trace))")
+            reply, messages = execute(kc, ask, timeout)
+            seconds = perf_counter() - started
+            images = sum(1 for m in messages
+                         if m["msg_type"] == "display_data" and "image/png" in m["content"]["data"])
+            result = Result(graph, task.name, task.kind, False, seconds, images=images)
+            if reply["status"] != "ok":
+                result.error = f"{reply.get('ename')}: {reply.get('evalue')}"
+                return result
+            printed = "".join(m["content"]["text"] for m in messages
+                              if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+            trace = json.loads(printed.strip().splitlines()[-1])
+            result.turns = trace["turns"]
+            result.input_tokens = trace["input_tokens"]
+            result.output_tokens = trace["output_tokens"]
+            check, _ = execute(kc, "", CHECK_TIMEOUT, {"ok": f"bool({task.check})"})
+            verdict = check["user_expressions"]["ok"]
+            passed = verdict.get("status") == "ok" and verdict["data"]["text/plain"] == "True"
+            result.solved = passed and images >= task.images
+            if not passed and verdict.get("status") == "error":
+                result.error = f"check: {verdict.get('ename')}: {verdict.get('evalue')}"
+            elif images < task.images:
+                result.error = f"{images} figures shown, {task.images} wanted"
+            return result
+        except Exception as error:  # a kernel that failed is reported, not fatal
+            return Result(graph, task.name, task.kind, False, perf_counter() - started,
+                          error=f"{type(error).__name__}: {error}")
+        finally:
+            try:
+                kc.stop_channels()
+            except Exception:
+                pass
+            km.shutdown_kernel(now=True)
+
+
+# -- the report -----------------------------------------------------------------
+
+def summarize(results, graphs):
+    rows = []
+    for graph in graphs:
+        mine = [r for r in results if r.graph == graph]
+        if not mine:
+            continue
+        rows.append({
+            "graph": graph,
+            "solved": sum(r.solved for r in mine),
+            "tasks": len(mine),
+            "mean_turns": statistics.mean(r.turns for r in mine),
+            "tokens": sum(r.input_tokens + r.output_tokens for r in mine),
+            "mean_seconds": statistics.mean(r.seconds for r in mine),
+        })
+    return rows
+
+
+def print_report(rows, results, provider):
+    print(f"\nagent evaluation · {provider}\n")
+    print(f"{'graph':<10} {'solved':>9} {'turns':>7} {'tokens':>9} {'time':>9}")
+    for row in rows:
+        solved = f"{row['solved']}/{row['tasks']}"
+        print(f"{row['graph']:<10} {solved:>9} {row['mean_turns']:>7.1f} {row['tokens']:>9,} "
+              f"{row['mean_seconds']:>8.1f}s")
+    failed = [r for r in results if not r.solved]
+    if failed:
+        print("\nnot solved:")
+        for r in failed:
+            print(f"  {r.graph:<10} {r.task:<22} {r.error or 'the check is false'}")
+    print("\n(turns and time are means per task; tokens are totals over the tasks)")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--graphs", default=",".join(GRAPHS))
+    parser.add_argument("--only", default="", help="task names, comma-separated")
+    parser.add_argument("--kinds", default="", help="task kinds, comma-separated")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many tasks")
+    parser.add_argument("--max-turns", type=int, help="each graph's turn limit (default: its own)")
+    parser.add_argument("--replay", action="store_true", help="answer with the reference solutions")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
+    parser.add_argument("--json", help="write every result here")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if a task is not solved")
+    args = parser.parse_args()
+    args.graphs = [g for g in args.graphs.split(",") if g]
+    unknown = set(args.graphs) - set(GRAPHS)
+    if unknown:
+        parser.error(f"unknown graphs {sorted(unknown)}; known: {', '.join(GRAPHS)}")
+    return args
+
+
+def chosen_tasks(args):
+    tasks = list(TASKS)
+    if args.only:
+        names = set(args.only.split(","))
+        missing = names - {t.name for t in tasks}
+        if missing:
+            sys.exit(f"unknown tasks: {sorted(missing)}")
+        tasks = [t for t in tasks if t.name in names]
+    if args.kinds:
+        kinds = set(args.kinds.split(","))
+        tasks = [t for t in tasks if t.kind in kinds]
+    return tasks[: args.limit] if args.limit else tasks
+
+
+def main():
+    args = parse_args()
+    if not (VENV_KERNELS / "mahtab").is_dir():
+        sys.exit("no mahtab kernelspec in .venv: run scripts/setup.sh first")
+    ksm = KernelSpecManager()
+    ksm.kernel_dirs = [str(VENV_KERNELS)]
+    tasks = chosen_tasks(args)
+    env = dict(os.environ)
+    replay = None
+    if args.replay:
+        for name in PROVIDER_VARIABLES:
+            env.pop(name, None)
+        replay = ReplayProvider(tasks)
+        env.update(replay.env())
+    provider = "replay provider (reference solutions)" if replay else describe_provider(env)
+    results = []
+    try:
+        for graph in args.graphs:
+            for task in tasks:
+                result = run_task(ksm, env, graph, task, args.timeout, args.max_turns)
+                mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
+                print(f"  {graph:<10} {task.name:<22} {result.seconds:6.1f}s  {mark}",
+                      file=sys.stderr, flush=True)
+                results.append(result)
+    finally:
+        if replay:
+            replay.close()
+    rows = summarize(results, args.graphs)
+    print_report(rows, results, provider)
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"provider": provider, "summary": rows, "results": [asdict(r) for r in results]}, indent=2))
+    if args.strict and not all(r.solved for r in results):
+        sys.exit(1)
+
+
+def describe_provider(env):
+    """Which provider the kernel will use, as far as the environment says
+    (the settings file may say more; %ask_config in a notebook shows all)."""
+    model = env.get("MAHTAB_MODEL", "its default model")
+    if env.get("MAHTAB_PROVIDER"):
+        return f"{env['MAHTAB_PROVIDER']} · {model}"
+    if env.get("ANTHROPIC_API_KEY"):
+        return f"anthropic · {model}"
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        return f"openai-compatible {re.sub(r'/v1/?$', '', env.get('OPENAI_BASE_URL', 'api.openai.com'))} · {model}"
+    return "the configured provider, or the embedded local model"
+
+
+if __name__ == "__main__":
+    main()
