@@ -675,6 +675,36 @@ mod tests {
     }
 
     #[test]
+    fn odd_answers_never_panic_and_always_give_an_action() {
+        for answer in [
+            "",
+            "Action:",
+            "Action:\n",
+            "action input: x",
+            "Final Answer:",
+            "```",
+            "```python",
+            "Action: ```\nAction Input: ```",
+            "Action: grep(",
+            "Action: )(",
+            "Thought: ü\nAction: pëek\nAction Input: «x», 3",
+            "**Action:** **",
+            "Observation: first\nAction: python",
+            "{\"action\": 3}",
+            "{\"action\": \"python\", \"input\": {\"code\": 1}}",
+            "Action: 日本\nAction Input: 語",
+        ] {
+            let action = parse_action(answer);
+            if let Action::Tool { name, input } = &action {
+                let _ = tool_call(name, input);
+            }
+        }
+        for input in ["", "`", "```", "```\n", "\"", "[", "{", "日本", "a b (c"] {
+            let _ = tool_call("grep", input);
+        }
+    }
+
+    #[test]
     fn identifiers_are_found_once_each() {
         assert_eq!(
             identifiers("df, prices and df; 3x _y"),

@@ -695,6 +695,40 @@ mod tests {
     }
 
     #[test]
+    fn odd_requests_and_answers_never_panic() {
+        for text in [
+            "",
+            " ",
+            "please",
+            "Please ",
+            "please show",
+            "show",
+            "show ✓",
+            "read .",
+            "read /",
+            "plot 日本",
+            "?!.",
+            "explain the last error",
+            "hi!!!",
+            "describe `",
+            "open a.b.c",
+        ] {
+            let _ = textual_plan(text, &context());
+            let _ = parse_plan(text, "req");
+            let _ = parse_classification(text);
+        }
+        for answer in [
+            r#"{"action": "tool", "tool": "peek", "input": {"text": "x"}}"#,
+            r#"{"action": null}"#,
+            r#"{"agent": "default", "confidence": "high"}"#,
+            r#"{"agent": "default", "confidence": -1e308}"#,
+        ] {
+            let _ = parse_plan(answer, "req");
+            let _ = parse_classification(answer);
+        }
+    }
+
+    #[test]
     fn classifications_and_plans_are_read_leniently() {
         assert_eq!(
             parse_classification(r#"Sure: {"agent": "analyst", "confidence": 0.93}"#),
