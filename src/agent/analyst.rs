@@ -278,7 +278,7 @@ fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), Ag
 mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
-    use crate::agent::script::{Script, fails_once, ok};
+    use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
 
     const CODE_AND_EVALUATE: &str =
         r#"{"needs_code": true, "needs_evaluation": true, "reasoning": "needs data"}"#;
@@ -312,16 +312,6 @@ mod tests {
             shown: None,
             failed: true,
             finished: false,
-        }
-    }
-
-    /// Roles alternate in every request, as the Anthropic API requires.
-    fn assert_roles_alternate(script: &Script) {
-        for request in &script.requests {
-            for pair in request.messages.windows(2) {
-                assert_ne!(pair[0].role, pair[1].role, "{:?}", request.messages);
-            }
-            assert_eq!(request.messages.last().unwrap().role, Role::User);
         }
     }
 

@@ -422,8 +422,7 @@ fn python_literal(value: &Value) -> String {
 mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
-    use crate::agent::llm::Role;
-    use crate::agent::script::{Script, fails_once, ok};
+    use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
 
     fn settings(execute: bool) -> Settings {
         Settings {
@@ -441,15 +440,6 @@ mod tests {
             .unwrap()
             .block_on(graph.run(state, script))
             .unwrap()
-    }
-
-    fn assert_roles_alternate(script: &Script) {
-        for request in &script.requests {
-            for pair in request.messages.windows(2) {
-                assert_ne!(pair[0].role, pair[1].role, "{:?}", request.messages);
-            }
-            assert_eq!(request.messages.last().unwrap().role, Role::User);
-        }
     }
 
     #[test]

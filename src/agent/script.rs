@@ -135,3 +135,17 @@ pub fn fails_once(code: &str) -> Execution {
         finished: false,
     }
 }
+
+/// Roles alternate in every request, and the user speaks last, as the
+/// Anthropic API requires.
+pub fn assert_roles_alternate(script: &Script) {
+    for request in &script.requests {
+        for pair in request.messages.windows(2) {
+            assert_ne!(pair[0].role, pair[1].role, "{:?}", request.messages);
+        }
+        assert_eq!(
+            request.messages.last().unwrap().role,
+            super::llm::Role::User
+        );
+    }
+}
