@@ -21,6 +21,7 @@
 //!
 //! [claude]
 //! bin = "/usr/local/bin/claude"
+//! agent = false              # the triage graph may not hand work to the CLI
 //! ```
 //!
 //! Its entries stand for the environment variables of the same meaning and
@@ -65,6 +66,8 @@ struct Endpoint {
 #[serde(deny_unknown_fields)]
 struct Claude {
     bin: Option<String>,
+    /// Whether the triage graph may hand work to the CLI.
+    agent: Option<bool>,
 }
 
 /// Why the settings file could not be used.
@@ -155,6 +158,10 @@ impl ConfigFile {
             "OPENAI_API_KEY" => self.openai.api_key.clone(),
             "OPENAI_BASE_URL" => self.openai.base_url.clone(),
             "MAHTAB_CLAUDE_BIN" => self.claude.bin.clone(),
+            "MAHTAB_CLAUDE_AGENT" => self
+                .claude
+                .agent
+                .map(|on| if on { "1" } else { "0" }.into()),
             "MAHTAB_LOCAL_MODEL" => self.local_model.map(|on| if on { "1" } else { "0" }.into()),
             "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
             _ => None,

@@ -106,6 +106,16 @@ pub enum Showing {
     ProseAndCode { turn: u32 },
 }
 
+/// Which model answers a run's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ModelChoice {
+    /// The provider the run was configured with.
+    #[default]
+    Configured,
+    /// The claude CLI, which the triage graph hands work to when installed.
+    ClaudeCli,
+}
+
 /// Everything a run needs from outside.
 pub trait Effects: graph::Observer + Send {
     /// Calls the model, showing its answer as it arrives as `showing` says.
@@ -131,7 +141,6 @@ pub trait Effects: graph::Observer + Send {
         names: &[String],
     ) -> impl Future<Output = Vec<planner::KeyInformation>> + Send;
 
-    /// Reports progress to the user.
     /// What the triage's pre-plan looks at: the user's variables and last
     /// error.
     fn triage_context(&mut self) -> impl Future<Output = triage::Context> + Send;
@@ -143,6 +152,10 @@ pub trait Effects: graph::Observer + Send {
         code: &str,
         error: &str,
     ) -> impl Future<Output = Option<triage::Repair>> + Send;
+
+    /// Sends the model calls that follow to `model` (the claude CLI only
+    /// when the run offers it as an agent).
+    fn use_model(&mut self, model: ModelChoice);
 
     /// Reports progress to the user.
     fn emit(&mut self, event: AgentEvent);

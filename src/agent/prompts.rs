@@ -111,9 +111,12 @@ missing values, first rows). The input is their names.\n";
 }
 
 /// The triage graph's quick classification: which agent, how sure.
-pub fn triage_classify(request: &str, agents: &str) -> String {
+/// `agents` lists them with what each is for; `choices` names them for the
+/// JSON field.
+pub fn triage_classify(request: &str, agents: &str, choices: &str) -> String {
     TRIAGE_CLASSIFY
         .replace("{agents}", agents)
+        .replace("{choices}", choices)
         .replace("{request}", request)
 }
 
@@ -123,8 +126,11 @@ pub fn triage_plan(
     recent_cells: &[String],
     skills: &[Skill],
     agents: &str,
+    choices: &str,
 ) -> String {
-    let template = TRIAGE_PLAN.replace("{agents}", agents);
+    let template = TRIAGE_PLAN
+        .replace("{agents}", agents)
+        .replace("{choices}", choices);
     with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
 }
 

@@ -8,7 +8,7 @@ use super::graph::Observer;
 use super::llm::{ChatRequest, Usage};
 use super::planner::KeyInformation;
 use super::triage::{Context, Repair};
-use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution, Showing};
+use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution, ModelChoice, Showing};
 
 /// Scripted effects: answers in order, executions by a closure.
 pub struct Script {
@@ -21,6 +21,9 @@ pub struct Script {
     pub events: Vec<AgentEvent>,
     /// The names each `describe` call asked about.
     pub described: Vec<Vec<String>>,
+    /// The model each call went to, in order.
+    pub models: Vec<ModelChoice>,
+    model: ModelChoice,
     pub run: fn(&str) -> Execution,
 }
 
@@ -34,6 +37,8 @@ impl Script {
             nodes: Vec::new(),
             events: Vec::new(),
             described: Vec::new(),
+            models: Vec::new(),
+            model: ModelChoice::Configured,
             run,
         }
     }
@@ -53,6 +58,7 @@ impl Effects for Script {
         _showing: Showing,
     ) -> Result<ChatOutcome, AgentError> {
         self.requests.push(request);
+        self.models.push(self.model);
         let text = self
             .answers
             .pop_front()
@@ -103,6 +109,10 @@ impl Effects for Script {
             code: format!("import numpy as np\n{code}"),
             change: "added import numpy as np".into(),
         })
+    }
+
+    fn use_model(&mut self, model: ModelChoice) {
+        self.model = model;
     }
 
     fn emit(&mut self, event: AgentEvent) {

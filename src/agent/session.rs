@@ -19,8 +19,8 @@ use super::graph::Observer;
 use super::indent::Indented;
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
-use super::llm::openai;
 use super::llm::{ChatMessage, ChatRequest, LlmError, Usage};
+use super::llm::{claude_cli, openai};
 use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
 use super::options::{self, AgentCell, AskOptions, DrawnGraph, GraphKind, UsageError};
@@ -31,7 +31,10 @@ use super::rlm::{self, Search, rlm_graph};
 use super::settings::{self, Settings};
 use super::stream::ShownText;
 use super::triage::{self, triage_graph};
-use super::{AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Showing, render};
+use super::{
+    AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, ModelChoice, Showing,
+    render,
+};
 
 /// Default turn limit of a run.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
@@ -287,9 +290,21 @@ impl AgentSession {
             context_tokens: context_tokens(&settings, &provider),
             execute: !cell_options.no_exec,
         };
+        // The triage may hand work to the claude CLI, unless it is the
+        // run's own provider already.
+        let claude = match (&provider, &job, kind) {
+            (Provider::Cli(_), _, _) => None,
+            (_, Job::Ask { .. }, GraphKind::Triage) => settings.claude_agent().map(Provider::Cli),
+            _ => None,
+        };
+        let agents = triage::Agents {
+            claude: claude.is_some(),
+        };
         let mut effects = RunEffects {
             ports,
             provider: &provider,
+            claude: claude.as_ref(),
+            model: ModelChoice::Configured,
             confirm: cell_options.confirm,
             allow: options.allow.clone().unwrap_or_default(),
             trace: Vec::new(),
@@ -312,7 +327,7 @@ impl AgentSession {
                 planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
             }
             (Job::Ask { .. }, GraphKind::Triage) => {
-                triage_graph::<RunEffects<P>>(node_settings, max_turns)
+                triage_graph::<RunEffects<P>>(node_settings, max_turns, agents)
             }
         };
         let result = tokio::select! {
@@ -511,7 +526,7 @@ fn context_tokens(settings: &Settings, provider: &Provider) -> usize {
         return tokens;
     }
     match provider {
-        Provider::Cli(_) => 200_000,
+        Provider::Cli(_) => claude_cli::CONTEXT_TOKENS,
         Provider::Http(http) if http.model == local::LOCAL_MODEL => local::CONTEXT_TOKENS,
         Provider::Http(http) => match http.format {
             WireFormat::Anthropic => 200_000,
@@ -561,7 +576,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         ),
         DrawnGraph::Ask(GraphKind::Triage) => (
             "triage",
-            triage_graph::<RunEffects<P>>(settings, turns).mermaid(),
+            triage_graph::<RunEffects<P>>(settings, turns, triage::Agents::default()).mermaid(),
         ),
         DrawnGraph::Search => {
             let search = Search {
@@ -646,6 +661,10 @@ struct CodeRun {
 struct RunEffects<'a, P> {
     ports: &'a P,
     provider: &'a Provider,
+    /// The claude CLI, when the run may hand work to it.
+    claude: Option<&'a Provider>,
+    /// Which of the two answers the calls now.
+    model: ModelChoice,
     /// Ask before running each block (`--confirm`).
     confirm: bool,
     /// What agent code may do without asking (`--allow`).
@@ -761,7 +780,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     .coalescer
                     .interject(&format!("({error}; trying again in {wait})\n"));
             };
-            let chat = self.provider.chat(request, &mut on_text, &mut on_retry);
+            let provider = match (self.model, self.claude) {
+                (ModelChoice::ClaudeCli, Some(claude)) => claude,
+                _ => self.provider,
+            };
+            let chat = provider.chat(request, &mut on_text, &mut on_retry);
             tokio::pin!(chat);
             let mut tick = tokio::time::interval(STREAM_COALESCE);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -862,6 +885,10 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 None
             }
         }
+    }
+
+    fn use_model(&mut self, model: ModelChoice) {
+        self.model = model;
     }
 
     fn emit(&mut self, event: AgentEvent) {

@@ -5,8 +5,11 @@
 //! (see [`crate::agent::config_file`]), the kernel's environment, and last
 //! the embedded local model.
 
+use std::path::{Path, PathBuf};
+
 use super::config::{self, Choice};
 use super::config_file::{self, ConfigFile, ConfigFileError};
+use super::llm::claude_cli::ClaudeCli;
 use super::llm::http::WireFormat;
 use super::options::{AskOptions, ConfigChange, GraphKind};
 use super::session::DEFAULT_MAX_TURNS;
@@ -49,6 +52,28 @@ impl Settings {
         config::choose(options, &[&file, &env])
     }
 
+    /// The claude CLI the triage graph may hand work to: `MAHTAB_CLAUDE_BIN`
+    /// or `claude` on the PATH, unless `MAHTAB_CLAUDE_AGENT` (the settings
+    /// file's `[claude] agent`) is off.
+    pub(super) fn claude_agent(&self) -> Option<ClaudeCli> {
+        if self
+            .var("MAHTAB_CLAUDE_AGENT")
+            .is_some_and(|v| matches!(v.trim(), "0" | "false" | "no" | "off"))
+        {
+            return None;
+        }
+        let program = match self.var("MAHTAB_CLAUDE_BIN") {
+            Some(bin) => PathBuf::from(bin),
+            None => std::env::split_paths(&env("PATH")?)
+                .map(|dir| dir.join("claude"))
+                .find(|path| is_executable(path))?,
+        };
+        is_executable(&program).then_some(ClaudeCli {
+            program,
+            model: None,
+        })
+    }
+
     /// Where a setting comes from, for the overview.
     fn source(&self, field: impl Fn(&AskOptions) -> bool, variable: Option<&str>) -> &'static str {
         if field(&self.session) {
@@ -61,6 +86,11 @@ impl Settings {
             "default"
         }
     }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn env(name: &str) -> Option<String> {

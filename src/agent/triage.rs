@@ -24,11 +24,12 @@ use serde_json::Value;
 use super::analyst::{self, analyst_graph};
 use super::extract::CodeBlock;
 use super::graph::{Graph, Route};
+use super::llm::claude_cli;
 use super::llm::{ChatMessage, Role};
 use super::nodes::{Settings, close_with_answer, default_graph, node, run_pending};
 use super::planner::{self, planner_graph, tool_call};
 use super::reflect::{json_objects, parse_verdict};
-use super::{AgentError, AgentEvent, AgentState, Effects, Outcome, prompts};
+use super::{AgentError, AgentEvent, AgentState, Effects, ModelChoice, Outcome, prompts};
 
 /// Reviews of a run unless `--max-turns` says otherwise.
 pub const DEFAULT_MAX_REVIEWS: u32 = 3;
@@ -39,31 +40,31 @@ pub const MAX_REVIEWS: u32 = 10;
 /// The classification decides only at or above this confidence.
 pub const CONFIDENT: f64 = 0.9;
 
-/// The agents the triage hands work to: the other graphs.
+/// The agents the triage hands work to: the other graphs, and the claude
+/// CLI (the default graph with Claude Code's model) when it is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {
     Default,
     Analyst,
     Planner,
+    Claude,
 }
 
 impl Agent {
-    pub const ALL: [Agent; 3] = [Agent::Default, Agent::Analyst, Agent::Planner];
+    pub const ALL: [Agent; 4] = [
+        Agent::Default,
+        Agent::Analyst,
+        Agent::Planner,
+        Agent::Claude,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Agent::Default => "default",
             Agent::Analyst => "analyst",
             Agent::Planner => "planner",
+            Agent::Claude => "claude",
         }
-    }
-
-    fn parse(name: &str) -> Option<Agent> {
-        let name = name
-            .trim()
-            .trim_start_matches("agent:")
-            .to_ascii_lowercase();
-        Agent::ALL.into_iter().find(|agent| agent.name() == name)
     }
 
     /// What the agent is good at, as the planning prompts list it.
@@ -81,16 +82,60 @@ impl Agent {
                 "takes one small action at a time (code or a tool such as describe, grep, \
                  read); for exploring data, logs or files step by step"
             }
+            Agent::Claude => {
+                "works like the default agent with a stronger model (Claude, through the \
+                 claude CLI); for hard tasks, or ones other agents failed at"
+            }
         }
     }
 
     /// Turns one delegation may use.
     fn turns(self) -> u32 {
         match self {
-            Agent::Default => super::session::DEFAULT_MAX_TURNS,
+            Agent::Default | Agent::Claude => super::session::DEFAULT_MAX_TURNS,
             Agent::Analyst => analyst::MAX_ATTEMPTS,
             Agent::Planner => planner::DEFAULT_MAX_TURNS,
         }
+    }
+}
+
+/// The agents a run can hand work to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Agents {
+    /// The claude CLI is installed and is not the run's own provider.
+    pub claude: bool,
+}
+
+impl Agents {
+    fn available(self) -> impl Iterator<Item = Agent> {
+        Agent::ALL
+            .into_iter()
+            .filter(move |agent| *agent != Agent::Claude || self.claude)
+    }
+
+    /// The available agent a model named, if any.
+    fn parse(self, name: &str) -> Option<Agent> {
+        let name = name
+            .trim()
+            .trim_start_matches("agent:")
+            .to_ascii_lowercase();
+        self.available().find(|agent| agent.name() == name)
+    }
+
+    /// The agents and what each is for, one per line, for the prompts.
+    fn listed(self) -> String {
+        self.available()
+            .map(|agent| format!("- {}: {}", agent.name(), agent.strength()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The agents' names as a JSON field's choices: `"default" or "analyst"`.
+    fn choices(self) -> String {
+        self.available()
+            .map(|agent| format!("\"{}\"", agent.name()))
+            .collect::<Vec<_>>()
+            .join(" or ")
     }
 }
 
@@ -136,8 +181,13 @@ pub struct Repair {
     pub change: String,
 }
 
-/// The triage graph; `max_reviews` is capped at [`MAX_REVIEWS`].
-pub fn triage_graph<E: Effects>(settings: Settings, max_reviews: u32) -> Graph<AgentState, E> {
+/// The triage graph handing work to `agents`; `max_reviews` is capped at
+/// [`MAX_REVIEWS`].
+pub fn triage_graph<E: Effects>(
+    settings: Settings,
+    max_reviews: u32,
+    agents: Agents,
+) -> Graph<AgentState, E> {
     let reviews = max_reviews.clamp(1, MAX_REVIEWS);
     let (classify_settings, plan_settings) = (settings.clone(), settings.clone());
     let (delegate_settings, review_settings) = (settings.clone(), settings.clone());
@@ -154,11 +204,11 @@ pub fn triage_graph<E: Effects>(settings: Settings, max_reviews: u32) -> Graph<A
         .node("pre_plan", node(|s, e| Box::pin(pre_plan(s, e))))
         .node(
             "classify",
-            node(move |s, e| Box::pin(classify(s, e, classify_settings.clone()))),
+            node(move |s, e| Box::pin(classify(s, e, classify_settings.clone(), agents))),
         )
         .node(
             "plan",
-            node(move |s, e| Box::pin(plan(s, e, plan_settings.clone()))),
+            node(move |s, e| Box::pin(plan(s, e, plan_settings.clone(), agents))),
         )
         .node(
             "delegate",
@@ -341,10 +391,11 @@ async fn classify<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: Settings,
+    agents: Agents,
 ) -> Result<(), AgentError> {
-    let system = prompts::triage_classify(&state.request, &agents_listed());
+    let system = prompts::triage_classify(&state.request, &agents.listed(), &agents.choices());
     let answer = settings.judge(state, effects, system).await?;
-    let (agent, confidence) = parse_classification(&answer.text).unzip();
+    let (agent, confidence) = parse_classification(&answer.text, agents).unzip();
     let confidence = confidence.unwrap_or(0.0);
     match agent {
         Some(agent) if confidence >= CONFIDENT => {
@@ -362,10 +413,11 @@ async fn classify<E: Effects>(
     Ok(())
 }
 
-/// The agent and confidence of a classification's JSON, if it has both.
-pub fn parse_classification(text: &str) -> Option<(Agent, f64)> {
+/// The agent and confidence of a classification's JSON, if it has both
+/// and the agent is one of `agents`.
+pub fn parse_classification(text: &str, agents: Agents) -> Option<(Agent, f64)> {
     json_objects(text).find_map(|value| {
-        let agent = Agent::parse(value.get("agent")?.as_str()?)?;
+        let agent = agents.parse(value.get("agent")?.as_str()?)?;
         let confidence = match value.get("confidence")? {
             Value::Number(n) => n.as_f64()?,
             Value::String(s) => s.trim().trim_end_matches('%').parse().ok()?,
@@ -385,16 +437,18 @@ async fn plan<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: Settings,
+    agents: Agents,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::triage_plan(
         &namespace,
         &state.recent_cells,
         &state.skills,
-        &agents_listed(),
+        &agents.listed(),
+        &agents.choices(),
     );
     let answer = settings.judge(state, effects, system).await?;
-    let decision = parse_plan(&answer.text, &state.request);
+    let decision = parse_plan(&answer.text, &state.request, agents);
     effects.emit(AgentEvent::Status(format!(
         "triage: {}",
         describe(&decision)
@@ -403,9 +457,10 @@ async fn plan<E: Effects>(
     Ok(())
 }
 
-/// The decision in a plan's JSON; anything unreadable hands the request to
-/// the default agent, which can always make progress.
-pub fn parse_plan(text: &str, request: &str) -> Decision {
+/// The decision in a plan's JSON; anything unreadable (or an agent not
+/// among `agents`) hands the request to the default agent, which can always
+/// make progress.
+pub fn parse_plan(text: &str, request: &str, agents: Agents) -> Decision {
     let fallback = || Decision::Delegate {
         agent: Agent::Default,
         task: request.to_owned(),
@@ -431,7 +486,7 @@ pub fn parse_plan(text: &str, request: &str) -> Decision {
         }
         "respond" if !field("response").is_empty() => Decision::Respond(field("response")),
         _ => {
-            let agent = Agent::parse(&field("agent")).unwrap_or(Agent::Default);
+            let agent = agents.parse(&field("agent")).unwrap_or(Agent::Default);
             let task = match field("task") {
                 task if task.is_empty() => request.to_owned(),
                 task => task,
@@ -439,14 +494,6 @@ pub fn parse_plan(text: &str, request: &str) -> Decision {
             Decision::Delegate { agent, task }
         }
     }
-}
-
-fn agents_listed() -> String {
-    Agent::ALL
-        .iter()
-        .map(|agent| format!("- {}: {}", agent.name(), agent.strength()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Runs the chosen agent's graph on the task, within this run: its turns,
@@ -490,6 +537,19 @@ async fn delegate<E: Effects>(
             planner_graph::<E>(settings, turns, false)
                 .run(state, effects)
                 .await
+        }
+        Agent::Claude => {
+            // Its calls go to the CLI, whose model has a larger window.
+            let settings = Settings {
+                context_tokens: settings.context_tokens.max(claude_cli::CONTEXT_TOKENS),
+                ..settings
+            };
+            effects.use_model(ModelChoice::ClaudeCli);
+            let ended = default_graph::<E>(settings, turns)
+                .run(state, effects)
+                .await;
+            effects.use_model(ModelChoice::Configured);
+            ended
         }
     };
     state.request = request;
@@ -625,9 +685,22 @@ mod tests {
         }
     }
 
+    const WITHOUT_CLAUDE: Agents = Agents { claude: false };
+    const WITH_CLAUDE: Agents = Agents { claude: true };
+
     fn run(script: &mut Script, request: &str, reviews: u32, execute: bool) -> AgentState {
+        run_with(script, request, reviews, execute, WITHOUT_CLAUDE)
+    }
+
+    fn run_with(
+        script: &mut Script,
+        request: &str,
+        reviews: u32,
+        execute: bool,
+        agents: Agents,
+    ) -> AgentState {
         let mut state = AgentState::new(request, Vec::new(), reviews);
-        let graph = triage_graph::<Script>(settings(execute), reviews);
+        let graph = triage_graph::<Script>(settings(execute), reviews, agents);
         let end = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
@@ -714,8 +787,8 @@ mod tests {
             "open a.b.c",
         ] {
             let _ = textual_plan(text, &context());
-            let _ = parse_plan(text, "req");
-            let _ = parse_classification(text);
+            let _ = parse_plan(text, "req", WITHOUT_CLAUDE);
+            let _ = parse_classification(text, WITHOUT_CLAUDE);
         }
         for answer in [
             r#"{"action": "tool", "tool": "peek", "input": {"text": "x"}}"#,
@@ -723,30 +796,39 @@ mod tests {
             r#"{"agent": "default", "confidence": "high"}"#,
             r#"{"agent": "default", "confidence": -1e308}"#,
         ] {
-            let _ = parse_plan(answer, "req");
-            let _ = parse_classification(answer);
+            let _ = parse_plan(answer, "req", WITHOUT_CLAUDE);
+            let _ = parse_classification(answer, WITHOUT_CLAUDE);
         }
     }
 
     #[test]
     fn classifications_and_plans_are_read_leniently() {
         assert_eq!(
-            parse_classification(r#"Sure: {"agent": "analyst", "confidence": 0.93}"#),
+            parse_classification(
+                r#"Sure: {"agent": "analyst", "confidence": 0.93}"#,
+                WITHOUT_CLAUDE
+            ),
             Some((Agent::Analyst, 0.93))
         );
         assert_eq!(
-            parse_classification(r#"{"agent": "agent:planner", "confidence": "95%"}"#),
+            parse_classification(
+                r#"{"agent": "agent:planner", "confidence": "95%"}"#,
+                WITHOUT_CLAUDE
+            ),
             Some((Agent::Planner, 0.95))
         );
-        assert_eq!(parse_classification(r#"{"agent": "planner"}"#), None);
         assert_eq!(
-            parse_classification(r#"{"agent": "nobody", "confidence": 1}"#),
+            parse_classification(r#"{"agent": "planner"}"#, WITHOUT_CLAUDE),
+            None
+        );
+        assert_eq!(
+            parse_classification(r#"{"agent": "nobody", "confidence": 1}"#, WITHOUT_CLAUDE),
             None
         );
 
         let plan = r#"{"action": "delegate", "agent": "analyst", "task": "explain the trend"}"#;
         assert_eq!(
-            parse_plan(plan, "req"),
+            parse_plan(plan, "req", WITHOUT_CLAUDE),
             Decision::Delegate {
                 agent: Agent::Analyst,
                 task: "explain the trend".into()
@@ -756,13 +838,17 @@ mod tests {
 {"action": "tool", "tool": "describe", "input": "df"}
 ```"#;
         assert_eq!(
-            parse_plan(plan, "req"),
+            parse_plan(plan, "req", WITHOUT_CLAUDE),
             Decision::Tool {
                 code: "print(describe(df))".into()
             }
         );
         assert_eq!(
-            parse_plan(r#"{"action": "respond", "response": "Hi!"}"#, "req"),
+            parse_plan(
+                r#"{"action": "respond", "response": "Hi!"}"#,
+                "req",
+                WITHOUT_CLAUDE
+            ),
             Decision::Respond("Hi!".into())
         );
         let fallback = Decision::Delegate {
@@ -775,8 +861,61 @@ mod tests {
             r#"{"action": "respond", "response": ""}"#,
             r#"{"action": "delegate", "agent": "nobody"}"#,
         ] {
-            assert_eq!(parse_plan(unreadable, "req"), fallback, "{unreadable}");
+            assert_eq!(
+                parse_plan(unreadable, "req", WITHOUT_CLAUDE),
+                fallback,
+                "{unreadable}"
+            );
         }
+    }
+
+    #[test]
+    fn the_claude_agent_is_chosen_only_when_installed() {
+        let classification = r#"{"agent": "claude", "confidence": 0.95}"#;
+        assert_eq!(parse_classification(classification, WITHOUT_CLAUDE), None);
+        assert_eq!(
+            parse_classification(classification, WITH_CLAUDE),
+            Some((Agent::Claude, 0.95))
+        );
+        let plan = r#"{"action": "delegate", "agent": "claude", "task": "fit a model"}"#;
+        let to = |agents| match parse_plan(plan, "req", agents) {
+            Decision::Delegate { agent, .. } => agent,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(to(WITHOUT_CLAUDE), Agent::Default);
+        assert_eq!(to(WITH_CLAUDE), Agent::Claude);
+        assert!(!WITHOUT_CLAUDE.listed().contains("claude"));
+        assert!(WITH_CLAUDE.listed().contains("- claude: "));
+        assert_eq!(
+            WITH_CLAUDE.choices(),
+            r#""default" or "analyst" or "planner" or "claude""#
+        );
+    }
+
+    #[test]
+    fn work_handed_to_claude_goes_to_the_cli_and_the_review_does_not() {
+        let mut script = Script::new(
+            &[
+                r#"{"agent": "claude", "confidence": 0.95}"#,
+                "```python\nprint(6*7)\n```",
+                DONE, // the default graph's own reflection, by the CLI
+                DONE, // the triage review, by the run's provider
+            ],
+            ok,
+        );
+        let state = run_with(&mut script, "fit a model", 3, true, WITH_CLAUDE);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(script.executed, ["print(6*7)"]);
+        use ModelChoice::{ClaudeCli, Configured};
+        assert_eq!(
+            script.models,
+            [Configured, ClaudeCli, ClaudeCli, Configured]
+        );
+        assert!(
+            statuses(&script)
+                .contains(&"triage: the claude agent takes it (confidence 0.95)".to_owned())
+        );
+        assert!(script.requests[0].system.contains("- claude: "));
     }
 
     #[test]

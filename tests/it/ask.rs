@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::fake_claude::{claude_script, path_with};
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{
     Channel, Kernel, is_panel, is_status, panel_texts, result_text, stream_text, types,
@@ -484,24 +485,6 @@ async fn a_broken_settings_file_is_a_readable_error_that_keeps_its_secrets() {
     assert_eq!(reply.content["ename"], "UsageError");
     let (reply, _) = kernel.execute("kept").await;
     assert_eq!(reply.content["status"], "ok");
-}
-
-/// PATH with `dir` first.
-fn path_with(dir: &std::path::Path) -> String {
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
-/// Writes an executable shell script named `claude` into `dir`.
-fn claude_script(dir: &std::path::Path, body: &str) {
-    let path = dir.join("claude");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&path, permissions).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

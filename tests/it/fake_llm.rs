@@ -170,7 +170,6 @@ impl FakeLlm {
         }
     }
 
-    /// The environment that points a kernel at this server (OpenAI format).
     /// The content of the last message of the `n`th request.
     pub fn last_message(&self, n: usize) -> String {
         let requests = self.requests.lock().unwrap();
@@ -187,6 +186,7 @@ impl FakeLlm {
         self.last_message(latest)
     }
 
+    /// The environment that points a kernel at this server (OpenAI format).
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("OPENAI_BASE_URL", self.base_url.clone()),

@@ -4,6 +4,7 @@ mod ask;
 mod ask_python;
 mod data_stack;
 mod execute;
+mod fake_claude;
 mod fake_llm;
 mod guard;
 mod install;

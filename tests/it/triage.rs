@@ -1,10 +1,12 @@
 //! `%%ask --graph triage` through the real kernel, against a scripted model
 //! over real HTTP: the pattern fast path, a greeting, the last error, a
 //! confident classification, a plan, a review loop with a local repair,
-//! pruning to the context window, and the drawing.
+//! pruning to the context window, the claude CLI as an agent, and the
+//! drawing.
 
+use crate::fake_claude;
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Kernel, panel_texts, result_text, stream_text};
+use crate::support::{Kernel, TempDir, panel_texts, result_text, stream_text};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "met", "next_action": ""}"#;
 const NOT_DONE: &str =
@@ -180,6 +182,84 @@ async fn long_review_loops_are_pruned_to_the_context_window() {
     let text = text.join("\n");
     assert!(text.contains("characters left out"), "{text}");
     assert!(text.starts_with("find the odd line in log"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_installed_claude_cli_is_an_agent_the_plan_can_hand_work_to() {
+    let dir = TempDir::new("claude-agent");
+    fake_claude::answering(
+        &dir.0,
+        &[
+            "Squaring them.\n```python\nsquares = [p * p for p in prices]\nprint(squares)\n```",
+            r#"{"is_complete": true, "reasoning": "printed the squares", "next_action": ""}"#,
+        ],
+    );
+    let llm = FakeLlm::start(answers(&[
+        r#"{"agent": "claude", "confidence": 0.5}"#,
+        r#"{"action": "delegate", "agent": "claude", "task": "square the prices", "reasoning": "hard"}"#,
+        DONE,
+    ]))
+    .await;
+    let mut env = llm.env();
+    env.push(("PATH", fake_claude::path_with(&dir.0)));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage\nsquare each price")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let streamed = stream_text(&iopub, "stdout");
+    assert!(
+        streamed.contains("triage: the claude agent takes it\n")
+            && streamed.contains("Squaring them."),
+        "{streamed}"
+    );
+    assert_eq!(panel_texts(&iopub, "output"), ["[output]\n[1, 4, 9]"]);
+    // The plan was offered the CLI; the CLI got the task, and the triage's
+    // own review went back to the configured provider.
+    assert!(
+        llm.requests.lock().unwrap()[1]
+            .to_string()
+            .contains("- claude: ")
+    );
+    assert!(fake_claude::stdin_of(&dir.0, 1).contains("square the prices"));
+    assert!(fake_claude::stdin_of(&dir.0, 2).contains("[1, 4, 9]"));
+    assert_eq!(request_count(&llm), 3);
+    assert!(llm.last_prompt().contains("[1, 4, 9]"));
+    let (_, iopub) = kernel.execute("squares").await;
+    assert_eq!(result_text(&iopub), "[1, 4, 9]");
+
+    // Turned off in the settings, it is not offered, and a plan that names
+    // it goes to the default agent.
+    let llm = FakeLlm::start(answers(&[
+        r#"{"agent": "claude", "confidence": 0.99}"#,
+        r#"{"action": "delegate", "agent": "claude", "task": "cube the prices"}"#,
+        "```python\ncubes = [p ** 3 for p in prices]\n```",
+        DONE,
+        DONE,
+    ]))
+    .await;
+    let mut env = llm.env();
+    env.push(("PATH", fake_claude::path_with(&dir.0)));
+    env.push(("MAHTAB_CLAUDE_AGENT", "0".into()));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --graph triage\ncube each price")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(stream_text(&iopub, "stdout").contains("triage: the default agent takes it\n"));
+    assert!(
+        !llm.requests.lock().unwrap()[0]
+            .to_string()
+            .contains("claude:")
+    );
+    assert_eq!(request_count(&llm), 5);
+    assert_eq!(
+        fake_claude::stdin_of(&dir.0, 3),
+        "",
+        "the CLI was not called"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

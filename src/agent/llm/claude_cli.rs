@@ -20,6 +20,9 @@ use crate::agent::ChatOutcome;
 
 const PROVIDER: &str = "claude CLI";
 
+/// The context window of the models the CLI runs.
+pub const CONTEXT_TOKENS: usize = 200_000;
+
 /// Claude Code tools the model must not use: it answers with code instead.
 const BLOCKED_TOOLS: &str =
     "Bash Read Write Edit MultiEdit Glob Grep Task WebFetch WebSearch NotebookEdit TodoWrite";
