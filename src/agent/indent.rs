@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::ports::{Ports, PythonFailure};
+use super::ports::{Output, Ports, PythonFailure};
 
 /// One step of indentation in plain text.
 const STEP: &str = "│ ";
@@ -79,6 +79,15 @@ impl<P: Ports> Ports for Indented<'_, P> {
 
     async fn python(&self, method: &str, args: Value) -> Result<Value, PythonFailure> {
         self.inner.python(method, args).await
+    }
+
+    async fn python_with_output(
+        &self,
+        method: &str,
+        args: Value,
+        output: Output,
+    ) -> Result<Value, PythonFailure> {
+        self.inner.python_with_output(method, args, output).await
     }
 
     async fn cancelled(&self) {

@@ -15,6 +15,7 @@ pub mod config_file;
 pub mod extract;
 pub mod graph;
 mod indent;
+pub mod live;
 pub mod llm;
 pub mod memory;
 pub mod nodes;

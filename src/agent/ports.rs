@@ -44,6 +44,22 @@ pub trait Ports: Send + Sync {
         args: Value,
     ) -> impl Future<Output = Result<Value, PythonFailure>> + Send;
 
+    /// Like [`Ports::python`], for a call whose code writes text (agent
+    /// code running): what it writes goes to `output` as it is written.
+    /// Ports that cannot tell drop it; the text is in the result anyway.
+    fn python_with_output(
+        &self,
+        method: &str,
+        args: Value,
+        output: Output,
+    ) -> impl Future<Output = Result<Value, PythonFailure>> + Send {
+        drop(output);
+        self.python(method, args)
+    }
+
     /// Resolves when the user presses stop.
     fn cancelled(&self) -> impl Future<Output = ()> + Send;
 }
+
+/// Where a Python call sends the text its code writes, as it writes it.
+pub type Output = tokio::sync::mpsc::UnboundedSender<String>;

@@ -17,6 +17,7 @@ use super::config::{self, Choice, ProviderChoice};
 use super::extract::complete_code_blocks;
 use super::graph::Observer;
 use super::indent::Indented;
+use super::live::{self, LiveOutput};
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
 use super::llm::{ChatMessage, ChatRequest, LlmError, Usage};
@@ -815,14 +816,32 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 finished: false,
             });
         }
-        match self
-            .ports
-            .python(
-                "run_code",
-                json!({ "code": code, "confirm": self.confirm, "allow": self.allow }),
-            )
-            .await
-        {
+        // What the code writes shows while it runs (see `live`).
+        let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
+        let call = self.ports.python_with_output(
+            "run_code",
+            json!({ "code": code, "confirm": self.confirm, "allow": self.allow }),
+            output,
+        );
+        tokio::pin!(call);
+        let mut live = LiveOutput::new();
+        let mut refresh = tokio::time::interval(live::REFRESH);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                Some(text) = written.recv() => live.push(&text),
+                _ = refresh.tick() => {
+                    if let Some(shown) = live.refresh() {
+                        publish(self.ports, shown);
+                    }
+                }
+            }
+        };
+        if let Some(emptied) = live.finish() {
+            publish(self.ports, emptied);
+        }
+        match result {
             Ok(reply) => {
                 let run: CodeRun = serde_json::from_value(reply)
                     .map_err(|e| AgentError::Graph(format!("unreadable result of code: {e}")))?;

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::CurrentRequest;
 use super::iopub::Iopub;
-use crate::agent::ports::{Ports, PythonFailure};
+use crate::agent::ports::{Output, Ports, PythonFailure};
 use crate::agent::session::AgentSession;
 use crate::python::{AgentHost, InlinePython};
 
@@ -54,16 +54,29 @@ impl Ports for KernelPorts {
     }
 
     async fn python(&self, method: &str, args: Value) -> Result<Value, PythonFailure> {
+        self.python.call(method, args, None).await.map_err(failure)
+    }
+
+    async fn python_with_output(
+        &self,
+        method: &str,
+        args: Value,
+        output: Output,
+    ) -> Result<Value, PythonFailure> {
         self.python
-            .call(method, args)
+            .call(method, args, Some(output))
             .await
-            .map_err(|e| PythonFailure {
-                ename: e.ename,
-                evalue: e.evalue,
-            })
+            .map_err(failure)
     }
 
     async fn cancelled(&self) {
         self.cancel.cancelled().await;
+    }
+}
+
+fn failure(e: crate::python::PythonError) -> PythonFailure {
+    PythonFailure {
+        ename: e.ename,
+        evalue: e.evalue,
     }
 }

@@ -16,11 +16,15 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::PythonError;
+
+/// Where a call's method sends the text its code writes, as it writes it.
+pub type Output = tokio::sync::mpsc::UnboundedSender<String>;
 
 /// How often a thread serving a run checks for an interrupt.
 const POLL: Duration = Duration::from_millis(50);
@@ -41,6 +45,7 @@ enum Message {
     Call {
         method: String,
         args: Value,
+        output: Option<Output>,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
     Finished(Value),
@@ -55,12 +60,20 @@ pub struct InlinePython {
 impl InlinePython {
     /// Calls `method` of the scope the run was started with, on the Python
     /// thread; `args` and the result are JSON. A Python exception comes back
-    /// as the error (`KeyboardInterrupt` when the user pressed stop).
-    pub async fn call(&self, method: &str, args: Value) -> Result<Value, PythonError> {
+    /// as the error (`KeyboardInterrupt` when the user pressed stop). With
+    /// `output`, the method gets a second argument: a function that sends
+    /// the text it is given there.
+    pub async fn call(
+        &self,
+        method: &str,
+        args: Value,
+        output: Option<Output>,
+    ) -> Result<Value, PythonError> {
         let (reply, result) = oneshot::channel();
         let message = Message::Call {
             method: method.to_owned(),
             args,
+            output,
             reply,
         };
         self.messages
@@ -105,12 +118,13 @@ pub(super) fn serve(
             Ok(Message::Call {
                 method,
                 args,
+                output,
                 reply,
             }) => {
                 let result = if interrupted.is_some() {
                     Err(PythonError::interrupted())
                 } else {
-                    call_scope(scope, &method, &args).map_err(|e| {
+                    call_scope(scope, &method, &args, output).map_err(|e| {
                         let error = super::interpreter::python_error(py, &e);
                         if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                             cancel.cancel();
@@ -152,7 +166,26 @@ pub(super) fn serve(
     }
 }
 
-fn call_scope(scope: &Bound<'_, PyAny>, method: &str, args: &Value) -> PyResult<Value> {
-    let text: String = scope.call_method1(method, (args.to_string(),))?.extract()?;
+fn call_scope(
+    scope: &Bound<'_, PyAny>,
+    method: &str,
+    args: &Value,
+    output: Option<Output>,
+) -> PyResult<Value> {
+    let args = args.to_string();
+    let result = match output {
+        None => scope.call_method1(method, (args,))?,
+        Some(output) => {
+            // A gone receiver (the run ended) only means no one watches.
+            let send = move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| {
+                let (text,): (String,) = args.extract()?;
+                let _ = output.send(text);
+                PyResult::Ok(())
+            };
+            let send = PyCFunction::new_closure(scope.py(), Some(c"output"), None, send)?;
+            scope.call_method1(method, (args, send))?
+        }
+    };
+    let text: String = result.extract()?;
     serde_json::from_str(&text).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }

@@ -336,17 +336,21 @@ AGENT_TRACEBACK_FRAMES = 5
 
 
 class _Capture(io.TextIOBase):
-    """A text stream that appends what is written to a list."""
+    """A text stream that appends what is written to a list, and passes it
+    to ``echo`` (if given) as it is written."""
 
-    def __init__(self, parts):
+    def __init__(self, parts, echo=None):
         super().__init__()
         self._parts = parts
+        self._echo = echo
 
     def writable(self):
         return True
 
     def write(self, text):
         self._parts.append(text)
+        if self._echo is not None and text:
+            self._echo(text)
         return len(text)
 
 
@@ -515,10 +519,10 @@ class AgentScope:
         self.runtime = runtime
         self.namespace = namespace
 
-    def run_code(self, args):
+    def run_code(self, args, output=None):
         request = json.loads(args)
         return self.runtime.run_agent_code(
-            request["code"], self.namespace, bool(request.get("confirm")), request.get("allow") or ()
+            request["code"], self.namespace, bool(request.get("confirm")), request.get("allow") or (), output
         )
 
     def skills(self, args):
@@ -956,7 +960,7 @@ class BaseRuntime:
             return None
         return "Not run: the user did not allow this code to %s. Do it another way, or ask the user." % what
 
-    def run_agent_code(self, code, namespace, confirm=False, allow=()):
+    def run_agent_code(self, code, namespace, confirm=False, allow=(), output=None):
         """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
         with ``confirm`` (the user agreed to the block already), each file
         write of the toolbox asks the user first; without, code that would
@@ -966,7 +970,9 @@ class BaseRuntime:
         Its stdout and stderr are captured for the model rather than streamed
         (the kernel shows them in an output panel); rich output it displays
         (plots, tables, a rich last value) reaches the user as it comes, and
-        the model gets its text form. Returns JSON text: {"output": for the
+        the model gets its text form; ``output``, if given, is called with
+        the text as it is written (the kernel shows it while the code runs).
+        Returns JSON text: {"output": for the
         model, "shown": for the panel (without the rich output, already on
         screen), "rich_outputs": how many, "failed": ...}.
         """
@@ -978,7 +984,7 @@ class BaseRuntime:
         tools = sys.modules["mahtab.tools"]
         saved = sys.stdout, sys.stderr, self._agent_displays, tools.confirm_write
         saved_builtins = namespace.get("__builtins__", builtins)
-        sys.stdout = sys.stderr = _Capture(captured)
+        sys.stdout = sys.stderr = _Capture(captured, output)
         self._agent_displays = displayed
         tools.confirm_write = self._confirm_write if confirm else None
         finished = False

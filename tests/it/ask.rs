@@ -995,3 +995,60 @@ async fn a_block_shown_early_that_never_ran_says_so() {
     assert_eq!(errors[1], "[error]\n(not run: a block before it failed)");
     assert!(panel_texts(&iopub, "output").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_running_agent_code_shows_its_output_while_it_runs() {
+    let code = "import time\nfor step in range(8):\n    print(f'step {step}')\n    time.sleep(0.4)";
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(format!("```python\n{code}\n```")),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask\ncount slowly").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let running: Vec<_> = iopub
+        .iter()
+        .filter(|m| m.content["metadata"]["mahtab"]["kind"] == "running")
+        .map(|m| {
+            (
+                m.header.msg_type.as_str(),
+                m.content["data"]["text/plain"].as_str().unwrap(),
+                m.content["transient"]["display_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // Shown once the code had run a while, updated in place with what came
+    // next, and emptied at the end.
+    let (first, rest) = running.split_first().expect("a running panel");
+    assert_eq!(first.0, "display_data");
+    assert!(first.1.starts_with("[running, ") && first.1.contains("\nstep 0\n"));
+    assert!(!first.1.contains("step 7"), "{}", first.1);
+    assert!(
+        rest.iter()
+            .all(|m| m.0 == "update_display_data" && m.2 == first.2)
+    );
+    let later = rest
+        .iter()
+        .rev()
+        .find(|m| !m.1.is_empty())
+        .expect("an update");
+    assert!(later.1.len() > first.1.len(), "{later:?} after {first:?}");
+    assert_eq!(rest.last().unwrap().1, "");
+    // The output panel follows, as for quick code, with all of it.
+    let outputs = panel_texts(&iopub, "output");
+    let all: String = (0..8).map(|i| format!("\nstep {i}")).collect();
+    assert_eq!(outputs, [format!("[output]{all}")]);
+    let emptied = iopub
+        .iter()
+        .position(|m| {
+            m.content["metadata"]["mahtab"]["kind"] == "running"
+                && m.content["data"]["text/plain"] == ""
+        })
+        .unwrap();
+    let output = iopub
+        .iter()
+        .position(|m| m.content["metadata"]["mahtab"]["kind"] == "output")
+        .unwrap();
+    assert!(emptied < output);
+}
