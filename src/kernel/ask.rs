@@ -24,10 +24,16 @@ pub(super) struct AgentAdapter {
 }
 
 impl AgentHost for AgentAdapter {
-    fn start(&self, request: Value, python: InlinePython, cancel: CancellationToken) {
+    fn start(
+        &self,
+        request: Value,
+        parent: Option<Arc<Value>>,
+        python: InlinePython,
+        cancel: CancellationToken,
+    ) {
         let ports = KernelPorts {
             iopub: self.iopub.clone(),
-            parent: self.current.header(),
+            parent: parent.unwrap_or_else(|| self.current.header()),
             python,
             cancel,
         };

@@ -1,27 +1,31 @@
 //! The control channel: answered even while a cell runs, because it never
-//! waits for Python.
+//! waits for a cell (creating a subshell waits only for Python to start a
+//! thread).
 
 use std::sync::Arc;
 
 use super::Shared;
-use super::router::RouterChannel;
+use super::router::{Replies, RouterChannel};
 use super::shell::answer_without_python;
+use super::subshells;
 
-pub(super) async fn run(mut channel: RouterChannel, shared: Arc<Shared>) {
+pub(super) async fn run(mut channel: RouterChannel, replies: Replies, shared: Arc<Shared>) {
     loop {
         let request = tokio::select! {
             _ = shared.shutdown.cancelled() => return,
             request = channel.next() => request,
         };
-        channel.busy(&request);
+        replies.busy(&request);
         shared.current.set_control(&request);
-        if !answer_without_python(&mut channel, &shared, &request).await {
+        if !answer_without_python(&replies, &shared, &request).await
+            && !subshells::answer(&replies, &shared, &request).await
+        {
             tracing::warn!(
                 "control: {} is not served on control",
                 request.header.msg_type
             );
             if request.header.msg_type.ends_with("_request") {
-                channel
+                replies
                     .reply_error(
                         &request,
                         "UnsupportedRequest",
@@ -33,6 +37,6 @@ pub(super) async fn run(mut channel: RouterChannel, shared: Arc<Shared>) {
                     .await;
             }
         }
-        channel.idle(&request);
+        replies.idle(&request);
     }
 }

@@ -39,7 +39,10 @@ pub fn kernel_info(python_version: &str) -> Value {
         error: None,
     };
     // Serialising plain structs cannot fail.
-    serde_json::to_value(reply).expect("kernel_info serialises")
+    let mut info = serde_json::to_value(reply).expect("kernel_info serialises");
+    // JEP 92's list of optional features (the type predates it).
+    info["supported_features"] = serde_json::json!(["kernel subshells"]);
+    info
 }
 
 #[cfg(test)]
@@ -63,5 +66,9 @@ mod tests {
         assert_eq!(info["status"], "ok");
         assert_eq!(info["implementation"], "mahtab");
         assert_eq!(info["debugger"], false);
+        assert_eq!(
+            info["supported_features"],
+            serde_json::json!(["kernel subshells"])
+        );
     }
 }

@@ -1,9 +1,9 @@
 //! The kernel proper: the five Jupyter channels and what each request does.
 //!
 //! One task per socket: heartbeat echoes, IOPub publishes (an actor behind a
-//! handle), control answers kernel_info / interrupt / shutdown at any time,
-//! and shell serves requests one at a time, handing cells to the Python
-//! thread. Every shell and control request is wrapped in busy/idle on IOPub
+//! handle), control answers kernel_info / interrupt / shutdown and manages
+//! subshells at any time, and shell routes requests to the main shell or a
+//! subshell, each serving its own one at a time on its own Python thread. Every shell and control request is wrapped in busy/idle on IOPub
 //! with the request as parent, and nothing is published for a request after
 //! its idle. This module never touches pyo3; Python is reached through
 //! [`PythonHandle`].
@@ -17,7 +17,9 @@ mod requests;
 mod router;
 mod shell;
 mod stdin;
+mod subshells;
 
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,11 +30,12 @@ use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
 
 use crate::agent::session::AgentSession;
 use crate::python::{
-    InputProvider, InputUnavailable, Interrupter, Output, OutputSink, PythonConfig, PythonHandle,
+    InputProvider, InputUnavailable, Interrupter, Output, OutputSink, Parent, PythonConfig,
+    PythonHandle,
 };
 use crate::wire::{Codec, Signer, SigningError, no_parent};
 use iopub::Iopub;
-use router::RouterChannel;
+use router::{Replies, RouterChannel};
 use stdin::Stdin;
 
 pub use info::kernel_info;
@@ -67,6 +70,11 @@ struct Shared {
     interrupter: Interrupter,
     current: Arc<CurrentRequest>,
     shutdown: CancellationToken,
+    /// Cells run so far, kernel-wide (the main shell and subshells share it).
+    execution_count: AtomicU32,
+    subshells: subshells::Subshells,
+    /// The shell channel's replying side.
+    shell_replies: Replies,
 }
 
 /// Runs a kernel on the sockets of `connection` until a shutdown_request.
@@ -102,6 +110,10 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     });
     let (python_handle, interrupter) =
         PythonHandle::start(python, current.clone(), current.clone(), adapter);
+    let (control, control_replies) =
+        RouterChannel::new("control", control.split(), codec.clone(), iopub.clone());
+    let (shell, shell_replies) =
+        RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version()),
         ports: json!({
@@ -116,12 +128,13 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         interrupter,
         current,
         shutdown: CancellationToken::new(),
+        execution_count: AtomicU32::new(0),
+        subshells: subshells::Subshells::default(),
+        shell_replies,
     });
 
     let heartbeat_task = tokio::spawn(heartbeat::run(heartbeat));
-    let control = RouterChannel::new("control", control.split(), codec.clone(), iopub.clone());
-    let control_task = tokio::spawn(control::run(control, shared.clone()));
-    let shell = RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
+    let control_task = tokio::spawn(control::run(control, control_replies, shared.clone()));
     let shell_task = tokio::spawn(shell::run(shell, shared.clone()));
 
     shared.shutdown.cancelled().await;
@@ -256,16 +269,26 @@ impl InputProvider for CurrentRequest {
         &self,
         prompt: &str,
         password: bool,
+        parent: Option<&Parent>,
     ) -> Result<std::sync::mpsc::Receiver<String>, InputUnavailable> {
-        let state = self.lock();
-        if !state.allow_stdin {
+        let (allow_stdin, identities, header) = match parent {
+            Some(parent) => (
+                parent.allow_stdin,
+                parent.identities.clone(),
+                parent.header.clone(),
+            ),
+            None => {
+                let state = self.lock();
+                (
+                    state.allow_stdin,
+                    state.identities.clone(),
+                    state.header.clone(),
+                )
+            }
+        };
+        if !allow_stdin {
             return Err(InputUnavailable);
         }
-        Ok(self.stdin.request(
-            prompt,
-            password,
-            state.identities.clone(),
-            state.header.clone(),
-        ))
+        Ok(self.stdin.request(prompt, password, identities, header))
     }
 }

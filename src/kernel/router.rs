@@ -9,29 +9,38 @@ use zeromq::{RouterRecvHalf, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage}
 use super::iopub::Iopub;
 use crate::wire::{Codec, Message, Outgoing};
 
-/// One ROUTER channel (shell or control).
+/// The receiving side of one ROUTER channel (shell or control).
 pub struct RouterChannel {
     pub name: &'static str,
-    send: RouterSendHalf,
     recv: RouterRecvHalf,
+    codec: Arc<Codec>,
+}
+
+/// The replying side of a ROUTER channel, shared by everyone who answers
+/// its requests (the main shell and each subshell answer on shell).
+#[derive(Clone)]
+pub struct Replies {
+    pub name: &'static str,
+    send: Arc<tokio::sync::Mutex<RouterSendHalf>>,
     codec: Arc<Codec>,
     pub iopub: Iopub,
 }
 
 impl RouterChannel {
+    /// The two sides of the ROUTER socket that `split` came from.
     pub fn new(
         name: &'static str,
         (send, recv): (RouterSendHalf, RouterRecvHalf),
         codec: Arc<Codec>,
         iopub: Iopub,
-    ) -> Self {
-        Self {
+    ) -> (Self, Replies) {
+        let replies = Replies {
             name,
-            send,
-            recv,
-            codec,
+            send: Arc::new(tokio::sync::Mutex::new(send)),
+            codec: codec.clone(),
             iopub,
-        }
+        };
+        (Self { name, recv, codec }, replies)
     }
 
     /// The next authentic, well-formed request. Anything else is logged and
@@ -51,18 +60,20 @@ impl RouterChannel {
             }
         }
     }
+}
 
+impl Replies {
     /// Sends `content` as `reply_type` to the sender of `request`.
-    pub async fn reply(&mut self, request: &Message, reply_type: &str, content: Value) {
+    pub async fn reply(&self, request: &Message, reply_type: &str, content: Value) {
         let out = Outgoing::reply_to(request, reply_type, content);
         self.send_outgoing(out).await;
     }
 
-    pub async fn send_outgoing(&mut self, out: Outgoing) {
+    pub async fn send_outgoing(&self, out: Outgoing) {
         let frames = self.codec.encode(&out);
         match ZmqMessage::try_from(frames) {
             Ok(message) => {
-                if let Err(e) = self.send.send(message).await {
+                if let Err(e) = self.send.lock().await.send(message).await {
                     tracing::warn!("{}: failed to send {}: {e}", self.name, out.msg_type);
                 }
             }
@@ -71,7 +82,7 @@ impl RouterChannel {
     }
 
     /// Replies with `status: error`, for a request the kernel cannot serve.
-    pub async fn reply_error(&mut self, request: &Message, ename: &str, evalue: &str) {
+    pub async fn reply_error(&self, request: &Message, ename: &str, evalue: &str) {
         let reply_type = reply_type(&request.header.msg_type);
         let content = json!({
             "status": "error",

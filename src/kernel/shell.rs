@@ -1,16 +1,22 @@
-//! The shell channel: requests are served one at a time, in order. Cells go
-//! to the Python thread; after a failed cell with `stop_on_error`, execute
-//! requests already queued are answered `aborted` without running.
+//! The shell channel. One task reads it and routes each request to the
+//! queue of the shell it is for: the main shell, or the subshell its header
+//! names ([`super::subshells`]). Each shell serves its queue one request at
+//! a time, in order, concurrently with the others; cells go to its Python
+//! thread. After a failed cell with `stop_on_error`, execute requests
+//! already in that shell's queue are answered `aborted` without running.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::Shared;
 use super::requests::{ExecuteRequest, ShutdownRequest};
-use super::router::{self, RouterChannel};
-use crate::python::ExecuteCell;
+use super::router::{self, Replies, RouterChannel};
+use super::subshells::subshell_of;
+use crate::python::{ExecuteCell, Parent, PythonHandle};
 use crate::wire::Message;
 
 /// How long the first request may wait for an IOPub subscriber. A client that
@@ -18,15 +24,11 @@ use crate::wire::Message;
 /// would otherwise miss everything published before its SUB socket is live.
 const FIRST_SUBSCRIBER_WAIT: Duration = Duration::from_secs(2);
 
-#[derive(Default)]
-struct ShellState {
-    execution_count: u32,
-}
-
+/// Reads the shell channel and routes its requests until shutdown.
 pub(super) async fn run(mut channel: RouterChannel, shared: Arc<Shared>) {
     let started = Instant::now();
     let mut awaited_subscriber = false;
-    let mut state = ShellState::default();
+    let main = start(shared.clone(), shared.python.clone(), None);
     loop {
         let request = tokio::select! {
             _ = shared.shutdown.cancelled() => return,
@@ -35,201 +37,306 @@ pub(super) async fn run(mut channel: RouterChannel, shared: Arc<Shared>) {
         if !awaited_subscriber {
             awaited_subscriber = true;
             let limit = FIRST_SUBSCRIBER_WAIT.saturating_sub(started.elapsed());
-            if !channel.iopub.wait_for_subscriber(limit).await {
+            if !shared.shell_replies.iopub.wait_for_subscriber(limit).await {
                 tracing::debug!("shell: no IOPub subscriber yet; serving anyway");
             }
         }
-        let mut queued = Vec::new();
-        serve(
-            &mut channel,
-            &shared,
-            &mut state,
-            &request,
-            Some(&mut queued),
-        )
-        .await;
-        // Requests that were already waiting when a cell failed: cells among
-        // them are answered `aborted`, anything else is served as usual.
-        for request in queued {
-            serve(&mut channel, &shared, &mut state, &request, None).await;
+        let queue = match subshell_of(&request) {
+            None => Some(main.clone()),
+            Some(id) => shared.subshells.queue(id),
+        };
+        match queue {
+            // A queue closes only at shutdown or when its subshell is
+            // deleted, which makes the request one for no subshell.
+            Some(queue) => {
+                if let Err(unsent) = queue.send(request) {
+                    no_such_subshell(&shared.shell_replies, &unsent.0).await;
+                }
+            }
+            None => no_such_subshell(&shared.shell_replies, &request).await,
         }
     }
 }
 
-/// Serves one request inside busy/idle.
-///
-/// `queued` is where a failed cell with `stop_on_error` puts the requests that
-/// arrived before its reply; `None` means those are being served now, so cells
-/// are aborted instead of run.
-async fn serve(
-    channel: &mut RouterChannel,
-    shared: &Arc<Shared>,
-    state: &mut ShellState,
-    request: &Message,
-    queued: Option<&mut Vec<Message>>,
-) {
-    channel.busy(request);
-    match request.header.msg_type.as_str() {
-        "execute_request" => execute(channel, shared, state, request, queued).await,
-        "is_complete_request"
-        | "complete_request"
-        | "inspect_request"
-        | "history_request"
-        | "comm_info_request" => ask_python(channel, shared, request).await,
-        // Comm messages are not requests: Python handles them, nobody replies.
-        "comm_open" | "comm_msg" | "comm_close" => tell_python(shared, request).await,
-        _ => {
-            if !answer_without_python(channel, shared, request).await {
-                tracing::warn!("shell: unknown message type {}", request.header.msg_type);
-                if request.header.msg_type.ends_with("_request") {
-                    let evalue = format!("unknown request type {}", request.header.msg_type);
-                    channel
-                        .reply_error(request, "UnsupportedRequest", &evalue)
-                        .await;
+/// Answers a request for a subshell that does not exist.
+async fn no_such_subshell(replies: &Replies, request: &Message) {
+    let id = subshell_of(request).unwrap_or_default();
+    tracing::warn!("shell: {} for no subshell {id:?}", request.header.msg_type);
+    replies.busy(request);
+    if request.header.msg_type.ends_with("_request") {
+        let evalue = format!("no subshell {id:?}");
+        replies.reply_error(request, "KeyError", &evalue).await;
+    }
+    replies.idle(request);
+}
+
+/// Starts a shell serving the queue this returns, with `python`: the main
+/// shell (`subshell` none) or subshell `subshell`.
+pub(super) fn start(
+    shared: Arc<Shared>,
+    python: PythonHandle,
+    subshell: Option<String>,
+) -> UnboundedSender<Message> {
+    let (queue, requests) = unbounded_channel();
+    let shell = Shell {
+        replies: shared.shell_replies.clone(),
+        shared,
+        python,
+        subshell,
+    };
+    tokio::spawn(shell.serve_queue(requests));
+    queue
+}
+
+/// One shell: the main shell or a subshell.
+struct Shell {
+    replies: Replies,
+    shared: Arc<Shared>,
+    python: PythonHandle,
+    subshell: Option<String>,
+}
+
+impl Shell {
+    async fn serve_queue(self, mut requests: UnboundedReceiver<Message>) {
+        loop {
+            let request = tokio::select! {
+                _ = self.shared.shutdown.cancelled() => return,
+                request = requests.recv() => match request {
+                    Some(request) => request,
+                    None => break,
+                },
+            };
+            let mut queued = Vec::new();
+            self.serve(&request, Some((&mut queued, &mut requests)))
+                .await;
+            // Requests that were already waiting when a cell failed: cells
+            // among them are answered `aborted`, anything else is served as
+            // usual.
+            for request in queued {
+                self.serve(&request, None).await;
+            }
+        }
+        if let Some(id) = &self.subshell {
+            tracing::debug!("shell: subshell {id} ended");
+        }
+    }
+
+    /// Serves one request inside busy/idle.
+    ///
+    /// `queued` is where a failed cell with `stop_on_error` puts the requests
+    /// that arrived before its reply (taken from the queue beside it);
+    /// `None` means those are being served now, so cells are aborted instead
+    /// of run.
+    async fn serve(
+        &self,
+        request: &Message,
+        queued: Option<(&mut Vec<Message>, &mut UnboundedReceiver<Message>)>,
+    ) {
+        let replies = &self.replies;
+        replies.busy(request);
+        match request.header.msg_type.as_str() {
+            "execute_request" => self.execute(request, queued).await,
+            "is_complete_request"
+            | "complete_request"
+            | "inspect_request"
+            | "history_request"
+            | "comm_info_request" => self.ask_python(request).await,
+            // Comm messages are not requests: Python handles them, nobody replies.
+            "comm_open" | "comm_msg" | "comm_close" => self.tell_python(request).await,
+            _ => {
+                if !answer_without_python(replies, &self.shared, request).await {
+                    tracing::warn!("shell: unknown message type {}", request.header.msg_type);
+                    if request.header.msg_type.ends_with("_request") {
+                        let evalue = format!("unknown request type {}", request.header.msg_type);
+                        replies
+                            .reply_error(request, "UnsupportedRequest", &evalue)
+                            .await;
+                    }
                 }
             }
         }
+        replies.idle(request);
     }
-    channel.idle(request);
-}
 
-async fn execute(
-    channel: &mut RouterChannel,
-    shared: &Arc<Shared>,
-    state: &mut ShellState,
-    request: &Message,
-    queued: Option<&mut Vec<Message>>,
-) {
-    let exec = match ExecuteRequest::parse(&request.content) {
-        Ok(exec) => exec,
-        Err(e) => {
-            tracing::warn!("shell: {e}");
+    /// What Python's output and input belong to while it serves `request`:
+    /// on the main shell, the kernel's current request becomes `request`;
+    /// on a subshell, the command carries it.
+    fn parent_for(&self, request: &Message, allow_stdin: bool) -> Option<Parent> {
+        match self.subshell {
+            None => {
+                self.shared.current.set(request, allow_stdin);
+                None
+            }
+            Some(_) => Some(Parent {
+                header: request.raw_header.clone(),
+                identities: request.identities.clone(),
+                allow_stdin,
+                interrupts_seen: 0,
+            }),
+        }
+    }
+
+    async fn execute(
+        &self,
+        request: &Message,
+        queued: Option<(&mut Vec<Message>, &mut UnboundedReceiver<Message>)>,
+    ) {
+        let replies = &self.replies;
+        let execution_count = &self.shared.execution_count;
+        let exec = match ExecuteRequest::parse(&request.content) {
+            Ok(exec) => exec,
+            Err(e) => {
+                tracing::warn!("shell: {e}");
+                let content = json!({
+                    "status": "error",
+                    "execution_count": execution_count.load(Ordering::SeqCst),
+                    "ename": "BadRequest",
+                    "evalue": e.to_string(),
+                    "traceback": [],
+                    "user_expressions": {},
+                    "payload": [],
+                });
+                replies.reply(request, "execute_reply", content).await;
+                return;
+            }
+        };
+        let Some((queued, requests)) = queued else {
             let content = json!({
-                "status": "error",
-                "execution_count": state.execution_count,
-                "ename": "BadRequest",
-                "evalue": e.to_string(),
-                "traceback": [],
+                "status": "aborted",
+                "execution_count": execution_count.load(Ordering::SeqCst),
                 "user_expressions": {},
                 "payload": [],
             });
-            channel.reply(request, "execute_reply", content).await;
+            replies.reply(request, "execute_reply", content).await;
+            return;
+        };
+
+        let store_history = exec.stores_history();
+        // One count for the kernel, shared by the main shell and subshells.
+        let count = if store_history {
+            execution_count.fetch_add(1, Ordering::SeqCst) + 1
+        } else {
+            execution_count.load(Ordering::SeqCst)
+        };
+        // From here on an interrupt reaches the cell, even before it starts.
+        let interrupts_seen = match self.subshell {
+            None => {
+                self.shared.interrupter.cell_coming();
+                0
+            }
+            Some(_) => self.shared.interrupter.subshell_cell_coming(),
+        };
+        if !exec.silent {
+            replies.iopub.publish(
+                "execute_input",
+                json!({ "code": exec.code, "execution_count": count }),
+                request.raw_header.clone(),
+            );
+        }
+        let parent = self
+            .parent_for(request, exec.allow_stdin)
+            .map(|parent| Parent {
+                interrupts_seen,
+                ..parent
+            });
+        let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let outcome = self
+            .python
+            .execute(ExecuteCell {
+                code: exec.code,
+                execution_count: count,
+                silent: exec.silent,
+                store_history,
+                user_expressions: exec.user_expressions.unwrap_or_default(),
+                parent,
+            })
+            .await;
+
+        let failed = outcome.error.is_some();
+        let mut content = json!({
+            "status": if failed { "error" } else { "ok" },
+            "execution_count": count,
+            "user_expressions": outcome.user_expressions,
+            "payload": outcome.payload,
+        });
+        if let Some(error) = outcome.error {
+            content["ename"] = json!(error.ename);
+            content["evalue"] = json!(error.evalue);
+            content["traceback"] = json!(error.traceback);
+        }
+        let mut reply = crate::wire::Outgoing::reply_to(request, "execute_reply", content);
+        reply.metadata = json!({
+            "started": started,
+            "dependencies_met": true,
+            "status": if failed { "error" } else { "ok" },
+        });
+        if failed && exec.stop_on_error {
+            // Collect before replying: the client cannot yet have reacted to
+            // this failure, so whatever is queued now was sent behind it. The
+            // reader gets a turn first, for requests it has read but not yet
+            // routed.
+            tokio::task::yield_now().await;
+            while let Ok(request) = requests.try_recv() {
+                queued.push(request);
+            }
+        }
+        replies.send_outgoing(reply).await;
+    }
+
+    /// Hands a comm message to Python's comm manager; no reply is due.
+    async fn tell_python(&self, request: &Message) {
+        let msg_type = request.header.msg_type.as_str();
+        if !request.content.is_object() {
+            tracing::warn!("shell: dropped {msg_type}: content is not a JSON object");
             return;
         }
-    };
-    let Some(queued) = queued else {
-        let content = json!({
-            "status": "aborted",
-            "execution_count": state.execution_count,
-            "user_expressions": {},
-            "payload": [],
-        });
-        channel.reply(request, "execute_reply", content).await;
-        return;
-    };
-
-    let store_history = exec.stores_history();
-    if store_history {
-        state.execution_count += 1;
-    }
-    let count = state.execution_count;
-    shared.interrupter.cell_coming();
-    if !exec.silent {
-        channel.iopub.publish(
-            "execute_input",
-            json!({ "code": exec.code, "execution_count": count }),
-            request.raw_header.clone(),
-        );
-    }
-    shared.current.set(request, exec.allow_stdin);
-    let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-    let outcome = shared
-        .python
-        .execute(ExecuteCell {
-            code: exec.code,
-            execution_count: count,
-            silent: exec.silent,
-            store_history,
-            user_expressions: exec.user_expressions.unwrap_or_default(),
-        })
-        .await;
-
-    let failed = outcome.error.is_some();
-    let mut content = json!({
-        "status": if failed { "error" } else { "ok" },
-        "execution_count": count,
-        "user_expressions": outcome.user_expressions,
-        "payload": outcome.payload,
-    });
-    if let Some(error) = outcome.error {
-        content["ename"] = json!(error.ename);
-        content["evalue"] = json!(error.evalue);
-        content["traceback"] = json!(error.traceback);
-    }
-    let mut reply = crate::wire::Outgoing::reply_to(request, "execute_reply", content);
-    reply.metadata = json!({
-        "started": started,
-        "dependencies_met": true,
-        "status": if failed { "error" } else { "ok" },
-    });
-    if failed && exec.stop_on_error {
-        // Collect before replying: the client cannot yet have reacted to
-        // this failure, so whatever is readable now was queued behind it.
-        while let Ok(request) = tokio::time::timeout(Duration::ZERO, channel.next()).await {
-            queued.push(request);
-        }
-    }
-    channel.send_outgoing(reply).await;
-}
-
-/// Hands a comm message to Python's comm manager; no reply is due.
-async fn tell_python(shared: &Shared, request: &Message) {
-    let msg_type = request.header.msg_type.as_str();
-    if !request.content.is_object() {
-        tracing::warn!("shell: dropped {msg_type}: content is not a JSON object");
-        return;
-    }
-    shared.current.set(request, false);
-    let content = request.content.clone();
-    let buffers = request.buffers.clone();
-    if let Err(error) = shared.python.request(msg_type, content, buffers).await {
-        tracing::warn!(
-            "shell: {msg_type} failed: {}: {}",
-            error.ename,
-            error.evalue
-        );
-    }
-}
-
-/// Requests answered by the Python runtime. Content that is not an object
-/// gets an error reply here; Python checks the fields it needs.
-async fn ask_python(channel: &mut RouterChannel, shared: &Shared, request: &Message) {
-    let msg_type = request.header.msg_type.as_str();
-    if !request.content.is_object() {
-        let evalue = format!("invalid {msg_type} content: content is not a JSON object");
-        channel.reply_error(request, "BadRequest", &evalue).await;
-        return;
-    }
-    shared.current.set(request, false);
-    match shared
-        .python
-        .request(msg_type, request.content.clone(), Vec::new())
-        .await
-    {
-        Ok(content) => {
-            channel
-                .reply(request, &router::reply_type(msg_type), content)
-                .await;
-        }
-        Err(error) => {
+        let parent = self.parent_for(request, false);
+        let content = request.content.clone();
+        let buffers = request.buffers.clone();
+        if let Err(error) = self
+            .python
+            .request(msg_type, content, buffers, parent)
+            .await
+        {
             tracing::warn!(
                 "shell: {msg_type} failed: {}: {}",
                 error.ename,
                 error.evalue
             );
-            channel
-                .reply_error(request, &error.ename, &error.evalue)
-                .await;
+        }
+    }
+
+    /// Requests answered by the Python runtime. Content that is not an
+    /// object gets an error reply here; Python checks the fields it needs.
+    async fn ask_python(&self, request: &Message) {
+        let replies = &self.replies;
+        let msg_type = request.header.msg_type.as_str();
+        if !request.content.is_object() {
+            let evalue = format!("invalid {msg_type} content: content is not a JSON object");
+            replies.reply_error(request, "BadRequest", &evalue).await;
+            return;
+        }
+        let parent = self.parent_for(request, false);
+        match self
+            .python
+            .request(msg_type, request.content.clone(), Vec::new(), parent)
+            .await
+        {
+            Ok(content) => {
+                replies
+                    .reply(request, &router::reply_type(msg_type), content)
+                    .await;
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "shell: {msg_type} failed: {}: {}",
+                    error.ename,
+                    error.evalue
+                );
+                replies
+                    .reply_error(request, &error.ename, &error.evalue)
+                    .await;
+            }
         }
     }
 }
@@ -237,7 +344,7 @@ async fn ask_python(channel: &mut RouterChannel, shared: &Shared, request: &Mess
 /// Answers the requests that need no Python (on shell and control alike).
 /// Returns false when `request` is not one of them.
 pub(super) async fn answer_without_python(
-    channel: &mut RouterChannel,
+    channel: &Replies,
     shared: &Shared,
     request: &Message,
 ) -> bool {

@@ -12,6 +12,7 @@
 //! An interrupt lands in this loop (or in the code being served): the run is
 //! cancelled, and once it has finished the call raises `KeyboardInterrupt`.
 
+use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -35,10 +36,18 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// Starts agent runs for the Python side. The kernel implements it.
 pub trait AgentHost: Send + Sync + 'static {
-    /// Starts a run of `request` (JSON from the runtime). The run reaches
-    /// Python only through `python`, and must end, by [`InlinePython::finish`]
-    /// or by dropping it, soon after `cancel` is cancelled.
-    fn start(&self, request: Value, python: InlinePython, cancel: CancellationToken);
+    /// Starts a run of `request` (JSON from the runtime), whose output
+    /// belongs to `parent` (a subshell's request; `None`: the main shell's
+    /// current one). The run reaches Python only through `python`, and must
+    /// end, by [`InlinePython::finish`] or by dropping it, soon after
+    /// `cancel` is cancelled.
+    fn start(
+        &self,
+        request: Value,
+        parent: Option<Arc<Value>>,
+        python: InlinePython,
+        cancel: CancellationToken,
+    );
 }
 
 enum Message {
@@ -100,11 +109,12 @@ pub(super) fn serve(
     host: &dyn AgentHost,
     request: Value,
     scope: &Bound<'_, PyAny>,
+    parent: Option<Arc<Value>>,
 ) -> PyResult<Value> {
     let (messages, mut inbox) = mpsc::channel();
     let cancel = CancellationToken::new();
     let interrupts = super::interrupt::interrupt_count();
-    host.start(request, InlinePython { messages }, cancel.clone());
+    host.start(request, parent, InlinePython { messages }, cancel.clone());
     let mut interrupted: Option<(PyErr, Instant)> = None;
     loop {
         // The receiver moves into the detached closure and back (it is Send

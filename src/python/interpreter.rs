@@ -22,7 +22,11 @@ use super::fd_capture::{self, FdCapture};
 use super::inline::{self, AgentHost};
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, OutputSink, StreamBuffer, StreamName};
-use super::{Command, ExecuteCell, ExecuteOutcome, InputProvider, PythonConfig, PythonError};
+use super::subshell::{self, Serving, SubshellInbox};
+use super::{
+    Command, ExecuteCell, ExecuteOutcome, InputProvider, Parent, PythonConfig, PythonError,
+    RuntimeState,
+};
 
 pyo3::create_exception!(
     _mahtab,
@@ -130,7 +134,7 @@ impl Bridge {
         let interrupts = interrupt::interrupt_count();
         let mut answer = self
             .input
-            .request_input(prompt, password)
+            .request_input(prompt, password, subshell::serving().as_ref())
             .map_err(|e| StdinNotImplementedError::new_err(e.to_string()))?;
         loop {
             // The receiver moves into the detached closure and back (it is
@@ -162,7 +166,8 @@ impl Bridge {
             serde_json::from_str(request).map_err(|e| PyValueError::new_err(e.to_string()))?;
         // What the cell printed before comes before what the run shows.
         self.buffer.flush();
-        let result = inline::serve(py, self.agents.as_ref(), request, &scope)?;
+        let parent = subshell::serving().map(|parent| parent.header);
+        let result = inline::serve(py, self.agents.as_ref(), request, &scope, parent)?;
         Ok(result.to_string())
     }
 
@@ -205,7 +210,12 @@ impl Bridge {
     /// Called by the runtime right before it runs the user's code; raises
     /// the KeyboardInterrupt of an interrupt that came before it started.
     fn user_code_starting(&self) -> PyResult<()> {
-        if interrupt::user_code_starting() {
+        let interrupted = if interrupt::on_interpreter_thread() {
+            interrupt::user_code_starting()
+        } else {
+            subshell::interrupted_before_start()
+        };
+        if interrupted {
             return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
         }
         Ok(())
@@ -242,6 +252,84 @@ impl Bridge {
         self.buffer.emit_after_flush(output, parent.as_deref());
         Ok(())
     }
+
+    /// The body of a subshell's thread: serves the commands of `inbox` with
+    /// `runtime` until the kernel drops the subshell.
+    fn serve_subshell(
+        &self,
+        py: Python<'_>,
+        inbox: &Bound<'_, SubshellInbox>,
+        runtime: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let Some(mut commands) = inbox.get().take() else {
+            return Err(PyRuntimeError::new_err("this subshell is served already"));
+        };
+        loop {
+            let command;
+            (commands, command) = subshell::next_command(py, commands);
+            match command {
+                None => return Ok(()),
+                Some(Command::Shutdown(done)) => {
+                    let _ = done.send(());
+                    return Ok(());
+                }
+                Some(Command::Execute(cell, reply)) => {
+                    let outcome = execute(py, &runtime, &self.buffer, cell, &|| {});
+                    let _ = reply.send(outcome);
+                }
+                Some(Command::Request {
+                    msg_type,
+                    content,
+                    buffers,
+                    parent,
+                    reply,
+                }) => {
+                    let result = request(py, &runtime, msg_type, content, &buffers, parent);
+                    self.buffer.flush();
+                    let _ = reply.send(result);
+                }
+            }
+        }
+    }
+}
+
+/// Starts a subshell's thread (named `name`) on `runtime`, serving the
+/// commands that arrive on `commands`.
+pub(super) fn start_subshell(
+    py: Python<'_>,
+    runtime: &Py<PyAny>,
+    commands: std::sync::mpsc::Receiver<Command>,
+    name: &str,
+) -> Result<(), PythonError> {
+    let inbox = Bound::new(py, SubshellInbox::new(commands)).map_err(|e| python_error(py, &e))?;
+    runtime
+        .bind(py)
+        .call_method1("start_subshell", (inbox, name))
+        .map(drop)
+        .map_err(|e| python_error(py, &e))
+}
+
+/// Serves a request Python answers, for the main shell or (with `parent`)
+/// on a subshell's thread.
+fn request(
+    py: Python<'_>,
+    runtime: &Bound<'_, PyAny>,
+    msg_type: String,
+    content: Value,
+    buffers: &[bytes::Bytes],
+    parent: Option<Parent>,
+) -> Result<Value, PythonError> {
+    let buffers: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
+    let content = content.to_string();
+    let result = match parent {
+        None => call_json(runtime, "request", (msg_type, content, buffers)),
+        Some(parent) => {
+            let header = parent.header.to_string();
+            let _serving = Serving::start(parent, false);
+            call_json(runtime, "request_for", (header, msg_type, content, buffers))
+        }
+    };
+    result.map_err(|e| python_error(py, &e))
 }
 
 pub(super) fn spawn(
@@ -250,11 +338,12 @@ pub(super) fn spawn(
     input: Arc<dyn InputProvider>,
     agents: Arc<dyn AgentHost>,
     commands: Receiver<Command>,
+    ready: tokio::sync::watch::Sender<RuntimeState>,
 ) {
     std::thread::Builder::new()
         .name("mahtab-python".into())
         .stack_size(python_stack_size())
-        .spawn(move || run(config, sink, input, agents, commands))
+        .spawn(move || run(config, sink, input, agents, commands, ready))
         .expect("spawn the Python interpreter thread");
 }
 
@@ -296,6 +385,7 @@ fn run(
     input: Arc<dyn InputProvider>,
     agents: Arc<dyn AgentHost>,
     commands: Receiver<Command>,
+    ready: tokio::sync::watch::Sender<RuntimeState>,
 ) {
     let buffer = StreamBuffer::start(sink);
     let runtime = initialize(&config).and_then(|()| {
@@ -329,9 +419,13 @@ fn run(
             capture.drain();
         }
     };
-    if let Err(message) = &runtime {
-        tracing::error!("Python failed to start: {message}");
-    }
+    let _ = ready.send(match &runtime {
+        Ok(runtime) => RuntimeState::Ready(Arc::new(Python::attach(|py| runtime.clone_ref(py)))),
+        Err(message) => {
+            tracing::error!("Python failed to start: {message}");
+            RuntimeState::Failed(message.clone())
+        }
+    });
     // Release the GIL that initialisation left with this thread; each command
     // takes it again for as long as it runs.
     // SAFETY: this thread holds the GIL after Py_InitializeFromConfig (or none,
@@ -374,15 +468,13 @@ fn run(
                     msg_type,
                     content,
                     buffers,
+                    parent,
                     reply,
                 },
                 Ok(runtime),
             ) => {
                 let result = Python::attach(|py| {
-                    let runtime = runtime.bind(py);
-                    let buffers: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
-                    call_json(runtime, "request", (msg_type, content.to_string(), buffers))
-                        .map_err(|e| python_error(py, &e))
+                    request(py, runtime.bind(py), msg_type, content, &buffers, parent)
                 });
                 drain();
                 buffer.flush();
@@ -505,22 +597,36 @@ fn execute(
     drain_fds: &dyn Fn(),
 ) -> ExecuteOutcome {
     let expressions = Value::Object(cell.user_expressions).to_string();
-    let result = {
-        let _running = CellRunning::start();
-        call_json(
-            runtime,
-            "execute",
-            (
-                cell.code,
-                cell.execution_count,
-                cell.silent,
-                cell.store_history,
-                expressions,
-            ),
-        )
+    let args = (
+        cell.code,
+        cell.execution_count,
+        cell.silent,
+        cell.store_history,
+        expressions,
+    );
+    // Errors the runtime could not publish go to the cell's request.
+    let parent = cell.parent.as_ref().map(|parent| parent.header.clone());
+    let result = match cell.parent {
+        None => {
+            let running = CellRunning::start();
+            let result = call_json(runtime, "execute", args);
+            drop(running);
+            discard_pending_interrupt(py);
+            drain_fds();
+            result
+        }
+        Some(parent) => {
+            let header = parent.header.to_string();
+            let _serving = Serving::start(parent, true);
+            let (code, count, silent, store_history, expressions) = args;
+            call_json(
+                runtime,
+                "execute_for",
+                (header, code, count, silent, store_history, expressions),
+            )
+        }
     };
-    discard_pending_interrupt(py);
-    drain_fds();
+    let parent = parent.as_deref();
     let outcome = match result.map(serde_json::from_value::<ExecuteReplyFields>) {
         Ok(Ok(fields)) if fields.status == "ok" => ExecuteOutcome {
             error: None,
@@ -538,7 +644,7 @@ fn execute(
         },
         Ok(Err(e)) => {
             let error = PythonError::internal(format!("unreadable result from the runtime: {e}"));
-            buffer.emit_after_flush(error_output(&error), None);
+            buffer.emit_after_flush(error_output(&error), parent);
             ExecuteOutcome::failed(error)
         }
         // An exception escaped the runtime itself, e.g. an interrupt that
@@ -547,7 +653,7 @@ fn execute(
         Err(e) => {
             let outcome = ExecuteOutcome::failed(python_error(py, &e));
             if let Some(error) = &outcome.error {
-                buffer.emit_after_flush(error_output(error), None);
+                buffer.emit_after_flush(error_output(error), parent);
             }
             outcome
         }

@@ -40,7 +40,7 @@
 //! while, and nudges that piled up meanwhile would all be handled at once,
 //! before it reached the blocking call they were meant to break.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -131,6 +131,28 @@ extern "C" fn on_sigint(_signum: libc::c_int) {
         QUEUED | STARTING => PENDING.store(true, Ordering::SeqCst),
         _ => {}
     }
+    if SUBSHELL_CELLS.load(Ordering::SeqCst) > 0 {
+        // Raising it in their threads takes the GIL: the waker does that.
+        ask_waker(INTERRUPT_SUBSHELLS);
+    }
+}
+
+/// How many subshell cells run now; while any does, SIGINT is listened to
+/// (it interrupts them, see `subshell`).
+static SUBSHELL_CELLS: AtomicUsize = AtomicUsize::new(0);
+
+/// What the waker reads to interrupt the subshells' cells rather than nudge
+/// the main shell's (cell numbers never get this high).
+const INTERRUPT_SUBSHELLS: u64 = u64::MAX;
+
+/// A subshell's cell starts (`true`) or ends.
+pub(super) fn subshell_cell(running: bool) {
+    if running {
+        SUBSHELL_CELLS.fetch_add(1, Ordering::SeqCst);
+    } else {
+        SUBSHELL_CELLS.fetch_sub(1, Ordering::SeqCst);
+    }
+    update_disposition();
 }
 
 fn sigint_set() -> libc::sigset_t {
@@ -187,6 +209,15 @@ pub(super) fn sigint_default_before_python() {
     }
 }
 
+/// Whether the calling thread is the one that initialised Python (where
+/// the main shell's cells run).
+pub(super) fn on_interpreter_thread() -> bool {
+    // SAFETY: pthread_self and pthread_equal have no preconditions.
+    INTERPRETER_THREAD
+        .get()
+        .is_some_and(|thread| unsafe { libc::pthread_equal(libc::pthread_self(), *thread) } != 0)
+}
+
 /// Unblocks SIGINT for the calling thread, which must be the thread that
 /// initialised Python, and sets its disposition for an idle kernel.
 pub(super) fn install_on_interpreter_thread() {
@@ -234,7 +265,8 @@ fn update_disposition() {
     if !INSTALLED.load(Ordering::SeqCst) {
         return;
     }
-    let listening = CELL_STATE.load(Ordering::SeqCst) != IDLE;
+    let listening =
+        CELL_STATE.load(Ordering::SeqCst) != IDLE || SUBSHELL_CELLS.load(Ordering::SeqCst) > 0;
     // SAFETY: a plain sigaction, with a handler that only touches atomics and
     // calls an async-signal-safe CPython function, or SIG_IGN. No
     // SA_RESTART, so blocking system calls return EINTR and CPython checks
@@ -317,9 +349,21 @@ impl Interrupter {
         cell_queued();
     }
 
-    /// Raises `KeyboardInterrupt` in the running (or about to run) cell.
-    /// Returns false, and does nothing, when no cell is running.
+    /// [`Interrupter::cell_coming`] for a subshell's cell; the count it
+    /// returns goes with the cell ([`super::Parent::interrupts_seen`]).
+    pub fn subshell_cell_coming(&self) -> u64 {
+        super::subshell::cell_coming()
+    }
+
+    /// Raises `KeyboardInterrupt` in the running (or about to run) cell,
+    /// and in the cells subshells run. Returns false, and does nothing,
+    /// when no cell is running.
     pub fn interrupt(&self) -> bool {
+        let subshells = super::subshell::interrupt_all();
+        self.interrupt_main() || subshells
+    }
+
+    fn interrupt_main(&self) -> bool {
         if CELL_STATE.load(Ordering::SeqCst) != IDLE {
             INTERRUPTS.fetch_add(1, Ordering::SeqCst);
         }
@@ -358,11 +402,17 @@ static WAKER: AtomicI32 = AtomicI32::new(-1);
 /// lands just before a blocking call needs the nudges as much as an
 /// `interrupt_request` does.
 fn wake_soon() {
+    ask_waker(CELL_SEQ.load(Ordering::SeqCst));
+}
+
+/// Sends `seq` to the waker thread: a cell number to nudge, or
+/// [`INTERRUPT_SUBSHELLS`]. Async-signal-safe.
+fn ask_waker(seq: u64) {
     let fd = WAKER.load(Ordering::SeqCst);
     if fd < 0 {
         return;
     }
-    let seq = CELL_SEQ.load(Ordering::SeqCst).to_ne_bytes();
+    let seq = seq.to_ne_bytes();
     // SAFETY: write(2) and errno access are async-signal-safe; errno is put
     // back so the interrupted code sees its own. A full pipe (many
     // interrupts queued) drops this request, which is no loss.
@@ -398,6 +448,9 @@ fn start_waker() {
                 // SAFETY: reads into the buffer we own from our descriptor.
                 let read = unsafe { libc::read(read_end, seq.as_mut_ptr().cast(), seq.len()) };
                 match read {
+                    8 if u64::from_ne_bytes(seq) == INTERRUPT_SUBSHELLS => {
+                        super::subshell::interrupt_all();
+                    }
                     8 => nudge(u64::from_ne_bytes(seq)),
                     -1 if std::io::Error::last_os_error().kind()
                         == std::io::ErrorKind::Interrupted => {}

@@ -4,13 +4,16 @@
 //!
 //! Python runs on one dedicated OS thread ([`interpreter`]): CPython delivers
 //! `KeyboardInterrupt` only to the thread that initialised it, so every cell
-//! runs there, one at a time, in the order requests arrive.
+//! of the main shell runs there, one at a time, in the order requests
+//! arrive. Each kernel subshell has a Python thread of its own
+//! ([`subshell`]).
 
 mod fd_capture;
 mod inline;
 mod interpreter;
 mod interrupt;
 mod output;
+mod subshell;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,7 +21,7 @@ use std::sync::mpsc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 pub use fd_capture::{original_stderr, preserve_stderr};
 pub use inline::{AgentHost, InlinePython};
@@ -30,12 +33,14 @@ pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName
 /// Answers `input()` and `getpass()` in a cell. The kernel implements it by
 /// asking the client that sent the cell over the stdin channel.
 pub trait InputProvider: Send + Sync + 'static {
-    /// Asks for a line of input; the answer arrives on the returned channel
-    /// (disconnected if it never will).
+    /// Asks for a line of input, of the client that sent `parent` (or, with
+    /// none, the main shell's current request); the answer arrives on the
+    /// returned channel (disconnected if it never will).
     fn request_input(
         &self,
         prompt: &str,
         password: bool,
+        parent: Option<&Parent>,
     ) -> Result<std::sync::mpsc::Receiver<String>, InputUnavailable>;
 }
 
@@ -56,6 +61,19 @@ pub struct PythonConfig {
     pub connection_file: Option<PathBuf>,
 }
 
+/// A request served on a subshell thread: its output and input belong to
+/// it. (The main shell's request is the kernel's current one.)
+#[derive(Debug, Clone)]
+pub struct Parent {
+    pub header: Arc<Value>,
+    /// The ROUTER identities of the client that sent it.
+    pub identities: Vec<bytes::Bytes>,
+    pub allow_stdin: bool,
+    /// For a cell: what [`Interrupter::subshell_cell_coming`] returned when
+    /// it was queued (an interrupt since then stops it before it starts).
+    pub interrupts_seen: u64,
+}
+
 /// One cell to run.
 #[derive(Debug, Clone)]
 pub struct ExecuteCell {
@@ -66,6 +84,8 @@ pub struct ExecuteCell {
     pub store_history: bool,
     /// `user_expressions` from the request: name -> expression.
     pub user_expressions: Map<String, Value>,
+    /// The request, on a subshell.
+    pub parent: Option<Parent>,
 }
 
 /// The error part of a failed cell.
@@ -135,16 +155,29 @@ enum Command {
         msg_type: String,
         content: Value,
         buffers: Vec<bytes::Bytes>,
+        /// The request, on a subshell.
+        parent: Option<Parent>,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
     /// The kernel is about to exit: save what must outlive it (history).
     Shutdown(oneshot::Sender<()>),
 }
 
-/// The kernel's way to reach the interpreter thread. Cloning is cheap.
+/// The kernel's way to reach the interpreter thread (or a subshell's
+/// thread). Cloning is cheap.
 #[derive(Clone)]
 pub struct PythonHandle {
     commands: mpsc::Sender<Command>,
+    /// The runtime, once Python has started: subshells are started on it.
+    runtime: watch::Receiver<RuntimeState>,
+}
+
+/// Whether the runtime is ready for subshells.
+#[derive(Clone)]
+enum RuntimeState {
+    Starting,
+    Ready(Arc<pyo3::Py<pyo3::PyAny>>),
+    Failed(String),
 }
 
 const INTERPRETER_GONE: &str = "the Python interpreter thread is not running";
@@ -160,16 +193,58 @@ impl PythonHandle {
         agents: Arc<dyn AgentHost>,
     ) -> (Self, Interrupter) {
         let (commands, receiver) = mpsc::channel();
-        interpreter::spawn(config, sink, input, agents, receiver);
-        (Self { commands }, Interrupter)
+        let (ready, runtime) = watch::channel(RuntimeState::Starting);
+        interpreter::spawn(config, sink, input, agents, receiver, ready);
+        (Self { commands, runtime }, Interrupter)
+    }
+
+    /// Starts a subshell's Python thread (named after `id`) and returns the
+    /// handle that serves it; dropping every clone of it ends the thread
+    /// once it is done with what it runs.
+    pub async fn create_subshell(&self, id: &str) -> Result<PythonHandle, PythonError> {
+        let mut state = self.runtime.clone();
+        let runtime = match state
+            .wait_for(|state| !matches!(state, RuntimeState::Starting))
+            .await
+            .map(|state| state.clone())
+        {
+            Ok(RuntimeState::Ready(runtime)) => runtime,
+            Ok(RuntimeState::Failed(message)) => {
+                return Err(PythonError::internal(format!(
+                    "Python failed to start: {message}"
+                )));
+            }
+            Ok(RuntimeState::Starting) | Err(_) => {
+                return Err(PythonError::internal(INTERPRETER_GONE));
+            }
+        };
+        let (commands, receiver) = mpsc::channel();
+        let name = format!("subshell-{id}");
+        // Taking the GIL may wait for a cell to let go of it: not on the
+        // async runtime's threads.
+        tokio::task::spawn_blocking(move || {
+            pyo3::Python::attach(|py| interpreter::start_subshell(py, &runtime, receiver, &name))
+        })
+        .await
+        .map_err(|e| PythonError::internal(format!("cannot start a subshell: {e}")))??;
+        Ok(Self {
+            commands,
+            runtime: self.runtime.clone(),
+        })
     }
 
     /// Runs a cell; stream output, displays and the error message (if any)
     /// have all been emitted to the sink when this returns.
     pub async fn execute(&self, cell: ExecuteCell) -> ExecuteOutcome {
         let (reply, outcome) = oneshot::channel();
-        interrupt::cell_queued();
+        let on_subshell = cell.parent.is_some();
+        if !on_subshell {
+            interrupt::cell_queued();
+        }
         if self.commands.send(Command::Execute(cell, reply)).is_err() {
+            if on_subshell {
+                subshell::cell_dropped();
+            }
             return ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE));
         }
         outcome
@@ -197,12 +272,14 @@ impl PythonHandle {
         msg_type: &str,
         content: Value,
         buffers: Vec<bytes::Bytes>,
+        parent: Option<Parent>,
     ) -> Result<Value, PythonError> {
         let (reply, result) = oneshot::channel();
         let command = Command::Request {
             msg_type: msg_type.to_owned(),
             content,
             buffers,
+            parent,
             reply,
         };
         if self.commands.send(command).is_err() {

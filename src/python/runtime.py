@@ -39,6 +39,7 @@ import re
 import rlcompleter
 import signal
 import sys
+import threading
 import traceback
 import types
 import uuid
@@ -793,6 +794,30 @@ class BaseRuntime:
         # Like `python -m ipykernel_launcher`: modules next to the notebook import.
         if "" not in sys.path:
             sys.path.insert(0, "")
+
+    # -- subshells -------------------------------------------------------------
+
+    def start_subshell(self, inbox, name):
+        """Starts a kernel subshell's thread: it serves the commands the
+        kernel puts in ``inbox`` until the kernel deletes the subshell."""
+        thread = threading.Thread(target=self.bridge.serve_subshell, args=(inbox, self), name=name, daemon=True)
+        thread.start()
+
+    def execute_for(self, parent_json, *args):
+        """``execute`` on a subshell's thread: its output goes to ``parent``."""
+        token = set_thread_parent(json.loads(parent_json))
+        try:
+            return self.execute(*args)
+        finally:
+            reset_thread_parent(token)
+
+    def request_for(self, parent_json, *args):
+        """``request`` on a subshell's thread, as a child of ``parent``."""
+        token = set_thread_parent(json.loads(parent_json))
+        try:
+            return self.request(*args)
+        finally:
+            reset_thread_parent(token)
 
     def publish(self, msg_type, content, metadata=None, buffers=None):
         metadata_json = None if metadata is None else dumps(metadata)

@@ -1,0 +1,108 @@
+//! Kernel subshells (JEP 91) as the kernel sees them: `create_subshell`,
+//! `delete_subshell` and `list_subshell` on the control channel, and the
+//! queue of each subshell, to which the shell channel routes the requests
+//! whose header names it (`subshell_id`). Each queue is served by a shell
+//! of its own ([`super::shell`]) on the subshell's Python thread.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::Shared;
+use super::router::Replies;
+use super::shell;
+use crate::wire::Message;
+
+/// The subshells alive, oldest first.
+#[derive(Default)]
+pub(super) struct Subshells {
+    queues: Mutex<Vec<(String, UnboundedSender<Message>)>>,
+}
+
+impl Subshells {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, UnboundedSender<Message>)>> {
+        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The queue of subshell `id`, if it exists.
+    pub(super) fn queue(&self, id: &str) -> Option<UnboundedSender<Message>> {
+        self.lock()
+            .iter()
+            .find(|(known, _)| known == id)
+            .map(|(_, queue)| queue.clone())
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.lock().iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// Ends subshell `id`: its queue closes, so its shell stops after the
+    /// request it serves and its thread ends. False if there is none.
+    fn remove(&self, id: &str) -> bool {
+        let mut queues = self.lock();
+        let before = queues.len();
+        queues.retain(|(known, _)| known != id);
+        queues.len() != before
+    }
+}
+
+/// The subshell a shell request is for, from its header (`None`, absent or
+/// not a string: the main shell).
+pub(super) fn subshell_of(request: &Message) -> Option<&str> {
+    request.raw_header.get("subshell_id")?.as_str()
+}
+
+/// Serves the subshell requests of the control channel; false if `request`
+/// is not one of them.
+pub(super) async fn answer(replies: &Replies, shared: &Arc<Shared>, request: &Message) -> bool {
+    match request.header.msg_type.as_str() {
+        "create_subshell_request" => {
+            let id = uuid::Uuid::new_v4().to_string();
+            match shared.python.create_subshell(&id).await {
+                Ok(python) => {
+                    let queue = shell::start(shared.clone(), python, Some(id.clone()));
+                    shared.subshells.lock().push((id.clone(), queue));
+                    tracing::info!("control: created subshell {id}");
+                    let content = json!({ "status": "ok", "subshell_id": id });
+                    replies
+                        .reply(request, "create_subshell_reply", content)
+                        .await;
+                }
+                Err(error) => {
+                    replies
+                        .reply_error(request, &error.ename, &error.evalue)
+                        .await;
+                }
+            }
+        }
+        "delete_subshell_request" => {
+            match request
+                .content
+                .get("subshell_id")
+                .and_then(|id| id.as_str())
+            {
+                Some(id) if shared.subshells.remove(id) => {
+                    tracing::info!("control: deleted subshell {id}");
+                    replies
+                        .reply(request, "delete_subshell_reply", json!({ "status": "ok" }))
+                        .await;
+                }
+                Some(id) => {
+                    let evalue = format!("no subshell {id:?}");
+                    replies.reply_error(request, "KeyError", &evalue).await;
+                }
+                None => {
+                    let evalue = "delete_subshell_request needs a subshell_id";
+                    replies.reply_error(request, "BadRequest", evalue).await;
+                }
+            }
+        }
+        "list_subshell_request" => {
+            let content = json!({ "status": "ok", "subshell_id": shared.subshells.ids() });
+            replies.reply(request, "list_subshell_reply", content).await;
+        }
+        _ => return false,
+    }
+    true
+}
