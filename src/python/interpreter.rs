@@ -5,8 +5,9 @@
 //! user code starts keep running between cells.
 
 use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
 
 use std::sync::mpsc::RecvTimeoutError;
@@ -339,11 +340,12 @@ pub(super) fn spawn(
     agents: Arc<dyn AgentHost>,
     commands: Receiver<Command>,
     ready: tokio::sync::watch::Sender<RuntimeState>,
+    wake_fd: Option<OwnedFd>,
 ) {
     std::thread::Builder::new()
         .name("mahtab-python".into())
         .stack_size(python_stack_size())
-        .spawn(move || run(config, sink, input, agents, commands, ready))
+        .spawn(move || run(config, sink, input, agents, commands, ready, wake_fd))
         .expect("spawn the Python interpreter thread");
 }
 
@@ -386,6 +388,7 @@ fn run(
     agents: Arc<dyn AgentHost>,
     commands: Receiver<Command>,
     ready: tokio::sync::watch::Sender<RuntimeState>,
+    wake_fd: Option<OwnedFd>,
 ) {
     let buffer = StreamBuffer::start(sink);
     let runtime = initialize(&config).and_then(|()| {
@@ -436,7 +439,27 @@ fn run(
         }
     }
 
-    for command in commands {
+    loop {
+        let command = match commands.try_recv() {
+            Ok(command) => command,
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                // Idle: asyncio tasks that cells created go on until work
+                // comes (a byte on the wake pipe), as in ipykernel, whose
+                // own loop runs them.
+                if let (Ok(runtime), Some(wake_fd)) = (&runtime, &wake_fd)
+                    && run_event_loop(runtime, wake_fd)
+                {
+                    drain();
+                    buffer.flush();
+                    continue;
+                }
+                match commands.recv() {
+                    Ok(command) => command,
+                    Err(_) => break,
+                }
+            }
+        };
         match (command, &runtime) {
             (Command::Shutdown(done), Ok(runtime)) => {
                 Python::attach(|py| {
@@ -487,6 +510,24 @@ fn run(
         }
     }
     buffer.close();
+}
+
+/// Runs the event loop of the cells between them, if it has work, until
+/// the kernel has something to do; returns whether it ran.
+fn run_event_loop(runtime: &Py<PyAny>, wake_fd: &OwnedFd) -> bool {
+    Python::attach(|py| {
+        match runtime
+            .bind(py)
+            .call_method1("run_event_loop", (wake_fd.as_raw_fd(),))
+            .and_then(|ran| ran.extract::<bool>())
+        {
+            Ok(ran) => ran,
+            Err(e) => {
+                tracing::warn!("the event loop between cells failed: {}", describe(py, &e));
+                false
+            }
+        }
+    })
 }
 
 /// Initialises CPython for the configured environment.

@@ -504,7 +504,7 @@ class IPythonRuntime(BaseRuntime):
         # figures drawn without plt.show() (in this cell, not the user's next).
         self.shell.events.trigger("post_execute")
 
-    def execute(self, code, execution_count, silent, store_history, user_expressions_json):
+    def _execute(self, code, execution_count, silent, store_history, user_expressions_json):
         shell = self.shell
         shell.last_error = shell.displayhook_error = None
         # IPython numbers a stored cell with execution_count and then moves it

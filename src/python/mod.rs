@@ -15,6 +15,7 @@ mod interrupt;
 mod output;
 mod subshell;
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -168,8 +169,40 @@ enum Command {
 #[derive(Clone)]
 pub struct PythonHandle {
     commands: mpsc::Sender<Command>,
+    /// Wakes the thread from the event loop it runs between cells (the
+    /// interpreter thread's handle only).
+    waker: Option<Arc<LoopWaker>>,
     /// The runtime, once Python has started: subshells are started on it.
     runtime: watch::Receiver<RuntimeState>,
+}
+
+/// The write end of a pipe whose read end the interpreter thread's event
+/// loop watches between cells: a byte there means work has come.
+struct LoopWaker {
+    write_end: OwnedFd,
+}
+
+impl LoopWaker {
+    /// The waker and the read end to watch.
+    fn new() -> std::io::Result<(Self, OwnedFd)> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two new descriptors into the array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just created and are owned by no one else.
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok((Self { write_end }, read_end))
+    }
+
+    fn wake(&self) {
+        // A full pipe already holds a wake-up: nothing is lost.
+        // SAFETY: writes one byte from a static buffer to our descriptor.
+        unsafe {
+            libc::write(self.write_end.as_raw_fd(), b"!".as_ptr().cast(), 1);
+        }
+    }
 }
 
 /// Whether the runtime is ready for subshells.
@@ -194,8 +227,32 @@ impl PythonHandle {
     ) -> (Self, Interrupter) {
         let (commands, receiver) = mpsc::channel();
         let (ready, runtime) = watch::channel(RuntimeState::Starting);
-        interpreter::spawn(config, sink, input, agents, receiver, ready);
-        (Self { commands, runtime }, Interrupter)
+        let (waker, wake_fd) = match LoopWaker::new() {
+            Ok((waker, read_end)) => (Some(Arc::new(waker)), Some(read_end)),
+            Err(e) => {
+                tracing::warn!("asyncio tasks will not run between cells: {e}");
+                (None, None)
+            }
+        };
+        interpreter::spawn(config, sink, input, agents, receiver, ready, wake_fd);
+        let handle = Self {
+            commands,
+            waker,
+            runtime,
+        };
+        (handle, Interrupter)
+    }
+
+    /// Hands `command` to the thread, waking it from its event loop;
+    /// false if the thread is gone.
+    fn send(&self, command: Command) -> bool {
+        if self.commands.send(command).is_err() {
+            return false;
+        }
+        if let Some(waker) = &self.waker {
+            waker.wake();
+        }
+        true
     }
 
     /// Starts a subshell's Python thread (named after `id`) and returns the
@@ -229,6 +286,7 @@ impl PythonHandle {
         .map_err(|e| PythonError::internal(format!("cannot start a subshell: {e}")))??;
         Ok(Self {
             commands,
+            waker: None,
             runtime: self.runtime.clone(),
         })
     }
@@ -241,7 +299,7 @@ impl PythonHandle {
         if !on_subshell {
             interrupt::cell_queued();
         }
-        if self.commands.send(Command::Execute(cell, reply)).is_err() {
+        if !self.send(Command::Execute(cell, reply)) {
             if on_subshell {
                 subshell::cell_dropped();
             }
@@ -257,7 +315,7 @@ impl PythonHandle {
     /// interrupt; the exit must not wait for it).
     pub async fn shutdown(&self, limit: std::time::Duration) {
         let (done, finished) = oneshot::channel();
-        if self.commands.send(Command::Shutdown(done)).is_ok()
+        if self.send(Command::Shutdown(done))
             && tokio::time::timeout(limit, finished).await.is_err()
         {
             tracing::warn!("the interpreter did not finish its shutdown in time");
@@ -282,7 +340,7 @@ impl PythonHandle {
             parent,
             reply,
         };
-        if self.commands.send(command).is_err() {
+        if !self.send(command) {
             return Err(PythonError::internal(INTERPRETER_GONE));
         }
         result

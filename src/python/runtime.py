@@ -96,6 +96,39 @@ def thread_parent():
     return _THREAD_PARENT.get() if _thread_parents_used else None
 
 
+def _event_loop_of_this_thread():
+    """The asyncio event loop cells on this thread use, or None if none was
+    made yet (never makes one, nor imports asyncio). ``await`` in a cell runs
+    on IPython's loop and ``asyncio.get_event_loop()`` returns asyncio's loop
+    of the thread: the first of the two to exist becomes the other too, so
+    tasks of both kinds of cell go on together between cells."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    usable = lambda loop: loop is not None and not loop.is_closed()
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    loop = getattr(local, "_loop", None)
+    helpers = sys.modules.get("IPython.core.async_helpers")
+    ipython_loop = getattr(helpers, "_asyncio_event_loop", None)
+    if not usable(loop) and usable(ipython_loop) and threading.current_thread() is threading.main_thread():
+        asyncio.set_event_loop(ipython_loop)
+        loop = ipython_loop
+    elif usable(loop) and helpers is not None and not usable(ipython_loop):
+        helpers._asyncio_event_loop = loop
+    if not usable(loop) or loop.is_running():
+        return None
+    return loop
+
+
+def _has_work(loop):
+    """Whether ``loop`` has callbacks or timers waiting (tasks that will go
+    on when it runs)."""
+    ready, scheduled = getattr(loop, "_ready", None), getattr(loop, "_scheduled", None)
+    if ready is not None and scheduled is not None:
+        return bool(ready) or any(not timer.cancelled() for timer in scheduled)
+    return any(not task.done() for task in sys.modules["asyncio"].all_tasks(loop))
+
+
 class KernelStream(io.TextIOBase):
     """``sys.stdout`` / ``sys.stderr``: text goes to the kernel's stream buffer.
 
@@ -130,6 +163,11 @@ class KernelStream(io.TextIOBase):
     def _write_each_time_anew(self):
         """From now on every write decides where it goes (``write`` below)."""
         self.__dict__.pop("write", None)
+
+    def _write_without_looking(self):
+        """Back to the bridge's own write (no thread with a parent of its own)."""
+        if self._in_child is None:
+            self.write = functools.partial(self._bridge.write, self._name)
 
     @property
     def name(self):
@@ -795,6 +833,55 @@ class BaseRuntime:
         if "" not in sys.path:
             sys.path.insert(0, "")
 
+    # -- cells and the event loop between them ---------------------------------
+
+    def execute(self, code, execution_count, silent, store_history, user_expressions_json):
+        """Runs one cell (``_execute``, the runtime's own) with its request
+        as the context's parent, so asyncio tasks it creates, which copy the
+        context, print to it when they run later, between or during other
+        cells. (Within the cell the streams need not look: the kernel's
+        current request is the cell.)"""
+        if _THREAD_PARENT.get() is not None:  # a subshell's cell, which has its own
+            return self._execute(code, execution_count, silent, store_history, user_expressions_json)
+        token = _THREAD_PARENT.set(self.bridge.parent_header())
+        try:
+            return self._execute(code, execution_count, silent, store_history, user_expressions_json)
+        finally:
+            _THREAD_PARENT.reset(token)
+
+    def run_event_loop(self, wake_fd):
+        """Between cells: runs this thread's asyncio event loop, if it has
+        work (tasks a cell created), until the kernel has something to do (a
+        byte on ``wake_fd``). Returns whether it ran. Output of the tasks goes
+        to the cells that created them."""
+        loop = _event_loop_of_this_thread()
+        if loop is None or not _has_work(loop):
+            return False
+        global _thread_parents_used
+        looked_before = _thread_parents_used
+        _thread_parents_used = True
+        for stream in _STREAMS:
+            stream._write_each_time_anew()
+
+        def woken():
+            try:
+                while os.read(wake_fd, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+            loop.stop()
+
+        loop.add_reader(wake_fd, woken)
+        try:
+            loop.run_forever()
+        finally:
+            loop.remove_reader(wake_fd)
+            if not looked_before:
+                _thread_parents_used = False
+                for stream in _STREAMS:
+                    stream._write_without_looking()
+        return True
+
     # -- subshells -------------------------------------------------------------
 
     def start_subshell(self, inbox, name):
@@ -1182,7 +1269,7 @@ class Runtime(BaseRuntime):
 
     # -- execution ---------------------------------------------------------
 
-    def execute(self, code, execution_count, silent, store_history, user_expressions_json):
+    def _execute(self, code, execution_count, silent, store_history, user_expressions_json):
         """Runs one cell; returns the execute_reply fields as JSON text."""
         self.payloads = []
         self.execution_count = execution_count

@@ -410,6 +410,59 @@ def test_set_parent_in_a_thread_chooses_that_threads_cell(kernel: Kernel) -> Non
     assert second.stdout == "cell 2\n", second.describe()
 
 
+def streamed_to(kernel: Kernel, msg_id: str) -> str:
+    return "".join(
+        m["content"]["text"]
+        for m in kernel.logs["iopub"]
+        if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id
+    )
+
+
+def test_asyncio_tasks_go_on_between_cells_and_print_to_their_cell(kernel: Kernel) -> None:
+    # As in ipykernel, whose event loop runs between cells: a task a cell
+    # creates keeps running after it, and its output goes to that cell.
+    first = kernel.execute(
+        "import asyncio\n"
+        "ticks = []\n"
+        "async def ticker(name, n):\n"
+        "    for i in range(n):\n"
+        "        ticks.append(i)\n"
+        "        print(f'{name} {i}', flush=True)\n"
+        "        await asyncio.sleep(0.1)\n"
+        "ticking = asyncio.get_event_loop().create_task(ticker('sync cell', 5))"
+    ).assert_ok()
+    # A later cell runs at once, while the task is under way.
+    second = kernel.execute("print('second cell')").assert_ok()
+    assert second.stdout == "second cell\n", second.describe()
+    kernel.wait_for(
+        "iopub",
+        lambda m: m["msg_type"] == "stream" and "sync cell 4" in m["content"]["text"],
+        "the task's last line",
+    )
+    assert streamed_to(kernel, first.msg_id) == "".join(f"sync cell {i}\n" for i in range(5))
+    # A task made in a cell with top-level await goes on too, on the same loop.
+    third = kernel.execute("await asyncio.sleep(0)\nasyncio.create_task(ticker('await cell', 3))\nNone").assert_ok()
+    kernel.wait_for(
+        "iopub",
+        lambda m: m["msg_type"] == "stream" and "await cell 2" in m["content"]["text"],
+        "the second task's last line",
+    )
+    assert streamed_to(kernel, third.msg_id) == "".join(f"await cell {i}\n" for i in range(3))
+    assert kernel.execute("print(ticking.done(), len(ticks))").assert_ok().stdout == "True 8\n"
+
+
+def test_a_cell_waits_for_nothing_when_tasks_sleep_between_cells(kernel: Kernel) -> None:
+    kernel.execute(
+        "import asyncio\n"
+        "async def sleeper():\n"
+        "    await asyncio.sleep(30)\n"
+        "asleep = asyncio.get_event_loop().create_task(sleeper())"
+    ).assert_ok()
+    for _ in range(3):
+        assert kernel.execute("1 + 1", timeout=5).result()["text/plain"] == "2"
+    kernel.execute("asleep.cancel()").assert_ok()
+
+
 # -- 5. input() and getpass over the stdin channel -------------------------------------
 
 
