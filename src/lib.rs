@@ -9,10 +9,12 @@
 //! - [`agent`]: the `%%ask` agent graph, prompts and model wire formats;
 //!   touches neither ZeroMQ nor pyo3.
 //! - [`install`]: writing and removing the kernelspec.
+//! - [`cell_files`]: the file names cells compile under, for debuggers.
 //!
 //! The `mahtab` binary (`main.rs`) is a thin command line over these.
 
 pub mod agent;
+pub mod cell_files;
 pub mod install;
 pub mod kernel;
 pub mod python;

@@ -85,6 +85,11 @@ impl Bridge {
 
 #[pymethods]
 impl Bridge {
+    /// The file name a cell with `code` compiles under (for debuggers).
+    fn cell_file_name(&self, code: &str) -> String {
+        crate::cell_files::file_name(code)
+    }
+
     /// The kernel's connection file, if known.
     #[getter]
     fn connection_file(&self) -> Option<String> {

@@ -449,6 +449,11 @@ class IPythonRuntime(BaseRuntime):
         _speed_up_introspection()
         patch_on_import("IPython.core.debugger", _use_ipython_debugger)
         self.user_ns = self.shell.user_ns
+        # Cells compile under the file names Jupyter's debugger frontends
+        # compute from their text (see cell_files.rs): a breakpoint set in the
+        # notebook then names the code that runs. Tracebacks still say
+        # "Cell In[n]" (IPython maps the name to the cell's number).
+        self.shell.compile.get_code_name = lambda raw_code, transformed_code, number: bridge.cell_file_name(raw_code)
         self._register_agent_magics()
         self.shell.register_magic_function(self._connect_info, "line", "connect_info")
 

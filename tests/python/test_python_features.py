@@ -463,6 +463,36 @@ def test_a_cell_waits_for_nothing_when_tasks_sleep_between_cells(kernel: Kernel)
     kernel.execute("asleep.cancel()").assert_ok()
 
 
+def murmur2(data: bytes, seed: int = 0xC70F6907) -> int:
+    """32-bit MurmurHash2, as Jupyter's debugger frontends name cell files."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (seed ^ len(data)) & mask
+    whole = len(data) // 4 * 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i : i + 4], "little") * m & mask
+        k = (k ^ (k >> 24)) * m & mask
+        h = (h * m & mask) ^ k
+    tail = data[whole:]
+    if tail:
+        for i, byte in enumerate(tail):
+            h ^= byte << (8 * i)
+        h = h * m & mask
+    h = (h ^ (h >> 13)) * m & mask
+    return h ^ (h >> 15)
+
+
+def test_cells_compile_under_the_file_names_debugger_frontends_compute(kernel: Kernel) -> None:
+    code = "def f(a, b):\n    c = a + b\n    return c\n\nf(2, 3)"
+    kernel.execute(code).assert_ok()
+    shown = kernel.execute("import inspect\nprint(f.__code__.co_filename)\nprint(inspect.getsource(f), end='')").assert_ok()
+    filename, source = shown.stdout.split("\n", 1)
+    assert filename.endswith(os.sep + f"{murmur2(code.encode())}.py"), filename
+    assert source == "def f(a, b):\n    c = a + b\n    return c\n", shown.describe()
+    # Tracebacks still name the cell by its number.
+    failed = kernel.execute("1/0")
+    assert "In[3]" in "".join(failed.reply["traceback"]), failed.reply
+
+
 # -- 5. input() and getpass over the stdin channel -------------------------------------
 
 
