@@ -17,7 +17,13 @@ pub(super) async fn run(mut channel: RouterChannel, replies: Replies, shared: Ar
         };
         replies.busy(&request);
         shared.current.set_control(&request);
-        if !answer_without_python(&replies, &shared, &request).await
+        if request.header.msg_type == "debug_request" {
+            let reply = shared
+                .debugger
+                .handle(&request.content, &shared.python, &shared.debug_events)
+                .await;
+            replies.reply(&request, "debug_reply", reply).await;
+        } else if !answer_without_python(&replies, &shared, &request).await
             && !subshells::answer(&replies, &shared, &request).await
         {
             tracing::warn!(

@@ -10,6 +10,8 @@
 
 mod ask;
 mod control;
+mod dap;
+mod debugger;
 mod heartbeat;
 mod info;
 mod iopub;
@@ -75,6 +77,9 @@ struct Shared {
     subshells: subshells::Subshells,
     /// The shell channel's replying side.
     shell_replies: Replies,
+    debugger: debugger::Debugger,
+    /// Where the debugger's events go.
+    debug_events: Arc<debugger::EventSink>,
 }
 
 /// Runs a kernel on the sockets of `connection` until a shutdown_request.
@@ -114,6 +119,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         RouterChannel::new("control", control.split(), codec.clone(), iopub.clone());
     let (shell, shell_replies) =
         RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
+    let debug_current = current.clone();
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version()),
         ports: json!({
@@ -131,6 +137,14 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         execution_count: AtomicU32::new(0),
         subshells: subshells::Subshells::default(),
         shell_replies,
+        debugger: debugger::Debugger::default(),
+        debug_events: Arc::new(debugger::EventSink {
+            iopub: iopub.clone(),
+            parent: {
+                let current = debug_current;
+                Box::new(move || current.control_header())
+            },
+        }),
     });
 
     let heartbeat_task = tokio::spawn(heartbeat::run(heartbeat));
@@ -201,6 +215,15 @@ impl CurrentRequest {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The header of the control request served last.
+    fn control_header(&self) -> Arc<Value> {
+        self.control
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .clone()
     }
 
     /// `request` is being served on the control channel.

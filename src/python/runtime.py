@@ -882,6 +882,24 @@ class BaseRuntime:
                     stream._write_without_looking()
         return True
 
+    # -- the debugger ----------------------------------------------------------
+
+    def do_debugpy_listen(self, content):
+        """Starts debugpy in this process for the kernel's debugger (once;
+        on the thread that runs cells, so it traces them): its adapter, a
+        process of its own, listens on a loopback port, which the kernel
+        connects to."""
+        # Python 3.11's frozen standard modules make pydevd warn on every
+        # start; the kernel does not debug them.
+        os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+        import debugpy
+
+        # The adapter runs under the environment's interpreter (the kernel
+        # process itself is not a Python executable).
+        debugpy.configure(python=sys.executable)
+        _, port = debugpy.listen(("127.0.0.1", 0))
+        return {"port": port}
+
     # -- subshells -------------------------------------------------------------
 
     def start_subshell(self, inbox, name):

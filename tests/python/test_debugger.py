@@ -1,0 +1,144 @@
+"""The Jupyter debug protocol through jupyter_client: Debug Adapter Protocol
+requests in debug_request on the control channel, answered in debug_reply,
+with the adapter's events as debug_event on IOPub, against debugpy in the
+kernel's environment. The same tests run against ipykernel with
+MAHTAB_KERNEL_NAME=python3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import KERNEL_NAME, Kernel
+
+CODE = "def f(a, b):\n    c = a + b\n    return c\n\nf(2, 3)"
+
+
+class Debug:
+    """A DAP client over the kernel's control channel."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.seq = 0
+
+    def send(self, command: str, arguments: dict | None = None) -> str:
+        self.seq += 1
+        request = {"seq": self.seq, "type": "request", "command": command, "arguments": arguments or {}}
+        return self.kernel.send("debug_request", request, channel="control")
+
+    def __call__(self, command: str, arguments: dict | None = None) -> dict:
+        reply = self.kernel.reply_to(self.send(command, arguments), "control")
+        assert reply["msg_type"] == "debug_reply", reply
+        return reply["content"]
+
+    def event(self, name: str, after: int = 0) -> dict:
+        """The first debug_event `name` among IOPub messages from index `after` on."""
+        log = self.kernel.logs["iopub"]
+        found = self.kernel.wait_for(
+            "iopub",
+            lambda m: m["msg_type"] == "debug_event" and m["content"]["event"] == name and log.index(m) >= after,
+            f"the debug_event {name}",
+        )
+        return found["content"]
+
+
+@pytest.fixture
+def debug(kernel: Kernel):
+    dap = Debug(kernel)
+    reply = dap(
+        "initialize",
+        {
+            "clientID": "test-client",
+            "clientName": "testClient",
+            "adapterID": "",
+            "pathFormat": "path",
+            "linesStartAt1": True,
+            "columnsStartAt1": True,
+            "supportsVariableType": True,
+            "supportsVariablePaging": True,
+            "supportsRunInTerminalRequest": True,
+            "locale": "en",
+        },
+    )
+    assert reply["success"], reply
+    assert reply["body"]["supportsConfigurationDoneRequest"], reply
+    assert dap("attach")["success"]
+    yield dap
+    dap("disconnect", {"restart": False, "terminateDebuggee": False})
+
+
+def stop_in_f(kernel: Kernel, debug: Debug) -> tuple[str, dict]:
+    """Runs CODE with a breakpoint in f; returns the cell's msg_id and the stopped event."""
+    path = debug("dumpCell", {"code": CODE})["body"]["sourcePath"]
+    placed = debug("setBreakpoints", {"breakpoints": [{"line": 2}], "source": {"path": path}, "sourceModified": False})
+    assert placed["success"] and placed["body"]["breakpoints"][0]["verified"], placed
+    assert debug("configurationDone")["success"]
+    start = len(kernel.logs["iopub"])
+    msg_id = kernel.kc.execute(CODE)
+    return msg_id, debug.event("stopped", after=start)
+
+
+def test_the_adapter_evaluates_in_the_kernel(debug: Debug) -> None:
+    reply = debug("evaluate", {"expression": "'a' + 'b'", "context": "repl"})
+    assert reply["success"] and reply["body"]["result"] == "ab", reply
+
+
+def test_a_dumped_cell_is_where_the_frontend_looks_for_it(kernel: Kernel, debug: Debug) -> None:
+    info = debug("debugInfo")["body"]
+    assert info["isStarted"] and info["hashMethod"] == "Murmur2" and info["hashSeed"] == 0xC70F6907
+    assert info["tmpFileSuffix"] == ".py" and info["richRendering"] and info["exceptionPaths"] == ["Python Exceptions"]
+    dumped = debug("dumpCell", {"code": CODE})
+    path = dumped["body"]["sourcePath"]
+    assert path.startswith(info["tmpFilePrefix"]) and path.endswith(".py"), dumped
+    assert Path(path).read_text() == CODE
+    debug("setBreakpoints", {"breakpoints": [{"line": 2}], "source": {"path": path}, "sourceModified": False})
+    info = debug("debugInfo")["body"]
+    assert info["breakpoints"] == [{"source": path, "breakpoints": [{"line": 2}]}], info
+    debug("setBreakpoints", {"breakpoints": [], "source": {"path": path}, "sourceModified": False})
+    assert not any(entry["breakpoints"] for entry in debug("debugInfo")["body"]["breakpoints"])
+    # The cell, once run, compiles under that very name.
+    kernel.execute(CODE).assert_ok()
+    shown = kernel.execute("print(f.__code__.co_filename)").assert_ok()
+    assert shown.stdout == path + "\n"
+
+
+def test_a_breakpoint_stops_the_cell_until_continue(kernel: Kernel, debug: Debug) -> None:
+    msg_id, stopped = stop_in_f(kernel, debug)
+    assert stopped["body"]["reason"] == "breakpoint", stopped
+    thread = stopped["body"]["threadId"]
+    assert thread in debug("debugInfo")["body"]["stoppedThreads"]
+
+    frames = debug("stackTrace", {"threadId": thread})["body"]["stackFrames"]
+    assert (frames[0]["name"], frames[0]["line"]) == ("f", 2), frames
+    scopes = debug("scopes", {"frameId": frames[0]["id"]})["body"]["scopes"]
+    local = next(scope for scope in scopes if scope["name"] == "Locals")
+    variables = debug("variables", {"variablesReference": local["variablesReference"]})["body"]["variables"]
+    assert {(v["name"], v["value"], v["type"]) for v in variables} >= {("a", "2", "int"), ("b", "3", "int")}
+
+    # Control requests are answered while the cell is stopped.
+    info = kernel.reply_to(kernel.send("kernel_info_request", {}, channel="control"), "control")
+    assert info["content"]["status"] == "ok"
+
+    assert debug("next", {"threadId": thread})["success"]
+    debug.event("stopped", after=len(kernel.logs["iopub"]) - 1)
+    assert debug("continue", {"threadId": thread})["success"]
+    reply = kernel.reply_to(msg_id)
+    assert reply["content"]["status"] == "ok", reply
+    if KERNEL_NAME == "mahtab":  # ipykernel keeps reporting threads it saw stopped
+        assert debug("debugInfo")["body"]["stoppedThreads"] == []
+
+
+def test_after_disconnect_the_kernel_runs_cells_and_can_debug_again(kernel: Kernel) -> None:
+    debug = Debug(kernel)
+    for _ in range(2):
+        assert debug("initialize", {"clientID": "again", "adapterID": ""})["success"]
+        assert debug("attach")["success"]
+        assert debug("evaluate", {"expression": "6 * 7", "context": "repl"})["body"]["result"] == "42"
+        assert debug("disconnect", {"restart": False, "terminateDebuggee": False})["success"]
+        assert kernel.execute("print('still here')").assert_ok().stdout == "still here\n"
+
+
+def test_requests_before_initialize_get_an_empty_reply(kernel: Kernel) -> None:
+    assert Debug(kernel)("stackTrace", {"threadId": 1}) == {}
+    assert kernel.execute("1 + 1").assert_ok().result()["text/plain"] == "2"
