@@ -76,6 +76,9 @@ pub struct PythonEnv {
     pub prefix: PathBuf,
     /// major.minor, e.g. "3.11".
     pub version: String,
+    /// Whether debugpy is installed there (the kernel's debugger drives it).
+    #[serde(default)]
+    pub debugpy: bool,
 }
 
 impl PythonEnv {
@@ -85,8 +88,9 @@ impl PythonEnv {
         let output = Command::new(python)
             .args([
                 "-c",
-                "import json, sys; print(json.dumps({'executable': sys.executable, \
-                 'prefix': sys.prefix, 'version': '%d.%d' % sys.version_info[:2]}))",
+                "import json, sys, importlib.util; print(json.dumps({'executable': sys.executable, \
+                 'prefix': sys.prefix, 'version': '%d.%d' % sys.version_info[:2], \
+                 'debugpy': importlib.util.find_spec('debugpy') is not None}))",
             ])
             .output()
             .map_err(|source| InstallError::PythonNotRunnable {
@@ -175,7 +179,11 @@ fn check_name(name: &str) -> Result<(), InstallError> {
 /// an interrupt's busy/idle can carry the id of a later cell and a client
 /// waiting for that cell's idle stops before its output. The kernel still
 /// serves `interrupt_request` for clients that send one.
-pub fn kernel_json(mahtab: &Path, python: &Path, display_name: &str) -> Value {
+///
+/// With `debugger` (the environment has debugpy) the kernel is started with
+/// `--debugger` and the spec's metadata says so, which is what JupyterLab
+/// reads to offer its debugger.
+pub fn kernel_json(mahtab: &Path, python: &Path, display_name: &str, debugger: bool) -> Value {
     let mut spec: Value =
         serde_json::from_str(KERNEL_JSON_TEMPLATE).expect("kernelspec/kernel.json is valid JSON");
     if let Some(argv) = spec["argv"].as_array_mut() {
@@ -189,6 +197,10 @@ pub fn kernel_json(mahtab: &Path, python: &Path, display_name: &str) -> Value {
         }
     }
     spec["display_name"] = Value::String(display_name.to_owned());
+    spec["metadata"]["debugger"] = Value::Bool(debugger);
+    if debugger && let Some(argv) = spec["argv"].as_array_mut() {
+        argv.insert(2, Value::String("--debugger".into()));
+    }
     spec
 }
 
@@ -204,7 +216,7 @@ pub fn install(options: &InstallOptions) -> Result<PathBuf, InstallError> {
         path: PathBuf::from("the mahtab binary"),
         source,
     })?;
-    let spec = kernel_json(&mahtab, &env.executable, &options.display_name);
+    let spec = kernel_json(&mahtab, &env.executable, &options.display_name, env.debugpy);
 
     let io = |action, path: &Path| {
         let path = path.to_owned();
@@ -261,6 +273,7 @@ mod tests {
             Path::new("/opt/mahtab"),
             Path::new("/env/bin/python"),
             "Mahtab (Python + AI)",
+            false,
         );
         assert_eq!(
             spec["argv"],
@@ -276,6 +289,10 @@ mod tests {
         assert_eq!(spec["language"], "python");
         assert_eq!(spec["interrupt_mode"], "signal");
         assert_ne!(spec["display_name"], "Python 3");
+        assert_eq!(spec["metadata"]["debugger"], false);
+        let with_debugpy = kernel_json(Path::new("/m"), Path::new("/p"), "M", true);
+        assert_eq!(with_debugpy["metadata"]["debugger"], true);
+        assert_eq!(with_debugpy["argv"][2], "--debugger");
     }
 
     #[test]

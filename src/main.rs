@@ -31,6 +31,9 @@ enum Commands {
         /// The Python environment's interpreter to embed.
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Offer the debugger (the environment has debugpy).
+        #[arg(long)]
+        debugger: bool,
     },
     /// Install the kernelspec so Jupyter clients list mahtab.
     Install {
@@ -90,8 +93,9 @@ fn main() -> Result<()> {
     match cli.command {
         Commands::Kernel {
             connection_file,
+            debugger,
             python,
-        } => run_kernel(connection_file, python),
+        } => run_kernel(connection_file, python, debugger),
         Commands::Install {
             location,
             name,
@@ -120,7 +124,7 @@ fn main() -> Result<()> {
     }
 }
 
-fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>) -> Result<()> {
+fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>, debugger: bool) -> Result<()> {
     // A kernel's stdout is not a user channel: log to stderr. The kernel
     // captures fds 1 and 2 for cell output, so keep a copy of the real stderr
     // for the log and for panic messages.
@@ -154,6 +158,7 @@ fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>) -> Result<()> {
         let python = PythonConfig {
             executable: python,
             connection_file: std::path::absolute(&connection_file).ok(),
+            debugger,
         };
         let kernel = mahtab::kernel::run(connection, python);
         tokio::pin!(kernel);

@@ -52,6 +52,8 @@ struct Session {
     attached: bool,
     /// The breakpoints set, by source path, as the adapter confirmed them.
     breakpoints: BTreeMap<String, Vec<Value>>,
+    /// Source files of the kernel's own Python.
+    kernel_files: Vec<String>,
 }
 
 /// Where the debugger's events go: IOPub, as children of the control
@@ -75,6 +77,25 @@ impl Debugger {
         let result = match command {
             "debugInfo" => Ok(self.debug_info(request, &session)),
             "dumpCell" => Ok(dump_cell(request, &arguments)),
+            "inspectVariables" => python
+                .call_now("debug_variables", json!({}))
+                .await
+                .map(|body| response(command, body))
+                .map_err(|e| e.evalue),
+            "richInspectVariables" => self.rich_inspect(&session, python, &arguments).await,
+            "copyToGlobals" => copy_to_globals(&session, &arguments).await,
+            "modules" => {
+                // Some frontends put the paging fields beside the arguments.
+                let paging =
+                    |field: &str| arguments.get(field).or_else(|| request.get(field)).cloned();
+                let args = json!({ "startModule": paging("startModule"), "moduleCount": paging("moduleCount") });
+                python
+                    .call_now("debug_modules", args)
+                    .await
+                    .map(|body| response(command, body))
+                    .map_err(|e| e.evalue)
+            }
+            "source" => Ok(source(&arguments)),
             "initialize" => match self.start(&mut session, python, events).await {
                 Ok(client) => client
                     .request("initialize", arguments)
@@ -84,6 +105,17 @@ impl Debugger {
             },
             "attach" => match session.client.clone() {
                 Some(client) => {
+                    let mut arguments = arguments;
+                    if arguments.is_object() && arguments.get("rules").is_none() {
+                        // The kernel's own Python is stepped over and left
+                        // out of call stacks.
+                        let rules: Vec<Value> = session
+                            .kernel_files
+                            .iter()
+                            .map(|path| json!({ "path": path, "include": false }))
+                            .collect();
+                        arguments["rules"] = json!(rules);
+                    }
                     let reply = attach(&client, arguments, self.initialized.subscribe()).await;
                     session.attached = reply.as_ref().is_ok_and(|reply| reply["success"] == true);
                     reply
@@ -181,6 +213,12 @@ impl Debugger {
                     .and_then(|port| u16::try_from(port).ok())
                     .ok_or("debugpy did not say its port")?;
                 session.port = Some(port);
+                session.kernel_files = started["internal"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|path| path.as_str().map(str::to_owned))
+                    .collect();
                 port
             }
         };
@@ -201,6 +239,56 @@ impl Debugger {
         let client = Arc::new(client);
         session.client = Some(client.clone());
         Ok(client)
+    }
+
+    /// `richInspectVariables`: a variable's rich view (its MIME bundle), in
+    /// the frame the debugger stopped in, or in the user's namespace.
+    async fn rich_inspect(
+        &self,
+        session: &Session,
+        python: &PythonHandle,
+        arguments: &Value,
+    ) -> Result<Value, String> {
+        let name = arguments["variableName"].as_str().unwrap_or_default();
+        if !is_identifier(name) {
+            let grouping = matches!(name, "special variables" | "function variables");
+            let mut reply = response(
+                "richInspectVariables",
+                json!({ "data": {}, "metadata": {} }),
+            );
+            reply["success"] = json!(grouping);
+            return Ok(reply);
+        }
+        let frame = arguments.get("frameId").filter(|frame| !frame.is_null());
+        let stopped = !self.stopped_threads().is_empty();
+        let args = match (&session.client, frame) {
+            (Some(client), Some(frame)) if stopped => {
+                // The frame's value, kept in full on the Python side: the
+                // debugger's own text of a value is shortened.
+                let expression = format!(
+                    "__import__('_mahtab_runtime').keep_for_debugger(\
+                     __import__('_mahtab_runtime').mime_bundle({name}))"
+                );
+                let evaluated = client
+                    .request(
+                        "evaluate",
+                        json!({ "expression": expression, "frameId": frame, "context": "clipboard" }),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let key = evaluated["body"]["result"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim_matches(['\'', '"']);
+                json!({ "key": key })
+            }
+            _ => json!({ "name": name }),
+        };
+        python
+            .call_now("debug_rich_inspect", args)
+            .await
+            .map(|body| response("richInspectVariables", body))
+            .map_err(|e| e.evalue)
     }
 
     fn debug_info(&self, request: &Value, session: &Session) -> Value {
@@ -333,6 +421,70 @@ fn dump_cell(request: &Value, arguments: &Value) -> Value {
             "success": false,
             "command": "dumpCell",
             "message": format!("cannot write {path}: {e}"),
+        }),
+    }
+}
+
+/// A successful response to `command` with `body`.
+fn response(command: &str, body: Value) -> Value {
+    json!({
+        "type": "response",
+        "success": true,
+        "command": command,
+        "body": body,
+    })
+}
+
+/// Whether `name` is a plain Python name (what is safe to put in an
+/// expression).
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+/// `copyToGlobals`: a variable of a stopped frame becomes a global of the
+/// user's namespace.
+async fn copy_to_globals(session: &Session, arguments: &Value) -> Result<Value, String> {
+    let source = arguments["srcVariableName"].as_str().unwrap_or_default();
+    let destination = arguments["dstVariableName"].as_str().unwrap_or_default();
+    if !is_identifier(source) || !is_identifier(destination) {
+        return Err(format!(
+            "copyToGlobals needs variable names, not {source:?} and {destination:?}"
+        ));
+    }
+    let client = session
+        .client
+        .as_ref()
+        .ok_or("the debugger is not started")?;
+    let mut reply = client
+        .request(
+            "setExpression",
+            json!({
+                "expression": format!("globals()['{destination}']"),
+                "value": source,
+                "frameId": arguments["srcFrameId"],
+            }),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    reply["command"] = json!("copyToGlobals");
+    Ok(reply)
+}
+
+/// `source`: a file's text, for frames whose source the frontend lacks.
+fn source(arguments: &Value) -> Value {
+    let path = arguments["source"]["path"].as_str().unwrap_or_default();
+    match std::fs::read_to_string(path) {
+        Ok(content) => response("source", json!({ "content": content })),
+        Err(_) => json!({
+            "type": "response",
+            "success": false,
+            "command": "source",
+            "message": "source unavailable",
+            "body": {},
         }),
     }
 }

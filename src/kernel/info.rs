@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use crate::wire::PROTOCOL_VERSION;
 
-/// kernel_info_reply content for a kernel embedding Python `python_version`.
-pub fn kernel_info(python_version: &str) -> Value {
+/// kernel_info_reply content for a kernel embedding Python
+/// `python_version`, offering the debugger if `debugger`.
+pub fn kernel_info(python_version: &str, debugger: bool) -> Value {
     let link = |text: &str, url: &str| HelpLink {
         text: text.into(),
         url: url.into(),
@@ -35,13 +36,17 @@ pub fn kernel_info(python_version: &str) -> Value {
             link("Python Reference", "https://docs.python.org/3/"),
             link("Python Tutorial", "https://docs.python.org/3/tutorial/"),
         ],
-        debugger: false,
+        debugger,
         error: None,
     };
     // Serialising plain structs cannot fail.
     let mut info = serde_json::to_value(reply).expect("kernel_info serialises");
     // JEP 92's list of optional features (the type predates it).
-    info["supported_features"] = serde_json::json!(["kernel subshells"]);
+    let mut features = vec!["kernel subshells"];
+    if debugger {
+        features.push("debugger");
+    }
+    info["supported_features"] = serde_json::json!(features);
     info
 }
 
@@ -51,7 +56,7 @@ mod tests {
 
     #[test]
     fn describes_python_like_ipykernel() {
-        let info = kernel_info("3.11.7");
+        let info = kernel_info("3.11.7", false);
         let language = &info["language_info"];
         assert_eq!(language["name"], "python");
         assert_eq!(language["version"], "3.11.7");
@@ -69,6 +74,12 @@ mod tests {
         assert_eq!(
             info["supported_features"],
             serde_json::json!(["kernel subshells"])
+        );
+        let debugging = kernel_info("3.11.7", true);
+        assert_eq!(debugging["debugger"], true);
+        assert_eq!(
+            debugging["supported_features"],
+            serde_json::json!(["kernel subshells", "debugger"])
         );
     }
 }

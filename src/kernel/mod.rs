@@ -113,6 +113,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         current: current.clone(),
         runtime: tokio::runtime::Handle::current(),
     });
+    let debugger = python.debugger;
     let (python_handle, interrupter) =
         PythonHandle::start(python, current.clone(), current.clone(), adapter);
     let (control, control_replies) =
@@ -121,7 +122,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
     let debug_current = current.clone();
     let shared = Arc::new(Shared {
-        kernel_info: kernel_info(&crate::python::linked_python_version()),
+        kernel_info: kernel_info(&crate::python::linked_python_version(), debugger),
         ports: json!({
             "status": "ok",
             "shell_port": connection.shell_port,

@@ -299,6 +299,16 @@ impl Bridge {
     }
 }
 
+/// Calls the runtime's `method` with `args` (JSON text in and out).
+pub(super) fn call_runtime(
+    py: Python<'_>,
+    runtime: &Py<PyAny>,
+    method: &str,
+    args: &Value,
+) -> Result<Value, PythonError> {
+    call_json(runtime.bind(py), method, (args.to_string(),)).map_err(|e| python_error(py, &e))
+}
+
 /// Starts a subshell's thread (named `name`) on `runtime`, serving the
 /// commands that arrive on `commands`.
 pub(super) fn start_subshell(

@@ -29,6 +29,7 @@ from _mahtab_runtime import (
     dumps,
     imported_module_attributes,
     jupyter_data_dir,
+    loaded_source_files,
     patch_on_import,
     reset_thread_parent,
     set_thread_parent,
@@ -456,6 +457,7 @@ class IPythonRuntime(BaseRuntime):
         self.shell.compile.get_code_name = lambda raw_code, transformed_code, number: bridge.cell_file_name(raw_code)
         self._register_agent_magics()
         self.shell.register_magic_function(self._connect_info, "line", "connect_info")
+        self.kernel_files = loaded_source_files()
 
     def _register_agent_magics(self):
         """``%%ask`` and ``%ask_config`` are magics here, as IPython users

@@ -60,6 +60,9 @@ pub struct PythonConfig {
     /// The kernel's connection file, which `%connect_info` names so another
     /// client (`jupyter console --existing`) can join.
     pub connection_file: Option<PathBuf>,
+    /// Whether to offer the debugger: the environment has debugpy (the
+    /// kernelspec says so; `mahtab install` checks).
+    pub debugger: bool,
 }
 
 /// A request served on a subshell thread: its output and input belong to
@@ -243,6 +246,35 @@ impl PythonHandle {
         (handle, Interrupter)
     }
 
+    /// The runtime, once Python has started.
+    async fn started_runtime(&self) -> Result<Arc<pyo3::Py<pyo3::PyAny>>, PythonError> {
+        let mut state = self.runtime.clone();
+        match state
+            .wait_for(|state| !matches!(state, RuntimeState::Starting))
+            .await
+            .map(|state| state.clone())
+        {
+            Ok(RuntimeState::Ready(runtime)) => Ok(runtime),
+            Ok(RuntimeState::Failed(message)) => Err(PythonError::internal(format!(
+                "Python failed to start: {message}"
+            ))),
+            Ok(RuntimeState::Starting) | Err(_) => Err(PythonError::internal(INTERPRETER_GONE)),
+        }
+    }
+
+    /// Calls the runtime's `method` (JSON text in and out) on a thread of
+    /// its own, now: while a cell runs (taking the GIL when the cell lets go
+    /// of it) or is stopped in the debugger. For what the debugger asks.
+    pub async fn call_now(&self, method: &str, args: Value) -> Result<Value, PythonError> {
+        let runtime = self.started_runtime().await?;
+        let method = method.to_owned();
+        tokio::task::spawn_blocking(move || {
+            pyo3::Python::attach(|py| interpreter::call_runtime(py, &runtime, &method, &args))
+        })
+        .await
+        .map_err(|e| PythonError::internal(format!("the call to Python failed: {e}")))?
+    }
+
     /// Hands `command` to the thread, waking it from its event loop;
     /// false if the thread is gone.
     fn send(&self, command: Command) -> bool {
@@ -259,22 +291,7 @@ impl PythonHandle {
     /// handle that serves it; dropping every clone of it ends the thread
     /// once it is done with what it runs.
     pub async fn create_subshell(&self, id: &str) -> Result<PythonHandle, PythonError> {
-        let mut state = self.runtime.clone();
-        let runtime = match state
-            .wait_for(|state| !matches!(state, RuntimeState::Starting))
-            .await
-            .map(|state| state.clone())
-        {
-            Ok(RuntimeState::Ready(runtime)) => runtime,
-            Ok(RuntimeState::Failed(message)) => {
-                return Err(PythonError::internal(format!(
-                    "Python failed to start: {message}"
-                )));
-            }
-            Ok(RuntimeState::Starting) | Err(_) => {
-                return Err(PythonError::internal(INTERPRETER_GONE));
-            }
-        };
+        let runtime = self.started_runtime().await?;
         let (commands, receiver) = mpsc::channel();
         let name = format!("subshell-{id}");
         // Taking the GIL may wait for a cell to let go of it: not on the

@@ -550,6 +550,60 @@ def _is_user_variable(namespace, name):
     return not isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType))
 
 
+# -- what the kernel's debugger asks of Python ------------------------------------
+
+
+def loaded_source_files():
+    """Source files of the modules loaded now, and the runtime's own: taken
+    when the runtime has started, they are the kernel's Python, which the
+    debugger steps over and leaves out of call stacks."""
+    files = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
+    # The runtime's own code has names, not paths (the kernel loads it from
+    # memory); the debugger matches them as patterns.
+    return [path for path in files if isinstance(path, str)] + [
+        "**/mahtab_runtime.py",
+        "**/mahtab_ipython.py",
+        "**/mahtab/tools.py",
+        "**/mahtab/guard.py",
+    ]
+
+
+_DEBUGGER_HIDDEN = {"In", "Out", "exit", "quit", "get_ipython", "debugpy"}
+_debugger_kept = {}
+
+
+def debugger_variables(namespace):
+    """The user's variables as the Debug Adapter Protocol lists them (the
+    variable explorer of a debugger frontend, outside a breakpoint)."""
+    variables = []
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or name in _DEBUGGER_HIDDEN:
+            continue
+        variables.append(
+            {
+                "name": name,
+                "value": _short_repr(value, 500),
+                "type": type(value).__name__,
+                "evaluateName": name,
+                "variablesReference": 0,
+            }
+        )
+    return variables
+
+
+def keep_for_debugger(value):
+    """Keeps ``value`` for the kernel to take (``take_from_debugger``): an
+    expression evaluated at a breakpoint hands its result over this way, in
+    full, rather than as the debugger's shortened text of it."""
+    key = uuid.uuid4().hex
+    _debugger_kept[key] = value
+    return key
+
+
+def take_from_debugger(key):
+    return _debugger_kept.pop(key, None)
+
+
 class AgentScope:
     """What an agent run may do in Python. The kernel's agent calls these
     methods on the thread that asked for the run (JSON text in and out)."""
@@ -898,7 +952,40 @@ class BaseRuntime:
         # process itself is not a Python executable).
         debugpy.configure(python=sys.executable)
         _, port = debugpy.listen(("127.0.0.1", 0))
-        return {"port": port}
+        # Line numbers must stay those of the cell the frontend dumped.
+        shell = getattr(self, "shell", None)
+        transforms = getattr(getattr(shell, "input_transformer_manager", None), "cleanup_transforms", None)
+        if transforms is not None:
+            transforms[:] = [t for t in transforms if getattr(t, "__name__", "") != "leading_empty_lines"]
+        return {"port": port, "internal": self.kernel_files}
+
+    def debug_variables(self, args):
+        return dumps({"variables": debugger_variables(self.user_ns)})
+
+    def debug_rich_inspect(self, args):
+        """A variable's rich view ({data, metadata}), outside a breakpoint,
+        or (``key``) as an expression at a breakpoint kept it."""
+        request = json.loads(args)
+        if "key" in request:
+            bundle = take_from_debugger(request["key"])
+        else:
+            name = request.get("name", "")
+            bundle = mime_bundle(self.user_ns[name]) if name in self.user_ns else None
+        data, metadata = bundle if bundle else ({}, {})
+        return dumps({"data": data, "metadata": {k: v for k, v in metadata.items() if k in data}})
+
+    def debug_modules(self, args):
+        """The loaded modules with a Python source file, as DAP lists them."""
+        request = json.loads(args)
+        modules = []
+        for name, module in list(sys.modules.items()):
+            origin = getattr(getattr(module, "__spec__", None), "origin", None)
+            if isinstance(origin, str) and origin.endswith(".py"):
+                modules.append({"id": name, "name": name, "path": origin})
+        start = int(request.get("startModule") or 0)
+        count = int(request.get("moduleCount") or 0)
+        shown = modules[start : start + count] if count else modules[start:]
+        return dumps({"modules": shown, "totalModules": len(modules)})
 
     # -- subshells -------------------------------------------------------------
 
@@ -1239,6 +1326,7 @@ class Runtime(BaseRuntime):
         self.user_ns["update_display"] = self.update_display
         self.user_ns["clear_output"] = self.clear_output
         sys.displayhook = self.displayhook
+        self.kernel_files = loaded_source_files()
 
     # -- output ------------------------------------------------------------
 

@@ -51,12 +51,24 @@ fn install_writes_a_kernelspec_and_uninstall_removes_it() {
     let dir = prefix.0.join("share/jupyter/kernels/mahtab-test");
     let spec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("kernel.json")).unwrap()).unwrap();
-    let argv: Vec<&str> = spec["argv"]
+    let mut argv: Vec<&str> = spec["argv"]
         .as_array()
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
+    // The debugger is offered when, and only when, the environment has debugpy.
+    let has_debugpy = std::process::Command::new(&python)
+        .args(["-c", "import debugpy"])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert_eq!(spec["metadata"]["debugger"], has_debugpy);
+    assert_eq!(argv.get(2) == Some(&"--debugger"), has_debugpy, "{argv:?}");
+    if has_debugpy {
+        argv.remove(2);
+    }
     assert_eq!(argv[0], mahtab_binary());
     assert!(Path::new(argv[0]).is_absolute());
     assert_eq!(argv[1..3], ["kernel", "--python"]);

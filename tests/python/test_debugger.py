@@ -111,6 +111,8 @@ def test_a_breakpoint_stops_the_cell_until_continue(kernel: Kernel, debug: Debug
 
     frames = debug("stackTrace", {"threadId": thread})["body"]["stackFrames"]
     assert (frames[0]["name"], frames[0]["line"]) == ("f", 2), frames
+    # The kernel's own frames are left out: the cell's are all there is.
+    assert [frame["name"] for frame in frames] == ["f", "<module>"], frames
     scopes = debug("scopes", {"frameId": frames[0]["id"]})["body"]["scopes"]
     local = next(scope for scope in scopes if scope["name"] == "Locals")
     variables = debug("variables", {"variablesReference": local["variablesReference"]})["body"]["variables"]
@@ -142,3 +144,75 @@ def test_after_disconnect_the_kernel_runs_cells_and_can_debug_again(kernel: Kern
 def test_requests_before_initialize_get_an_empty_reply(kernel: Kernel) -> None:
     assert Debug(kernel)("stackTrace", {"threadId": 1}) == {}
     assert kernel.execute("1 + 1").assert_ok().result()["text/plain"] == "2"
+
+
+def test_the_debugger_is_advertised(kernel: Kernel) -> None:
+    assert "debugger" in kernel.request("kernel_info")["supported_features"]
+
+
+def test_variables_and_their_rich_views_outside_a_breakpoint(kernel: Kernel, debug: Debug) -> None:
+    kernel.execute("text = 'Hello the world'\nclass Shown:\n    def _repr_html_(self):\n        return '<b>shown</b>'\nshown = Shown()").assert_ok()
+    variables = {v["name"]: v for v in debug("inspectVariables")["body"]["variables"]}
+    assert variables["text"]["value"] == "'Hello the world'" and variables["text"]["type"] == "str", variables
+    assert not any(name.startswith("_") or name in ("In", "Out") for name in variables), sorted(variables)
+    plain = debug("richInspectVariables", {"variableName": "text"})
+    assert plain["success"] and plain["body"]["data"] == {"text/plain": "'Hello the world'"}, plain
+    html = debug("richInspectVariables", {"variableName": "shown"})
+    assert html["body"]["data"]["text/html"] == "<b>shown</b>", html
+    assert debug("richInspectVariables", {"variableName": "not a name"})["body"] == {"data": {}, "metadata": {}}
+
+
+def test_a_frames_variable_shown_rich_and_copied_to_the_globals(kernel: Kernel, debug: Debug) -> None:
+    msg_id, stopped = stop_in_f(kernel, debug)
+    thread = stopped["body"]["threadId"]
+    frame = debug("stackTrace", {"threadId": thread})["body"]["stackFrames"][0]["id"]
+    rich = debug("richInspectVariables", {"variableName": "a", "frameId": frame})
+    assert rich["success"] and rich["body"]["data"] == {"text/plain": "2"}, rich
+    copied = debug("copyToGlobals", {"srcVariableName": "b", "dstVariableName": "b_from_f", "srcFrameId": frame})
+    assert copied["success"], copied
+    assert debug("continue", {"threadId": thread})["success"]
+    assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
+    assert kernel.execute("print(b_from_f)").assert_ok().stdout == "3\n"
+
+
+def test_a_breakpoint_below_blank_lines_stops_on_its_line(kernel: Kernel, debug: Debug) -> None:
+    code = "\n\n" + CODE
+    path = debug("dumpCell", {"code": code})["body"]["sourcePath"]
+    debug("setBreakpoints", {"breakpoints": [{"line": 7}], "source": {"path": path}, "sourceModified": False})
+    debug("configurationDone")
+    start = len(kernel.logs["iopub"])
+    msg_id = kernel.kc.execute(code)
+    thread = debug.event("stopped", after=start)["body"]["threadId"]
+    top = debug("stackTrace", {"threadId": thread})["body"]["stackFrames"][0]
+    assert (top["line"], top["source"]["path"]) == (7, path), top
+    debug("continue", {"threadId": thread})
+    assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
+
+
+def test_modules_and_sources_for_the_frontend(debug: Debug) -> None:
+    modules = debug("modules", {"startModule": 0, "moduleCount": 5})["body"]
+    assert len(modules["modules"]) >= 5 and modules["totalModules"] >= 5, modules
+    if KERNEL_NAME == "mahtab":  # ipykernel looks for the paging fields beside the arguments
+        assert len(modules["modules"]) == 5
+    first = modules["modules"][0]
+    assert first["path"].endswith(".py"), first
+    source = debug("source", {"source": {"path": first["path"]}})
+    assert source["success"] and source["body"]["content"] == Path(first["path"]).read_text(), source["body"].keys()
+    assert not debug("source", {"source": {"path": "/no/such/file.py"}})["success"]
+
+
+@pytest.mark.parametrize("how", ["interrupt", "disconnect"])
+def test_a_cell_stopped_at_a_breakpoint_ends_on_interrupt_or_disconnect(kernel: Kernel, how: str) -> None:
+    debug = Debug(kernel)
+    assert debug("initialize", {"clientID": "stop", "adapterID": ""})["success"]
+    assert debug("attach")["success"]
+    msg_id, _ = stop_in_f(kernel, debug)
+    if how == "interrupt":
+        kernel.km.interrupt_kernel()
+        reply = kernel.reply_to(msg_id)["content"]
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+        debug("disconnect", {"restart": False, "terminateDebuggee": False})
+    else:
+        assert debug("disconnect", {"restart": False, "terminateDebuggee": False})["success"]
+        assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
+    assert kernel.execute("print('usable')").assert_ok().stdout == "usable\n"
