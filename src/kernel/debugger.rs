@@ -73,6 +73,7 @@ impl Debugger {
     ) -> Value {
         let command = request["command"].as_str().unwrap_or_default();
         let arguments = request.get("arguments").cloned().unwrap_or(json!({}));
+        tracing::debug!("debugger: {command} {arguments}");
         let mut session = self.session.lock().await;
         let result = match command {
             "debugInfo" => Ok(self.debug_info(request, &session)),

@@ -2,7 +2,8 @@
 // which downloads no browser) against the mahtab kernel, as a person would:
 // open the notebook, pick the kernel, run all cells, answer input(), move a
 // widget, check what %%ask shows, then interrupt a long cell with the stop
-// button, run one more cell, and draw an agent graph (%ask_graph, Mermaid).
+// button, run one more cell, draw an agent graph (%ask_graph, Mermaid), and
+// stop a cell at a breakpoint set in its gutter with the debugger on.
 //
 // Environment: LAB_URL (http://127.0.0.1:PORT), LAB_TOKEN, NOTEBOOK (path
 // relative to Lab's root), ARTIFACTS (a directory for screenshots: the page
@@ -74,14 +75,20 @@ async function expectVisible(locator, what, timeout = CELL_TIMEOUT) {
   await locator.first().waitFor({ state: 'visible', timeout });
 }
 
-/** Adds a code cell after the last one, types `code` into it and runs it in place. */
-async function runNewCell(code) {
+/** Adds a code cell after the last one and types `code` into it. */
+async function newCell(code) {
   await cells.last().locator('.jp-InputPrompt').click();
   await page.keyboard.press('Escape'); // command mode
   await page.keyboard.press('b'); // insert a cell below and select it
   const cell = cells.last();
   await cell.locator('.cm-content').click();
   await page.keyboard.type(code);
+  return cell;
+}
+
+/** Adds a code cell after the last one, types `code` into it and runs it in place. */
+async function runNewCell(code) {
+  const cell = await newCell(code);
   await page.keyboard.press('Control+Enter'); // run, stay on the cell
   return cell;
 }
@@ -168,6 +175,41 @@ try {
     if (!drawn.includes(node)) throw new Error(`the diagram has no node ${node}`);
   }
   await screenshot('graph');
+
+  // The debugger: the bug button turns it on, a click in a cell's gutter sets
+  // a breakpoint, running the cell stops there (the variables panel shows a
+  // value of the cell's), and Continue lets it finish.
+  log('turning the debugger on');
+  const bug = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-DebuggerBugButton');
+  await expectVisible(bug.locator('button:not([disabled])'), 'the enabled debugger button', LOAD_TIMEOUT);
+  await bug.locator('button').click();
+  await expectVisible(page.locator('.jp-DebuggerBugButton button[aria-pressed="true"]'), 'the debugger on');
+  const debugged = await newCell('x_dbg = 40\ny_dbg = x_dbg + 2\nprint(y_dbg)');
+  log('setting a breakpoint on line 2');
+  await debugged.scrollIntoViewIfNeeded();
+  // A click in the breakpoint gutter, level with line 2 (CodeMirror finds
+  // the line from where the click is).
+  const gutter = debugged.locator('.cm-gutter.cm-breakpoint-gutter');
+  await gutter.first().waitFor({ state: 'attached', timeout: CELL_TIMEOUT });
+  const column = await gutter.first().boundingBox();
+  const line = await debugged.locator('.cm-line').nth(1).boundingBox();
+  await page.mouse.click(column.x + column.width / 2, line.y + line.height / 2);
+  log('waiting for the breakpoint marker');
+  await debugged.locator('.cm-breakpoint-icon').first().waitFor({ state: 'attached', timeout: CELL_TIMEOUT });
+  // The Breakpoints panel lists it once the kernel has confirmed it.
+  await expectVisible(page.locator('.jp-DebuggerBreakpoint .jp-DebuggerBreakpoint-line').getByText('2', { exact: true }),
+    'the breakpoint confirmed by the kernel');
+  await debugged.locator('.cm-content').click();
+  await page.keyboard.press('Control+Enter');
+  await expectVisible(page.locator('.jp-DebuggerPausedButton'), 'the cell paused at the breakpoint');
+  const variables = page.locator('.jp-DebuggerVariables-body');
+  await expectVisible(variables.getByText('x_dbg'), 'x_dbg in the variables panel');
+  const shown = await variables.first().innerText();
+  if (!shown.includes('40')) throw new Error(`the variables panel does not show 40:\n${shown}`);
+  await screenshot('debugger');
+  log('continuing');
+  await page.locator('.jp-DebuggerPausedButton').first().click();
+  await expectVisible(debugged.locator('.jp-OutputArea-output').getByText('42', { exact: true }), 'the cell finishing');
   log('all checks passed');
 } catch (error) {
   console.log(`FAILED while ${step}: ${error.message}`);

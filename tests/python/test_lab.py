@@ -3,8 +3,9 @@ loopback (random port and token) and Debian's Chromium driven by Playwright
 (tests/browser/lab.mjs) open a copy of the basics notebook with a %%ask cell
 added (its model a scripted server in the OpenAI format), pick the mahtab
 kernel, run every cell and check what the page shows:
-the pandas table, the plot, the widget, input(), the %%ask panels, and the
-stop button interrupting a long cell. Screenshots go to target/test-artifacts/.
+the pandas table, the plot, the widget, input(), the %%ask panels, the
+stop button interrupting a long cell, and the debugger stopping a cell at a
+breakpoint set in its gutter. Screenshots go to target/test-artifacts/.
 Also: scripts/lab.sh (`scripts/demo.sh --lab`) serves the demo notebooks on
 loopback behind a token and prints the URL.
 
