@@ -1208,7 +1208,7 @@ class BaseRuntime:
         namespace["__builtins__"] = self._agent_builtins(namespace)
         failed = False
         try:
-            filename = "<agent>"
+            filename = self._agent_code_file(code)
             linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
             tree = ast.parse(code, filename=filename, mode="exec")
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -1238,9 +1238,9 @@ class BaseRuntime:
             start = next((i for i, frame in enumerate(frames) if frame.filename == filename), len(frames))
             frames = frames[start:][-AGENT_TRACEBACK_FRAMES:]
             header = "Traceback (most recent call last):\n" if frames else ""
-            captured.append(
-                header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
-            )
+            told = header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
+            # The model reads "<agent>", whatever file a debugger needed.
+            captured.append(told.replace('"%s"' % filename, '"<agent>"'))
         finally:
             namespace["__builtins__"] = saved_builtins
             self._agent_code_finished()
@@ -1256,6 +1256,23 @@ class BaseRuntime:
                 "finished": finished,
             }
         )
+
+    def _agent_code_file(self, code):
+        """The name agent code compiles under: "<agent>", or, once the
+        debugger has started (debugpy is loaded), the file a cell with this
+        code would have, written out, so a breakpoint set in it (a frontend
+        finds it with dumpCell) stops the agent's code and the debugger shows
+        its source, as for a cell."""
+        if "debugpy" not in sys.modules:
+            return "<agent>"
+        path = self.bridge.cell_file_name(code)
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(code)
+        except OSError:
+            return "<agent>"
+        return path
 
     def _agent_code_finished(self):
         """Runs after agent code, failed or not, while its output is still

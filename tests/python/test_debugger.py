@@ -6,11 +6,14 @@ MAHTAB_KERNEL_NAME=python3."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from jupyter_client.manager import start_new_kernel
 
-from conftest import KERNEL_NAME, Kernel
+from conftest import KERNEL_NAME, KERNEL_STARTUP_TIMEOUT, Kernel
+from fake_llm import FakeLlm
 
 CODE = "def f(a, b):\n    c = a + b\n    return c\n\nf(2, 3)"
 
@@ -216,3 +219,33 @@ def test_a_cell_stopped_at_a_breakpoint_ends_on_interrupt_or_disconnect(kernel: 
         assert debug("disconnect", {"restart": False, "terminateDebuggee": False})["success"]
         assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
     assert kernel.execute("print('usable')").assert_ok().stdout == "usable\n"
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
+def test_the_agents_code_stops_at_a_breakpoint_like_a_cells(tmp_path: Path) -> None:
+    agent_code = "agent_total = 20\nagent_total += 22\nprint(agent_total)"
+    llm = FakeLlm([f"Adding.\n```python\n{agent_code}\n```"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_"))}
+    env.update(llm.env(), JUPYTER_DATA_DIR=str(tmp_path / "data"), IPYTHONDIR=str(tmp_path / "ipython"))
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env)
+    kernel = Kernel(km, kc)
+    try:
+        debug = Debug(kernel)
+        assert debug("initialize", {"clientID": "agent", "adapterID": ""})["success"]
+        assert debug("attach")["success"]
+        # The agent's code has the file a cell with that code would have.
+        path = debug("dumpCell", {"code": agent_code})["body"]["sourcePath"]
+        debug("setBreakpoints", {"breakpoints": [{"line": 2}], "source": {"path": path}, "sourceModified": False})
+        start = len(kernel.logs["iopub"])
+        msg_id = kernel.kc.execute("%%ask --max-turns 1\nadd twenty and twenty-two")
+        thread = debug.event("stopped", after=start)["body"]["threadId"]
+        top = debug("stackTrace", {"threadId": thread})["body"]["stackFrames"][0]
+        assert (top["source"]["path"], top["line"]) == (path, 2), top
+        assert debug("continue", {"threadId": thread})["success"]
+        assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
+        assert kernel.execute("print(agent_total)").assert_ok().stdout == "42\n"
+        debug("disconnect", {"restart": False, "terminateDebuggee": False})
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        llm.close()
