@@ -1,13 +1,13 @@
 //! The control channel: answered even while a cell runs, because it never
 //! waits for a cell (creating a subshell waits only for Python to start a
-//! thread).
+//! thread; starting the debugger, for Python to run `debugpy.listen`).
 
 use std::sync::Arc;
 
 use super::Shared;
+use super::dispatch;
+use super::requests::{Channel, Request};
 use super::router::{Replies, RouterChannel};
-use super::shell::answer_without_python;
-use super::subshells;
 
 pub(super) async fn run(mut channel: RouterChannel, replies: Replies, shared: Arc<Shared>) {
     loop {
@@ -17,31 +17,11 @@ pub(super) async fn run(mut channel: RouterChannel, replies: Replies, shared: Ar
         };
         replies.busy(&request);
         shared.current.set_control(&request);
-        if request.header.msg_type == "debug_request" {
-            let reply = shared
-                .debugger
-                .handle(&request.content, &shared.python, &shared.debug_events)
-                .await;
-            replies.reply(&request, "debug_reply", reply).await;
-        } else if !answer_without_python(&replies, &shared, &request).await
-            && !subshells::answer(&replies, &shared, &request).await
-        {
-            tracing::warn!(
-                "control: {} is not served on control",
-                request.header.msg_type
-            );
-            if request.header.msg_type.ends_with("_request") {
-                replies
-                    .reply_error(
-                        &request,
-                        "UnsupportedRequest",
-                        &format!(
-                            "{} is not served on the control channel",
-                            request.header.msg_type
-                        ),
-                    )
-                    .await;
+        match Request::parse(&request.header.msg_type, &request.content) {
+            Ok(parsed) => {
+                dispatch::answer(&replies, &shared, &request, parsed, Channel::Control).await
             }
+            Err(bad) => dispatch::bad_content(&replies, &request, &bad).await,
         }
         replies.idle(&request);
     }

@@ -12,6 +12,7 @@ mod ask;
 mod control;
 mod dap;
 mod debugger;
+mod dispatch;
 mod heartbeat;
 mod info;
 mod iopub;

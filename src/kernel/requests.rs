@@ -28,6 +28,96 @@ fn parse<T: for<'de> Deserialize<'de>>(msg_type: &str, content: &Value) -> Resul
     })
 }
 
+/// A shell or control request, parsed once: what it asks for.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// Run a cell.
+    Execute(ExecuteRequest),
+    /// complete, inspect, is_complete, history, comm_info: the Python
+    /// runtime answers.
+    AskPython,
+    /// comm_open, comm_msg, comm_close: Python's comm manager takes them;
+    /// they are not requests, so nothing replies.
+    Comm,
+    KernelInfo,
+    /// Deprecated in the protocol, still sent by some clients.
+    Connect,
+    Interrupt,
+    Shutdown(ShutdownRequest),
+    /// A Debug Adapter Protocol request.
+    Debug,
+    CreateSubshell,
+    DeleteSubshell,
+    ListSubshell,
+    /// A type the kernel does not serve.
+    Unknown,
+}
+
+/// The channel a request came on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Shell,
+    Control,
+}
+
+impl Request {
+    /// What a message of `msg_type` with `content` asks for; content a
+    /// request cannot use is an error (the reason goes in the error reply).
+    pub fn parse(msg_type: &str, content: &Value) -> Result<Self, BadContent> {
+        let object = || {
+            if content.is_object() {
+                Ok(())
+            } else {
+                Err(BadContent {
+                    msg_type: msg_type.into(),
+                    reason: "content is not a JSON object".into(),
+                })
+            }
+        };
+        Ok(match msg_type {
+            "execute_request" => Request::Execute(ExecuteRequest::parse(content)?),
+            "is_complete_request"
+            | "complete_request"
+            | "inspect_request"
+            | "history_request"
+            | "comm_info_request" => {
+                object()?;
+                Request::AskPython
+            }
+            "comm_open" | "comm_msg" | "comm_close" => {
+                object()?;
+                Request::Comm
+            }
+            "kernel_info_request" => Request::KernelInfo,
+            "connect_request" => Request::Connect,
+            "interrupt_request" => Request::Interrupt,
+            "shutdown_request" => Request::Shutdown(ShutdownRequest::parse(content)?),
+            "debug_request" => Request::Debug,
+            "create_subshell_request" => Request::CreateSubshell,
+            "delete_subshell_request" => Request::DeleteSubshell,
+            "list_subshell_request" => Request::ListSubshell,
+            _ => Request::Unknown,
+        })
+    }
+
+    /// Whether the kernel serves this request on `channel`: cells, Python's
+    /// requests and comms on shell; the debugger and subshells on control;
+    /// the rest on both.
+    pub fn served_on(&self, channel: Channel) -> bool {
+        match self {
+            Request::Execute(_) | Request::AskPython | Request::Comm => channel == Channel::Shell,
+            Request::Debug
+            | Request::CreateSubshell
+            | Request::DeleteSubshell
+            | Request::ListSubshell => channel == Channel::Control,
+            Request::KernelInfo | Request::Connect | Request::Interrupt | Request::Shutdown(_) => {
+                true
+            }
+            Request::Unknown => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct ExecuteRequest {
     pub code: String,
@@ -84,6 +174,26 @@ mod tests {
         let no_history =
             ExecuteRequest::parse(&json!({"code": "1", "store_history": false})).unwrap();
         assert!(!no_history.stores_history());
+    }
+
+    #[test]
+    fn requests_are_parsed_once_and_served_on_their_channels() {
+        let parse = |msg_type: &str, content: Value| Request::parse(msg_type, &content);
+        let execute = parse("execute_request", json!({"code": "1"})).unwrap();
+        assert!(matches!(execute, Request::Execute(ref e) if e.code == "1"));
+        assert!(execute.served_on(Channel::Shell) && !execute.served_on(Channel::Control));
+        let debug = parse("debug_request", json!({})).unwrap();
+        assert!(debug.served_on(Channel::Control) && !debug.served_on(Channel::Shell));
+        let info = parse("kernel_info_request", json!({})).unwrap();
+        assert!(info.served_on(Channel::Shell) && info.served_on(Channel::Control));
+        assert!(matches!(
+            parse("shutdown_request", json!({"restart": true})).unwrap(),
+            Request::Shutdown(ShutdownRequest { restart: true })
+        ));
+        assert!(parse("complete_request", json!([])).is_err());
+        assert!(parse("comm_msg", json!("text")).is_err());
+        let odd = parse("odd_request", json!({})).unwrap();
+        assert!(!odd.served_on(Channel::Shell) && !odd.served_on(Channel::Control));
     }
 
     #[test]

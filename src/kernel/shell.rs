@@ -13,7 +13,8 @@ use serde_json::json;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::Shared;
-use super::requests::{ExecuteRequest, ShutdownRequest};
+use super::dispatch;
+use super::requests::{Channel, ExecuteRequest, Request};
 use super::router::{self, Replies, RouterChannel};
 use super::subshells::subshell_of;
 use crate::python::{ExecuteCell, Parent, PythonHandle};
@@ -134,26 +135,28 @@ impl Shell {
     ) {
         let replies = &self.replies;
         replies.busy(request);
-        match request.header.msg_type.as_str() {
-            "execute_request" => self.execute(request, queued).await,
-            "is_complete_request"
-            | "complete_request"
-            | "inspect_request"
-            | "history_request"
-            | "comm_info_request" => self.ask_python(request).await,
-            // Comm messages are not requests: Python handles them, nobody replies.
-            "comm_open" | "comm_msg" | "comm_close" => self.tell_python(request).await,
-            _ => {
-                if !answer_without_python(replies, &self.shared, request).await {
-                    tracing::warn!("shell: unknown message type {}", request.header.msg_type);
-                    if request.header.msg_type.ends_with("_request") {
-                        let evalue = format!("unknown request type {}", request.header.msg_type);
-                        replies
-                            .reply_error(request, "UnsupportedRequest", &evalue)
-                            .await;
-                    }
-                }
+        match Request::parse(&request.header.msg_type, &request.content) {
+            Ok(Request::Execute(exec)) => self.execute(request, exec, queued).await,
+            Ok(Request::AskPython) => self.ask_python(request).await,
+            Ok(Request::Comm) => self.tell_python(request).await,
+            Ok(parsed) => {
+                dispatch::answer(replies, &self.shared, request, parsed, Channel::Shell).await
             }
+            // A cell's reply has fields of its own.
+            Err(bad) if request.header.msg_type == "execute_request" => {
+                tracing::warn!("shell: {bad}");
+                let content = json!({
+                    "status": "error",
+                    "execution_count": self.shared.execution_count.load(Ordering::SeqCst),
+                    "ename": "BadRequest",
+                    "evalue": bad.to_string(),
+                    "traceback": [],
+                    "user_expressions": {},
+                    "payload": [],
+                });
+                replies.reply(request, "execute_reply", content).await;
+            }
+            Err(bad) => dispatch::bad_content(replies, request, &bad).await,
         }
         replies.idle(request);
     }
@@ -179,27 +182,11 @@ impl Shell {
     async fn execute(
         &self,
         request: &Message,
+        exec: ExecuteRequest,
         queued: Option<(&mut Vec<Message>, &mut UnboundedReceiver<Message>)>,
     ) {
         let replies = &self.replies;
         let execution_count = &self.shared.execution_count;
-        let exec = match ExecuteRequest::parse(&request.content) {
-            Ok(exec) => exec,
-            Err(e) => {
-                tracing::warn!("shell: {e}");
-                let content = json!({
-                    "status": "error",
-                    "execution_count": execution_count.load(Ordering::SeqCst),
-                    "ename": "BadRequest",
-                    "evalue": e.to_string(),
-                    "traceback": [],
-                    "user_expressions": {},
-                    "payload": [],
-                });
-                replies.reply(request, "execute_reply", content).await;
-                return;
-            }
-        };
         let Some((queued, requests)) = queued else {
             let content = json!({
                 "status": "aborted",
@@ -286,10 +273,6 @@ impl Shell {
     /// Hands a comm message to Python's comm manager; no reply is due.
     async fn tell_python(&self, request: &Message) {
         let msg_type = request.header.msg_type.as_str();
-        if !request.content.is_object() {
-            tracing::warn!("shell: dropped {msg_type}: content is not a JSON object");
-            return;
-        }
         let parent = self.parent_for(request, false);
         let content = request.content.clone();
         let buffers = request.buffers.clone();
@@ -306,16 +289,11 @@ impl Shell {
         }
     }
 
-    /// Requests answered by the Python runtime. Content that is not an
-    /// object gets an error reply here; Python checks the fields it needs.
+    /// Requests answered by the Python runtime (their content is an
+    /// object; Python checks the fields it needs).
     async fn ask_python(&self, request: &Message) {
         let replies = &self.replies;
         let msg_type = request.header.msg_type.as_str();
-        if !request.content.is_object() {
-            let evalue = format!("invalid {msg_type} content: content is not a JSON object");
-            replies.reply_error(request, "BadRequest", &evalue).await;
-            return;
-        }
         let parent = self.parent_for(request, false);
         match self
             .python
@@ -339,55 +317,4 @@ impl Shell {
             }
         }
     }
-}
-
-/// Answers the requests that need no Python (on shell and control alike).
-/// Returns false when `request` is not one of them.
-pub(super) async fn answer_without_python(
-    channel: &Replies,
-    shared: &Shared,
-    request: &Message,
-) -> bool {
-    let msg_type = request.header.msg_type.as_str();
-    match msg_type {
-        "kernel_info_request" => {
-            channel
-                .reply(request, "kernel_info_reply", shared.kernel_info.clone())
-                .await;
-        }
-        // Deprecated in the protocol, still sent by some clients.
-        "connect_request" => {
-            channel
-                .reply(request, "connect_reply", shared.ports.clone())
-                .await;
-        }
-        "interrupt_request" => {
-            let interrupted = shared.interrupter.interrupt();
-            tracing::info!("{}: interrupt (cell running: {interrupted})", channel.name);
-            channel
-                .reply(request, "interrupt_reply", json!({ "status": "ok" }))
-                .await;
-        }
-        "shutdown_request" => match ShutdownRequest::parse(&request.content) {
-            Ok(shutdown) => {
-                let content = json!({ "status": "ok", "restart": shutdown.restart });
-                channel
-                    .reply(request, "shutdown_reply", content.clone())
-                    .await;
-                // ipykernel also tells every client, so other frontends learn of it.
-                channel
-                    .iopub
-                    .publish("shutdown_reply", content, request.raw_header.clone());
-                tracing::info!("{}: shutdown (restart: {})", channel.name, shutdown.restart);
-                shared.shutdown.cancel();
-            }
-            Err(e) => {
-                channel
-                    .reply_error(request, "BadRequest", &e.to_string())
-                    .await
-            }
-        },
-        _ => return false,
-    }
-    true
 }

@@ -53,56 +53,53 @@ pub(super) fn subshell_of(request: &Message) -> Option<&str> {
     request.raw_header.get("subshell_id")?.as_str()
 }
 
-/// Serves the subshell requests of the control channel; false if `request`
-/// is not one of them.
-pub(super) async fn answer(replies: &Replies, shared: &Arc<Shared>, request: &Message) -> bool {
-    match request.header.msg_type.as_str() {
-        "create_subshell_request" => {
-            let id = uuid::Uuid::new_v4().to_string();
-            match shared.python.create_subshell(&id).await {
-                Ok(python) => {
-                    let queue = shell::start(shared.clone(), python, Some(id.clone()));
-                    shared.subshells.lock().push((id.clone(), queue));
-                    tracing::info!("control: created subshell {id}");
-                    let content = json!({ "status": "ok", "subshell_id": id });
-                    replies
-                        .reply(request, "create_subshell_reply", content)
-                        .await;
-                }
-                Err(error) => {
-                    replies
-                        .reply_error(request, &error.ename, &error.evalue)
-                        .await;
-                }
-            }
+/// `create_subshell_request`: starts a subshell and answers its id.
+pub(super) async fn create(replies: &Replies, shared: &Arc<Shared>, request: &Message) {
+    let id = uuid::Uuid::new_v4().to_string();
+    match shared.python.create_subshell(&id).await {
+        Ok(python) => {
+            let queue = shell::start(shared.clone(), python, Some(id.clone()));
+            shared.subshells.lock().push((id.clone(), queue));
+            tracing::info!("control: created subshell {id}");
+            let content = json!({ "status": "ok", "subshell_id": id });
+            replies
+                .reply(request, "create_subshell_reply", content)
+                .await;
         }
-        "delete_subshell_request" => {
-            match request
-                .content
-                .get("subshell_id")
-                .and_then(|id| id.as_str())
-            {
-                Some(id) if shared.subshells.remove(id) => {
-                    tracing::info!("control: deleted subshell {id}");
-                    replies
-                        .reply(request, "delete_subshell_reply", json!({ "status": "ok" }))
-                        .await;
-                }
-                Some(id) => {
-                    let evalue = format!("no subshell {id:?}");
-                    replies.reply_error(request, "KeyError", &evalue).await;
-                }
-                None => {
-                    let evalue = "delete_subshell_request needs a subshell_id";
-                    replies.reply_error(request, "BadRequest", evalue).await;
-                }
-            }
+        Err(error) => {
+            replies
+                .reply_error(request, &error.ename, &error.evalue)
+                .await;
         }
-        "list_subshell_request" => {
-            let content = json!({ "status": "ok", "subshell_id": shared.subshells.ids() });
-            replies.reply(request, "list_subshell_reply", content).await;
-        }
-        _ => return false,
     }
-    true
+}
+
+/// `delete_subshell_request`: ends one.
+pub(super) async fn delete(replies: &Replies, shared: &Arc<Shared>, request: &Message) {
+    match request
+        .content
+        .get("subshell_id")
+        .and_then(|id| id.as_str())
+    {
+        Some(id) if shared.subshells.remove(id) => {
+            tracing::info!("control: deleted subshell {id}");
+            replies
+                .reply(request, "delete_subshell_reply", json!({ "status": "ok" }))
+                .await;
+        }
+        Some(id) => {
+            let evalue = format!("no subshell {id:?}");
+            replies.reply_error(request, "KeyError", &evalue).await;
+        }
+        None => {
+            let evalue = "delete_subshell_request needs a subshell_id";
+            replies.reply_error(request, "BadRequest", evalue).await;
+        }
+    }
+}
+
+/// `list_subshell_request`: the subshells alive, oldest first.
+pub(super) async fn list(replies: &Replies, shared: &Arc<Shared>, request: &Message) {
+    let content = json!({ "status": "ok", "subshell_id": shared.subshells.ids() });
+    replies.reply(request, "list_subshell_reply", content).await;
 }
