@@ -117,13 +117,8 @@ pub(super) fn serve(
     host.start(request, parent, InlinePython { messages }, cancel.clone());
     let mut interrupted: Option<(PyErr, Instant)> = None;
     loop {
-        // The receiver moves into the detached closure and back (it is Send
-        // but not Sync).
         let received;
-        (inbox, received) = py.detach(move || {
-            let received = inbox.recv_timeout(POLL);
-            (inbox, received)
-        });
+        (inbox, received) = super::recv_released(py, inbox, POLL);
         match received {
             Ok(Message::Call {
                 method,

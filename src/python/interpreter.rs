@@ -143,13 +143,8 @@ impl Bridge {
             .request_input(prompt, password, subshell::serving().as_ref())
             .map_err(|e| StdinNotImplementedError::new_err(e.to_string()))?;
         loop {
-            // The receiver moves into the detached closure and back (it is
-            // Send but not Sync).
-            let (receiver, received) = py.detach(move || {
-                let received = answer.recv_timeout(INPUT_POLL);
-                (answer, received)
-            });
-            answer = receiver;
+            let received;
+            (answer, received) = super::recv_released(py, answer, INPUT_POLL);
             match received {
                 // Ctrl-D in a terminal frontend, as in ipykernel.
                 Ok(value) if value == "\u{4}" => {

@@ -62,13 +62,8 @@ pub(super) fn next_command(
     mut inbox: mpsc::Receiver<Command>,
 ) -> (mpsc::Receiver<Command>, Option<Command>) {
     loop {
-        // The receiver moves into the detached closure and back (it is Send
-        // but not Sync).
         let received;
-        (inbox, received) = py.detach(move || {
-            let received = inbox.recv_timeout(POLL);
-            (inbox, received)
-        });
+        (inbox, received) = super::recv_released(py, inbox, POLL);
         match received {
             Ok(command) => return (inbox, Some(command)),
             Err(RecvTimeoutError::Disconnected) => return (inbox, None),

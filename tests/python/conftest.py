@@ -11,6 +11,7 @@ Run with the project venv, whose prefix holds the kernelspecs:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -256,6 +257,24 @@ def kernel(tmp_path: Path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+@contextlib.contextmanager
+def kernel_with_model(tmp_path: Path, answers: list[str]):
+    """A fresh kernel whose %%ask talks to a scripted model (fake_llm.FakeLlm,
+    which it yields with the kernel), with no provider of the machine's."""
+    from fake_llm import FakeLlm
+
+    llm = FakeLlm(answers)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_"))}
+    env.update(llm.env(), JUPYTER_DATA_DIR=str(tmp_path / "data"), IPYTHONDIR=str(tmp_path / "ipython"))
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env)
+    try:
+        yield Kernel(km, kc), llm
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        llm.close()
 
 
 def reap(procs: list[psutil.Process], timeout: float) -> list[str]:

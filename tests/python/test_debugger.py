@@ -6,14 +6,11 @@ MAHTAB_KERNEL_NAME=python3."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import start_new_kernel
 
-from conftest import KERNEL_NAME, KERNEL_STARTUP_TIMEOUT, Kernel
-from fake_llm import FakeLlm
+from conftest import KERNEL_NAME, Kernel, kernel_with_model
 
 CODE = "def f(a, b):\n    c = a + b\n    return c\n\nf(2, 3)"
 
@@ -224,12 +221,7 @@ def test_a_cell_stopped_at_a_breakpoint_ends_on_interrupt_or_disconnect(kernel: 
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
 def test_the_agents_code_stops_at_a_breakpoint_like_a_cells(tmp_path: Path) -> None:
     agent_code = "agent_total = 20\nagent_total += 22\nprint(agent_total)"
-    llm = FakeLlm([f"Adding.\n```python\n{agent_code}\n```"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_"))}
-    env.update(llm.env(), JUPYTER_DATA_DIR=str(tmp_path / "data"), IPYTHONDIR=str(tmp_path / "ipython"))
-    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env)
-    kernel = Kernel(km, kc)
-    try:
+    with kernel_with_model(tmp_path, [f"Adding.\n```python\n{agent_code}\n```"]) as (kernel, _):
         debug = Debug(kernel)
         assert debug("initialize", {"clientID": "agent", "adapterID": ""})["success"]
         assert debug("attach")["success"]
@@ -245,7 +237,3 @@ def test_the_agents_code_stops_at_a_breakpoint_like_a_cells(tmp_path: Path) -> N
         assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
         assert kernel.execute("print(agent_total)").assert_ok().stdout == "42\n"
         debug("disconnect", {"restart": False, "terminateDebuggee": False})
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        llm.close()

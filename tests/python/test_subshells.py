@@ -8,16 +8,13 @@ where marked."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import start_new_kernel
 
-from conftest import KERNEL_NAME, KERNEL_STARTUP_TIMEOUT, REPLY_TIMEOUT, Kernel
-from fake_llm import FakeLlm
+from conftest import KERNEL_NAME, REPLY_TIMEOUT, Kernel, kernel_with_model
 
 
 def control(kernel: Kernel, msg_type: str, content: dict | None = None) -> dict:
@@ -225,12 +222,8 @@ def test_a_kernel_shuts_down_while_a_subshell_cell_runs(kernel: Kernel) -> None:
 
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
 def test_ask_in_a_subshell_streams_and_runs_code_under_its_own_request(tmp_path: Path) -> None:
-    llm = FakeLlm(["Adding.\n```python\nfrom_subshell_agent = 40 + 2\nprint(from_subshell_agent)\n```"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_"))}
-    env.update(llm.env(), JUPYTER_DATA_DIR=str(tmp_path / "data"), IPYTHONDIR=str(tmp_path / "ipython"))
-    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env)
-    kernel = Kernel(km, kc)
-    try:
+    answer = "Adding.\n```python\nfrom_subshell_agent = 40 + 2\nprint(from_subshell_agent)\n```"
+    with kernel_with_model(tmp_path, [answer]) as (kernel, _):
         subshell = create(kernel)
         execution = run(kernel, "%%ask\nadd forty and two", subshell)
         assert execution.reply["status"] == "ok", execution.reply
@@ -241,7 +234,3 @@ def test_ask_in_a_subshell_streams_and_runs_code_under_its_own_request(tmp_path:
         strays = [m for m in kernel.logs["iopub"] if m["msg_type"] in ("stream", "display_data") and m["parent_header"].get("msg_id") != execution.msg_id]
         assert not strays, strays
         assert stdout(run(kernel, "print(from_subshell_agent)", None)) == "42\n"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        llm.close()
