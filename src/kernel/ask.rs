@@ -9,7 +9,6 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::CurrentRequest;
 use super::iopub::Iopub;
 use crate::agent::ports::{Output, Ports, PythonFailure};
 use crate::agent::session::AgentSession;
@@ -19,7 +18,6 @@ use crate::python::{AgentHost, InlinePython};
 pub(super) struct AgentAdapter {
     pub(super) session: Arc<AgentSession>,
     pub(super) iopub: Iopub,
-    pub(super) current: Arc<CurrentRequest>,
     pub(super) runtime: tokio::runtime::Handle,
 }
 
@@ -27,13 +25,13 @@ impl AgentHost for AgentAdapter {
     fn start(
         &self,
         request: Value,
-        parent: Option<Arc<Value>>,
+        parent: Arc<Value>,
         python: InlinePython,
         cancel: CancellationToken,
     ) {
         let ports = KernelPorts {
             iopub: self.iopub.clone(),
-            parent: parent.unwrap_or_else(|| self.current.header()),
+            parent,
             python,
             cancel,
         };

@@ -16,7 +16,7 @@ pub(super) async fn run(mut channel: RouterChannel, replies: Replies, shared: Ar
             request = channel.next() => request,
         };
         replies.busy(&request);
-        shared.current.set_control(&request);
+        shared.io.set_control(&request);
         match Request::parse(&request.header.msg_type, &request.content) {
             Ok(parsed) => {
                 dispatch::answer(&replies, &shared, &request, parsed, Channel::Control).await

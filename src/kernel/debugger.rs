@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use super::dap::DapClient;
 use super::iopub::Iopub;
 use crate::cell_files;
-use crate::python::PythonHandle;
+use crate::python::{Parent, PythonHandle};
 
 /// The debugger of one kernel.
 pub(super) struct Debugger {
@@ -205,8 +205,12 @@ impl Debugger {
         let port = match session.port {
             Some(port) => port,
             None => {
+                let parent = Parent {
+                    header: (events.parent)(),
+                    ..Parent::none()
+                };
                 let started = python
-                    .request("debugpy_listen_request", json!({}), Vec::new(), None)
+                    .request_aside("debugpy_listen_request", json!({}), parent)
                     .await
                     .map_err(|e| format!("debugpy did not start: {}: {}", e.ename, e.evalue))?;
                 let port = started["port"]

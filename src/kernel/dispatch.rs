@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
+use jupyter_protocol::{InterruptReply, ShutdownReply};
 
 use super::Shared;
 use super::requests::{BadContent, Channel, Request};
 use super::router::Replies;
 use super::subshells;
-use crate::wire::Message;
+use crate::wire::{Message, Outgoing};
 
 /// Answers `request`, which `parsed` says what it is, on `channel`. Cells,
 /// Python's requests and comms are the shell's own and never come here.
@@ -40,19 +40,18 @@ pub(super) async fn answer(
         Request::Interrupt => {
             let interrupted = shared.interrupter.interrupt();
             tracing::info!("{}: interrupt (cell running: {interrupted})", replies.name);
-            replies
-                .reply(request, "interrupt_reply", json!({ "status": "ok" }))
-                .await;
+            replies.reply_typed(request, InterruptReply::new()).await;
         }
         Request::Shutdown(shutdown) => {
-            let content = json!({ "status": "ok", "restart": shutdown.restart });
-            replies
-                .reply(request, "shutdown_reply", content.clone())
-                .await;
+            let content = ShutdownReply {
+                restart: shutdown.restart,
+                ..ShutdownReply::default()
+            };
+            replies.reply_typed(request, content.clone()).await;
             // ipykernel also tells every client, so other frontends learn of it.
             replies
                 .iopub
-                .publish("shutdown_reply", content, request.raw_header.clone());
+                .send(Outgoing::typed(content, request.raw_header.clone()));
             tracing::info!("{}: shutdown (restart: {})", replies.name, shutdown.restart);
             shared.shutdown.cancel();
         }

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use jupyter_protocol::{ExecutionState, IoPubWelcome, Status};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use zeromq::{SocketRecv, SocketSend, XPubSocket, ZmqMessage};
 
@@ -58,8 +59,8 @@ impl Iopub {
     }
 
     /// Publishes `status` with the given execution state.
-    pub fn status(&self, state: &str, parent: Arc<Value>) {
-        self.publish("status", json!({ "execution_state": state }), parent);
+    pub fn status(&self, execution_state: ExecutionState, parent: Arc<Value>) {
+        self.send(Outgoing::typed(Status { execution_state }, parent));
     }
 
     /// Waits until everything published so far has been handed to the socket.
@@ -99,12 +100,9 @@ async fn run(
                 Ok(message) => {
                     if let Some(topic) = subscription_topic(&message) {
                         tracing::debug!("iopub: new subscription {topic:?}");
-                        let mut welcome = Outgoing::new(
-                            "iopub_welcome",
-                            json!({ "subscription": topic }),
-                            no_parent(),
-                        );
-                        welcome.identities = vec![Bytes::from(topic.into_bytes())];
+                        let topic_frame = Bytes::from(topic.clone().into_bytes());
+                        let mut welcome = Outgoing::typed(IoPubWelcome::new(topic), no_parent());
+                        welcome.identities = vec![topic_frame];
                         send(&mut socket, &codec, &welcome).await;
                         subscribed.send_replace(true);
                     }

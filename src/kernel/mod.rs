@@ -26,7 +26,7 @@ use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use jupyter_protocol::{ConnectionInfo, Transport};
+use jupyter_protocol::{ConnectionInfo, ExecutionState, Stdio, StreamContent, Transport};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
@@ -34,7 +34,7 @@ use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
 use crate::agent::session::AgentSession;
 use crate::python::{
     InputProvider, InputUnavailable, Interrupter, Output, OutputSink, Parent, PythonConfig,
-    PythonHandle,
+    PythonHandle, StreamName,
 };
 use crate::wire::{Codec, Signer, SigningError, no_parent};
 use iopub::Iopub;
@@ -71,7 +71,7 @@ struct Shared {
     ports: Value,
     python: PythonHandle,
     interrupter: Interrupter,
-    current: Arc<CurrentRequest>,
+    io: Arc<KernelIo>,
     shutdown: CancellationToken,
     /// Cells run so far, kernel-wide (the main shell and subshells share it).
     execution_count: AtomicU32,
@@ -104,24 +104,22 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     bind(&mut stdin, "stdin", endpoint(connection.stdin_port)).await?;
 
     let (iopub, iopub_task) = Iopub::start(iopub_socket, codec.clone());
-    iopub.status("starting", no_parent());
+    iopub.status(ExecutionState::Starting, no_parent());
     let (stdin, stdin_task) = Stdin::start(stdin, codec.clone());
-    let current = Arc::new(CurrentRequest::new(iopub.clone(), stdin));
+    let io = Arc::new(KernelIo::new(iopub.clone(), stdin));
     let agents = Arc::new(AgentSession::default());
     let adapter = Arc::new(ask::AgentAdapter {
         session: agents.clone(),
         iopub: iopub.clone(),
-        current: current.clone(),
         runtime: tokio::runtime::Handle::current(),
     });
     let debugger = python.debugger;
-    let (python_handle, interrupter) =
-        PythonHandle::start(python, current.clone(), current.clone(), adapter);
+    let (python_handle, interrupter) = PythonHandle::start(python, io.clone(), io.clone(), adapter);
     let (control, control_replies) =
         RouterChannel::new("control", control.split(), codec.clone(), iopub.clone());
     let (shell, shell_replies) =
         RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
-    let debug_current = current.clone();
+    let debug_io = io.clone();
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version(), debugger),
         ports: json!({
@@ -134,7 +132,7 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         }),
         python: python_handle,
         interrupter,
-        current,
+        io,
         shutdown: CancellationToken::new(),
         execution_count: AtomicU32::new(0),
         subshells: subshells::Subshells::default(),
@@ -143,8 +141,8 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
         debug_events: Arc::new(debugger::EventSink {
             iopub: iopub.clone(),
             parent: {
-                let current = debug_current;
-                Box::new(move || current.control_header())
+                let io = debug_io;
+                Box::new(move || io.control_header())
             },
         }),
     });
@@ -185,38 +183,23 @@ async fn bind<S: Socket>(
     }
 }
 
-/// The request being served: Python's output is published with it as parent,
-/// and `input()` asks the client that sent it.
-struct CurrentRequest {
+/// Python's way out of the kernel: output published on IOPub and input
+/// asked over stdin, each for the request the command to Python carries;
+/// and the request last served on control, which Python can ask about.
+struct KernelIo {
     iopub: Iopub,
     stdin: Stdin,
-    state: Mutex<RequestState>,
     /// The request last served on the control channel.
     control: Mutex<(Arc<Value>, Vec<bytes::Bytes>)>,
 }
 
-struct RequestState {
-    header: Arc<Value>,
-    identities: Vec<bytes::Bytes>,
-    allow_stdin: bool,
-}
-
-impl CurrentRequest {
+impl KernelIo {
     fn new(iopub: Iopub, stdin: Stdin) -> Self {
         Self {
             iopub,
             stdin,
-            state: Mutex::new(RequestState {
-                header: no_parent(),
-                identities: Vec::new(),
-                allow_stdin: false,
-            }),
             control: Mutex::new((no_parent(), Vec::new())),
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The header of the control request served last.
@@ -233,41 +216,26 @@ impl CurrentRequest {
         *self.control.lock().unwrap_or_else(PoisonError::into_inner) =
             (request.raw_header.clone(), request.identities.clone());
     }
-
-    /// Output and input from now on belong to `request`.
-    fn set(&self, request: &crate::wire::Message, allow_stdin: bool) {
-        let mut state = self.lock();
-        state.header = request.raw_header.clone();
-        state.identities = request.identities.clone();
-        state.allow_stdin = allow_stdin;
-    }
 }
 
-impl OutputSink for CurrentRequest {
-    fn parent_header(&self) -> Value {
-        self.header().as_ref().clone()
-    }
-
+impl OutputSink for KernelIo {
     fn last_control_request(&self) -> (Value, Vec<bytes::Bytes>) {
         let control = self.control.lock().unwrap_or_else(PoisonError::into_inner);
         (control.0.as_ref().clone(), control.1.clone())
     }
 
-    fn parent_identities(&self) -> Vec<bytes::Bytes> {
-        self.lock().identities.clone()
-    }
-
-    fn emit(&self, output: Output, parent: Option<&Value>) {
-        let parent = match parent {
-            Some(chosen) => Arc::new(chosen.clone()),
-            None => self.lock().header.clone(),
-        };
+    fn emit(&self, output: Output, parent: &Arc<Value>) {
+        let parent = parent.clone();
         match output {
-            Output::Stream { name, text } => self.iopub.publish(
-                "stream",
-                json!({ "name": name.as_str(), "text": text }),
-                parent,
-            ),
+            Output::Stream { name, text } => {
+                let name = match name {
+                    StreamName::Stdout => Stdio::Stdout,
+                    StreamName::Stderr => Stdio::Stderr,
+                };
+                let stream = StreamContent { name, text };
+                self.iopub
+                    .send(crate::wire::Outgoing::typed(stream, parent));
+            }
             Output::Message {
                 msg_type,
                 content,
@@ -283,37 +251,19 @@ impl OutputSink for CurrentRequest {
     }
 }
 
-impl CurrentRequest {
-    fn header(&self) -> Arc<Value> {
-        self.lock().header.clone()
-    }
-}
-
-impl InputProvider for CurrentRequest {
+impl InputProvider for KernelIo {
     fn request_input(
         &self,
         prompt: &str,
         password: bool,
-        parent: Option<&Parent>,
+        parent: &Parent,
     ) -> Result<std::sync::mpsc::Receiver<String>, InputUnavailable> {
-        let (allow_stdin, identities, header) = match parent {
-            Some(parent) => (
-                parent.allow_stdin,
-                parent.identities.clone(),
-                parent.header.clone(),
-            ),
-            None => {
-                let state = self.lock();
-                (
-                    state.allow_stdin,
-                    state.identities.clone(),
-                    state.header.clone(),
-                )
-            }
-        };
-        if !allow_stdin {
+        if !parent.allow_stdin {
             return Err(InputUnavailable);
         }
-        Ok(self.stdin.request(prompt, password, identities, header))
+        let identities = parent.identities.clone();
+        Ok(self
+            .stdin
+            .request(prompt, password, identities, parent.header.clone()))
     }
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use jupyter_protocol::{ExecutionState, JupyterMessageContent};
 use serde_json::{Value, json};
 use zeromq::{RouterRecvHalf, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage};
 
@@ -81,7 +82,16 @@ impl Replies {
         }
     }
 
-    /// Replies with `status: error`, for a request the kernel cannot serve.
+    /// Sends `content`, one of jupyter-protocol's reply types, to the sender
+    /// of `request`.
+    pub async fn reply_typed(&self, request: &Message, content: impl Into<JupyterMessageContent>) {
+        let mut out = Outgoing::typed(content, request.raw_header.clone());
+        out.identities = request.identities.clone();
+        self.send_outgoing(out).await;
+    }
+
+    /// Replies with `status: error`, for a request the kernel cannot serve
+    /// (built by hand: any request type can get it).
     pub async fn reply_error(&self, request: &Message, ename: &str, evalue: &str) {
         let reply_type = reply_type(&request.header.msg_type);
         let content = json!({
@@ -94,11 +104,13 @@ impl Replies {
     }
 
     pub fn busy(&self, request: &Message) {
-        self.iopub.status("busy", request.raw_header.clone());
+        self.iopub
+            .status(ExecutionState::Busy, request.raw_header.clone());
     }
 
     pub fn idle(&self, request: &Message) {
-        self.iopub.status("idle", request.raw_header.clone());
+        self.iopub
+            .status(ExecutionState::Idle, request.raw_header.clone());
     }
 }
 

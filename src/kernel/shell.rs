@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use jupyter_protocol::{ExecuteInput, ExecutionCount};
 use serde_json::json;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -18,7 +19,7 @@ use super::requests::{Channel, ExecuteRequest, Request};
 use super::router::{self, Replies, RouterChannel};
 use super::subshells::subshell_of;
 use crate::python::{ExecuteCell, Parent, PythonHandle};
-use crate::wire::Message;
+use crate::wire::{Message, Outgoing};
 
 /// How long the first request may wait for an IOPub subscriber. A client that
 /// sends a request right after connecting (jupyter console with piped input)
@@ -161,21 +162,14 @@ impl Shell {
         replies.idle(request);
     }
 
-    /// What Python's output and input belong to while it serves `request`:
-    /// on the main shell, the kernel's current request becomes `request`;
-    /// on a subshell, the command carries it.
-    fn parent_for(&self, request: &Message, allow_stdin: bool) -> Option<Parent> {
-        match self.subshell {
-            None => {
-                self.shared.current.set(request, allow_stdin);
-                None
-            }
-            Some(_) => Some(Parent {
-                header: request.raw_header.clone(),
-                identities: request.identities.clone(),
-                allow_stdin,
-                interrupts_seen: 0,
-            }),
+    /// What Python's output and input belong to while it serves `request`
+    /// (each command carries its own).
+    fn parent_for(request: &Message, allow_stdin: bool) -> Parent {
+        Parent {
+            header: request.raw_header.clone(),
+            identities: request.identities.clone(),
+            allow_stdin,
+            interrupts_seen: 0,
         }
     }
 
@@ -214,18 +208,18 @@ impl Shell {
             Some(_) => self.shared.interrupter.subshell_cell_coming(),
         };
         if !exec.silent {
-            replies.iopub.publish(
-                "execute_input",
-                json!({ "code": exec.code, "execution_count": count }),
-                request.raw_header.clone(),
-            );
+            let input = ExecuteInput {
+                code: exec.code.clone(),
+                execution_count: ExecutionCount::new(count as usize),
+            };
+            replies
+                .iopub
+                .send(Outgoing::typed(input, request.raw_header.clone()));
         }
-        let parent = self
-            .parent_for(request, exec.allow_stdin)
-            .map(|parent| Parent {
-                interrupts_seen,
-                ..parent
-            });
+        let parent = Parent {
+            interrupts_seen,
+            ..Self::parent_for(request, exec.allow_stdin)
+        };
         let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let outcome = self
             .python
@@ -273,7 +267,7 @@ impl Shell {
     /// Hands a comm message to Python's comm manager; no reply is due.
     async fn tell_python(&self, request: &Message) {
         let msg_type = request.header.msg_type.as_str();
-        let parent = self.parent_for(request, false);
+        let parent = Self::parent_for(request, false);
         let content = request.content.clone();
         let buffers = request.buffers.clone();
         if let Err(error) = self
@@ -294,7 +288,7 @@ impl Shell {
     async fn ask_python(&self, request: &Message) {
         let replies = &self.replies;
         let msg_type = request.header.msg_type.as_str();
-        let parent = self.parent_for(request, false);
+        let parent = Self::parent_for(request, false);
         match self
             .python
             .request(msg_type, request.content.clone(), Vec::new(), parent)

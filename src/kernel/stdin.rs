@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use jupyter_protocol::InputRequest;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use zeromq::{RouterRecvHalf, RouterSendHalf, RouterSocket, SocketRecv, SocketSend, ZmqMessage};
 
@@ -72,11 +73,8 @@ async fn run(
         tokio::select! {
             request = requests.recv() => {
                 let Some(request) = request else { return };
-                let mut out = Outgoing::new(
-                    "input_request",
-                    json!({ "prompt": request.prompt, "password": request.password }),
-                    request.parent,
-                );
+                let prompt = InputRequest { prompt: request.prompt, password: request.password };
+                let mut out = Outgoing::typed(prompt, request.parent);
                 out.identities = request.identities;
                 match ZmqMessage::try_from(codec.encode(&out)) {
                     Ok(message) => {

@@ -37,14 +37,13 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// Starts agent runs for the Python side. The kernel implements it.
 pub trait AgentHost: Send + Sync + 'static {
     /// Starts a run of `request` (JSON from the runtime), whose output
-    /// belongs to `parent` (a subshell's request; `None`: the main shell's
-    /// current one). The run reaches Python only through `python`, and must
+    /// belongs to `parent` (the header of the request that asked). The run reaches Python only through `python`, and must
     /// end, by [`InlinePython::finish`] or by dropping it, soon after
     /// `cancel` is cancelled.
     fn start(
         &self,
         request: Value,
-        parent: Option<Arc<Value>>,
+        parent: Arc<Value>,
         python: InlinePython,
         cancel: CancellationToken,
     );
@@ -109,7 +108,7 @@ pub(super) fn serve(
     host: &dyn AgentHost,
     request: Value,
     scope: &Bound<'_, PyAny>,
-    parent: Option<Arc<Value>>,
+    parent: Arc<Value>,
 ) -> PyResult<Value> {
     let (messages, mut inbox) = mpsc::channel();
     let cancel = CancellationToken::new();

@@ -65,6 +65,12 @@ fn stream_name(name: &str) -> StreamName {
 }
 
 impl Bridge {
+    /// The request the calling thread serves: a subshell's, or else the
+    /// main shell's (also for threads the user started).
+    fn serving(&self) -> Parent {
+        subshell::serving().unwrap_or_else(|| self.buffer.main_request())
+    }
+
     fn parent_from(&self, header: &str) -> PyResult<Arc<Value>> {
         let mut last = self
             .last_parent
@@ -119,7 +125,7 @@ impl Bridge {
     }
 
     /// `write` for a thread whose output belongs to another request than the
-    /// current one (`set_thread_parent`): `parent` is that request's header,
+    /// main shell's (`set_thread_parent`): `parent` is that request's header,
     /// JSON text.
     fn write_for(&self, name: &str, text: &str, parent: &str) -> PyResult<()> {
         let name = stream_name(name);
@@ -140,7 +146,7 @@ impl Bridge {
         let interrupts = interrupt::interrupt_count();
         let mut answer = self
             .input
-            .request_input(prompt, password, subshell::serving().as_ref())
+            .request_input(prompt, password, &self.serving())
             .map_err(|e| StdinNotImplementedError::new_err(e.to_string()))?;
         loop {
             let received;
@@ -167,7 +173,7 @@ impl Bridge {
             serde_json::from_str(request).map_err(|e| PyValueError::new_err(e.to_string()))?;
         // What the cell printed before comes before what the run shows.
         self.buffer.flush();
-        let parent = subshell::serving().map(|parent| parent.header);
+        let parent = self.serving().header;
         let result = inline::serve(py, self.agents.as_ref(), request, &scope, parent)?;
         Ok(result.to_string())
     }
@@ -176,10 +182,9 @@ impl Bridge {
     /// the one last served on "control", as JSON text.
     #[pyo3(signature = (channel = "shell"))]
     fn parent_header(&self, channel: &str) -> String {
-        let sink = self.buffer.sink();
         match channel {
-            "control" => sink.last_control_request().0.to_string(),
-            _ => sink.parent_header().to_string(),
+            "control" => self.buffer.sink().last_control_request().0.to_string(),
+            _ => self.serving().header.to_string(),
         }
     }
 
@@ -187,10 +192,9 @@ impl Bridge {
     /// `_parent_ident`).
     #[pyo3(signature = (channel = "shell"))]
     fn parent_identities<'py>(&self, py: Python<'py>, channel: &str) -> Vec<Bound<'py, PyBytes>> {
-        let sink = self.buffer.sink();
         let identities = match channel {
-            "control" => sink.last_control_request().1,
-            _ => sink.parent_identities(),
+            "control" => self.buffer.sink().last_control_request().1,
+            _ => self.serving().identities,
         };
         identities
             .iter()
@@ -223,7 +227,7 @@ impl Bridge {
     }
 
     /// Publishes an IOPub message after the buffered stream text, as a child
-    /// of the current request or of `parent` (a header, JSON text).
+    /// of `parent` (a header, JSON text) or, without one, of the main shell's request.
     #[pyo3(signature = (msg_type, content, metadata = None, buffers = None, parent = None))]
     fn publish(
         &self,
@@ -250,7 +254,7 @@ impl Bridge {
                 .collect(),
         };
         let parent = parent.map(|header| self.parent_from(header)).transpose()?;
-        self.buffer.emit_after_flush(output, parent.as_deref());
+        self.buffer.emit_after_flush(output, parent.as_ref());
         Ok(())
     }
 
@@ -275,7 +279,7 @@ impl Bridge {
                     return Ok(());
                 }
                 Some(Command::Execute(cell, reply)) => {
-                    let outcome = execute(py, &runtime, &self.buffer, cell, &|| {});
+                    let outcome = execute(py, &runtime, &self.buffer, cell, Thread::Subshell);
                     let _ = reply.send(outcome);
                 }
                 Some(Command::Request {
@@ -284,8 +288,16 @@ impl Bridge {
                     buffers,
                     parent,
                     reply,
+                    aside: _,
                 }) => {
-                    let result = request(py, &runtime, msg_type, content, &buffers, parent);
+                    let result = request(
+                        py,
+                        &runtime,
+                        &self.buffer,
+                        (msg_type, content, &buffers),
+                        parent,
+                        Thread::Subshell,
+                    );
                     self.buffer.flush();
                     let _ = reply.send(result);
                 }
@@ -320,21 +332,43 @@ pub(super) fn start_subshell(
         .map_err(|e| python_error(py, &e))
 }
 
-/// Serves a request Python answers, for the main shell or (with `parent`)
-/// on a subshell's thread.
+/// Which kind of thread serves a command.
+enum Thread<'a> {
+    /// The interpreter thread: for the main shell, or `aside` for control
+    /// (the main shell's request stays the one output goes to by default).
+    /// `drain_fds` reads what C code wrote to fds 1 and 2 (it belongs to the
+    /// command).
+    Main {
+        drain_fds: &'a dyn Fn(),
+        aside: bool,
+    },
+    Subshell,
+}
+
+/// Serves a request Python answers (its type, content and buffers) as a
+/// child of `parent`.
 fn request(
     py: Python<'_>,
     runtime: &Bound<'_, PyAny>,
-    msg_type: String,
-    content: Value,
-    buffers: &[bytes::Bytes],
-    parent: Option<Parent>,
+    buffer: &StreamBuffer,
+    (msg_type, content, buffers): (String, Value, &[bytes::Bytes]),
+    parent: Parent,
+    thread: Thread<'_>,
 ) -> Result<Value, PythonError> {
     let buffers: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
     let content = content.to_string();
-    let result = match parent {
-        None => call_json(runtime, "request", (msg_type, content, buffers)),
-        Some(parent) => {
+    let result = match thread {
+        Thread::Main { drain_fds, aside } => {
+            let main = buffer.main_request();
+            buffer.serve_main(parent);
+            let result = call_json(runtime, "request", (msg_type, content, buffers));
+            drain_fds();
+            if aside {
+                buffer.serve_main(main);
+            }
+            result
+        }
+        Thread::Subshell => {
             let header = parent.header.to_string();
             let _serving = Serving::start(parent, false);
             call_json(runtime, "request_for", (header, msg_type, content, buffers))
@@ -487,13 +521,17 @@ fn run(
                 return;
             }
             (Command::Execute(cell, reply), Ok(runtime)) => {
+                let thread = Thread::Main {
+                    drain_fds: &drain,
+                    aside: false,
+                };
                 let outcome =
-                    Python::attach(|py| execute(py, runtime.bind(py), &buffer, cell, &drain));
+                    Python::attach(|py| execute(py, runtime.bind(py), &buffer, cell, thread));
                 let _ = reply.send(outcome);
             }
-            (Command::Execute(_, reply), Err(message)) => {
+            (Command::Execute(cell, reply), Err(message)) => {
                 let error = PythonError::internal(format!("Python failed to start: {message}"));
-                buffer.emit_after_flush(error_output(&error), None);
+                buffer.emit_after_flush(error_output(&error), Some(&cell.parent.header));
                 let _ = reply.send(ExecuteOutcome::failed(error));
             }
             (
@@ -502,14 +540,19 @@ fn run(
                     content,
                     buffers,
                     parent,
+                    aside,
                     reply,
                 },
                 Ok(runtime),
             ) => {
+                let thread = Thread::Main {
+                    drain_fds: &drain,
+                    aside,
+                };
                 let result = Python::attach(|py| {
-                    request(py, runtime.bind(py), msg_type, content, &buffers, parent)
+                    let message = (msg_type, content, buffers.as_slice());
+                    request(py, runtime.bind(py), &buffer, message, parent, thread)
                 });
-                drain();
                 buffer.flush();
                 let _ = reply.send(result);
             }
@@ -645,7 +688,7 @@ fn execute(
     runtime: &Bound<'_, PyAny>,
     buffer: &StreamBuffer,
     cell: ExecuteCell,
-    drain_fds: &dyn Fn(),
+    thread: Thread<'_>,
 ) -> ExecuteOutcome {
     let expressions = Value::Object(cell.user_expressions).to_string();
     let args = (
@@ -656,9 +699,10 @@ fn execute(
         expressions,
     );
     // Errors the runtime could not publish go to the cell's request.
-    let parent = cell.parent.as_ref().map(|parent| parent.header.clone());
-    let result = match cell.parent {
-        None => {
+    let parent = cell.parent.header.clone();
+    let result = match thread {
+        Thread::Main { drain_fds, .. } => {
+            buffer.serve_main(cell.parent);
             let running = CellRunning::start();
             let result = call_json(runtime, "execute", args);
             drop(running);
@@ -666,9 +710,9 @@ fn execute(
             drain_fds();
             result
         }
-        Some(parent) => {
-            let header = parent.header.to_string();
-            let _serving = Serving::start(parent, true);
+        Thread::Subshell => {
+            let header = parent.to_string();
+            let _serving = Serving::start(cell.parent, true);
             let (code, count, silent, store_history, expressions) = args;
             call_json(
                 runtime,
@@ -677,7 +721,7 @@ fn execute(
             )
         }
     };
-    let parent = parent.as_deref();
+    let parent = Some(&parent);
     let outcome = match result.map(serde_json::from_value::<ExecuteReplyFields>) {
         Ok(Ok(fields)) if fields.status == "ok" => ExecuteOutcome {
             error: None,

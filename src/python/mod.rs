@@ -34,18 +34,18 @@ pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName
 /// Answers `input()` and `getpass()` in a cell. The kernel implements it by
 /// asking the client that sent the cell over the stdin channel.
 pub trait InputProvider: Send + Sync + 'static {
-    /// Asks for a line of input, of the client that sent `parent` (or, with
-    /// none, the main shell's current request); the answer arrives on the
-    /// returned channel (disconnected if it never will).
+    /// Asks for a line of input, of the client that sent `parent`; the
+    /// answer arrives on the returned channel (disconnected if it never
+    /// will).
     fn request_input(
         &self,
         prompt: &str,
         password: bool,
-        parent: Option<&Parent>,
+        parent: &Parent,
     ) -> Result<std::sync::mpsc::Receiver<String>, InputUnavailable>;
 }
 
-/// The client of the current request does not take input (`allow_stdin` false).
+/// The client that sent the request does not take input (`allow_stdin` false).
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("raw_input was called, but this frontend does not support input requests.")]
 pub struct InputUnavailable;
@@ -65,17 +65,30 @@ pub struct PythonConfig {
     pub debugger: bool,
 }
 
-/// A request served on a subshell thread: its output and input belong to
-/// it. (The main shell's request is the kernel's current one.)
+/// The request a command to Python serves: the output and input of the
+/// command belong to it.
 #[derive(Debug, Clone)]
 pub struct Parent {
     pub header: Arc<Value>,
     /// The ROUTER identities of the client that sent it.
     pub identities: Vec<bytes::Bytes>,
     pub allow_stdin: bool,
-    /// For a cell: what [`Interrupter::subshell_cell_coming`] returned when
-    /// it was queued (an interrupt since then stops it before it starts).
+    /// For a subshell's cell: what [`Interrupter::subshell_cell_coming`]
+    /// returned when it was queued (an interrupt since then stops it before
+    /// it starts).
     pub interrupts_seen: u64,
+}
+
+impl Parent {
+    /// No request (output before the first one is a child of nothing).
+    pub fn none() -> Self {
+        Self {
+            header: Arc::new(Value::Object(Map::new())),
+            identities: Vec::new(),
+            allow_stdin: false,
+            interrupts_seen: 0,
+        }
+    }
 }
 
 /// One cell to run.
@@ -88,8 +101,8 @@ pub struct ExecuteCell {
     pub store_history: bool,
     /// `user_expressions` from the request: name -> expression.
     pub user_expressions: Map<String, Value>,
-    /// The request, on a subshell.
-    pub parent: Option<Parent>,
+    /// The execute_request.
+    pub parent: Parent,
 }
 
 /// The error part of a failed cell.
@@ -159,8 +172,10 @@ enum Command {
         msg_type: String,
         content: Value,
         buffers: Vec<bytes::Bytes>,
-        /// The request, on a subshell.
-        parent: Option<Parent>,
+        parent: Parent,
+        /// Served for the control channel: output of the main shell's
+        /// request goes on to it afterwards.
+        aside: bool,
         reply: oneshot::Sender<Result<Value, PythonError>>,
     },
     /// The kernel is about to exit: save what must outlive it (history).
@@ -177,6 +192,8 @@ pub struct PythonHandle {
     waker: Option<Arc<LoopWaker>>,
     /// The runtime, once Python has started: subshells are started on it.
     runtime: watch::Receiver<RuntimeState>,
+    /// Whether this is a subshell's thread rather than the interpreter's.
+    subshell: bool,
 }
 
 /// The write end of a pipe whose read end the interpreter thread's event
@@ -242,6 +259,7 @@ impl PythonHandle {
             commands,
             waker,
             runtime,
+            subshell: false,
         };
         (handle, Interrupter)
     }
@@ -305,6 +323,7 @@ impl PythonHandle {
             commands,
             waker: None,
             runtime: self.runtime.clone(),
+            subshell: true,
         })
     }
 
@@ -312,12 +331,11 @@ impl PythonHandle {
     /// have all been emitted to the sink when this returns.
     pub async fn execute(&self, cell: ExecuteCell) -> ExecuteOutcome {
         let (reply, outcome) = oneshot::channel();
-        let on_subshell = cell.parent.is_some();
-        if !on_subshell {
+        if !self.subshell {
             interrupt::cell_queued();
         }
         if !self.send(Command::Execute(cell, reply)) {
-            if on_subshell {
+            if self.subshell {
                 subshell::cell_dropped();
             }
             return ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE));
@@ -347,7 +365,32 @@ impl PythonHandle {
         msg_type: &str,
         content: Value,
         buffers: Vec<bytes::Bytes>,
-        parent: Option<Parent>,
+        parent: Parent,
+    ) -> Result<Value, PythonError> {
+        self.send_request(msg_type, content, buffers, parent, false)
+            .await
+    }
+
+    /// [`PythonHandle::request`] for a control request (the debugger's
+    /// start), between the main shell's requests: output the main shell's
+    /// request makes later still goes to it.
+    pub async fn request_aside(
+        &self,
+        msg_type: &str,
+        content: Value,
+        parent: Parent,
+    ) -> Result<Value, PythonError> {
+        self.send_request(msg_type, content, Vec::new(), parent, true)
+            .await
+    }
+
+    async fn send_request(
+        &self,
+        msg_type: &str,
+        content: Value,
+        buffers: Vec<bytes::Bytes>,
+        parent: Parent,
+        aside: bool,
     ) -> Result<Value, PythonError> {
         let (reply, result) = oneshot::channel();
         let command = Command::Request {
@@ -355,6 +398,7 @@ impl PythonHandle {
             content,
             buffers,
             parent,
+            aside,
             reply,
         };
         if !self.send(command) {

@@ -7,11 +7,19 @@
 //! end of a cell, when it grows past [`MAX_BATCH_BYTES`], and by a background
 //! thread [`FLUSH_INTERVAL`] after the first unflushed write, so output of a
 //! long-running cell shows up while it runs.
+//!
+//! Output whose writer names no request of its own (a print on the
+//! interpreter thread, a C library writing to fd 1, a thread without a
+//! parent) belongs to the request the main shell serves: the interpreter
+//! thread tells the buffer which one when it starts serving it
+//! ([`StreamBuffer::serve_main`]), after the text of the one before has left.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use super::Parent;
 
 /// How long written text may wait before it is sent.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(50);
@@ -54,16 +62,9 @@ pub enum Output {
 }
 
 /// Receives Python's output. The kernel implements it by publishing on IOPub
-/// as a child of `parent` (a request's header, which Python code chose with
-/// `set_thread_parent`) or, when that is `None`, of the current request.
+/// as a child of `parent`, a request's header.
 pub trait OutputSink: Send + Sync + 'static {
-    fn emit(&self, output: Output, parent: Option<&Value>);
-
-    /// The header of the request that output currently belongs to (ipywidgets'
-    /// Output widget captures by that request's msg_id).
-    fn parent_header(&self) -> Value {
-        Value::Object(serde_json::Map::new())
-    }
+    fn emit(&self, output: Output, parent: &Arc<Value>);
 
     /// The header and ROUTER identities of the request last served on the
     /// control channel, which ipykernel's kernel object offers too
@@ -71,21 +72,17 @@ pub trait OutputSink: Send + Sync + 'static {
     fn last_control_request(&self) -> (Value, Vec<bytes::Bytes>) {
         (Value::Object(serde_json::Map::new()), Vec::new())
     }
-
-    /// The ROUTER identities of the request output belongs to.
-    fn parent_identities(&self) -> Vec<bytes::Bytes> {
-        Vec::new()
-    }
 }
 
-#[derive(Default)]
 struct Pending {
     name: Option<StreamName>,
-    /// Whose output the text is (None: the current request's).
+    /// Whose output the text is (None: the main shell's request's).
     parent: Option<Arc<Value>>,
     text: String,
     since: Option<Instant>,
     closed: bool,
+    /// The request the main shell serves.
+    main: Parent,
 }
 
 /// Batches stream writes; shared by the interpreter thread and the flusher.
@@ -99,7 +96,14 @@ impl StreamBuffer {
     /// A buffer emitting to `sink`, with its background flusher thread.
     pub fn start(sink: Arc<dyn OutputSink>) -> Arc<Self> {
         let buffer = Arc::new(Self {
-            pending: Mutex::new(Pending::default()),
+            pending: Mutex::new(Pending {
+                name: None,
+                parent: None,
+                text: String::new(),
+                since: None,
+                closed: false,
+                main: Parent::none(),
+            }),
             wake: Condvar::new(),
             sink,
         });
@@ -120,13 +124,27 @@ impl StreamBuffer {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds `text` to stream `name` of the current request.
+    /// From now on, output that names no request belongs to `parent`, the
+    /// main shell's new request; text written before goes out first, still
+    /// as the previous one's.
+    pub fn serve_main(&self, parent: Parent) {
+        let mut pending = self.lock();
+        self.emit_locked(&mut pending);
+        pending.main = parent;
+    }
+
+    /// The request the main shell serves.
+    pub fn main_request(&self) -> Parent {
+        self.lock().main.clone()
+    }
+
+    /// Adds `text` to stream `name` of the main shell's request.
     pub fn write(&self, name: StreamName, text: &str) {
         self.write_for(name, text, None);
     }
 
     /// Adds `text` to stream `name` of `parent`'s request (None: the
-    /// current request).
+    /// main shell's).
     pub fn write_for(&self, name: StreamName, text: &str, parent: Option<Arc<Value>>) {
         if text.is_empty() {
             return;
@@ -154,10 +172,11 @@ impl StreamBuffer {
     }
 
     /// Flushes buffered text, then emits `output` (as a child of `parent`,
-    /// None: of the current request), keeping their order.
-    pub fn emit_after_flush(&self, output: Output, parent: Option<&Value>) {
+    /// None: of the main shell's request), keeping their order.
+    pub fn emit_after_flush(&self, output: Output, parent: Option<&Arc<Value>>) {
         let mut pending = self.lock();
         self.emit_locked(&mut pending);
+        let parent = parent.unwrap_or(&pending.main.header);
         self.sink.emit(output, parent);
     }
 
@@ -178,8 +197,8 @@ impl StreamBuffer {
             && !pending.text.is_empty()
         {
             let text = std::mem::take(&mut pending.text);
-            self.sink
-                .emit(Output::Stream { name, text }, parent.as_deref());
+            let parent = parent.as_ref().unwrap_or(&pending.main.header);
+            self.sink.emit(Output::Stream { name, text }, parent);
         }
     }
 
@@ -219,11 +238,11 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    struct ChannelSink(Mutex<mpsc::Sender<Output>>, Mutex<Vec<Option<Value>>>);
+    struct ChannelSink(Mutex<mpsc::Sender<Output>>, Mutex<Vec<Value>>);
 
     impl OutputSink for ChannelSink {
-        fn emit(&self, output: Output, parent: Option<&Value>) {
-            self.1.lock().unwrap().push(parent.cloned());
+        fn emit(&self, output: Output, parent: &Arc<Value>) {
+            self.1.lock().unwrap().push(parent.as_ref().clone());
             let _ = self.0.lock().unwrap().send(output);
         }
     }
@@ -293,10 +312,42 @@ mod tests {
                 stream(StreamName::Stdout, "d"),
             ]
         );
+        let main = Parent::none().header.as_ref().clone();
         assert_eq!(
             *sink.1.lock().unwrap(),
-            [None, Some((*other).clone()), None]
+            [main.clone(), (*other).clone(), main]
         );
+        buffer.close();
+    }
+
+    fn request(id: &str) -> Parent {
+        Parent {
+            header: Arc::new(serde_json::json!({ "msg_id": id })),
+            ..Parent::none()
+        }
+    }
+
+    #[test]
+    fn text_of_the_main_shell_goes_to_the_request_it_was_written_under() {
+        let (buffer, rx, sink) = buffer_and_sink();
+        buffer.serve_main(request("first"));
+        buffer.write(StreamName::Stdout, "a");
+        buffer.serve_main(request("second"));
+        buffer.write(StreamName::Stdout, "b");
+        buffer.emit_after_flush(stream(StreamName::Stderr, "c"), None);
+        let texts: Vec<Output> = rx.try_iter().collect();
+        assert_eq!(
+            texts,
+            [
+                stream(StreamName::Stdout, "a"),
+                stream(StreamName::Stdout, "b"),
+                stream(StreamName::Stderr, "c"),
+            ]
+        );
+        let parents = sink.1.lock().unwrap().clone();
+        let ids: Vec<&Value> = parents.iter().map(|parent| &parent["msg_id"]).collect();
+        assert_eq!(ids, ["first", "second", "second"]);
+        assert_eq!(buffer.main_request().header["msg_id"], "second");
         buffer.close();
     }
 

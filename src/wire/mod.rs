@@ -112,6 +112,24 @@ impl Outgoing {
         }
     }
 
+    /// A message whose content is one of jupyter-protocol's types, which
+    /// also names the message type. (Not for `execute_reply` or
+    /// `execute_result`: that crate writes their optional fields as null.)
+    pub fn typed(
+        content: impl Into<jupyter_protocol::JupyterMessageContent>,
+        parent_header: Arc<Value>,
+    ) -> Self {
+        let content = content.into();
+        let msg_type = content.message_type().to_owned();
+        // Serialising these plain structs cannot fail; an empty object
+        // would still make a well-formed message.
+        let content = serde_json::to_value(&content).unwrap_or_else(|e| {
+            tracing::error!("cannot serialise {msg_type}: {e}");
+            Value::Object(Map::new())
+        });
+        Self::new(msg_type, content, parent_header)
+    }
+
     /// A reply to `request`, addressed to its sender.
     pub fn reply_to(request: &Message, msg_type: impl Into<String>, content: Value) -> Self {
         let mut out = Self::new(msg_type, content, request.raw_header.clone());
@@ -241,6 +259,27 @@ fn to_bytes(value: &Value) -> Vec<u8> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn typed_content_names_its_message_type_and_writes_the_spec_fields() {
+        use jupyter_protocol::{ExecuteInput, ExecutionCount, Status, StreamContent};
+        let status = Outgoing::typed(Status::busy(), no_parent());
+        assert_eq!(status.msg_type, "status");
+        assert_eq!(status.content, json!({ "execution_state": "busy" }));
+        let stream = Outgoing::typed(StreamContent::stderr("oops"), no_parent());
+        assert_eq!(stream.msg_type, "stream");
+        assert_eq!(stream.content, json!({ "name": "stderr", "text": "oops" }));
+        let input = ExecuteInput {
+            code: "1 + 1".into(),
+            execution_count: ExecutionCount::new(3),
+        };
+        let input = Outgoing::typed(input, no_parent());
+        assert_eq!(input.msg_type, "execute_input");
+        assert_eq!(
+            input.content,
+            json!({ "code": "1 + 1", "execution_count": 3 })
+        );
+    }
 
     fn request_frames(signer: &Signer, header: &Value, content: &[u8]) -> Vec<Bytes> {
         let header = serde_json::to_vec(header).unwrap();
