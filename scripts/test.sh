@@ -3,7 +3,7 @@
 # real binary on real sockets, once with IPython in the kernel's environment
 # and once with plain Python), then the Python tests that drive the installed
 # kernelspec through real Jupyter clients (jupyter_kernel_test, jupyter console,
-# nbclient, and JupyterLab in headless Chromium).
+# nbclient, JupyterLab in headless Chromium, and Jupyter Enterprise Gateway).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -26,6 +26,8 @@ MAHTAB_TEST_PYTHON="$root/.venv-plain/bin/python" cargo test --release --test it
 
 # Chromium and playwright-core, for the JupyterLab test.
 bash scripts/browser-env.sh
+# Jupyter Enterprise Gateway, for the remote-kernel tests.
+bash scripts/gateway-env.sh
 echo "==> Python tests through real Jupyter clients"
 # Only the kernelspecs of .venv, whatever else is installed for this user.
 JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \

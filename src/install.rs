@@ -130,6 +130,55 @@ pub struct InstallOptions {
     pub display_name: String,
     /// The Python environment to embed; `python3` on PATH when `None`.
     pub python: Option<PathBuf>,
+    /// A kernelspec for Jupyter Enterprise Gateway rather than for a local
+    /// Jupyter client.
+    pub gateway: Option<Gateway>,
+}
+
+/// How Enterprise Gateway starts the kernel (its "process proxy").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gateway {
+    /// On one of the gateway's remote hosts, over SSH (or directly when the
+    /// host is the gateway's own); the binary and the Python environment
+    /// must be at the same paths on every host.
+    Distributed,
+}
+
+impl Gateway {
+    fn process_proxy(self) -> &'static str {
+        match self {
+            Gateway::Distributed => {
+                "enterprise_gateway.services.processproxies.distributed.DistributedProcessProxy"
+            }
+        }
+    }
+}
+
+/// Turns a local kernelspec into one Enterprise Gateway starts through
+/// `gateway`'s process proxy: the kernel is started by `mahtab launch` with
+/// the arguments the gateway fills in, instead of a connection file.
+pub fn gateway_kernel_json(mut spec: Value, gateway: Gateway) -> Value {
+    if let Some(argv) = spec["argv"].as_array_mut() {
+        for arg in argv.iter_mut() {
+            if arg == "kernel" {
+                *arg = Value::String("launch".into());
+                break;
+            }
+        }
+        argv.retain(|arg| arg != "-f" && arg != "{connection_file}");
+        for (option, placeholder) in [
+            ("--kernel-id", "{kernel_id}"),
+            ("--response-address", "{response_address}"),
+            ("--public-key", "{public_key}"),
+            ("--port-range", "{port_range}"),
+        ] {
+            argv.push(Value::String(option.into()));
+            argv.push(Value::String(placeholder.into()));
+        }
+    }
+    spec["metadata"]["process_proxy"] =
+        serde_json::json!({ "class_name": gateway.process_proxy() });
+    spec
 }
 
 /// The kernels directory for `location`.
@@ -216,7 +265,10 @@ pub fn install(options: &InstallOptions) -> Result<PathBuf, InstallError> {
         path: PathBuf::from("the mahtab binary"),
         source,
     })?;
-    let spec = kernel_json(&mahtab, &env.executable, &options.display_name, env.debugpy);
+    let mut spec = kernel_json(&mahtab, &env.executable, &options.display_name, env.debugpy);
+    if let Some(gateway) = options.gateway {
+        spec = gateway_kernel_json(spec, gateway);
+    }
 
     let io = |action, path: &Path| {
         let path = path.to_owned();
@@ -293,6 +345,35 @@ mod tests {
         let with_debugpy = kernel_json(Path::new("/m"), Path::new("/p"), "M", true);
         assert_eq!(with_debugpy["metadata"]["debugger"], true);
         assert_eq!(with_debugpy["argv"][2], "--debugger");
+    }
+
+    #[test]
+    fn a_gateway_kernelspec_launches_with_the_gateways_arguments() {
+        let local = kernel_json(Path::new("/opt/mahtab"), Path::new("/p"), "M", true);
+        let spec = gateway_kernel_json(local, Gateway::Distributed);
+        assert_eq!(
+            spec["argv"],
+            serde_json::json!([
+                "/opt/mahtab",
+                "launch",
+                "--debugger",
+                "--python",
+                "/p",
+                "--kernel-id",
+                "{kernel_id}",
+                "--response-address",
+                "{response_address}",
+                "--public-key",
+                "{public_key}",
+                "--port-range",
+                "{port_range}"
+            ])
+        );
+        assert_eq!(
+            spec["metadata"]["process_proxy"]["class_name"],
+            "enterprise_gateway.services.processproxies.distributed.DistributedProcessProxy"
+        );
+        assert_eq!(spec["metadata"]["debugger"], true);
     }
 
     #[test]

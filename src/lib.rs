@@ -9,6 +9,8 @@
 //! - [`agent`]: the `%%ask` agent graph, prompts and model wire formats;
 //!   touches neither ZeroMQ nor pyo3.
 //! - [`install`]: writing and removing the kernelspec.
+//! - [`launcher`]: starting under Jupyter Enterprise Gateway (its kernel
+//!   launcher protocol).
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
 //!
 //! The `mahtab` binary (`main.rs`) is a thin command line over these.
@@ -17,5 +19,6 @@ pub mod agent;
 pub mod cell_files;
 pub mod install;
 pub mod kernel;
+pub mod launcher;
 pub mod python;
 pub mod wire;

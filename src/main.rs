@@ -1,10 +1,12 @@
-//! The `mahtab` command line: run the kernel, install or remove its kernelspec.
+//! The `mahtab` command line: run the kernel (from a connection file, or
+//! launched by Jupyter Enterprise Gateway), install or remove its kernelspec.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use mahtab::install::{self, InstallOptions, Location};
+use mahtab::launcher::{LaunchArgs, PortRange};
 use mahtab::python::{
     PythonConfig, accept_sigint_in_current_thread, block_sigint_in_current_thread,
     sigint_taken_over,
@@ -35,19 +37,67 @@ enum Commands {
         #[arg(long)]
         debugger: bool,
     },
+    /// Run the kernel for Jupyter Enterprise Gateway (what its kernelspecs
+    /// start): bind ports in the gateway's range and send it the connection
+    /// information, as its kernel launchers do. Each option can also come
+    /// from the environment (a kernel pod gets them that way).
+    Launch {
+        /// The kernel's id, from the gateway.
+        #[arg(long, alias = "RemoteProcessProxy.kernel-id", env = "KERNEL_ID")]
+        kernel_id: String,
+        /// Where to send the connection information (IP:PORT).
+        #[arg(
+            long,
+            alias = "RemoteProcessProxy.response-address",
+            env = "RESPONSE_ADDRESS"
+        )]
+        response_address: String,
+        /// The gateway's public key, to seal the connection information with.
+        #[arg(long, alias = "RemoteProcessProxy.public-key", env = "PUBLIC_KEY")]
+        public_key: String,
+        /// The ports the kernel may use, LOWER..UPPER (0..0: any).
+        #[arg(
+            long,
+            alias = "RemoteProcessProxy.port-range",
+            env = "PORT_RANGE",
+            default_value = "0..0"
+        )]
+        port_range: PortRange,
+        /// Spark set-up of the gateway's Python launcher; only "none" applies.
+        #[arg(
+            long,
+            alias = "RemoteProcessProxy.spark-context-initialization-mode",
+            hide = true
+        )]
+        spark_context_initialization_mode: Option<String>,
+        /// Cluster set-up of the gateway's Python launcher; only "none" applies.
+        #[arg(long, alias = "RemoteProcessProxy.cluster-type", hide = true)]
+        cluster_type: Option<String>,
+        /// The Python environment's interpreter to embed.
+        #[arg(long)]
+        python: Option<PathBuf>,
+        /// Offer the debugger (the environment has debugpy).
+        #[arg(long)]
+        debugger: bool,
+    },
     /// Install the kernelspec so Jupyter clients list mahtab.
     Install {
         #[command(flatten)]
         location: LocationArgs,
-        /// Kernelspec name.
-        #[arg(long, default_value = "mahtab")]
-        name: String,
+        /// Kernelspec name [default: mahtab, or mahtab_distributed with
+        /// --gateway distributed].
+        #[arg(long)]
+        name: Option<String>,
         /// Name shown in kernel pickers.
         #[arg(long, default_value = "Mahtab (Python + AI)")]
         display_name: String,
         /// The Python environment to run cells in (default: python3 on PATH).
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Write a kernelspec for Jupyter Enterprise Gateway, which starts
+        /// the kernel through this process proxy.
+        #[arg(long, value_enum)]
+        gateway: Option<GatewayArg>,
     },
     /// Remove the kernelspec.
     Uninstall {
@@ -59,6 +109,21 @@ enum Commands {
         #[arg(long)]
         python: Option<PathBuf>,
     },
+}
+
+/// Enterprise Gateway's process proxies mahtab has kernelspecs for.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum GatewayArg {
+    /// Remote hosts over SSH (DistributedProcessProxy).
+    Distributed,
+}
+
+impl From<GatewayArg> for install::Gateway {
+    fn from(gateway: GatewayArg) -> Self {
+        match gateway {
+            GatewayArg::Distributed => install::Gateway::Distributed,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -96,17 +161,58 @@ fn main() -> Result<()> {
             debugger,
             python,
         } => run_kernel(connection_file, python, debugger),
+        Commands::Launch {
+            kernel_id,
+            response_address,
+            public_key,
+            port_range,
+            spark_context_initialization_mode,
+            cluster_type,
+            python,
+            debugger,
+        } => {
+            init_logging();
+            for (option, value) in [
+                (
+                    "spark-context-initialization-mode",
+                    spark_context_initialization_mode,
+                ),
+                ("cluster-type", cluster_type),
+            ] {
+                if let Some(value) = value.filter(|value| value != "none") {
+                    tracing::warn!("--{option} {value} is ignored: mahtab sets up no cluster");
+                }
+            }
+            let args = LaunchArgs {
+                kernel_id,
+                response_address,
+                public_key,
+                port_range,
+            };
+            let python = PythonConfig {
+                executable: python,
+                connection_file: None,
+                debugger,
+            };
+            serve_until_shutdown(mahtab::launcher::launch(args, python))
+        }
         Commands::Install {
             location,
             name,
             display_name,
             python,
+            gateway,
         } => {
+            let default_name = match gateway {
+                None => "mahtab",
+                Some(GatewayArg::Distributed) => "mahtab_distributed",
+            };
             let options = InstallOptions {
                 location: location.location(),
-                name,
+                name: name.unwrap_or_else(|| default_name.to_owned()),
                 display_name,
                 python,
+                gateway: gateway.map(Into::into),
             };
             let dir = install::install(&options)?;
             println!("Installed kernelspec {} in {}", options.name, dir.display());
@@ -125,9 +231,23 @@ fn main() -> Result<()> {
 }
 
 fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>, debugger: bool) -> Result<()> {
-    // A kernel's stdout is not a user channel: log to stderr. The kernel
-    // captures fds 1 and 2 for cell output, so keep a copy of the real stderr
-    // for the log and for panic messages.
+    init_logging();
+    let text = std::fs::read_to_string(&connection_file)
+        .with_context(|| format!("cannot read connection file {}", connection_file.display()))?;
+    let connection: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text)
+        .with_context(|| format!("invalid connection file {}", connection_file.display()))?;
+    let python = PythonConfig {
+        executable: python,
+        connection_file: std::path::absolute(&connection_file).ok(),
+        debugger,
+    };
+    serve_until_shutdown(mahtab::kernel::run(connection, python))
+}
+
+/// Logs to the real stderr: a kernel's stdout is not a user channel, and
+/// the kernel captures fds 1 and 2 for cell output, so a copy of the real
+/// stderr serves the log and panic messages.
+fn init_logging() {
     mahtab::python::preserve_stderr();
     let log = std::sync::Mutex::new(mahtab::python::original_stderr());
     std::panic::set_hook(Box::new(|info| {
@@ -141,10 +261,13 @@ fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>, debugger: bool)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let text = std::fs::read_to_string(&connection_file)
-        .with_context(|| format!("cannot read connection file {}", connection_file.display()))?;
-    let connection: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text)
-        .with_context(|| format!("invalid connection file {}", connection_file.display()))?;
+}
+
+/// Runs `kernel` (a kernel's whole life) to its end.
+fn serve_until_shutdown<E>(kernel: impl Future<Output = Result<(), E>>) -> Result<()>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
     // One worker: the channels' tasks are short and never block (Python runs
     // on its own thread), and with one worker a message crosses no second
     // scheduler thread on its way from socket to socket: trivial cells are
@@ -155,12 +278,6 @@ fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>, debugger: bool)
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let python = PythonConfig {
-            executable: python,
-            connection_file: std::path::absolute(&connection_file).ok(),
-            debugger,
-        };
-        let kernel = mahtab::kernel::run(connection, python);
         tokio::pin!(kernel);
         // This block runs on the main thread: it takes SIGINT once Python
         // has (see python::interrupt), so an idle kernel discards SIGINT.

@@ -83,25 +83,92 @@ struct Shared {
     debug_events: Arc<debugger::EventSink>,
 }
 
+/// The kernel's five sockets, bound, and the connection information that
+/// reaches them.
+pub struct Sockets {
+    connection: ConnectionInfo,
+    heartbeat: RepSocket,
+    iopub: XPubSocket,
+    control: RouterSocket,
+    shell: RouterSocket,
+    stdin: RouterSocket,
+}
+
+impl Sockets {
+    /// Binds the ports `connection` names; a TCP port of 0 is one the
+    /// system picks, which [`Sockets::connection`] then names.
+    pub async fn bind(connection: ConnectionInfo) -> Result<Self, KernelError> {
+        Self::bind_choosing(connection, || None).await
+    }
+
+    /// [`Sockets::bind`], but where a port is taken, binds to the next port
+    /// `alternative` offers instead, until it offers none.
+    pub async fn bind_choosing(
+        mut connection: ConnectionInfo,
+        mut alternative: impl FnMut() -> Option<u16>,
+    ) -> Result<Self, KernelError> {
+        let mut heartbeat = RepSocket::new();
+        let mut iopub = XPubSocket::new();
+        let mut control = RouterSocket::new();
+        let mut shell = RouterSocket::new();
+        let mut stdin = RouterSocket::new();
+        let address = (connection.transport.clone(), connection.ip.clone());
+        let choose: &mut dyn FnMut() -> Option<u16> = &mut alternative;
+        connection.hb_port = bind(
+            &mut heartbeat,
+            "heartbeat",
+            &address,
+            connection.hb_port,
+            choose,
+        )
+        .await?;
+        connection.iopub_port =
+            bind(&mut iopub, "iopub", &address, connection.iopub_port, choose).await?;
+        connection.control_port = bind(
+            &mut control,
+            "control",
+            &address,
+            connection.control_port,
+            choose,
+        )
+        .await?;
+        connection.shell_port =
+            bind(&mut shell, "shell", &address, connection.shell_port, choose).await?;
+        connection.stdin_port =
+            bind(&mut stdin, "stdin", &address, connection.stdin_port, choose).await?;
+        Ok(Self {
+            connection,
+            heartbeat,
+            iopub,
+            control,
+            shell,
+            stdin,
+        })
+    }
+
+    /// Where the sockets listen, and the key messages are signed with.
+    pub fn connection(&self) -> &ConnectionInfo {
+        &self.connection
+    }
+}
+
 /// Runs a kernel on the sockets of `connection` until a shutdown_request.
 pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(), KernelError> {
+    serve(Sockets::bind(connection).await?, python).await
+}
+
+/// Runs a kernel on bound `sockets` until a shutdown_request.
+pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelError> {
+    let Sockets {
+        connection,
+        heartbeat,
+        iopub: iopub_socket,
+        control,
+        shell,
+        stdin,
+    } = sockets;
     let signer = Signer::new(&connection.signature_scheme, connection.key.as_bytes())?;
     let codec = Arc::new(Codec::new(signer, uuid::Uuid::new_v4().to_string()));
-    let endpoint = |port: u16| match connection.transport {
-        Transport::TCP => format!("tcp://{}:{port}", connection.ip),
-        Transport::IPC => format!("ipc://{}-{port}", connection.ip),
-    };
-
-    let mut heartbeat = RepSocket::new();
-    bind(&mut heartbeat, "heartbeat", endpoint(connection.hb_port)).await?;
-    let mut iopub_socket = XPubSocket::new();
-    bind(&mut iopub_socket, "iopub", endpoint(connection.iopub_port)).await?;
-    let mut control = RouterSocket::new();
-    bind(&mut control, "control", endpoint(connection.control_port)).await?;
-    let mut shell = RouterSocket::new();
-    bind(&mut shell, "shell", endpoint(connection.shell_port)).await?;
-    let mut stdin = RouterSocket::new();
-    bind(&mut stdin, "stdin", endpoint(connection.stdin_port)).await?;
 
     let (iopub, iopub_task) = Iopub::start(iopub_socket, codec.clone());
     iopub.status(ExecutionState::Starting, no_parent());
@@ -168,18 +235,37 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
     Ok(())
 }
 
+/// Binds `socket` to `port` at `address` (transport, ip), or where that is
+/// taken to the ports `alternative` offers; returns the port it got.
 async fn bind<S: Socket>(
     socket: &mut S,
     channel: &'static str,
-    endpoint: String,
-) -> Result<(), KernelError> {
-    match socket.bind(&endpoint).await {
-        Ok(_) => Ok(()),
-        Err(source) => Err(KernelError::Bind {
-            channel,
-            endpoint,
-            source,
-        }),
+    (transport, ip): &(Transport, String),
+    mut port: u16,
+    alternative: &mut dyn FnMut() -> Option<u16>,
+) -> Result<u16, KernelError> {
+    loop {
+        let endpoint = match transport {
+            Transport::TCP => format!("tcp://{ip}:{port}"),
+            Transport::IPC => format!("ipc://{ip}-{port}"),
+        };
+        match socket.bind(&endpoint).await {
+            Ok(zeromq::Endpoint::Tcp(_, bound)) => return Ok(bound),
+            Ok(_) => return Ok(port),
+            Err(source) => match alternative() {
+                Some(next) => {
+                    tracing::debug!("{channel}: {endpoint} is taken ({source}); trying {next}");
+                    port = next;
+                }
+                None => {
+                    return Err(KernelError::Bind {
+                        channel,
+                        endpoint,
+                        source,
+                    });
+                }
+            },
+        }
     }
 }
 

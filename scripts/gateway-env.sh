@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Creates (or refreshes) .venv-gateway: Jupyter Enterprise Gateway as it ships
+# on PyPI, for the tests that run mahtab as a remote kernel behind it. Its
+# pins (jupyter_client<7, jupyter_server<2) would downgrade .venv, hence an
+# environment of its own. Idempotent.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv-gateway"
+requirements="$root/scripts/requirements-gateway.txt"
+stamp="$venv/.requirements.sha256"
+python="${MAHTAB_BASE_PYTHON:-python3}"
+
+if [[ ! -x "$venv/bin/python" ]]; then
+    echo "==> creating the Enterprise Gateway environment in .venv-gateway"
+    "$python" -m venv "$venv"
+fi
+want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+    echo "==> installing Enterprise Gateway into .venv-gateway"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    "$venv/bin/python" -m pip install --quiet -r "$requirements"
+    echo "$want" > "$stamp"
+fi

@@ -1,0 +1,382 @@
+"""mahtab behind Jupyter Enterprise Gateway, as it ships (3.3.0 from PyPI, in
+an environment of its own: it needs jupyter_client<7 and jupyter_server<2).
+
+The gateway's DistributedProcessProxy starts the kernel with `mahtab launch`
+(the kernelspec `mahtab install --gateway distributed` writes); for a host of
+its own (localhost) it runs the command directly, still through the whole
+launcher protocol: the sealed connection information sent to its response
+address, and signals and shutdown over the kernel's communication port. A
+real Jupyter server of the current stack, started with --gateway-url, is the
+client: kernels are started, driven and stopped through its REST API and
+websocket, as JupyterLab does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import psutil
+import pytest
+import websocket
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GATEWAY_VENV = REPO_ROOT / ".venv-gateway"
+MAHTAB = REPO_ROOT / "target" / "release" / "mahtab"
+KERNEL_NAME = "mahtab_distributed"
+
+SERVER_START_TIMEOUT = 60
+REPLY_TIMEOUT = 60  # the gateway's own kernel start takes a few seconds
+PROCESS_EXIT_TIMEOUT = 30
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_http(proc: subprocess.Popen, url: str, headers: dict[str, str], log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args[0]} exited with {proc.returncode}\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5):
+                return
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.2)  # poll interval while the server starts
+    pytest.fail(f"{url} did not answer within {SERVER_START_TIMEOUT} s\n{log.read_text()}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def kernel_processes(kernel_id: str) -> list[psutil.Process]:
+    """The mahtab processes launched for `kernel_id` (its id is in their argv)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if cmdline and cmdline[0] == str(MAHTAB) and kernel_id in cmdline:
+            found.append(proc)
+    return found
+
+
+class Server:
+    """A Jupyter server whose kernels live behind the gateway."""
+
+    def __init__(self, url: str, token: str, logs: list[Path]):
+        self.url = url
+        self.token = token
+        self.logs = logs
+
+    def logs_text(self) -> str:
+        return "\n".join(f"--- {log.name} ---\n{log.read_text()[-6000:]}" for log in self.logs)
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=REPLY_TIMEOUT) as response:
+                text = response.read()
+        except urllib.error.HTTPError as e:
+            pytest.fail(f"{method} {path}: HTTP {e.code} {e.read()[:2000]!r}\n{self.logs_text()}")
+        return json.loads(text) if text else None
+
+
+class Channels:
+    """A kernel's websocket through the server, in its JSON form."""
+
+    def __init__(self, server: Server, kernel_id: str):
+        url = server.url.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels"
+        self.ws = websocket.create_connection(
+            url, header=[f"Authorization: token {server.token}"], timeout=REPLY_TIMEOUT
+        )
+        self.session = uuid.uuid4().hex
+        self.received: list[dict] = []
+        self.answered: list[dict] = []  # input requests already answered
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def send(self, channel: str, msg_type: str, content: dict, parent: dict | None = None) -> str:
+        msg_id = uuid.uuid4().hex
+        header = {
+            "msg_id": msg_id,
+            "msg_type": msg_type,
+            "session": self.session,
+            "username": "test",
+            "date": "2026-01-01T00:00:00.000000Z",
+            "version": "5.3",
+        }
+        message = {
+            "header": header,
+            "parent_header": parent or {},
+            "metadata": {},
+            "content": content,
+            "channel": channel,
+            "buffers": [],
+        }
+        self.ws.send(json.dumps(message))
+        return msg_id
+
+    def wait_for(self, matches: Callable[[dict], bool], what: str, timeout: float = REPLY_TIMEOUT) -> dict:
+        deadline = time.monotonic() + timeout
+        for message in self.received:
+            if matches(message):
+                return message
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kinds = [(m["channel"], m["msg_type"]) for m in self.received[-30:]]
+                pytest.fail(f"no {what} within {timeout} s; last received: {kinds}")
+            self.ws.settimeout(remaining)
+            try:
+                message = json.loads(self.ws.recv())
+            except websocket.WebSocketTimeoutException:
+                continue
+            self.received.append(message)
+            if matches(message):
+                return message
+
+    def execute(self, code: str, answers: Iterator[str] = iter(())) -> tuple[dict, list[dict]]:
+        """Runs `code`; answers input requests from `answers`; returns the
+        execute_reply and the cell's IOPub messages up to its idle."""
+        msg_id = self.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": True,
+            "user_expressions": {}, "allow_stdin": True, "stop_on_error": True,
+        })
+        ours = lambda m: m["parent_header"].get("msg_id") == msg_id  # noqa: E731
+        while True:
+            message = self.wait_for(
+                lambda m: ours(m) and (
+                    (m["channel"] == "iopub" and m["msg_type"] == "status"
+                     and m["content"]["execution_state"] == "idle")
+                    or (m["channel"] == "stdin" and m not in self.answered)
+                ),
+                f"idle or input request for {code!r}",
+            )
+            if message["channel"] == "stdin":
+                self.answered.append(message)
+                self.send("stdin", "input_reply", {"value": next(answers)}, parent=message["header"])
+                continue
+            break
+        reply = self.wait_for(lambda m: ours(m) and m["channel"] == "shell", f"execute_reply for {code!r}")
+        outputs = [m for m in self.received if ours(m) and m["channel"] == "iopub"]
+        return reply, outputs
+
+
+def text_of(outputs: list[dict], name: str = "stdout") -> str:
+    return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    gateway_bin = GATEWAY_VENV / "bin" / "jupyter-enterprisegateway"
+    if not gateway_bin.exists():
+        pytest.fail("Enterprise Gateway is missing: run scripts/gateway-env.sh", pytrace=False)
+    root = tmp_path_factory.mktemp("gateway")
+    prefix = root / "prefix"
+    subprocess.run(
+        [str(MAHTAB), "install", "--gateway", "distributed", "--prefix", str(prefix),
+         "--python", str(REPO_ROOT / ".venv" / "bin" / "python")],
+        check=True, capture_output=True,
+    )
+    gateway_port, server_port = free_port(), free_port()
+    token = secrets.token_hex(24)
+    gateway_log, server_log = root / "gateway.log", root / "server.log"
+    env = {
+        **os.environ,
+        "JUPYTER_PATH": str(prefix / "share" / "jupyter"),
+        "JUPYTER_DATA_DIR": str(root / "gateway-data"),
+        "JUPYTER_RUNTIME_DIR": str(root / "gateway-runtime"),
+        # CI runs as root, whom the gateway refuses to start kernels for by default.
+        "EG_UNAUTHORIZED_USERS": "nobody-in-particular",
+        "EG_RESPONSE_IP": "127.0.0.1",
+        "EG_RESPONSE_PORT": str(free_port()),
+        "EG_KERNEL_LOG_DIR": str(root),
+        "EG_REMOTE_HOSTS": "localhost",
+        # The Jupyter server lists kernels (off by default in the gateway).
+        "EG_LIST_KERNELS": "True",
+    }
+    with gateway_log.open("w") as log:
+        eg = subprocess.Popen(
+            [str(gateway_bin), "--ip=127.0.0.1", f"--port={gateway_port}", "--port_retries=0",
+             f"--EnterpriseGatewayApp.auth_token={token}", "--log-level=DEBUG"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    gateway_url = f"http://127.0.0.1:{gateway_port}"
+    servers = [eg]
+    try:
+        wait_for_http(eg, f"{gateway_url}/api/kernelspecs", {"Authorization": f"token {token}"}, gateway_log)
+        server_env = {
+            **os.environ,
+            "JUPYTER_GATEWAY_AUTH_TOKEN": token,
+            "JUPYTER_CONFIG_DIR": str(root / "server-config"),
+            "JUPYTER_RUNTIME_DIR": str(root / "server-runtime"),
+        }
+        with server_log.open("w") as log:
+            server = subprocess.Popen(
+                [str(REPO_ROOT / ".venv" / "bin" / "jupyter-server"), "--no-browser", "--allow-root",
+                 "--ip=127.0.0.1", f"--port={server_port}", "--port-retries=0",
+                 f"--IdentityProvider.token={token}", f"--gateway-url={gateway_url}",
+                 f"--ServerApp.root_dir={root}"],
+                env=server_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        servers.append(server)
+        url = f"http://127.0.0.1:{server_port}"
+        wait_for_http(server, f"{url}/api/status", {"Authorization": f"token {token}"}, server_log)
+        yield Server(url, token, [gateway_log, server_log])
+    finally:
+        for proc in reversed(servers):
+            stop(proc)
+
+
+def start_kernel(server: Server, name: str = KERNEL_NAME) -> tuple[str, Channels]:
+    kernel = server.api("POST", "/api/kernels", {"name": name})
+    return kernel["id"], Channels(server, kernel["id"])
+
+
+def run_cells(channels: Channels) -> int:
+    """Output, a display, an error and input() round trip; returns the pid
+    the cells ran in."""
+    reply, outputs = channels.execute("import os\nprint('hello from', os.getpid())")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    pid = int(text_of(outputs).split()[-1])
+
+    _, outputs = channels.execute("from IPython.display import HTML\ndisplay(HTML('<b>bold</b>'))")
+    displays = [m for m in outputs if m["msg_type"] == "display_data"]
+    assert displays and displays[0]["content"]["data"]["text/html"] == "<b>bold</b>", outputs
+
+    reply, outputs = channels.execute("1 / 0")
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "ZeroDivisionError"
+    assert any(m["msg_type"] == "error" for m in outputs)
+
+    reply, outputs = channels.execute("name = input('who? ')\nprint('hi', name)", iter(["gateway"]))
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "hi gateway" in text_of(outputs)
+    return pid
+
+
+def interrupt_long_cell(server: Server, kernel_id: str, channels: Channels) -> None:
+    """A long cell, stopped through the REST API; the namespace survives."""
+    channels.execute("kept = 42")
+    msg_id = channels.send("shell", "execute_request", {
+        "code": "import time\nprint('sleeping', flush=True)\ntime.sleep(120)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True,
+    })
+    channels.wait_for(
+        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream",
+        "the long cell's first output",
+    )
+    server.api("POST", f"/api/kernels/{kernel_id}/interrupt")
+    reply = channels.wait_for(
+        lambda m: m["parent_header"].get("msg_id") == msg_id and m["channel"] == "shell",
+        "the interrupted cell's reply",
+    )
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    _, outputs = channels.execute("print(kept)")
+    assert text_of(outputs).strip() == "42", "the namespace survives an interrupt"
+
+
+def test_the_gateway_lists_the_mahtab_kernelspec(gateway: Server) -> None:
+    specs = gateway.api("GET", "/api/kernelspecs")["kernelspecs"]
+    assert KERNEL_NAME in specs, sorted(specs)
+    spec = specs[KERNEL_NAME]["spec"]
+    assert spec["argv"][1] == "launch"
+    assert "{public_key}" in spec["argv"]
+
+
+def test_cells_run_through_the_gateway(gateway: Server) -> None:
+    kernel_id, channels = start_kernel(gateway)
+    try:
+        pid = run_cells(channels)
+        # The cells ran in the process the gateway launched for this kernel.
+        assert pid in [p.pid for p in kernel_processes(kernel_id)]
+    finally:
+        channels.close()
+        gateway.api("DELETE", f"/api/kernels/{kernel_id}")
+
+
+def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> None:
+    kernel_id, channels = start_kernel(gateway)
+    try:
+        # The gateway sends SIGINT over the kernel's communication port.
+        interrupt_long_cell(gateway, kernel_id, channels)
+        first = kernel_processes(kernel_id)
+        assert first, "the launched kernel process is running"
+        gateway.api("POST", f"/api/kernels/{kernel_id}/restart")
+        _, still = psutil.wait_procs(first, timeout=PROCESS_EXIT_TIMEOUT)
+        assert not still, "a restart ends the kernel's first process"
+        channels.close()
+        channels = Channels(gateway, kernel_id)
+        _, outputs = channels.execute("print('kept' in globals())")
+        assert text_of(outputs).strip() == "False", "a restarted kernel starts afresh"
+        running = kernel_processes(kernel_id)
+        assert running and {p.pid for p in running}.isdisjoint(p.pid for p in first)
+    finally:
+        channels.close()
+        gateway.api("DELETE", f"/api/kernels/{kernel_id}")
+    _, alive = psutil.wait_procs(kernel_processes(kernel_id), timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive, f"kernel processes left after shutdown: {[p.cmdline() for p in alive]}"
+    assert kernel_id not in [k["id"] for k in gateway.api("GET", "/api/kernels")]
+
+
+@pytest.fixture(scope="module")
+def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, subprocess.Popen]]:
+    """Jupyter Kernel Gateway (websocket mode) on the local mahtab kernelspec."""
+    root = tmp_path_factory.mktemp("kernel-gateway")
+    port, token = free_port(), secrets.token_hex(24)
+    log = root / "kernel-gateway.log"
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    with log.open("w") as out:
+        kg = subprocess.Popen(
+            [str(REPO_ROOT / ".venv" / "bin" / "jupyter-kernelgateway"), "--KernelGatewayApp.ip=127.0.0.1",
+             f"--KernelGatewayApp.port={port}", "--KernelGatewayApp.port_retries=0",
+             f"--KernelGatewayApp.auth_token={token}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for_http(kg, f"{url}/api/kernelspecs", {"Authorization": f"token {token}"}, log)
+        yield Server(url, token, [log]), kg
+    finally:
+        stop(kg)
+
+
+def test_kernel_gateway_runs_mahtab(kernel_gateway: tuple[Server, subprocess.Popen]) -> None:
+    server, kg = kernel_gateway
+    kernel_id, channels = start_kernel(server, "mahtab")
+    try:
+        pid = run_cells(channels)
+        kernel = psutil.Process(pid)
+        assert kernel.cmdline()[0] == str(MAHTAB) and kernel.ppid() == kg.pid
+        interrupt_long_cell(server, kernel_id, channels)
+    finally:
+        channels.close()
+        server.api("DELETE", f"/api/kernels/{kernel_id}")
+    _, alive = psutil.wait_procs([kernel], timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive, "the kernel process ends when the gateway shuts it down"
