@@ -171,6 +171,12 @@ fn main() -> Result<()> {
             python,
             debugger,
         } => {
+            // A gateway forwards only KERNEL_* variables from its clients.
+            for (name, value) in mahtab::launcher::kernel_prefixed_settings(std::env::vars()) {
+                // SAFETY: no other thread exists yet (the runtime and Python
+                // start below), so nothing reads the environment meanwhile.
+                unsafe { std::env::set_var(name, value) };
+            }
             init_logging();
             for (option, value) in [
                 (

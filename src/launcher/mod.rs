@@ -28,6 +28,31 @@ use crate::python::PythonConfig;
 /// through it, the clients) reach the kernel from another host.
 const LISTEN_IP: &str = "0.0.0.0";
 
+/// Settings of the agent that may come prefixed with `KERNEL_`: besides
+/// the kernelspec's own environment, a gateway passes a kernel only the
+/// variables a client sends whose names start with `KERNEL_` (and those on
+/// its allow-lists), so `KERNEL_OPENAI_API_KEY` is how a Jupyter server's
+/// user gets a key to a remote kernel.
+const PROVIDER_VARIABLES: [&str; 3] = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"];
+
+/// The `NAME=value` settings to take from `KERNEL_NAME` variables among
+/// `variables`: the agent's (`MAHTAB_*`) and the providers' keys, where
+/// `NAME` itself is not set (a setting of the host wins).
+pub fn kernel_prefixed_settings(
+    variables: impl IntoIterator<Item = (String, String)>,
+) -> Vec<(String, String)> {
+    let variables: Vec<(String, String)> = variables.into_iter().collect();
+    let is_set = |name: &str| variables.iter().any(|(set, _)| set == name);
+    variables
+        .iter()
+        .filter_map(|(name, value)| {
+            let name = name.strip_prefix("KERNEL_")?;
+            let wanted = name.starts_with("MAHTAB_") || PROVIDER_VARIABLES.contains(&name);
+            (wanted && !is_set(name)).then(|| (name.to_owned(), value.clone()))
+        })
+        .collect()
+}
+
 /// What the gateway passes a launcher.
 #[derive(Debug, Clone)]
 pub struct LaunchArgs {
@@ -283,6 +308,28 @@ mod tests {
             "40000..40010".parse::<PortRange>(),
             Err(PortRangeError::TooSmall(_, 1000))
         ));
+    }
+
+    #[test]
+    fn agent_settings_come_from_kernel_prefixed_variables_unless_set() {
+        let variables = [
+            ("KERNEL_MAHTAB_MODEL", "small"),
+            ("KERNEL_OPENAI_API_KEY", "sk-from-client"),
+            ("KERNEL_OPENAI_BASE_URL", "http://client"),
+            ("OPENAI_BASE_URL", "http://host"),
+            ("KERNEL_USERNAME", "alice"),
+            ("KERNEL_HOME", "/elsewhere"),
+        ]
+        .map(|(name, value)| (name.to_owned(), value.to_owned()));
+        let mut settings = kernel_prefixed_settings(variables);
+        settings.sort();
+        assert_eq!(
+            settings,
+            [
+                ("MAHTAB_MODEL".to_owned(), "small".to_owned()),
+                ("OPENAI_API_KEY".to_owned(), "sk-from-client".to_owned()),
+            ]
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import pytest
 import websocket
+from fake_llm import FakeLlm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GATEWAY_VENV = REPO_ROOT / ".venv-gateway"
@@ -81,10 +82,11 @@ def kernel_processes(kernel_id: str) -> list[psutil.Process]:
 class Server:
     """A Jupyter server whose kernels live behind the gateway."""
 
-    def __init__(self, url: str, token: str, logs: list[Path]):
+    def __init__(self, url: str, token: str, logs: list[Path], llm: FakeLlm | None = None):
         self.url = url
         self.token = token
         self.logs = logs
+        self.llm = llm  # the scripted model the server's kernels are pointed at
 
     def logs_text(self) -> str:
         return "\n".join(f"--- {log.name} ---\n{log.read_text()[-6000:]}" for log in self.logs)
@@ -206,8 +208,11 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     gateway_port, server_port = free_port(), free_port()
     token = secrets.token_hex(24)
     gateway_log, server_log = root / "gateway.log", root / "server.log"
+    # No model settings anywhere but where a user of the server puts them.
+    machine = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_", "KERNEL_"))}
+    llm = FakeLlm([])
     env = {
-        **os.environ,
+        **machine,
         "JUPYTER_PATH": str(prefix / "share" / "jupyter"),
         "JUPYTER_DATA_DIR": str(root / "gateway-data"),
         "JUPYTER_RUNTIME_DIR": str(root / "gateway-runtime"),
@@ -231,7 +236,10 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     try:
         wait_for_http(eg, f"{gateway_url}/api/kernelspecs", {"Authorization": f"token {token}"}, gateway_log)
         server_env = {
-            **os.environ,
+            **machine,
+            # What a user sets for a remote kernel's %%ask: the server passes
+            # KERNEL_* variables on with every kernel start.
+            **{f"KERNEL_{name}": value for name, value in llm.env().items()},
             "JUPYTER_GATEWAY_AUTH_TOKEN": token,
             "JUPYTER_CONFIG_DIR": str(root / "server-config"),
             "JUPYTER_RUNTIME_DIR": str(root / "server-runtime"),
@@ -247,10 +255,11 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         servers.append(server)
         url = f"http://127.0.0.1:{server_port}"
         wait_for_http(server, f"{url}/api/status", {"Authorization": f"token {token}"}, server_log)
-        yield Server(url, token, [gateway_log, server_log])
+        yield Server(url, token, [gateway_log, server_log], llm)
     finally:
         for proc in reversed(servers):
             stop(proc)
+        llm.close()
 
 
 def start_kernel(server: Server, name: str = KERNEL_NAME) -> tuple[str, Channels]:
@@ -316,6 +325,25 @@ def test_cells_run_through_the_gateway(gateway: Server) -> None:
         pid = run_cells(channels)
         # The cells ran in the process the gateway launched for this kernel.
         assert pid in [p.pid for p in kernel_processes(kernel_id)]
+    finally:
+        channels.close()
+        gateway.api("DELETE", f"/api/kernels/{kernel_id}")
+
+
+def test_ask_runs_in_the_remote_kernel_with_settings_from_the_client(gateway: Server) -> None:
+    assert gateway.llm is not None
+    gateway.llm.answers.append("Computing remotely.\n```python\nremote = 6 * 7\nprint(remote)\n```")
+    kernel_id, channels = start_kernel(gateway)
+    try:
+        reply, outputs = channels.execute("%%ask --max-turns 1\nmultiply six by seven")
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert text_of(outputs).startswith("Computing remotely."), outputs
+        panels = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "display_data"]
+        assert "[output]\n42" in panels, panels
+        # The model was asked by the remote kernel, for this cell.
+        assert "multiply six by seven" in json.dumps(gateway.llm.requests[-1])
+        _, outputs = channels.execute("print(remote)")
+        assert text_of(outputs) == "42\n"
     finally:
         channels.close()
         gateway.api("DELETE", f"/api/kernels/{kernel_id}")
