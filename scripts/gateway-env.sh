@@ -2,13 +2,26 @@
 # Creates (or refreshes) .venv-gateway: Jupyter Enterprise Gateway as it ships
 # on PyPI, for the tests that run mahtab as a remote kernel behind it. Its
 # pins (jupyter_client<7, jupyter_server<2) would downgrade .venv, hence an
-# environment of its own. Idempotent.
+# environment of its own. Also installs Debian's openssh-server, the remote
+# host's sshd in the SSH test, and iproute2, which makes that host's network
+# namespace. Idempotent.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv-gateway"
 requirements="$root/scripts/requirements-gateway.txt"
 stamp="$venv/.requirements.sha256"
 python="${MAHTAB_BASE_PYTHON:-python3}"
+
+if [[ ! -x /usr/sbin/sshd || ! -x /usr/sbin/ip ]]; then
+    echo "==> installing Debian's openssh-server and iproute2 (apt-get)"
+    log="$(mktemp)"
+    # apt's chatter goes to a log that is shown only if the install fails.
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -qq --no-install-recommends openssh-server iproute2; } >"$log" 2>&1; then
+        cat "$log" >&2; exit 1
+    fi
+    rm -f "$log"
+fi
 
 if [[ ! -x "$venv/bin/python" ]]; then
     echo "==> creating the Enterprise Gateway environment in .venv-gateway"

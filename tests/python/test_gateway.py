@@ -13,6 +13,7 @@ websocket, as JupyterLab does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -193,12 +194,13 @@ def text_of(outputs: list[dict], name: str = "stdout") -> str:
     return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == name)
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+@contextlib.contextmanager
+def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Server]:
+    """Enterprise Gateway (with `gateway_env` on top of its settings here)
+    and a Jupyter server in front of it."""
     gateway_bin = GATEWAY_VENV / "bin" / "jupyter-enterprisegateway"
     if not gateway_bin.exists():
         pytest.fail("Enterprise Gateway is missing: run scripts/gateway-env.sh", pytrace=False)
-    root = tmp_path_factory.mktemp("gateway")
     prefix = root / "prefix"
     subprocess.run(
         [str(MAHTAB), "install", "--gateway", "distributed", "--prefix", str(prefix),
@@ -224,6 +226,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "EG_REMOTE_HOSTS": "localhost",
         # The Jupyter server lists kernels (off by default in the gateway).
         "EG_LIST_KERNELS": "True",
+        **gateway_env,
     }
     with gateway_log.open("w") as log:
         eg = subprocess.Popen(
@@ -260,6 +263,98 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         for proc in reversed(servers):
             stop(proc)
         llm.close()
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The gateway starting kernels on a host of its own (no SSH)."""
+    with gateway_and_server(tmp_path_factory.mktemp("gateway"), {}) as server:
+        yield server
+
+
+class SshHost:
+    """A host of the test's own: a network namespace joined to this one by
+    a veth pair, running Debian's sshd, with a key made for the test. It
+    shares the file system, so the binary and the Python environment are at
+    the same paths there, as the DistributedProcessProxy requires."""
+
+    def __init__(self, root: Path):
+        sshd = Path("/usr/sbin/sshd")
+        if os.geteuid() != 0 or not sshd.exists():
+            pytest.fail("the SSH test needs root and openssh-server: run scripts/gateway-env.sh", pytrace=False)
+        tag = os.getpid() % 60000
+        self.namespace = f"mahtab-{tag}"
+        self.outside, inside = f"mh{tag}", f"mn{tag}"
+        net = f"10.{213 + tag // 250 % 40}.{tag % 250}"
+        self.gateway_ip, self.ip = f"{net}.1", f"{net}.2"
+        self.home = root / "home"
+        ssh_dir = self.home / ".ssh"
+        ssh_dir.mkdir(parents=True)
+        host_key, client_key = root / "host_key", ssh_dir / "id_ed25519"
+        for key in (host_key, client_key):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        (root / "authorized_keys").write_text(Path(f"{client_key}.pub").read_text())
+        # The gateway's SSH client rejects unknown hosts.
+        (ssh_dir / "known_hosts").write_text(f"{self.ip} {Path(f'{host_key}.pub').read_text()}")
+        config = root / "sshd_config"
+        config.write_text(
+            f"ListenAddress {self.ip}\nHostKey {host_key}\nAuthorizedKeysFile {root / 'authorized_keys'}\n"
+            f"PidFile {root / 'sshd.pid'}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        )
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+        self.sshd: subprocess.Popen | None = None
+        for command in (
+            f"ip netns add {self.namespace}",
+            f"ip link add {self.outside} type veth peer name {inside}",
+            f"ip link set {inside} netns {self.namespace}",
+            f"ip addr add {self.gateway_ip}/24 dev {self.outside}",
+            f"ip link set {self.outside} up",
+            f"ip netns exec {self.namespace} ip addr add {self.ip}/24 dev {inside}",
+            f"ip netns exec {self.namespace} ip link set {inside} up",
+            f"ip netns exec {self.namespace} ip link set lo up",
+        ):
+            subprocess.run(command.split(), check=True, capture_output=True)
+        log = (root / "sshd.log").open("w")
+        self.sshd = subprocess.Popen(
+            ["ip", "netns", "exec", self.namespace, str(sshd), "-D", "-e", "-f", str(config)],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            try:
+                socket.create_connection((self.ip, 22), timeout=2).close()
+                break
+            except OSError:
+                if self.sshd.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"sshd did not start\n{(root / 'sshd.log').read_text()}")
+                time.sleep(0.1)  # poll interval while sshd starts
+
+    def close(self) -> None:
+        if self.sshd is not None:
+            stop(self.sshd)
+        subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.outside], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def ssh_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, SshHost]]:
+    """The gateway starting kernels on another host, over SSH."""
+    root = tmp_path_factory.mktemp("ssh-gateway")
+    host = SshHost(root)
+    try:
+        env = {
+            "EG_REMOTE_HOSTS": host.ip,
+            "EG_REMOTE_USER": "root",
+            # Where the remote host reaches the gateway.
+            "EG_RESPONSE_IP": host.gateway_ip,
+            # The gateway's SSH client finds its key and known_hosts in ~/.ssh.
+            "HOME": str(host.home),
+        }
+        with gateway_and_server(root, env) as server:
+            yield server, host
+    finally:
+        host.close()
 
 
 def start_kernel(server: Server, name: str = KERNEL_NAME) -> tuple[str, Channels]:
@@ -371,6 +466,28 @@ def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> 
     _, alive = psutil.wait_procs(kernel_processes(kernel_id), timeout=PROCESS_EXIT_TIMEOUT)
     assert not alive, f"kernel processes left after shutdown: {[p.cmdline() for p in alive]}"
     assert kernel_id not in [k["id"] for k in gateway.api("GET", "/api/kernels")]
+
+
+def network_namespace(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/net")
+
+
+def test_kernels_run_on_a_remote_host_over_ssh(ssh_gateway: tuple[Server, SshHost]) -> None:
+    server, host = ssh_gateway
+    kernel_id, channels = start_kernel(server)
+    try:
+        pid = run_cells(channels)
+        # The kernel runs on the other host: in its network namespace, where
+        # sshd started it.
+        assert network_namespace(pid) != network_namespace(os.getpid())
+        assert network_namespace(pid) == network_namespace(host.sshd.pid)
+        assert pid in [p.pid for p in kernel_processes(kernel_id)]
+        interrupt_long_cell(server, kernel_id, channels)
+    finally:
+        channels.close()
+        server.api("DELETE", f"/api/kernels/{kernel_id}")
+    _, alive = psutil.wait_procs(kernel_processes(kernel_id), timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive, f"kernel processes left on the remote host: {[p.cmdline() for p in alive]}"
 
 
 @pytest.fixture(scope="module")
