@@ -4,7 +4,11 @@
 # pins (jupyter_client<7, jupyter_server<2) would downgrade .venv, hence an
 # environment of its own. Also installs Debian's openssh-server, the remote
 # host's sshd in the SSH test, and iproute2, which makes that host's network
-# namespace. Idempotent.
+# namespace. The gateway's own kernel launchers and kernelspec templates are
+# not in its wheel but in its source distribution on PyPI: their etc/ folder
+# goes to .venv-gateway/share/enterprise-gateway (the benchmark starts
+# ipykernel with its Python launcher; the Kubernetes test renders its pod
+# template). Idempotent.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv-gateway"
@@ -32,5 +36,13 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     echo "==> installing Enterprise Gateway into .venv-gateway"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
     "$venv/bin/python" -m pip install --quiet -r "$requirements"
+    echo "==> unpacking Enterprise Gateway's launchers from its source distribution"
+    sdist="$(mktemp -d)"
+    "$venv/bin/python" -m pip download --quiet --no-deps --no-binary :all: -d "$sdist" -r "$requirements"
+    rm -rf "$venv/share/enterprise-gateway"
+    mkdir -p "$venv/share/enterprise-gateway"
+    tar -xzf "$sdist"/jupyter_enterprise_gateway-*.tar.gz -C "$venv/share/enterprise-gateway" \
+        --strip-components=1 --wildcards '*/etc/kernel-launchers' '*/etc/kernelspecs'
+    rm -rf "$sdist"
     echo "$want" > "$stamp"
 fi
