@@ -136,28 +136,71 @@ pub struct InstallOptions {
 }
 
 /// How Enterprise Gateway starts the kernel (its "process proxy").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gateway {
     /// On one of the gateway's remote hosts, over SSH (or directly when the
     /// host is the gateway's own); the binary and the Python environment
     /// must be at the same paths on every host.
     Distributed,
+    /// In a Kubernetes pod running `image` (built from
+    /// kernelspec/kubernetes/Dockerfile), which the gateway creates with its
+    /// own launcher and pod template, copied from `launcher_scripts` (its
+    /// etc/kernel-launchers/kubernetes/scripts).
+    Kubernetes {
+        image: String,
+        launcher_scripts: PathBuf,
+    },
 }
 
+/// The files of Enterprise Gateway's Kubernetes launcher a kernelspec
+/// carries in its `scripts` folder.
+const KUBERNETES_LAUNCHER_FILES: [&str; 2] = ["launch_kubernetes.py", "kernel-pod.yaml.j2"];
+
 impl Gateway {
-    fn process_proxy(self) -> &'static str {
+    fn process_proxy(&self) -> &'static str {
         match self {
             Gateway::Distributed => {
                 "enterprise_gateway.services.processproxies.distributed.DistributedProcessProxy"
+            }
+            Gateway::Kubernetes { .. } => {
+                "enterprise_gateway.services.processproxies.k8s.KubernetesProcessProxy"
             }
         }
     }
 }
 
 /// Turns a local kernelspec into one Enterprise Gateway starts through
-/// `gateway`'s process proxy: the kernel is started by `mahtab launch` with
-/// the arguments the gateway fills in, instead of a connection file.
-pub fn gateway_kernel_json(mut spec: Value, gateway: Gateway) -> Value {
+/// `gateway`'s process proxy. Distributed: the kernel is started by `mahtab
+/// launch` with the arguments the gateway fills in, instead of a connection
+/// file. Kubernetes: the gateway runs its own launcher from the kernelspec's
+/// folder `dir`, which creates the kernel's pod; the image's command is
+/// `mahtab launch`, which reads the same arguments from the pod's
+/// environment.
+pub fn gateway_kernel_json(mut spec: Value, gateway: &Gateway, dir: &Path) -> Value {
+    if let Gateway::Kubernetes { image, .. } = gateway {
+        let launcher = dir.join("scripts").join(KUBERNETES_LAUNCHER_FILES[0]);
+        let mut argv = vec![
+            Value::String("python".into()),
+            Value::String(launcher.display().to_string()),
+        ];
+        for (option, placeholder) in [
+            ("kernel-id", "{kernel_id}"),
+            ("port-range", "{port_range}"),
+            ("response-address", "{response_address}"),
+            ("public-key", "{public_key}"),
+        ] {
+            argv.push(Value::String(format!("--RemoteProcessProxy.{option}")));
+            argv.push(Value::String(placeholder.into()));
+        }
+        spec["argv"] = Value::Array(argv);
+        spec["metadata"]["process_proxy"] = serde_json::json!({
+            "class_name": gateway.process_proxy(),
+            "config": { "image_name": image },
+        });
+        // The image has debugpy and starts the kernel with --debugger.
+        spec["metadata"]["debugger"] = Value::Bool(true);
+        return spec;
+    }
     if let Some(argv) = spec["argv"].as_array_mut() {
         for arg in argv.iter_mut() {
             if arg == "kernel" {
@@ -266,8 +309,8 @@ pub fn install(options: &InstallOptions) -> Result<PathBuf, InstallError> {
         source,
     })?;
     let mut spec = kernel_json(&mahtab, &env.executable, &options.display_name, env.debugpy);
-    if let Some(gateway) = options.gateway {
-        spec = gateway_kernel_json(spec, gateway);
+    if let Some(gateway) = &options.gateway {
+        spec = gateway_kernel_json(spec, gateway, &dir);
     }
 
     let io = |action, path: &Path| {
@@ -285,6 +328,17 @@ pub fn install(options: &InstallOptions) -> Result<PathBuf, InstallError> {
     for (name, bytes) in LOGOS {
         let path = dir.join(name);
         std::fs::write(&path, bytes).map_err(io("cannot write", &path))?;
+    }
+    if let Some(Gateway::Kubernetes {
+        launcher_scripts, ..
+    }) = &options.gateway
+    {
+        let scripts = dir.join("scripts");
+        std::fs::create_dir_all(&scripts).map_err(io("cannot create", &scripts))?;
+        for name in KUBERNETES_LAUNCHER_FILES {
+            let from = launcher_scripts.join(name);
+            std::fs::copy(&from, scripts.join(name)).map_err(io("cannot copy", &from))?;
+        }
     }
     Ok(dir)
 }
@@ -350,7 +404,7 @@ mod tests {
     #[test]
     fn a_gateway_kernelspec_launches_with_the_gateways_arguments() {
         let local = kernel_json(Path::new("/opt/mahtab"), Path::new("/p"), "M", true);
-        let spec = gateway_kernel_json(local, Gateway::Distributed);
+        let spec = gateway_kernel_json(local, &Gateway::Distributed, Path::new("/k"));
         assert_eq!(
             spec["argv"],
             serde_json::json!([
@@ -374,6 +428,34 @@ mod tests {
             "enterprise_gateway.services.processproxies.distributed.DistributedProcessProxy"
         );
         assert_eq!(spec["metadata"]["debugger"], true);
+    }
+
+    #[test]
+    fn a_kubernetes_kernelspec_runs_the_gateways_launcher_for_the_image() {
+        let local = kernel_json(Path::new("/opt/mahtab"), Path::new("/p"), "M", false);
+        let gateway = Gateway::Kubernetes {
+            image: "registry.example/mahtab:1".into(),
+            launcher_scripts: PathBuf::from("/eg/scripts"),
+        };
+        let spec = gateway_kernel_json(local, &gateway, Path::new("/kernels/mahtab_kubernetes"));
+        assert_eq!(spec["argv"][0], "python");
+        assert_eq!(
+            spec["argv"][1],
+            "/kernels/mahtab_kubernetes/scripts/launch_kubernetes.py"
+        );
+        assert!(
+            spec["argv"]
+                .as_array()
+                .unwrap()
+                .contains(&"{public_key}".into())
+        );
+        let proxy = &spec["metadata"]["process_proxy"];
+        assert_eq!(
+            proxy["class_name"],
+            "enterprise_gateway.services.processproxies.k8s.KubernetesProcessProxy"
+        );
+        assert_eq!(proxy["config"]["image_name"], "registry.example/mahtab:1");
+        assert_eq!(spec["language"], "python");
     }
 
     #[test]

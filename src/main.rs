@@ -98,6 +98,16 @@ enum Commands {
         /// the kernel through this process proxy.
         #[arg(long, value_enum)]
         gateway: Option<GatewayArg>,
+        /// With --gateway kubernetes: the kernel image (built from
+        /// kernelspec/kubernetes/Dockerfile).
+        #[arg(long, required_if_eq("gateway", "kubernetes"))]
+        image: Option<String>,
+        /// With --gateway kubernetes: the folder holding Enterprise Gateway's
+        /// launch_kubernetes.py and kernel-pod.yaml.j2 (its
+        /// etc/kernel-launchers/kubernetes/scripts), copied into the
+        /// kernelspec.
+        #[arg(long, value_name = "DIR", required_if_eq("gateway", "kubernetes"))]
+        launcher_scripts: Option<PathBuf>,
     },
     /// Remove the kernelspec.
     Uninstall {
@@ -116,14 +126,8 @@ enum Commands {
 enum GatewayArg {
     /// Remote hosts over SSH (DistributedProcessProxy).
     Distributed,
-}
-
-impl From<GatewayArg> for install::Gateway {
-    fn from(gateway: GatewayArg) -> Self {
-        match gateway {
-            GatewayArg::Distributed => install::Gateway::Distributed,
-        }
-    }
+    /// Kubernetes pods (KubernetesProcessProxy).
+    Kubernetes,
 }
 
 #[derive(Args)]
@@ -208,17 +212,29 @@ fn main() -> Result<()> {
             display_name,
             python,
             gateway,
+            image,
+            launcher_scripts,
         } => {
-            let default_name = match gateway {
-                None => "mahtab",
-                Some(GatewayArg::Distributed) => "mahtab_distributed",
+            let (default_name, gateway) = match gateway {
+                None => ("mahtab", None),
+                Some(GatewayArg::Distributed) => {
+                    ("mahtab_distributed", Some(install::Gateway::Distributed))
+                }
+                Some(GatewayArg::Kubernetes) => (
+                    "mahtab_kubernetes",
+                    Some(install::Gateway::Kubernetes {
+                        image: image.context("--image is needed with --gateway kubernetes")?,
+                        launcher_scripts: launcher_scripts
+                            .context("--launcher-scripts is needed with --gateway kubernetes")?,
+                    }),
+                ),
             };
             let options = InstallOptions {
                 location: location.location(),
                 name: name.unwrap_or_else(|| default_name.to_owned()),
                 display_name,
                 python,
-                gateway: gateway.map(Into::into),
+                gateway,
             };
             let dir = install::install(&options)?;
             println!("Installed kernelspec {} in {}", options.name, dir.display());

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,8 +35,15 @@ from fake_llm import FakeLlm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GATEWAY_VENV = REPO_ROOT / ".venv-gateway"
+GATEWAY_PYTHON = GATEWAY_VENV / "bin" / "python"
+KUBERNETES_SCRIPTS = GATEWAY_VENV / "share" / "enterprise-gateway" / "etc" / "kernel-launchers" / "kubernetes" / "scripts"
 MAHTAB = REPO_ROOT / "target" / "release" / "mahtab"
+VENV_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+DOCKERFILE = REPO_ROOT / "kernelspec" / "kubernetes" / "Dockerfile"
+KERNEL_POD = Path(__file__).with_name("kernel_pod.py")
 KERNEL_NAME = "mahtab_distributed"
+# Started like a Kubernetes pod (see kernel_pod.py), on this host.
+POD_KERNEL_NAME = "mahtab_pod"
 
 SERVER_START_TIMEOUT = 60
 REPLY_TIMEOUT = 60  # the gateway's own kernel start takes a few seconds
@@ -202,11 +210,20 @@ def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Serv
     if not gateway_bin.exists():
         pytest.fail("Enterprise Gateway is missing: run scripts/gateway-env.sh", pytrace=False)
     prefix = root / "prefix"
+    install_kubernetes_kernelspec(prefix)
     subprocess.run(
-        [str(MAHTAB), "install", "--gateway", "distributed", "--prefix", str(prefix),
-         "--python", str(REPO_ROOT / ".venv" / "bin" / "python")],
+        [str(MAHTAB), "install", "--gateway", "distributed", "--prefix", str(prefix), "--python", str(VENV_PYTHON)],
         check=True, capture_output=True,
     )
+    # A kernel started from the pod the gateway's Kubernetes launcher makes
+    # for the mahtab_kubernetes kernelspec: its environment, the image's command.
+    kernels = prefix / "share" / "jupyter" / "kernels"
+    argv = [str(GATEWAY_PYTHON), str(KERNEL_POD), "run", str(kernels / "mahtab_kubernetes"), str(DOCKERFILE),
+            str(MAHTAB), str(VENV_PYTHON), "{kernel_id}", "{port_range}", "{response_address}", "{public_key}"]
+    pod_spec = json.loads((kernels / KERNEL_NAME / "kernel.json").read_text())
+    pod_spec.update(argv=argv, display_name="mahtab as a pod")
+    (kernels / POD_KERNEL_NAME).mkdir()
+    (kernels / POD_KERNEL_NAME / "kernel.json").write_text(json.dumps(pod_spec))
     gateway_port, server_port = free_port(), free_port()
     token = secrets.token_hex(24)
     gateway_log, server_log = root / "gateway.log", root / "server.log"
@@ -357,6 +374,17 @@ def ssh_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serv
         host.close()
 
 
+def install_kubernetes_kernelspec(prefix: Path) -> Path:
+    if not KUBERNETES_SCRIPTS.exists():
+        pytest.fail("Enterprise Gateway's launchers are missing: run scripts/gateway-env.sh", pytrace=False)
+    subprocess.run(
+        [str(MAHTAB), "install", "--gateway", "kubernetes", "--image", "example.org/mahtab-kernel:test",
+         "--launcher-scripts", str(KUBERNETES_SCRIPTS), "--prefix", str(prefix), "--python", str(VENV_PYTHON)],
+        check=True, capture_output=True,
+    )
+    return prefix / "share" / "jupyter" / "kernels" / "mahtab_kubernetes"
+
+
 def start_kernel(server: Server, name: str = KERNEL_NAME) -> tuple[str, Channels]:
     kernel = server.api("POST", "/api/kernels", {"name": name})
     return kernel["id"], Channels(server, kernel["id"])
@@ -466,6 +494,51 @@ def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> 
     _, alive = psutil.wait_procs(kernel_processes(kernel_id), timeout=PROCESS_EXIT_TIMEOUT)
     assert not alive, f"kernel processes left after shutdown: {[p.cmdline() for p in alive]}"
     assert kernel_id not in [k["id"] for k in gateway.api("GET", "/api/kernels")]
+
+
+def test_the_kubernetes_kernelspec_makes_a_pod_of_the_image(tmp_path: Path) -> None:
+    """Enterprise Gateway's own launcher and pod template, with the kernelspec
+    `mahtab install --gateway kubernetes` writes; the Kubernetes API is a
+    recorder (no cluster here), the pod is checked with the kubernetes
+    client's own model."""
+    spec_dir = install_kubernetes_kernelspec(tmp_path)
+    rendered = subprocess.run(
+        [str(GATEWAY_PYTHON), str(KERNEL_POD), "render", str(spec_dir), "k-1", "40000..41000", "10.0.0.5:8877", "KEY"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    pod = json.loads(rendered.stdout.splitlines()[-1])
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "example.org/mahtab-kernel:test"
+    assert "command" not in container, "the image's CMD (mahtab launch) runs"
+    env = {item["name"]: item["value"] for item in container["env"]}
+    # What mahtab launch reads from the pod's environment.
+    assert env["KERNEL_ID"] == "k-1" and env["PORT_RANGE"] == "40000..41000"
+    assert env["RESPONSE_ADDRESS"] == "10.0.0.5:8877" and env["PUBLIC_KEY"] == "KEY"
+    assert pod["spec"]["securityContext"]["runAsUser"] == 1000
+    assert pod["metadata"]["labels"]["kernel_id"] == "k-1"
+
+
+def test_the_kernel_image_builds_where_a_container_builder_runs() -> None:
+    if shutil.which("docker") is None or subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        pytest.skip("no container builder here (docker info fails): the image definition is not built")
+    built = subprocess.run(
+        ["docker", "build", "-f", str(DOCKERFILE), "-t", "mahtab-kernel:test", str(REPO_ROOT)],
+        capture_output=True, text=True, timeout=3600,
+    )
+    assert built.returncode == 0, built.stderr[-4000:]
+
+
+def test_a_kernel_started_as_its_pod_would_be_serves_through_the_gateway(gateway: Server) -> None:
+    """The pod's environment (rendered by the gateway's launcher) and the
+    image's command, run on this host: the kernel reaches the gateway with
+    nothing but what a pod gets."""
+    kernel_id, channels = start_kernel(gateway, POD_KERNEL_NAME)
+    try:
+        run_cells(channels)
+    finally:
+        channels.close()
+        gateway.api("DELETE", f"/api/kernels/{kernel_id}")
 
 
 def network_namespace(pid: int) -> str:
