@@ -202,36 +202,40 @@ def text_of(outputs: list[dict], name: str = "stdout") -> str:
     return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == name)
 
 
+def model_free_environment() -> dict[str, str]:
+    """This process's environment without model settings, so that a kernel
+    gets them only where a user of the server puts them."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_", "KERNEL_"))}
+
+
 @contextlib.contextmanager
-def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Server]:
-    """Enterprise Gateway (with `gateway_env` on top of its settings here)
-    and a Jupyter server in front of it."""
+def enterprise_gateway(root: Path, gateway_env: dict[str, str], kernelspecs: str = "all") -> Iterator[tuple[str, str, Path]]:
+    """Enterprise Gateway on loopback (with `gateway_env` on top of its
+    settings here), serving the mahtab kernelspecs (`kernelspecs` "all", or
+    "distributed" for that one only); yields its URL, token and log."""
     gateway_bin = GATEWAY_VENV / "bin" / "jupyter-enterprisegateway"
     if not gateway_bin.exists():
         pytest.fail("Enterprise Gateway is missing: run scripts/gateway-env.sh", pytrace=False)
     prefix = root / "prefix"
-    install_kubernetes_kernelspec(prefix)
     subprocess.run(
         [str(MAHTAB), "install", "--gateway", "distributed", "--prefix", str(prefix), "--python", str(VENV_PYTHON)],
         check=True, capture_output=True,
     )
-    # A kernel started from the pod the gateway's Kubernetes launcher makes
-    # for the mahtab_kubernetes kernelspec: its environment, the image's command.
-    kernels = prefix / "share" / "jupyter" / "kernels"
-    argv = [str(GATEWAY_PYTHON), str(KERNEL_POD), "run", str(kernels / "mahtab_kubernetes"), str(DOCKERFILE),
-            str(MAHTAB), str(VENV_PYTHON), "{kernel_id}", "{port_range}", "{response_address}", "{public_key}"]
-    pod_spec = json.loads((kernels / KERNEL_NAME / "kernel.json").read_text())
-    pod_spec.update(argv=argv, display_name="mahtab as a pod")
-    (kernels / POD_KERNEL_NAME).mkdir()
-    (kernels / POD_KERNEL_NAME / "kernel.json").write_text(json.dumps(pod_spec))
-    gateway_port, server_port = free_port(), free_port()
-    token = secrets.token_hex(24)
-    gateway_log, server_log = root / "gateway.log", root / "server.log"
-    # No model settings anywhere but where a user of the server puts them.
-    machine = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_", "KERNEL_"))}
-    llm = FakeLlm([])
+    if kernelspecs == "all":
+        install_kubernetes_kernelspec(prefix)
+        # A kernel started from the pod the gateway's Kubernetes launcher makes
+        # for the mahtab_kubernetes kernelspec: its environment, the image's command.
+        kernels = prefix / "share" / "jupyter" / "kernels"
+        argv = [str(GATEWAY_PYTHON), str(KERNEL_POD), "run", str(kernels / "mahtab_kubernetes"), str(DOCKERFILE),
+                str(MAHTAB), str(VENV_PYTHON), "{kernel_id}", "{port_range}", "{response_address}", "{public_key}"]
+        pod_spec = json.loads((kernels / KERNEL_NAME / "kernel.json").read_text())
+        pod_spec.update(argv=argv, display_name="mahtab as a pod")
+        (kernels / POD_KERNEL_NAME).mkdir()
+        (kernels / POD_KERNEL_NAME / "kernel.json").write_text(json.dumps(pod_spec))
+    port, token = free_port(), secrets.token_hex(24)
+    log = root / "gateway.log"
     env = {
-        **machine,
+        **model_free_environment(),
         "JUPYTER_PATH": str(prefix / "share" / "jupyter"),
         "JUPYTER_DATA_DIR": str(root / "gateway-data"),
         "JUPYTER_RUNTIME_DIR": str(root / "gateway-runtime"),
@@ -245,40 +249,53 @@ def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Serv
         "EG_LIST_KERNELS": "True",
         **gateway_env,
     }
-    with gateway_log.open("w") as log:
+    with log.open("w") as out:
         eg = subprocess.Popen(
-            [str(gateway_bin), "--ip=127.0.0.1", f"--port={gateway_port}", "--port_retries=0",
+            [str(gateway_bin), "--ip=127.0.0.1", f"--port={port}", "--port_retries=0",
              f"--EnterpriseGatewayApp.auth_token={token}", "--log-level=DEBUG"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
-    gateway_url = f"http://127.0.0.1:{gateway_port}"
-    servers = [eg]
+    url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(eg, f"{gateway_url}/api/kernelspecs", {"Authorization": f"token {token}"}, gateway_log)
-        server_env = {
-            **machine,
-            # What a user sets for a remote kernel's %%ask: the server passes
-            # KERNEL_* variables on with every kernel start.
-            **{f"KERNEL_{name}": value for name, value in llm.env().items()},
-            "JUPYTER_GATEWAY_AUTH_TOKEN": token,
-            "JUPYTER_CONFIG_DIR": str(root / "server-config"),
-            "JUPYTER_RUNTIME_DIR": str(root / "server-runtime"),
-        }
-        with server_log.open("w") as log:
-            server = subprocess.Popen(
-                [str(REPO_ROOT / ".venv" / "bin" / "jupyter-server"), "--no-browser", "--allow-root",
-                 "--ip=127.0.0.1", f"--port={server_port}", "--port-retries=0",
-                 f"--IdentityProvider.token={token}", f"--gateway-url={gateway_url}",
-                 f"--ServerApp.root_dir={root}"],
-                env=server_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        servers.append(server)
-        url = f"http://127.0.0.1:{server_port}"
-        wait_for_http(server, f"{url}/api/status", {"Authorization": f"token {token}"}, server_log)
-        yield Server(url, token, [gateway_log, server_log], llm)
+        wait_for_http(eg, f"{url}/api/kernelspecs", {"Authorization": f"token {token}"}, log)
+        yield url, token, log
     finally:
-        for proc in reversed(servers):
-            stop(proc)
+        stop(eg)
+
+
+@contextlib.contextmanager
+def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Server]:
+    """Enterprise Gateway and a Jupyter server in front of it, whose users'
+    %%ask is pointed at a scripted model (through KERNEL_* variables)."""
+    llm = FakeLlm([])
+    try:
+        with enterprise_gateway(root, gateway_env) as (gateway_url, token, gateway_log):
+            server_port = free_port()
+            server_log = root / "server.log"
+            server_env = {
+                **model_free_environment(),
+                # What a user sets for a remote kernel's %%ask: the server passes
+                # KERNEL_* variables on with every kernel start.
+                **{f"KERNEL_{name}": value for name, value in llm.env().items()},
+                "JUPYTER_GATEWAY_AUTH_TOKEN": token,
+                "JUPYTER_CONFIG_DIR": str(root / "server-config"),
+                "JUPYTER_RUNTIME_DIR": str(root / "server-runtime"),
+            }
+            with server_log.open("w") as log:
+                server = subprocess.Popen(
+                    [str(REPO_ROOT / ".venv" / "bin" / "jupyter-server"), "--no-browser", "--allow-root",
+                     "--ip=127.0.0.1", f"--port={server_port}", "--port-retries=0",
+                     f"--IdentityProvider.token={token}", f"--gateway-url={gateway_url}",
+                     f"--ServerApp.root_dir={root}"],
+                    env=server_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                )
+            try:
+                url = f"http://127.0.0.1:{server_port}"
+                wait_for_http(server, f"{url}/api/status", {"Authorization": f"token {token}"}, server_log)
+                yield Server(url, token, [gateway_log, server_log], llm)
+            finally:
+                stop(server)
+    finally:
         llm.close()
 
 

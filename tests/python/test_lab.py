@@ -106,6 +106,28 @@ def stop_lab(server: subprocess.Popen, runtime_dir: Path) -> list[str]:
 
 
 def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
+    run_notebook_in_lab(tmp_path, gateway=None)
+
+
+def test_lab_runs_the_notebook_on_a_kernel_behind_enterprise_gateway(tmp_path: Path) -> None:
+    """The same notebook, with Lab started with --gateway-url: the kernel is
+    started by Enterprise Gateway (mahtab launch, DistributedProcessProxy)."""
+    from test_gateway import MAHTAB, enterprise_gateway
+
+    gateway_root = tmp_path / "gateway"
+    gateway_root.mkdir()
+    with enterprise_gateway(gateway_root, {}, kernelspecs="distributed") as gateway:
+        run_notebook_in_lab(tmp_path, gateway=gateway)
+    launched = [
+        p for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [""])[0] == str(MAHTAB) and "launch" in p.info["cmdline"]
+    ]  # fmt: skip
+    assert not reap(launched, 10), "kernels the gateway launched are still running"
+
+
+def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -> None:
+    """Lab in Chromium runs the basics notebook; with `gateway` (its URL,
+    token and log), Lab's kernels are the gateway's."""
     if not CHROMIUM.exists() or not (BROWSER_SCRIPT.parent / "node_modules" / "playwright-core").exists():
         pytest.fail("Chromium or playwright-core is missing: run scripts/browser-env.sh", pytrace=False)
 
@@ -121,7 +143,12 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
 
     llm = FakeLlm([ASK_ANSWER])
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env.update(llm.env())
+    if gateway is None:
+        env.update(llm.env())
+    else:
+        # A gateway's kernel gets what the server sends as KERNEL_* variables.
+        env.update({f"KERNEL_{name}": value for name, value in llm.env().items()})
+        env["JUPYTER_GATEWAY_AUTH_TOKEN"] = gateway[1]
     env.update(
         # Kernelspecs only from .venv (its prefix also holds the widgets' Lab
         # extension); state that Lab and the kernel write goes to the test's dirs.
@@ -144,6 +171,8 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
     ]  # fmt: skip
     if os.geteuid() == 0:
         command.append("--allow-root")
+    if gateway is not None:
+        command.append(f"--gateway-url={gateway[0]}")
     log = tmp_path / "lab.log"
     with log.open("w") as log_file:
         server = subprocess.Popen(
@@ -170,9 +199,10 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
     finally:
         leftovers = stop_lab(server, runtime)
         llm.close()
+    gateway_log = "" if gateway is None else f"--- gateway (last lines) ---\n{''.join(gateway[2].read_text().splitlines(True)[-60:])}"
     assert returncode == 0, (
         f"the browser script failed ({returncode})\n--- browser ---\n{output}\n"
-        f"--- jupyter lab (last lines) ---\n{''.join(log.read_text().splitlines(True)[-60:])}"
+        f"--- jupyter lab (last lines) ---\n{''.join(log.read_text().splitlines(True)[-60:])}\n{gateway_log}"
     )
     assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
     # The agent asked the model and then its review, with the cell's request.
