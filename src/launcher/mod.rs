@@ -183,7 +183,8 @@ pub async fn launch(args: LaunchArgs, python: PythonConfig) -> Result<(), Launch
         signature_scheme: "hmac-sha256".to_owned(),
         kernel_name: None,
     };
-    // Each socket gets the retries the gateway's launchers give one port.
+    // The five sockets share the retries the gateway's launchers give five
+    // ports, one by one.
     let sockets = Sockets::bind_choosing(wanted, range.alternatives(5 * retries)).await?;
     let comm = bind_comm_port(range, retries).await?;
     let comm_port = comm.local_addr().map(|a| a.port()).unwrap_or_default();

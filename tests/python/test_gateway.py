@@ -48,6 +48,8 @@ POD_KERNEL_NAME = "mahtab_pod"
 SERVER_START_TIMEOUT = 60
 REPLY_TIMEOUT = 60  # the gateway's own kernel start takes a few seconds
 PROCESS_EXIT_TIMEOUT = 30
+# Loading the local model and a turn of it on 2 cores.
+LOCAL_MODEL_TIMEOUT = 240
 
 
 def free_port() -> int:
@@ -96,6 +98,7 @@ class Server:
         self.token = token
         self.logs = logs
         self.llm = llm  # the scripted model the server's kernels are pointed at
+        self.gateway: Server | None = None  # the gateway behind a Jupyter server
 
     def logs_text(self) -> str:
         return "\n".join(f"--- {log.name} ---\n{log.read_text()[-6000:]}" for log in self.logs)
@@ -171,7 +174,9 @@ class Channels:
             if matches(message):
                 return message
 
-    def execute(self, code: str, answers: Iterator[str] = iter(())) -> tuple[dict, list[dict]]:
+    def execute(
+        self, code: str, answers: Iterator[str] = iter(()), timeout: float = REPLY_TIMEOUT
+    ) -> tuple[dict, list[dict]]:
         """Runs `code`; answers input requests from `answers`; returns the
         execute_reply and the cell's IOPub messages up to its idle."""
         msg_id = self.send("shell", "execute_request", {
@@ -187,6 +192,7 @@ class Channels:
                     or (m["channel"] == "stdin" and m not in self.answered)
                 ),
                 f"idle or input request for {code!r}",
+                timeout,
             )
             if message["channel"] == "stdin":
                 self.answered.append(message)
@@ -282,7 +288,7 @@ def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Serv
                 "JUPYTER_RUNTIME_DIR": str(root / "server-runtime"),
             }
             with server_log.open("w") as log:
-                server = subprocess.Popen(
+                jupyter_server = subprocess.Popen(
                     [str(REPO_ROOT / ".venv" / "bin" / "jupyter-server"), "--no-browser", "--allow-root",
                      "--ip=127.0.0.1", f"--port={server_port}", "--port-retries=0",
                      f"--IdentityProvider.token={token}", f"--gateway-url={gateway_url}",
@@ -291,10 +297,12 @@ def gateway_and_server(root: Path, gateway_env: dict[str, str]) -> Iterator[Serv
                 )
             try:
                 url = f"http://127.0.0.1:{server_port}"
-                wait_for_http(server, f"{url}/api/status", {"Authorization": f"token {token}"}, server_log)
-                yield Server(url, token, [gateway_log, server_log], llm)
+                wait_for_http(jupyter_server, f"{url}/api/status", {"Authorization": f"token {token}"}, server_log)
+                server = Server(url, token, [gateway_log, server_log], llm)
+                server.gateway = Server(gateway_url, token, [gateway_log])
+                yield server
             finally:
-                stop(server)
+                stop(jupyter_server)
     finally:
         llm.close()
 
@@ -451,6 +459,23 @@ def interrupt_long_cell(server: Server, kernel_id: str, channels: Channels) -> N
     assert text_of(outputs).strip() == "42", "the namespace survives an interrupt"
 
 
+def restart(server: Server, kernel_id: str, channels: Channels) -> Channels:
+    """Restarts the kernel through the REST API: its process ends, a new one
+    serves a fresh namespace; returns the channels to the new one."""
+    first = kernel_processes(kernel_id)
+    assert first, "the launched kernel process is running"
+    server.api("POST", f"/api/kernels/{kernel_id}/restart")
+    _, still = psutil.wait_procs(first, timeout=PROCESS_EXIT_TIMEOUT)
+    assert not still, "a restart ends the kernel's first process"
+    channels.close()
+    channels = Channels(server, kernel_id)
+    _, outputs = channels.execute("print('kept' in globals())")
+    assert text_of(outputs).strip() == "False", "a restarted kernel starts afresh"
+    running = kernel_processes(kernel_id)
+    assert running and {p.pid for p in running}.isdisjoint(p.pid for p in first)
+    return channels
+
+
 def test_the_gateway_lists_the_mahtab_kernelspec(gateway: Server) -> None:
     specs = gateway.api("GET", "/api/kernelspecs")["kernelspecs"]
     assert KERNEL_NAME in specs, sorted(specs)
@@ -489,22 +514,32 @@ def test_ask_runs_in_the_remote_kernel_with_settings_from_the_client(gateway: Se
         gateway.api("DELETE", f"/api/kernels/{kernel_id}")
 
 
+def test_ask_without_a_provider_runs_the_local_model_in_the_remote_kernel(gateway: Server) -> None:
+    """Started on the gateway itself, with no model settings at all: %%ask
+    starts the local model inside the remote kernel's environment."""
+    eg = gateway.gateway
+    assert eg is not None
+    kernel_id, channels = start_kernel(eg)
+    try:
+        reply, outputs = channels.execute("%%ask --max-turns 1\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert "(starting the local model" in text_of(outputs), outputs
+        (kernel,) = kernel_processes(kernel_id)
+        model_servers = [p for p in kernel.children(recursive=True) if "GGUF" in " ".join(p.cmdline())]
+        assert model_servers, "the local model's server runs under the remote kernel"
+    finally:
+        channels.close()
+        eg.api("DELETE", f"/api/kernels/{kernel_id}")
+    _, alive = psutil.wait_procs(model_servers, timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive, "the local model's server ends with the kernel"
+
+
 def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> None:
     kernel_id, channels = start_kernel(gateway)
     try:
         # The gateway sends SIGINT over the kernel's communication port.
         interrupt_long_cell(gateway, kernel_id, channels)
-        first = kernel_processes(kernel_id)
-        assert first, "the launched kernel process is running"
-        gateway.api("POST", f"/api/kernels/{kernel_id}/restart")
-        _, still = psutil.wait_procs(first, timeout=PROCESS_EXIT_TIMEOUT)
-        assert not still, "a restart ends the kernel's first process"
-        channels.close()
-        channels = Channels(gateway, kernel_id)
-        _, outputs = channels.execute("print('kept' in globals())")
-        assert text_of(outputs).strip() == "False", "a restarted kernel starts afresh"
-        running = kernel_processes(kernel_id)
-        assert running and {p.pid for p in running}.isdisjoint(p.pid for p in first)
+        channels = restart(gateway, kernel_id, channels)
     finally:
         channels.close()
         gateway.api("DELETE", f"/api/kernels/{kernel_id}")
@@ -573,6 +608,10 @@ def test_kernels_run_on_a_remote_host_over_ssh(ssh_gateway: tuple[Server, SshHos
         assert network_namespace(pid) == network_namespace(host.sshd.pid)
         assert pid in [p.pid for p in kernel_processes(kernel_id)]
         interrupt_long_cell(server, kernel_id, channels)
+        channels = restart(server, kernel_id, channels)
+        _, outputs = channels.execute("import os\nprint(os.getpid())")
+        new_pid = int(text_of(outputs))
+        assert new_pid != pid and network_namespace(new_pid) == network_namespace(host.sshd.pid)
     finally:
         channels.close()
         server.api("DELETE", f"/api/kernels/{kernel_id}")
