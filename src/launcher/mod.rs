@@ -190,7 +190,6 @@ pub async fn launch(args: LaunchArgs, python: PythonConfig) -> Result<(), Launch
     let comm_port = comm.local_addr().map(|a| a.port()).unwrap_or_default();
 
     let connection = sockets.connection();
-    let connection_file = write_connection_file(&args.kernel_id, connection);
     // SAFETY: getpid and getpgid have no preconditions.
     let (pid, pgid) = unsafe { (libc::getpid(), libc::getpgid(0)) };
     let record = json!({
@@ -211,6 +210,7 @@ pub async fn launch(args: LaunchArgs, python: PythonConfig) -> Result<(), Launch
     });
     let sealed = payload::seal(&record, &args.public_key)?;
     respond(&args.response_address, &sealed).await?;
+    let connection_file = write_connection_file(&args.kernel_id, connection);
     tracing::info!(
         "launched for the gateway: kernel {} on ports {}..., communication port {comm_port}",
         args.kernel_id,
