@@ -359,11 +359,11 @@ fn request(
     let content = content.to_string();
     let result = match thread {
         Thread::Main { drain_fds, aside } => {
-            let main = buffer.main_request();
+            let previous = aside.then(|| buffer.main_request());
             buffer.serve_main(parent);
             let result = call_json(runtime, "request", (msg_type, content, buffers));
             drain_fds();
-            if aside {
+            if let Some(main) = previous {
                 buffer.serve_main(main);
             }
             result
