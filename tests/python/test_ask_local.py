@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import subprocess
+import sys
 import time
 
 import psutil
@@ -327,3 +329,27 @@ def test_shutting_the_kernel_down_stops_the_local_model(local_kernel) -> None:
     assert not server_up, f"the local model server (pid {server.pid}) still ran {after}"
     assert not kernel_up, f"the kernel (pid {kernel.pid}) still ran {after}"
     assert not outlived, f"the local model server (pid {server.pid}) outlived the kernel: not stopped at shutdown"
+
+
+def test_a_model_server_whose_kernel_is_gone_ends_by_itself(local_kernel, tmp_path) -> None:
+    """A kernel's death also sends its model server SIGTERM, but one that
+    comes while llama.cpp starts can be lost (a gateway stops a kernel with
+    SIGTERM right after its shutdown_request); the server then still ends,
+    because it watches for its kernel. Shown with a parent that sends no
+    signal at all: the server's own command, started by a process that exits
+    at once."""
+    execution = local_kernel.execute("%%ask --max-turns 1\nSay hello.", timeout=ASK_TIMEOUT)
+    execution.assert_ok()
+    (server,) = local_model_servers(local_kernel.km.provisioner.pid)
+    command = server.cmdline()[:-1]  # without the kernel's pid
+    starter = (
+        "import os, subprocess, sys; "
+        "print(subprocess.Popen(sys.argv[1:] + [str(os.getpid())], start_new_session=True,"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"
+    )
+    started = subprocess.run([sys.executable, "-c", starter, *command], capture_output=True, text=True, check=True)
+    orphan = psutil.Process(int(started.stdout))
+    _, alive = psutil.wait_procs([orphan], timeout=ASK_TIMEOUT)
+    for proc in alive:
+        proc.kill()  # so a failure leaves nothing behind
+    assert not alive, "a model server whose kernel is gone keeps running"

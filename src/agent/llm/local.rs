@@ -63,6 +63,7 @@ impl LocalModel {
             .arg(SERVER_SCRIPT)
             .arg(model_file)
             .arg(threads.to_string())
+            .arg(std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

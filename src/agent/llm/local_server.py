@@ -1,8 +1,9 @@
 """Serves a GGUF model with llama.cpp (the xllamacpp package) on a free
-loopback port, OpenAI-compatible, until SIGTERM. Prints "READY <url>" once
-it listens. Started by the kernel for %%ask when no provider is configured.
+loopback port, OpenAI-compatible, until SIGTERM or until the kernel that
+started it is gone. Prints "READY <url>" once it listens. Started by the
+kernel for %%ask when no provider is configured.
 
-Usage: python -c <this file> MODEL_PATH THREADS
+Usage: python -c <this file> MODEL_PATH THREADS KERNEL_PID
 """
 
 import os
@@ -11,6 +12,13 @@ import sys
 import threading
 
 import xllamacpp
+
+# The kernel (given, not read with getppid: it may be gone already). Its
+# death also sends SIGTERM (the parent-death signal), but one that comes
+# while llama.cpp starts can be taken by llama.cpp's own handler and lost
+# (seen when a gateway stopped a kernel right after its first %%ask), so the
+# parent is watched too.
+kernel = int(sys.argv[3])
 
 params = xllamacpp.CommonParams()
 params.model.path = sys.argv[1]
@@ -27,7 +35,7 @@ print("READY", server.listening_address, flush=True)
 stop = threading.Event()
 for sig in (signal.SIGTERM, signal.SIGINT):
     signal.signal(sig, lambda *_: stop.set())
-while not stop.is_set():
+while not stop.is_set() and os.getppid() == kernel:
     stop.wait(1)
 # Nothing to save, and the server's own shutdown may wait on its threads
 # (it hung after the kernel died and its SIGTERM came): leave at once.
