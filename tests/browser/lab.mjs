@@ -30,9 +30,12 @@ const INTERRUPT_TIMEOUT = 20_000;
 
 let step = 'start';
 const started = Date.now();
+function stamped(message) {
+  console.log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${message}`);
+}
 function log(message) {
   step = message;
-  console.log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${message}`);
+  stamped(message);
 }
 
 // A fresh profile for every run: nothing cached or remembered from before.
@@ -54,6 +57,19 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 const page = context.pages()[0] ?? (await context.newPage());
 page.on('pageerror', (error) => console.log(`page error: ${error.message}`));
+// Kernel websockets as the page opens and loses them, and the page's warnings:
+// when a run fails, these lines say whether the page reached its kernel.
+const withoutToken = (text) => text.replace(/token=[^&\s'"]*/g, 'token=...');
+page.on('websocket', (ws) => {
+  const url = withoutToken(ws.url());
+  stamped(`websocket opened: ${url}`);
+  ws.on('close', () => stamped(`websocket closed: ${url}`));
+});
+page.on('console', (message) => {
+  if (['warning', 'error'].includes(message.type())) {
+    stamped(`console.${message.type()}: ${withoutToken(message.text()).slice(0, 300)}`);
+  }
+});
 mkdirSync(ARTIFACTS, { recursive: true });
 
 async function screenshot(name) {

@@ -109,13 +109,56 @@ def test_lab_runs_the_notebook_in_chromium(tmp_path: Path) -> None:
     run_notebook_in_lab(tmp_path, gateway=None)
 
 
+def test_lab_runs_the_notebook_on_a_kernel_behind_enterprise_gateway(tmp_path: Path) -> None:
+    """The same notebook, with Lab started with --gateway-url: the kernel is
+    started by Enterprise Gateway (mahtab launch, DistributedProcessProxy)."""
+    from test_gateway import MAHTAB, enterprise_gateway
+
+    gateway_root = tmp_path / "gateway"
+    gateway_root.mkdir()
+    with enterprise_gateway(gateway_root, {}, kernelspecs="distributed") as gateway:
+        run_notebook_in_lab(tmp_path, gateway=gateway)
+    launched = [
+        p for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [""])[0] == str(MAHTAB) and "launch" in p.info["cmdline"]
+    ]  # fmt: skip
+    assert not reap(launched, 10), "kernels the gateway launched are still running"
+
+
+def start_notebook_session(url: str, token: str, notebook: str, log: Path) -> str:
+    """Starts the notebook's session through Lab's server (so the gateway
+    starts its kernel) and runs a cell there from a client of the test's own;
+    returns the kernel's id.
+
+    Why before the page: with any kernel, the page's first websocket fails its
+    handshake (Lab asks for the v1 subprotocol; jupyter_server answers with
+    none when it forwards to a gateway) and Lab retries at once, while
+    jupyter_server keeps its own connection to the gateway for the failed one
+    open. If the gateway is still setting that one up (its first
+    kernel_info round trip to a new kernel) when the retry arrives, it waits
+    for it to close before serving the retry: 30-50 s, until its ping times
+    out. A kernel that has answered a websocket client before is past that
+    round trip, so the retry replaces an open connection and goes on."""
+    from test_gateway import KERNEL_NAME as GATEWAY_KERNEL_NAME, Channels, Server
+
+    server = Server(url, token, [log])
+    session = server.api("POST", "/api/sessions", {
+        "path": notebook, "name": notebook, "type": "notebook", "kernel": {"name": GATEWAY_KERNEL_NAME},
+    })  # fmt: skip
+    kernel_id = session["kernel"]["id"]
+    channels = Channels(server, kernel_id)
+    try:
+        reply, _ = channels.execute("1 + 1")
+        assert reply["content"]["status"] == "ok", reply
+    finally:
+        channels.close()
+    return kernel_id
+
+
 def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -> None:
     """Lab in Chromium runs the basics notebook; with `gateway` (its URL,
-    token and log), Lab's kernels are the gateway's. (Through Enterprise
-    Gateway this passes on its own but not yet reliably in the full suite:
-    the first websocket Lab's server opens to the gateway can hang in the
-    gateway's nudge for most of a minute; not part of the suite until that
-    is understood.)"""
+    token and log), on a kernel behind the gateway that the notebook's
+    session started before the page opened (see start_notebook_session)."""
     if not CHROMIUM.exists() or not (BROWSER_SCRIPT.parent / "node_modules" / "playwright-core").exists():
         pytest.fail("Chromium or playwright-core is missing: run scripts/browser-env.sh", pytrace=False)
 
@@ -160,15 +203,18 @@ def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -
     if os.geteuid() == 0:
         command.append("--allow-root")
     if gateway is not None:
-        command.append(f"--gateway-url={gateway[0]}")
+        command += [f"--gateway-url={gateway[0]}", "--debug"]
     log = tmp_path / "lab.log"
     with log.open("w") as log_file:
         server = subprocess.Popen(
             command, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
         )
     leftovers: list[str] = []
+    output, returncode, gateway_kernel, notebook_kernels = "", None, None, []
     try:
         wait_for_lab(server, url, token, log)
+        if gateway is not None:
+            gateway_kernel = start_notebook_session(url, token, notebook, log)
         browser_env = dict(os.environ, LAB_URL=url, LAB_TOKEN=token, NOTEBOOK=notebook, ARTIFACTS=str(ARTIFACTS))
         try:
             result = subprocess.run(
@@ -184,15 +230,23 @@ def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -
             # TimeoutExpired carries bytes even when the run used text=True.
             output = b"".join(x or b"" for x in (exc.stdout, exc.stderr)).decode(errors="replace")
             output, returncode = f"{output}\n(timed out after {BROWSER_TIMEOUT} s)", None
+        if gateway_kernel is not None:
+            from test_gateway import Server
+
+            sessions = Server(url, token, [log]).api("GET", "/api/sessions")
+            notebook_kernels = [s["kernel"]["id"] for s in sessions if s["path"] == notebook]
     finally:
         leftovers = stop_lab(server, runtime)
         llm.close()
+    (tmp_path / "browser.log").write_text(output)
     gateway_log = "" if gateway is None else f"--- gateway (last lines) ---\n{''.join(gateway[2].read_text().splitlines(True)[-60:])}"
     assert returncode == 0, (
         f"the browser script failed ({returncode})\n--- browser ---\n{output}\n"
         f"--- jupyter lab (last lines) ---\n{''.join(log.read_text().splitlines(True)[-60:])}\n{gateway_log}"
     )
     assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
+    if gateway_kernel is not None:
+        assert notebook_kernels == [gateway_kernel], f"the notebook ran on {notebook_kernels}, not on {gateway_kernel}"
     # The agent asked the model and then its review, with the cell's request.
     assert len(llm.requests) == 2, llm.requests
     assert "6*7" in llm.requests[0]["messages"][-1]["content"]
