@@ -255,6 +255,8 @@ impl AgentSession {
             // For the triage graph a turn is a review.
             (Job::Ask { .. }, GraphKind::Triage) => triage::DEFAULT_MAX_REVIEWS,
         });
+        // Where this run's own messages start in its conversation.
+        let mut history_len = 0;
         let mut state = match &job {
             Job::Ask { prompt } => {
                 let memory = self.memory(ports).await;
@@ -271,6 +273,7 @@ impl AgentSession {
                     }
                     conversation.clone()
                 };
+                history_len = history.len();
                 let prompt = interpolate(ports, prompt.clone()).await;
                 let mut state = AgentState::new(prompt, history, max_turns);
                 state.recent_cells = recent_cells(ports).await;
@@ -338,17 +341,22 @@ impl AgentSession {
         effects.clear_status();
         if !searching {
             // Kept even when the run was interrupted: what was said stays said.
-            *self
+            // Only this run's messages are added: a run that ended meanwhile
+            // (an `ask()` in this run's code, a `%%ask` in a subshell) added
+            // its own, and they stay.
+            let mut conversation = self
                 .conversation
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner) = state.conversation.clone();
+                .unwrap_or_else(PoisonError::into_inner);
+            conversation.extend_from_slice(state.conversation.get(history_len..).unwrap_or(&[]));
             let memory = self
                 .memory
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
+            // Saved under the conversation's lock, so saves keep its order.
             if let Some(memory) = memory {
-                memory.save(&state.conversation, &secrets(&settings));
+                memory.save(&conversation, &secrets(&settings));
             }
         }
         let session = {

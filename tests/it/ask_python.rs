@@ -83,6 +83,7 @@ async fn agent_code_may_call_ask_again_without_deadlock() {
         Reply::Answer("```python\ninner = ask('the inner question')\n```".into()),
         Reply::Answer("The inner answer.".into()),
         Reply::Answer(DONE.into()),
+        Reply::Answer("Both, in order.".into()),
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
@@ -91,6 +92,29 @@ async fn agent_code_may_call_ask_again_without_deadlock() {
     let (_, iopub) = kernel.execute("inner").await;
     assert_eq!(result_text(&iopub), "'The inner answer.'");
     assert_eq!(prompts_asked(&llm)[1], "the inner question");
+
+    // The conversation keeps both runs: the inner one ended first, and the
+    // outer one's end does not write over it.
+    let (reply, _) = kernel.execute("%%ask\nwhat did we talk about?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let requests = llm.requests.lock().unwrap();
+    let history: Vec<(&str, &str)> = requests[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| Some((m["role"].as_str()?, m["content"].as_str()?.trim())))
+        .collect();
+    // Messages of their own, not only the code and output that mention them.
+    for said in [
+        ("user", "the inner question"),
+        ("assistant", "The inner answer."),
+        ("user", "ask yourself"),
+    ] {
+        assert!(
+            history.contains(&said),
+            "{said:?} is not in the follow-up's conversation: {history:#?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
