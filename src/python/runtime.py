@@ -493,6 +493,33 @@ _AGENT_ERRORS = {cls.__name__: cls for cls in (AskError, AskConfigError, AskProv
 RLM_MAX_DEPTH = 3
 
 
+def tools_on(context, tools):
+    """peek, grep and partition for an ``rlm()`` search: called without the
+    text (``grep("ERROR")``, ``partition(4)``, ``peek()``, ``peek(500)``) they
+    look at the searched value, as a model that was told its data is in
+    ``context`` often writes; with the text given they work as ever."""
+
+    def bound(tool, argument):
+        # `argument` is the one the call must still give besides the text.
+        @functools.wraps(tool)
+        def call(*args, **kwargs):
+            if "text" not in kwargs and len(args) + (argument in kwargs) == 1:
+                args = (context,) + args
+            return tool(*args, **kwargs)
+
+        return call
+
+    @functools.wraps(tools.peek)
+    def peek(*args, **kwargs):
+        if "text" not in kwargs and not args:
+            args = (context,)
+        elif len(args) == 1 and type(args[0]) is int and "n" not in kwargs:
+            args = (context, args[0])
+        return tools.peek(*args, **kwargs)
+
+    return {"peek": peek, "grep": bound(tools.grep, "pattern"), "partition": bound(tools.partition, "n")}
+
+
 class _FinalAnswer(BaseException):
     """Raised by ``FINAL()`` to end an rlm() sub-agent's code at once (a
     BaseException, so the code's own ``except Exception`` lets it pass)."""
@@ -1094,6 +1121,7 @@ class BaseRuntime:
             return self.rlm(query, context, _depth=_depth + 1, **kwargs)
 
         namespace = {"__name__": "__rlm__", "__builtins__": builtins, "context": context, "FINAL": FINAL, "rlm": nested}
+        namespace.update(tools_on(context, sys.modules["mahtab.tools"]))
         request = {
             "kind": "rlm",
             "query": str(query),

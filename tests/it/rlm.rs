@@ -65,6 +65,39 @@ async fn rlm_explores_a_description_and_returns_the_final_value() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_tools_look_at_the_searched_value_when_called_without_text() {
+    let llm = FakeLlm::start(vec![Reply::Answer(
+        "```python\n\
+         print(grep('ERROR'))\n\
+         print(peek(7))\n\
+         print(len(peek()) > 7, len(partition(3)), partition(['a', 'b'], 2))\n\
+         print(grep(context, 'idle', context=0).count('idle') == 5000)\n\
+         FINAL(peek(n=4))\n\
+         ```"
+        .into(),
+    )])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute(MAKE_LOG).await;
+    let (reply, iopub) = kernel.execute("found = rlm('what is wrong?', log)").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let (_, result) = kernel.execute("found").await;
+    assert_eq!(
+        result_text(&result),
+        "'boot\\n... [29811 more characters of 29815]'"
+    );
+    let output = panel_texts(&iopub, "output").concat();
+    for shown in [
+        "601: ERROR disk full",
+        "boot ok\n... [29808 more characters of 29815]",
+        "True 3 [['a'], ['b']]",
+        "True",
+    ] {
+        assert!(output.contains(shown), "{shown:?} not in {output}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn rlm_on_parts_shows_each_level_indented() {
     let llm = FakeLlm::start(vec![
         // The %%ask agent asks a sub-agent...
