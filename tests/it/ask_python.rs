@@ -118,6 +118,26 @@ async fn agent_code_may_call_ask_again_without_deadlock() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn ask_from_a_thread_answers_into_the_cell_that_started_it() {
+    let llm = FakeLlm::start(vec![Reply::Answer("Threaded answer.".into())]).await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute(
+            "import threading\n\
+             box = {}\n\
+             worker = threading.Thread(target=lambda: box.setdefault('answer', ask('from a thread')))\n\
+             worker.start()\n\
+             worker.join(60)\n\
+             print('got', repr(box.get('answer')))",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let stdout = stream_text(&iopub, "stdout");
+    assert!(stdout.contains("Threaded answer."), "{stdout}");
+    assert!(stdout.ends_with("got 'Threaded answer.'\n"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_interrupt_ends_ask_with_keyboard_interrupt_in_the_caller() {
     let llm = FakeLlm::start(vec![Reply::Stall(
         "Thinking".into(),
