@@ -31,6 +31,8 @@ pub const TOOLS: &[&str] = &[
     "grep",
     "partition",
     "rlm",
+    "files",
+    "grep_files",
     "read",
     "edit",
     "create",

@@ -9,16 +9,33 @@ messages that say what to do, so the model can correct itself.
 """
 
 import difflib
+import fnmatch
 import importlib
 import os
 import re
 import sys
 import tempfile
 
-__all__ = ["describe", "peek", "grep", "partition", "read", "edit", "create", "skill", "skills", "claude_sessions"]
+__all__ = [
+    "describe", "peek", "grep", "partition", "files", "grep_files", "read", "edit", "create", "skill", "skills",
+    "claude_sessions",
+]  # fmt: skip
 
 # Most matches grep lists before it says how many more there were.
 GREP_LIMIT = 200
+
+# Most paths files() lists before it says how many more there were.
+FILES_LIMIT = 200
+
+# Directories files() and grep_files() do not enter: version control's,
+# caches and installed packages, never what a question is about.
+SKIPPED_DIRECTORIES = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".tox", ".venv", "venv", "node_modules",
+})  # fmt: skip
+
+# Files grep_files() does not read: past this size, or binary.
+GREP_FILES_MAX_BYTES = 2 * 1024 * 1024
 
 # Asked before each file write when the run asked to confirm (set by the
 # kernel for the duration of agent code; None: write without asking).
@@ -196,6 +213,71 @@ def partition(text, n):
     if current:
         parts.append("".join(current))
     return parts
+
+
+def _matching_files(glob):
+    """Paths under the working directory, relative to it and sorted, that
+    match ``glob``: a glob without a slash matches file names at any depth
+    (``*.py``), one with a slash matches the path (``src/*.py``; ``*``
+    crosses directories there too)."""
+    by_name = "/" not in glob
+    glob = glob[2:] if glob.startswith("./") else glob
+    for root, directories, names in os.walk("."):
+        directories[:] = sorted(d for d in directories if d not in SKIPPED_DIRECTORIES)
+        for name in sorted(names):
+            path = os.path.normpath(os.path.join(root, name))
+            if fnmatch.fnmatchcase(name if by_name else path, glob):
+                yield path
+
+
+def files(glob="*"):
+    """Files under the working directory whose name (or, with a slash in
+    ``glob``, path) matches ``glob``, one per line with its size; at most 200
+    listed. Version control's directories, caches and virtual environments
+    are left out."""
+    listed, more = [], 0
+    for path in _matching_files(glob):
+        if len(listed) >= FILES_LIMIT:
+            more += 1
+            continue
+        try:
+            listed.append("%s  (%s)" % (path, _size(os.path.getsize(path))))
+        except OSError:  # a dangling link, or gone since the walk
+            listed.append("%s  (unreadable)" % path)
+    if not listed:
+        return "(no file matches %r under %s)" % (glob, os.getcwd())
+    if more:
+        listed.append("... [%d more files; narrow the glob]" % more)
+    return "\n".join(listed)
+
+
+def grep_files(pattern, glob="*"):
+    """Lines matching the regular expression ``pattern`` in the text files
+    that ``files(glob)`` would list, as ``path:number: line``; at most 200
+    matches. Binary files and files over 2 MB are skipped."""
+    regex = re.compile(pattern)
+    hits, more = [], 0
+    for path in _matching_files(glob):
+        try:
+            if os.path.getsize(path) > GREP_FILES_MAX_BYTES:
+                continue
+            with open(path, "rb") as file:
+                data = file.read()
+        except OSError:  # unreadable, a dangling link, or gone since the walk
+            continue
+        if b"\0" in data[:8192]:
+            continue
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if regex.search(line):
+                if len(hits) < GREP_LIMIT:
+                    hits.append("%s:%d: %s" % (path, number, line))
+                else:
+                    more += 1
+    if not hits:
+        return "(no line matches %r in files matching %r)" % (pattern, glob)
+    if more:
+        hits.append("... [%d more matches; narrow the pattern or the glob]" % more)
+    return "\n".join(hits)
 
 
 def _path(path):

@@ -55,6 +55,32 @@ async fn agent_code_calls_the_tools_without_importing_them() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn agent_code_finds_files_and_lines_in_the_working_directory() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprint(files('*.py'))\nprint(grep_files('TODO'))\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute(
+            "import os, tempfile\n\
+             os.chdir(tempfile.mkdtemp())\n\
+             os.mkdir('lib')\n\
+             with open('lib/notes.py', 'w') as f: f.write('# TODO: tests\\n')",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let (reply, iopub) = kernel.execute("%%ask\nwhat is left to do?").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let output = &panel_texts(&iopub, "output")[0];
+    assert!(output.contains("lib/notes.py  (14 bytes)"), "{output}");
+    assert!(output.contains("lib/notes.py:1: # TODO: tests"), "{output}");
+    let system = llm.requests.lock().unwrap()[0]["messages"][0]["content"].to_string();
+    assert!(system.contains("grep_files(pattern, glob="), "{system}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nkept_by_agent = 1\nprint(grep(log, '(unclosed'))\n```".into()),

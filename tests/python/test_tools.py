@@ -100,6 +100,46 @@ def test_partition_splits_text_at_lines_and_lists_evenly(tools):
         tools.partition(LOG, 0)
 
 
+def make_tree(root):
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "core.py").write_text("def load():\n    return 'TODO: cache'\n")
+    (root / "src" / "main.py").write_text("# TODO: flags\nimport pkg\n")
+    (root / "data.csv").write_text("a,b\n1,2\n")
+    (root / "blob.bin").write_bytes(b"TODO\0\x01")
+    (root / ".git").mkdir()
+    (root / ".git" / "notes.py").write_text("TODO: not this one\n")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "x.py").write_text("TODO\n")
+
+
+def test_files_lists_by_name_or_by_path_and_skips_tool_directories(tools, tmp_path):
+    make_tree(tmp_path)
+    assert tools.files("*.py") == "src/main.py  (25 bytes)\nsrc/pkg/core.py  (37 bytes)"
+    assert tools.files("src/*.py").splitlines() == ["src/main.py  (25 bytes)", "src/pkg/core.py  (37 bytes)"]
+    assert tools.files("src/pkg/*") == "src/pkg/core.py  (37 bytes)"
+    assert tools.files("./data.csv") == "data.csv  (8 bytes)"
+    assert "(no file matches '*.json'" in tools.files("*.json")
+    listed = [line.split("  ")[0] for line in tools.files().splitlines()]
+    assert listed == ["blob.bin", "data.csv", "src/main.py", "src/pkg/core.py"]
+
+
+def test_files_bounds_what_it_lists(tools, tmp_path):
+    for i in range(tools.FILES_LIMIT + 5):
+        (tmp_path / f"f{i:03}.txt").write_text("x")
+    lines = tools.files("*.txt").splitlines()
+    assert len(lines) == tools.FILES_LIMIT + 1
+    assert lines[-1] == "... [5 more files; narrow the glob]"
+
+
+def test_grep_files_finds_lines_in_text_files_only(tools, tmp_path):
+    make_tree(tmp_path)
+    assert tools.grep_files("TODO") == "src/main.py:1: # TODO: flags\nsrc/pkg/core.py:2:     return 'TODO: cache'"
+    assert tools.grep_files("TODO", "src/pkg/*") == "src/pkg/core.py:2:     return 'TODO: cache'"
+    assert "(no line matches 'nothing here'" in tools.grep_files("nothing here")
+    with pytest.raises(re.error):
+        tools.grep_files("(")
+
+
 def test_read_numbers_lines(tools, tmp_path):
     (tmp_path / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
     assert tools.read("m.py") == "1| a = 1\n2| b = 2\n3| c = 3"
