@@ -33,6 +33,7 @@ pub const TOOLS: &[&str] = &[
     "rlm",
     "files",
     "grep_files",
+    "git",
     "read",
     "edit",
     "create",

@@ -13,12 +13,13 @@ import fnmatch
 import importlib
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
 __all__ = [
-    "describe", "peek", "grep", "partition", "files", "grep_files", "read", "edit", "create", "skill", "skills",
-    "claude_sessions",
+    "describe", "peek", "grep", "partition", "files", "grep_files", "git", "read", "edit", "create", "skill",
+    "skills", "claude_sessions",
 ]  # fmt: skip
 
 # Most matches grep lists before it says how many more there were.
@@ -36,6 +37,16 @@ SKIPPED_DIRECTORIES = frozenset({
 
 # Files grep_files() does not read: past this size, or binary.
 GREP_FILES_MAX_BYTES = 2 * 1024 * 1024
+
+# What git() runs: subcommands that only read the repository.
+GIT_READ_ONLY = frozenset({"status", "diff", "log", "show", "blame", "ls-files", "grep", "shortlog"})
+
+# Options that would make a reading subcommand write a file or run a program
+# the repository's configuration names.
+GIT_REFUSED_OPTIONS = ("--output", "--ext-diff", "--textconv", "--open-files-in-pager", "-O")
+
+# How long git() waits for git.
+GIT_TIMEOUT = 30
 
 # Asked before each file write when the run asked to confirm (set by the
 # kernel for the duration of agent code; None: write without asking).
@@ -278,6 +289,33 @@ def grep_files(pattern, glob="*"):
     if more:
         hits.append("... [%d more matches; narrow the pattern or the glob]" % more)
     return "\n".join(hits)
+
+
+def git(*args):
+    """The output of ``git ARGS`` in the working directory, for the
+    subcommands that only read (status, diff, log, show, blame, ls-files,
+    grep, shortlog), e.g. ``git("log", "-5", "--oneline")``."""
+    if not args:
+        raise ValueError("git() needs a subcommand, e.g. git('status')")
+    args = [str(arg) for arg in args]
+    command, options = args[0], args[1:]
+    if command not in GIT_READ_ONLY:
+        raise PermissionError(
+            "git(%r): only %s are run; make changes in code the user sees" % (command, ", ".join(sorted(GIT_READ_ONLY)))
+        )
+    refused = [o for o in options if o.startswith(GIT_REFUSED_OPTIONS)]
+    if refused:
+        raise PermissionError("git(): %s is not run by the toolbox" % refused[0])
+    argv = ["git", "--no-pager", command]
+    if command in ("diff", "log", "show"):
+        argv += ["--no-ext-diff", "--no-textconv"]
+    completed = subprocess.run(
+        argv + options, capture_output=True, text=True, errors="replace", timeout=GIT_TIMEOUT,
+        env=dict(os.environ, GIT_PAGER="cat", GIT_TERMINAL_PROMPT="0"), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise RuntimeError("git %s failed: %s" % (" ".join(args), completed.stderr.strip()))
+    return completed.stdout.rstrip("\n")
 
 
 def _path(path):

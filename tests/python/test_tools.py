@@ -140,6 +140,29 @@ def test_grep_files_finds_lines_in_text_files_only(tools, tmp_path):
         tools.grep_files("(")
 
 
+def test_git_reads_the_repository_and_refuses_what_writes(tools, tmp_path, monkeypatch):
+    import subprocess
+
+    for name, value in (("NAME", "Test"), ("EMAIL", "test@example.org")):
+        monkeypatch.setenv(f"GIT_AUTHOR_{name}", value)
+        monkeypatch.setenv(f"GIT_COMMITTER_{name}", value)
+    with pytest.raises(RuntimeError, match="not a git repository"):
+        tools.git("status")
+    subprocess.run(["git", "init", "-q"], check=True)
+    (tmp_path / "m.py").write_text("a = 1\n")
+    subprocess.run(["git", "add", "m.py"], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "first version"], check=True)
+    (tmp_path / "m.py").write_text("a = 2\n")
+    assert tools.git("status", "--short") == " M m.py"
+    assert tools.git("log", "--format=%s") == "first version"
+    assert "-a = 1\n+a = 2" in tools.git("diff")
+    for refused in (("commit", "-am", "x"), ("push",), ("diff", "--output=out.txt"), ("log", "--ext-diff")):
+        with pytest.raises(PermissionError):
+            tools.git(*refused)
+    assert not (tmp_path / "out.txt").exists()
+    assert tools.git("status", "--short") == " M m.py"
+
+
 def test_read_numbers_lines(tools, tmp_path):
     (tmp_path / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
     assert tools.read("m.py") == "1| a = 1\n2| b = 2\n3| c = 3"
