@@ -60,3 +60,42 @@ def test_the_conversation_survives_a_restart_and_new_forgets_it(tmp_path: Path) 
         kc.stop_channels()
         km.shutdown_kernel(now=True)
         llm.close()
+
+
+def test_each_notebook_continues_its_own_conversation(tmp_path: Path) -> None:
+    """Kernels in one directory keep one conversation per notebook: the one
+    jupyter_server names in JPY_SESSION_NAME, or VS Code in its start-up
+    cell's __vsc_ipynb_file__; a kernel told neither keeps the directory's."""
+    llm = FakeLlm(["Noted: apple.", "Noted: cherry.", "Nothing yet.", "Apple.", "Cherry.", "Nothing here."])
+    base = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES and k != "JPY_SESSION_NAME"}
+    base.update(llm.env(), JUPYTER_DATA_DIR=str(tmp_path / "data"), IPYTHONDIR=str(tmp_path / "ipython"))
+
+    def ask_in_a_new_kernel(prompt: str, session_name: str | None = None, vscode_file: str | None = None) -> None:
+        env = dict(base, **({"JPY_SESSION_NAME": session_name} if session_name else {}))
+        km, kc = start_new_kernel(
+            kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env
+        )
+        try:
+            kernel = Kernel(km, kc)
+            if vscode_file:
+                kernel.execute(f"__vsc_ipynb_file__ = {vscode_file!r}").assert_ok()
+            kernel.execute(f"%%ask\n{prompt}").assert_ok()
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+
+    lab_notebook, vscode_notebook = str(tmp_path / "lab.ipynb"), str(tmp_path / "vscode.ipynb")
+    try:
+        ask_in_a_new_kernel("Remember apple.", session_name=lab_notebook)
+        ask_in_a_new_kernel("Remember cherry.", vscode_file=vscode_notebook)
+        ask_in_a_new_kernel("What do you remember?")
+        ask_in_a_new_kernel("What do you remember?", session_name=lab_notebook)
+        ask_in_a_new_kernel("What do you remember?", vscode_file=vscode_notebook)
+        ask_in_a_new_kernel("What do you remember now?")
+    finally:
+        llm.close()
+    remembered = [[fruit for fruit in ("apple", "cherry") if mentions(r, f"Remember {fruit}.")] for r in llm.requests]
+    assert remembered == [["apple"], ["cherry"], [], ["apple"], ["cherry"], []], remembered
+    # The directory's own conversation went on too.
+    assert mentions(llm.requests[5], "Nothing yet."), llm.requests[5]
+    assert len(list((tmp_path / "data" / "mahtab" / "conversations").glob("*.json"))) == 3
