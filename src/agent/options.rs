@@ -65,6 +65,9 @@ pub struct AskOptions {
     /// The kinds of action agent code may take without asking (see
     /// [`GUARDED_KINDS`]).
     pub allow: Option<Vec<String>>,
+    /// The answers' text also goes to the Python scope as it streams (an
+    /// `ask()` caller passed `on_token`).
+    pub forward_tokens: bool,
 }
 
 /// What the guard on agent code asks about (the names `--allow` takes).
@@ -111,8 +114,8 @@ impl AskOptions {
     /// Options given as keyword arguments of `ask()` (a JSON object whose
     /// keys are the options' names without dashes: `model`, `provider`,
     /// `max_turns`, `graph`, `informer`, `no_exec`, `confirm`, `new`,
-    /// `trace`, `allow`;
-    /// null means unset).
+    /// `trace`, `allow`, and `on_token`: whether the caller takes the text
+    /// as it streams; null means unset).
     pub fn from_json(value: &serde_json::Value) -> Result<AskOptions, UsageError> {
         let usage = |reason: String| UsageError(reason, ASK_USAGE);
         let mut options = AskOptions::default();
@@ -168,6 +171,7 @@ impl AskOptions {
                 "confirm" => options.confirm = switch()?,
                 "new" => options.new_conversation = switch()?,
                 "trace" => options.trace = switch()?,
+                "on_token" => options.forward_tokens = switch()?,
                 other => return Err(usage(format!("unknown option {other:?}"))),
             }
         }
@@ -243,7 +247,8 @@ pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider a
 [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
-graph=None, informer=False, no_exec=False, confirm=False, new=False, allow=None, trace=False)";
+graph=None, informer=False, no_exec=False, confirm=False, new=False, allow=None, trace=False, \
+on_token=None, on_code_block=None, on_execution=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
 [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";

@@ -315,6 +315,7 @@ impl AgentSession {
             started: Vec::new(),
             status: None,
             last_error: None,
+            forward_tokens: cell_options.forward_tokens,
         };
         let searching = matches!(job, Job::Search(_));
         let graph = match (job, kind) {
@@ -650,6 +651,14 @@ async fn skills<P: Ports>(ports: &P) -> Vec<super::prompts::Skill> {
     }
 }
 
+/// Gives the Python scope a piece of a shown answer, for an `ask()`
+/// caller's `on_token` (which runs on the caller's thread).
+async fn forward_token<P: Ports>(ports: &P, text: String) {
+    if let Err(e) = ports.python("token", json!({ "text": text })).await {
+        tracing::debug!("%%ask: on_token was not called: {e}");
+    }
+}
+
 /// What running agent code gave, as the Python scope reports it.
 #[derive(Debug, Deserialize)]
 struct CodeRun {
@@ -687,6 +696,9 @@ struct RunEffects<'a, P> {
     status: Option<String>,
     /// What the last agent code that failed raised (cleared by a success).
     last_error: Option<String>,
+    /// The shown answers' text also goes to the Python scope's `token` (an
+    /// `ask()` caller's `on_token`).
+    forward_tokens: bool,
 }
 
 impl<P: Ports> RunEffects<'_, P> {
@@ -765,8 +777,15 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             _ => None,
         };
         let mut blocks_shown = 0;
+        // Text for the caller's on_token, sent from the loop below: the
+        // provider's callback cannot wait for Python.
+        let forward = self.forward_tokens && showing != Showing::Hidden;
+        let (token_sender, mut tokens) = tokio::sync::mpsc::unbounded_channel::<String>();
         let result = {
             let mut on_text = |text: &str| {
+                if forward {
+                    let _ = token_sender.send(text.to_owned());
+                }
                 let mut shown = lock();
                 shown.push(text);
                 let Some(watch) = blocks.as_mut() else {
@@ -801,9 +820,13 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 tokio::select! {
                     result = &mut chat => break result,
                     _ = tick.tick() => lock().coalescer.tick(),
+                    Some(text) = tokens.recv() => forward_token(ports, text).await,
                 }
             }
         };
+        while let Ok(text) = tokens.try_recv() {
+            forward_token(ports, text).await;
+        }
         shown
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)

@@ -631,19 +631,69 @@ def take_from_debugger(key):
     return _debugger_kept.pop(key, None)
 
 
+class AskCallbacks:
+    """What an ``ask()`` caller wants to hear as the run goes, called on the
+    caller's thread: ``on_token(text)`` with each piece of the answers as they
+    stream, ``on_code_block(code, index)`` before each block of the model's
+    code runs, ``on_execution(output, error, index)`` after it (``error`` is
+    the traceback's text when the block failed, else None). An exception in
+    a callback is shown in the cell and the run goes on."""
+
+    def __init__(self, on_token=None, on_code_block=None, on_execution=None):
+        self.on_token = on_token
+        self.on_code_block = on_code_block
+        self.on_execution = on_execution
+        self.blocks = 0
+
+    @property
+    def wants_tokens(self):
+        return self.on_token is not None
+
+    def token(self, text):
+        self._call(self.on_token, text)
+
+    def code_block(self, code):
+        index, self.blocks = self.blocks, self.blocks + 1
+        self._call(self.on_code_block, code, index)
+        return index
+
+    def executed(self, result, index):
+        output, error = result["shown"], result.get("error")
+        if error and output.endswith(error):
+            output = output[: -len(error)]
+        self._call(self.on_execution, output, error, index)
+
+    @staticmethod
+    def _call(callback, *args):
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            traceback.print_exc()
+
+
 class AgentScope:
     """What an agent run may do in Python. The kernel's agent calls these
     methods on the thread that asked for the run (JSON text in and out)."""
 
-    def __init__(self, runtime, namespace):
+    def __init__(self, runtime, namespace, callbacks=None):
         self.runtime = runtime
         self.namespace = namespace
+        self.callbacks = callbacks or AskCallbacks()
 
     def run_code(self, args, output=None):
         request = json.loads(args)
-        return self.runtime.run_agent_code(
+        index = self.callbacks.code_block(request["code"])
+        result = self.runtime.run_agent_code(
             request["code"], self.namespace, bool(request.get("confirm")), request.get("allow") or (), output
         )
+        self.callbacks.executed(json.loads(result), index)
+        return result
+
+    def token(self, args):
+        self.callbacks.token(json.loads(args)["text"])
+        return "{}"
 
     def skills(self, args):
         return dumps({"skills": sys.modules["mahtab.tools"].skills()})
@@ -1076,13 +1126,19 @@ class BaseRuntime:
         allow=None,
         trace=False,
         informer=False,
+        on_token=None,
+        on_code_block=None,
+        on_execution=None,
     ):
         """Asks the agent, as an ``%%ask`` cell does, from Python code: the run
         streams into the running cell, its code runs in this namespace, and
         the model's final answer (without its code) is returned, a str whose
         ``.trace`` tells the nodes the run went through, with their time,
-        turns and tokens (``trace=True`` also shows it in the cell)."""
+        turns and tokens (``trace=True`` also shows it in the cell).
+        ``on_token``, ``on_code_block`` and ``on_execution`` are called as the
+        run goes (see AskCallbacks)."""
         __tracebackhide__ = True
+        callbacks = AskCallbacks(on_token, on_code_block, on_execution)
         options = {
             "model": model,
             "provider": provider,
@@ -1094,9 +1150,10 @@ class BaseRuntime:
             "allow": allow,
             "trace": trace,
             "informer": informer,
+            "on_token": callbacks.wants_tokens,
         }
         request = {"kind": "ask", "prompt": str(prompt), "options": options}
-        result = self._agent_request(request)
+        result = self._agent_request(request, AgentScope(self, self.user_ns, callbacks))
         return AskAnswer(result["answer"], result.get("trace"))
 
     def rlm(self, query, context, *, max_turns=None, max_depth=RLM_MAX_DEPTH, model=None, provider=None, _depth=0):
@@ -1234,7 +1291,7 @@ class BaseRuntime:
         tools.confirm_write = self._confirm_write if confirm else None
         finished = False
         namespace["__builtins__"] = self._agent_builtins(namespace)
-        failed = False
+        failed, error = False, None
         try:
             filename = self._agent_code_file(code)
             linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
@@ -1268,7 +1325,8 @@ class BaseRuntime:
             header = "Traceback (most recent call last):\n" if frames else ""
             told = header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
             # The model reads "<agent>", whatever file a debugger needed.
-            captured.append(told.replace('"%s"' % filename, '"<agent>"'))
+            error = told.replace('"%s"' % filename, '"<agent>"')
+            captured.append(error)
         finally:
             namespace["__builtins__"] = saved_builtins
             self._agent_code_finished()
@@ -1281,6 +1339,7 @@ class BaseRuntime:
                 "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
                 "rich_outputs": len(displayed),
                 "failed": failed,
+                "error": error,
                 "finished": finished,
             }
         )

@@ -138,6 +138,57 @@ async fn ask_from_a_thread_answers_into_the_cell_that_started_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn callbacks_hear_the_tokens_each_block_and_its_outcome() {
+    const ANSWER: &str =
+        "Computing it.\n```python\nx = 6 * 7\nprint(x)\n```\nAnd a check:\n```python\n1 / 0\n```";
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(ANSWER.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute(
+            "tokens, blocks, runs = [], [], []\n\
+             def on_code_block(code, index):\n\
+             \x20   blocks.append((index, code))\n\
+             \x20   if index == 1:\n\
+             \x20       raise ValueError('a callback failed')\n\
+             answer = ask('compute', max_turns=1, on_token=tokens.append, on_code_block=on_code_block,\n\
+             \x20             on_execution=lambda output, error, index: runs.append((index, output, error)))",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // A callback's exception is shown, and the run went on.
+    assert!(
+        stream_text(&iopub, "stderr").contains("ValueError: a callback failed"),
+        "{}",
+        stream_text(&iopub, "stderr")
+    );
+    // The streamed text (a JSON string is a Python literal here).
+    let check = format!(
+        "print(''.join(tokens) == {}, len(tokens) > 1)\n\
+         print(blocks)\n\
+         print(runs[0])\n\
+         print(runs[1][0], repr(runs[1][1]), runs[1][2].splitlines()[-1])",
+        serde_json::to_string(ANSWER).unwrap()
+    );
+    let (_, iopub) = kernel.execute(&check).await;
+    let printed = stream_text(&iopub, "stdout");
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines[0], "True True", "{printed}");
+    assert_eq!(
+        lines[1], "[(0, 'x = 6 * 7\\nprint(x)'), (1, '1 / 0')]",
+        "{printed}"
+    );
+    assert_eq!(lines[2], "(0, '42\\n', None)", "{printed}");
+    assert_eq!(
+        lines[3], "1 '' ZeroDivisionError: division by zero",
+        "{printed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_interrupt_ends_ask_with_keyboard_interrupt_in_the_caller() {
     let llm = FakeLlm::start(vec![Reply::Stall(
         "Thinking".into(),
