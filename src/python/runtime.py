@@ -1280,7 +1280,7 @@ class BaseRuntime:
         """
         refusal = None if confirm else self._guard(code, allow)
         if refusal is not None:
-            return dumps({"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "finished": False})
+            return dumps({"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal, "finished": False})
         captured = []
         displayed = []
         tools = sys.modules["mahtab.tools"]

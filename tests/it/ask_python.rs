@@ -189,6 +189,29 @@ async fn callbacks_hear_the_tokens_each_block_and_its_outcome() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn on_execution_hears_why_the_guard_did_not_run_a_block() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nimport subprocess\nsubprocess.run(['true'])\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    // No stdin in this request: the guard cannot ask, so it refuses.
+    let (reply, _) = kernel
+        .execute(
+            "runs = []\n\
+             ask('run true', max_turns=1,\n\
+             \x20   on_execution=lambda output, error, index: runs.append((index, output, error)))",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let (_, iopub) = kernel
+        .execute("print(runs[0][0], repr(runs[0][1]), 'no one can allow that here' in runs[0][2])")
+        .await;
+    assert_eq!(stream_text(&iopub, "stdout"), "0 '' True\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_interrupt_ends_ask_with_keyboard_interrupt_in_the_caller() {
     let llm = FakeLlm::start(vec![Reply::Stall(
         "Thinking".into(),
