@@ -428,13 +428,20 @@ def skills():
     return found
 
 
-def skill(name):
-    """The instructions of skill ``name``, to follow."""
+def skill(name, args=None):
+    """The instructions of skill ``name``, to follow. With ``args``, they
+    take the place of ``$ARGUMENTS`` in the skill's text, or, where it has
+    none, follow it as its arguments."""
     for directory in reversed(_skill_dirs()):
         path = os.path.join(directory, "%s.md" % name)
         if os.path.isfile(path):
             with open(path, encoding="utf-8", errors="replace") as file:
-                return file.read()
+                text = file.read()
+            if args is None:
+                return text
+            if "$ARGUMENTS" in text:
+                return text.replace("$ARGUMENTS", str(args))
+            return "%s\n\nArguments: %s\n" % (text.rstrip("\n"), args)
     available = ", ".join(sorted(skills())) or "none"
     raise LookupError("no skill named %r (available: %s)" % (name, available))
 

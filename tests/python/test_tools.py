@@ -229,6 +229,16 @@ def test_skills_come_from_the_user_and_the_project(tools, tmp_path):
         tools.skill("nope")
 
 
+def test_a_skill_takes_its_arguments(tools, tmp_path):
+    skills = tmp_path / ".mahtab" / "skills"
+    skills.mkdir(parents=True)
+    (skills / "explain.md").write_text("Explain a column\nDescribe the column $ARGUMENTS of the table.\n")
+    (skills / "debug.md").write_text("Debug a failing cell\nRead the traceback first.\n")
+    assert tools.skill("explain", "price") == "Explain a column\nDescribe the column price of the table.\n"
+    assert tools.skill("explain") == "Explain a column\nDescribe the column $ARGUMENTS of the table.\n"
+    assert tools.skill("debug", "cell 3") == "Debug a failing cell\nRead the traceback first.\n\nArguments: cell 3\n"
+
+
 def test_claude_sessions_are_text_to_grep(tools, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     project = tmp_path / ".claude" / "projects" / "proj"
