@@ -688,8 +688,8 @@ class AgentScope:
         result = self.runtime.run_agent_code(
             request["code"], self.namespace, bool(request.get("confirm")), request.get("allow") or (), output
         )
-        self.callbacks.executed(json.loads(result), index)
-        return result
+        self.callbacks.executed(result, index)
+        return dumps(result)
 
     def token(self, args):
         self.callbacks.token(json.loads(args)["text"])
@@ -1274,13 +1274,14 @@ class BaseRuntime:
         (plots, tables, a rich last value) reaches the user as it comes, and
         the model gets its text form; ``output``, if given, is called with
         the text as it is written (the kernel shows it while the code runs).
-        Returns JSON text: {"output": for the
-        model, "shown": for the panel (without the rich output, already on
-        screen), "rich_outputs": how many, "failed": ...}.
+        Returns {"output": for the model, "shown": for the panel (without
+        the rich output, already on screen), "rich_outputs": how many,
+        "failed", "error": the traceback's (or the guard's) text, or None,
+        "finished": whether it called FINAL()}.
         """
         refusal = None if confirm else self._guard(code, allow)
         if refusal is not None:
-            return dumps({"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal, "finished": False})
+            return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal, "finished": False}
         captured = []
         displayed = []
         tools = sys.modules["mahtab.tools"]
@@ -1333,16 +1334,14 @@ class BaseRuntime:
             sys.stdout, sys.stderr, self._agent_displays, tools.confirm_write = saved
         shown = "".join(captured)
         told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
-        return dumps(
-            {
-                "output": clip_middle(told, AGENT_OUTPUT_LIMIT),
-                "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
-                "rich_outputs": len(displayed),
-                "failed": failed,
-                "error": error,
-                "finished": finished,
-            }
-        )
+        return {
+            "output": clip_middle(told, AGENT_OUTPUT_LIMIT),
+            "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
+            "rich_outputs": len(displayed),
+            "failed": failed,
+            "error": error,
+            "finished": finished,
+        }
 
     def _agent_code_file(self, code):
         """The name agent code compiles under: "<agent>", or, once the

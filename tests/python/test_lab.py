@@ -125,10 +125,10 @@ def test_lab_runs_the_notebook_on_a_kernel_behind_enterprise_gateway(tmp_path: P
     assert not reap(launched, 10), "kernels the gateway launched are still running"
 
 
-def start_notebook_session(url: str, token: str, notebook: str, log: Path) -> str:
-    """Starts the notebook's session through Lab's server (so the gateway
-    starts its kernel) and runs a cell there from a client of the test's own;
-    returns the kernel's id.
+def start_notebook_session(server, notebook: str) -> str:
+    """Starts the notebook's session through Lab's server (a test_gateway
+    Server; the gateway starts its kernel) and runs a cell there from a client
+    of the test's own; returns the kernel's id.
 
     Why before the page: with any kernel, the page's first websocket fails its
     handshake (Lab asks for the v1 subprotocol; jupyter_server answers with
@@ -139,9 +139,8 @@ def start_notebook_session(url: str, token: str, notebook: str, log: Path) -> st
     for it to close before serving the retry: 30-50 s, until its ping times
     out. A kernel that has answered a websocket client before is past that
     round trip, so the retry replaces an open connection and goes on."""
-    from test_gateway import KERNEL_NAME as GATEWAY_KERNEL_NAME, Channels, Server
+    from test_gateway import KERNEL_NAME as GATEWAY_KERNEL_NAME, Channels
 
-    server = Server(url, token, [log])
     session = server.api("POST", "/api/sessions", {
         "path": notebook, "name": notebook, "type": "notebook", "kernel": {"name": GATEWAY_KERNEL_NAME},
     })  # fmt: skip
@@ -214,7 +213,10 @@ def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -
     try:
         wait_for_lab(server, url, token, log)
         if gateway is not None:
-            gateway_kernel = start_notebook_session(url, token, notebook, log)
+            from test_gateway import Server
+
+            lab_api = Server(url, token, [log])
+            gateway_kernel = start_notebook_session(lab_api, notebook)
         browser_env = dict(os.environ, LAB_URL=url, LAB_TOKEN=token, NOTEBOOK=notebook, ARTIFACTS=str(ARTIFACTS))
         try:
             result = subprocess.run(
@@ -230,10 +232,8 @@ def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -
             # TimeoutExpired carries bytes even when the run used text=True.
             output = b"".join(x or b"" for x in (exc.stdout, exc.stderr)).decode(errors="replace")
             output, returncode = f"{output}\n(timed out after {BROWSER_TIMEOUT} s)", None
-        if gateway_kernel is not None:
-            from test_gateway import Server
-
-            sessions = Server(url, token, [log]).api("GET", "/api/sessions")
+        if gateway is not None:
+            sessions = lab_api.api("GET", "/api/sessions")
             notebook_kernels = [s["kernel"]["id"] for s in sessions if s["path"] == notebook]
     finally:
         leftovers = stop_lab(server, runtime)
