@@ -253,8 +253,10 @@ GRAPHS = (
 def test_every_graph_runs_end_to_end_with_the_local_model(local_kernel) -> None:
     # Plumbing, not quality: whatever the model answers, each graph's run
     # ends with its summary, its panels in pairs, and the kernel usable.
-    local_kernel.execute("prices = [3, 1, 2]").assert_ok()
     for graph in GRAPHS:
+        # Set before each run: the model's code of the run before may have
+        # put something else under the name.
+        local_kernel.execute("prices = [3, 1, 2]").assert_ok()
         ask = local_kernel.execute(
             f"%%ask {graph} --new\nWhat is the sum of prices?",
             timeout=ASK_TIMEOUT,
