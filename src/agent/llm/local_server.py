@@ -9,15 +9,13 @@ Usage: python -c <this file> MODEL_PATH THREADS KERNEL_PID
 import os
 import signal
 import sys
-import threading
+import time
 
 import xllamacpp
 
 # The kernel (given, not read with getppid: it may be gone already). Its
-# death also sends SIGTERM (the parent-death signal), but one that comes
-# while llama.cpp starts can be taken by llama.cpp's own handler and lost
-# (seen when a gateway stopped a kernel right after its first %%ask), so the
-# parent is watched too.
+# death also sends SIGTERM (the parent-death signal); the parent is watched
+# too, in case a signal is lost.
 kernel = int(sys.argv[3])
 
 params = xllamacpp.CommonParams()
@@ -32,11 +30,13 @@ params.model_alias = {"local-model"}
 server = xllamacpp.Server(params)
 print("READY", server.listening_address, flush=True)
 
-stop = threading.Event()
+# Nothing to save, and the server's own shutdown may wait on its threads:
+# leave at once. The handler exits itself: one that set a threading.Event
+# deadlocked when the signal came while the main thread held that Event's
+# lock in wait() (seen: a server left running after a gateway stopped its
+# kernel, its main thread blocked on the lock).
 for sig in (signal.SIGTERM, signal.SIGINT):
-    signal.signal(sig, lambda *_: stop.set())
-while not stop.is_set() and os.getppid() == kernel:
-    stop.wait(1)
-# Nothing to save, and the server's own shutdown may wait on its threads
-# (it hung after the kernel died and its SIGTERM came): leave at once.
+    signal.signal(sig, lambda *_: os._exit(0))
+while os.getppid() == kernel:
+    time.sleep(1)
 os._exit(0)
