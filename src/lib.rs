@@ -1,6 +1,8 @@
 //! mahtab: a Jupyter kernel for Python, written in Rust, with an AI agent.
 //!
 //! # Layout
+//! - [`zmtp`]: ZeroMQ's transport for the sockets the kernel binds (ROUTER,
+//!   XPUB, REP), each peer with a bounded queue of its own.
 //! - [`wire`]: ZeroMQ frames <-> messages; HMAC signing and replay checks.
 //! - [`kernel`]: the five channels (shell, control, IOPub, stdin, heartbeat)
 //!   and what every request does; talks to Python only through a handle.
@@ -22,3 +24,4 @@ pub mod kernel;
 pub mod launcher;
 pub mod python;
 pub mod wire;
+pub mod zmtp;

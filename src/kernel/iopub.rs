@@ -1,22 +1,22 @@
 //! The IOPub channel: one actor task owns the XPUB socket; everyone else
 //! publishes through a cloneable [`Iopub`] handle.
 //!
-//! zeromq's XPUB registers a subscriber only when the socket is read, so the
-//! actor reads subscriptions while it publishes. On each subscription it sends
-//! `iopub_welcome` (JEP 65) and records that a subscriber exists, which the
-//! shell uses to avoid publishing a client's first request into the void (the
-//! slow-joiner race).
+//! The actor signs each message and hands it to the socket, which queues it
+//! for each subscriber without waiting (a subscriber that stops reading
+//! misses messages past its queue's bound; the others are not delayed). On
+//! each subscription it sends `iopub_welcome` (JEP 65) to that subscriber and
+//! records that a subscriber exists, which the shell uses to avoid publishing
+//! a client's first request into the void (the slow-joiner race).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::wire::{Codec, Outgoing, no_parent};
+use crate::zmtp::XPub;
 use bytes::Bytes;
 use jupyter_protocol::{ExecutionState, IoPubWelcome, Status};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
-use zeromq::{SocketRecv, SocketSend, XPubSocket, ZmqMessage};
-
-use crate::wire::{Codec, Outgoing, no_parent};
 
 enum Command {
     Publish(Outgoing),
@@ -33,7 +33,7 @@ pub struct Iopub {
 
 impl Iopub {
     /// Starts the actor that owns `socket`.
-    pub fn start(socket: XPubSocket, codec: Arc<Codec>) -> (Self, tokio::task::JoinHandle<()>) {
+    pub fn start(socket: XPub, codec: Arc<Codec>) -> (Self, tokio::task::JoinHandle<()>) {
         let (commands, receiver) = mpsc::unbounded_channel();
         let (subscribed_tx, subscribed) = watch::channel(false);
         let task = tokio::spawn(run(socket, codec, receiver, subscribed_tx));
@@ -63,7 +63,8 @@ impl Iopub {
         self.send(Outgoing::typed(Status { execution_state }, parent));
     }
 
-    /// Waits until everything published so far has been handed to the socket.
+    /// Waits until everything published so far has been queued for each
+    /// subscriber (never for a subscriber to read it).
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.commands.send(Command::Flush(done)).is_ok() {
@@ -81,55 +82,30 @@ impl Iopub {
 }
 
 async fn run(
-    mut socket: XPubSocket,
+    mut socket: XPub,
     codec: Arc<Codec>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     subscribed: watch::Sender<bool>,
 ) {
     loop {
+        // Not biased: a steady stream of output must not keep a new
+        // subscriber waiting for its welcome.
         tokio::select! {
-            biased;
             command = commands.recv() => match command {
-                Some(Command::Publish(out)) => send(&mut socket, &codec, &out).await,
+                Some(Command::Publish(out)) => socket.publish(codec.encode(&out)),
                 Some(Command::Flush(done)) => {
                     let _ = done.send(());
                 }
                 None => break,
             },
-            incoming = socket.recv() => match incoming {
-                Ok(message) => {
-                    if let Some(topic) = subscription_topic(&message) {
-                        tracing::debug!("iopub: new subscription {topic:?}");
-                        let topic_frame = Bytes::from(topic.clone().into_bytes());
-                        let mut welcome = Outgoing::typed(IoPubWelcome::new(topic), no_parent());
-                        welcome.identities = vec![topic_frame];
-                        send(&mut socket, &codec, &welcome).await;
-                        subscribed.send_replace(true);
-                    }
-                }
-                Err(e) => tracing::debug!("iopub: receive error: {e}"),
-            },
-        }
-    }
-}
-
-async fn send(socket: &mut XPubSocket, codec: &Codec, out: &Outgoing) {
-    let frames = codec.encode(out);
-    match ZmqMessage::try_from(frames) {
-        Ok(message) => {
-            if let Err(e) = socket.send(message).await {
-                tracing::warn!("iopub: failed to publish {}: {e}", out.msg_type);
+            Some(subscription) = socket.subscription() => {
+                let topic = String::from_utf8_lossy(&subscription.topic).into_owned();
+                tracing::debug!("iopub: new subscription {topic:?}");
+                let mut welcome = Outgoing::typed(IoPubWelcome::new(topic), no_parent());
+                welcome.identities = vec![subscription.topic];
+                socket.send_to(subscription.peer, codec.encode(&welcome));
+                subscribed.send_replace(true);
             }
         }
-        Err(e) => tracing::warn!("iopub: cannot frame {}: {e:?}", out.msg_type),
-    }
-}
-
-/// The topic of a subscribe message (`\x01` + topic); None for unsubscribes.
-fn subscription_topic(message: &ZmqMessage) -> Option<String> {
-    let frame = message.get(0)?;
-    match frame.split_first() {
-        Some((1, topic)) => Some(String::from_utf8_lossy(topic).into_owned()),
-        _ => None,
     }
 }

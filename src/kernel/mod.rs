@@ -29,7 +29,6 @@ use std::time::Duration;
 use jupyter_protocol::{ConnectionInfo, ExecutionState, Stdio, StreamContent, Transport};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use zeromq::{RepSocket, RouterSocket, Socket, XPubSocket};
 
 use crate::agent::session::AgentSession;
 use crate::python::{
@@ -37,6 +36,7 @@ use crate::python::{
     PythonHandle, StreamName,
 };
 use crate::wire::{Codec, Signer, SigningError, no_parent};
+use crate::zmtp::{Endpoint, Listener, Router, XPub};
 use iopub::Iopub;
 use router::{Replies, RouterChannel};
 use stdin::Stdin;
@@ -60,7 +60,7 @@ pub enum KernelError {
     Bind {
         channel: &'static str,
         endpoint: String,
-        source: zeromq::ZmqError,
+        source: std::io::Error,
     },
 }
 
@@ -87,11 +87,11 @@ struct Shared {
 /// reaches them.
 pub struct Sockets {
     connection: ConnectionInfo,
-    heartbeat: RepSocket,
-    iopub: XPubSocket,
-    control: RouterSocket,
-    shell: RouterSocket,
-    stdin: RouterSocket,
+    heartbeat: Listener,
+    iopub: Listener,
+    control: Listener,
+    shell: Listener,
+    stdin: Listener,
 }
 
 impl Sockets {
@@ -107,35 +107,13 @@ impl Sockets {
         mut connection: ConnectionInfo,
         mut alternative: impl FnMut() -> Option<u16>,
     ) -> Result<Self, KernelError> {
-        let mut heartbeat = RepSocket::new();
-        let mut iopub = XPubSocket::new();
-        let mut control = RouterSocket::new();
-        let mut shell = RouterSocket::new();
-        let mut stdin = RouterSocket::new();
         let address = (connection.transport.clone(), connection.ip.clone());
         let choose: &mut dyn FnMut() -> Option<u16> = &mut alternative;
-        connection.hb_port = bind(
-            &mut heartbeat,
-            "heartbeat",
-            &address,
-            connection.hb_port,
-            choose,
-        )
-        .await?;
-        connection.iopub_port =
-            bind(&mut iopub, "iopub", &address, connection.iopub_port, choose).await?;
-        connection.control_port = bind(
-            &mut control,
-            "control",
-            &address,
-            connection.control_port,
-            choose,
-        )
-        .await?;
-        connection.shell_port =
-            bind(&mut shell, "shell", &address, connection.shell_port, choose).await?;
-        connection.stdin_port =
-            bind(&mut stdin, "stdin", &address, connection.stdin_port, choose).await?;
+        let heartbeat = bind("heartbeat", &address, &mut connection.hb_port, choose).await?;
+        let iopub = bind("iopub", &address, &mut connection.iopub_port, choose).await?;
+        let control = bind("control", &address, &mut connection.control_port, choose).await?;
+        let shell = bind("shell", &address, &mut connection.shell_port, choose).await?;
+        let stdin = bind("stdin", &address, &mut connection.stdin_port, choose).await?;
         Ok(Self {
             connection,
             heartbeat,
@@ -170,9 +148,15 @@ pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelE
     let signer = Signer::new(&connection.signature_scheme, connection.key.as_bytes())?;
     let codec = Arc::new(Codec::new(signer, uuid::Uuid::new_v4().to_string()));
 
-    let (iopub, iopub_task) = Iopub::start(iopub_socket, codec.clone());
+    let (iopub, iopub_task) = Iopub::start(XPub::start(iopub_socket, "iopub"), codec.clone());
     iopub.status(ExecutionState::Starting, no_parent());
-    let (stdin, stdin_task) = Stdin::start(stdin, codec.clone());
+    let shell = Router::start(shell, "shell", "ROUTER");
+    let control = Router::start(control, "control", "ROUTER");
+    let (stdin, stdin_task) = Stdin::start(
+        Router::start(stdin, "stdin", "ROUTER"),
+        shell.sender(),
+        codec.clone(),
+    );
     let io = Arc::new(KernelIo::new(iopub.clone(), stdin));
     let agents = Arc::new(AgentSession::default());
     let adapter = Arc::new(ask::AgentAdapter {
@@ -183,9 +167,8 @@ pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelE
     let debugger = python.debugger;
     let (python_handle, interrupter) = PythonHandle::start(python, io.clone(), io.clone(), adapter);
     let (control, control_replies) =
-        RouterChannel::new("control", control.split(), codec.clone(), iopub.clone());
-    let (shell, shell_replies) =
-        RouterChannel::new("shell", shell.split(), codec.clone(), iopub.clone());
+        RouterChannel::new("control", control, codec.clone(), iopub.clone());
+    let (shell, shell_replies) = RouterChannel::new("shell", shell, codec.clone(), iopub.clone());
     let debug_io = io.clone();
     let shared = Arc::new(Shared {
         kernel_info: kernel_info(&crate::python::linked_python_version(), debugger),
@@ -214,7 +197,7 @@ pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelE
         }),
     });
 
-    let heartbeat_task = tokio::spawn(heartbeat::run(heartbeat));
+    let heartbeat_task = tokio::spawn(heartbeat::run(Router::start(heartbeat, "heartbeat", "REP")));
     let control_task = tokio::spawn(control::run(control, control_replies, shared.clone()));
     let shell_task = tokio::spawn(shell::run(shell, shared.clone()));
 
@@ -235,32 +218,35 @@ pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelE
     Ok(())
 }
 
-/// Binds `socket` to `port` at `address` (transport, ip), or where that is
-/// taken to the ports `alternative` offers; returns the port it got.
-async fn bind<S: Socket>(
-    socket: &mut S,
+/// Binds `port` at `address` (transport, ip), or where that is taken the
+/// ports `alternative` offers; sets `port` to the port it got.
+async fn bind(
     channel: &'static str,
     (transport, ip): &(Transport, String),
-    mut port: u16,
+    port: &mut u16,
     alternative: &mut dyn FnMut() -> Option<u16>,
-) -> Result<u16, KernelError> {
+) -> Result<Listener, KernelError> {
     loop {
         let endpoint = match transport {
-            Transport::TCP => format!("tcp://{ip}:{port}"),
-            Transport::IPC => format!("ipc://{ip}-{port}"),
+            Transport::TCP => Endpoint::Tcp(ip.clone(), *port),
+            Transport::IPC => Endpoint::Ipc(format!("{ip}-{port}").into()),
         };
-        match socket.bind(&endpoint).await {
-            Ok(zeromq::Endpoint::Tcp(_, bound)) => return Ok(bound),
-            Ok(_) => return Ok(port),
+        match Listener::bind(&endpoint).await {
+            Ok(listener) => {
+                if let Endpoint::Tcp(..) = endpoint {
+                    *port = listener.port;
+                }
+                return Ok(listener);
+            }
             Err(source) => match alternative() {
                 Some(next) => {
                     tracing::debug!("{channel}: {endpoint} is taken ({source}); trying {next}");
-                    port = next;
+                    *port = next;
                 }
                 None => {
                     return Err(KernelError::Bind {
                         channel,
-                        endpoint,
+                        endpoint: endpoint.to_string(),
                         source,
                     });
                 }

@@ -5,55 +5,62 @@ use std::sync::Arc;
 
 use jupyter_protocol::{ExecutionState, JupyterMessageContent};
 use serde_json::{Value, json};
-use zeromq::{RouterRecvHalf, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage};
 
 use super::iopub::Iopub;
 use crate::wire::{Codec, Message, Outgoing};
+use crate::zmtp::{Offered, Router, RouterSender};
 
 /// The receiving side of one ROUTER channel (shell or control).
 pub struct RouterChannel {
     pub name: &'static str,
-    recv: RouterRecvHalf,
+    socket: Router,
     codec: Arc<Codec>,
 }
 
 /// The replying side of a ROUTER channel, shared by everyone who answers
-/// its requests (the main shell and each subshell answer on shell).
+/// its requests (the main shell and each subshell answer on shell). A reply
+/// goes to its client's own queue: a client that does not read its replies
+/// delays nobody else's.
 #[derive(Clone)]
 pub struct Replies {
     pub name: &'static str,
-    send: Arc<tokio::sync::Mutex<RouterSendHalf>>,
+    send: RouterSender,
     codec: Arc<Codec>,
     pub iopub: Iopub,
 }
 
 impl RouterChannel {
-    /// The two sides of the ROUTER socket that `split` came from.
+    /// The receiving and replying sides of `socket`.
     pub fn new(
         name: &'static str,
-        (send, recv): (RouterSendHalf, RouterRecvHalf),
+        socket: Router,
         codec: Arc<Codec>,
         iopub: Iopub,
     ) -> (Self, Replies) {
         let replies = Replies {
             name,
-            send: Arc::new(tokio::sync::Mutex::new(send)),
+            send: socket.sender(),
             codec: codec.clone(),
             iopub,
         };
-        (Self { name, recv, codec }, replies)
+        (
+            Self {
+                name,
+                socket,
+                codec,
+            },
+            replies,
+        )
     }
 
     /// The next authentic, well-formed request. Anything else is logged and
     /// dropped here, unanswered, as jupyter_client and ipykernel do.
     pub async fn next(&mut self) -> Message {
         loop {
-            let frames = match self.recv.recv().await {
-                Ok(message) => message.into_vec(),
-                Err(e) => {
-                    tracing::debug!("{}: receive error: {e}", self.name);
-                    continue;
-                }
+            let Some(frames) = self.socket.recv().await else {
+                // The socket's peers feed it until it is dropped.
+                std::future::pending::<()>().await;
+                continue;
             };
             match self.codec.decode(frames) {
                 Ok(message) => return message,
@@ -71,14 +78,16 @@ impl Replies {
     }
 
     pub async fn send_outgoing(&self, out: Outgoing) {
-        let frames = self.codec.encode(&out);
-        match ZmqMessage::try_from(frames) {
-            Ok(message) => {
-                if let Err(e) = self.send.lock().await.send(message).await {
-                    tracing::warn!("{}: failed to send {}: {e}", self.name, out.msg_type);
-                }
+        match self.send.send(self.codec.encode(&out)) {
+            Offered::Queued => {}
+            Offered::Dropped => {
+                tracing::debug!(
+                    "{}: {} dropped (client not reading)",
+                    self.name,
+                    out.msg_type
+                )
             }
-            Err(e) => tracing::warn!("{}: cannot frame {}: {e:?}", self.name, out.msg_type),
+            Offered::Closed => tracing::debug!("{}: {} for a gone client", self.name, out.msg_type),
         }
     }
 

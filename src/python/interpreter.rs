@@ -795,6 +795,7 @@ fn call_json<'py>(
 pub(super) fn check_interrupt(py: Python<'_>, interrupts: u64) -> PyResult<()> {
     py.check_signals()?;
     if interrupt::interrupt_count() != interrupts {
+        super::subshell::interrupt_delivered();
         return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
     }
     Ok(())

@@ -284,10 +284,14 @@ fn update_disposition() {
     }
 }
 
-/// How many interrupts have reached a cell so far; a wait on the
-/// interpreter thread that sees it change was interrupted.
+/// How many interrupts have reached a cell so far, the main shell's and
+/// the subshells' together; a wait (for input, for an agent run) that sees
+/// it change was interrupted, on the interpreter thread or a subshell's.
+/// (An interrupt stops every shell's cells, so either count will do.)
 pub(super) fn interrupt_count() -> u64 {
-    INTERRUPTS.load(Ordering::SeqCst)
+    INTERRUPTS
+        .load(Ordering::SeqCst)
+        .wrapping_add(super::subshell::interrupt_count())
 }
 
 /// Marks a cell as on its way to the interpreter thread (not yet running).

@@ -102,6 +102,27 @@ pub(super) fn cell_dropped() {
     QUEUED.fetch_sub(1, Ordering::SeqCst);
 }
 
+/// How many times subshell cells were interrupted.
+pub(super) fn interrupt_count() -> u64 {
+    INTERRUPTS.load(Ordering::SeqCst)
+}
+
+/// This thread's cell was just told of its interrupt in another way (a
+/// wait saw the count change): the exception set for it to raise at its
+/// next instruction would be a second one. Call with the GIL held.
+pub(super) fn interrupt_delivered() {
+    // SAFETY: PyThread_get_thread_ident has no preconditions.
+    let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
+    let mut running = running();
+    if let Some(cell) = running.iter_mut().find(|cell| cell.ident == ident) {
+        // Interrupts counted so far are delivered: `interrupt_all`'s thread,
+        // which may not have run yet, leaves this cell alone for them.
+        cell.delivered = INTERRUPTS.load(Ordering::SeqCst);
+        // SAFETY: the caller holds the GIL.
+        unsafe { set_async_exc(ident, std::ptr::null_mut()) };
+    }
+}
+
 /// The user's code of this thread's cell starts now: true if an interrupt
 /// came for it before (the caller raises KeyboardInterrupt).
 pub(super) fn interrupted_before_start() -> bool {
@@ -129,7 +150,10 @@ impl Serving {
             INTERRUPTED_EARLY.with(|flag| flag.store(early, Ordering::SeqCst));
             // SAFETY: PyThread_get_thread_ident has no preconditions.
             let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
-            running().push(ident);
+            running().push(RunningCell {
+                ident,
+                delivered: INTERRUPTS.load(Ordering::SeqCst),
+            });
             super::interrupt::subshell_cell(true);
             ident
         });
@@ -142,7 +166,7 @@ impl Drop for Serving {
         SERVING.with(|serving| *serving.borrow_mut() = None);
         INTERRUPTED_EARLY.with(|early| early.store(false, Ordering::SeqCst));
         if let Some(ident) = self.thread {
-            running().retain(|running| *running != ident);
+            running().retain(|cell| cell.ident != ident);
             super::interrupt::subshell_cell(false);
             // An interrupt that came as the cell ended must not surface in
             // the next one. Called with the GIL held (the cell just ran).
@@ -155,9 +179,16 @@ impl Drop for Serving {
     }
 }
 
-/// The idents of the subshell threads running a cell.
-fn running() -> std::sync::MutexGuard<'static, Vec<c_ulong>> {
-    static RUNNING: Mutex<Vec<c_ulong>> = Mutex::new(Vec::new());
+/// A subshell thread running a cell.
+struct RunningCell {
+    ident: c_ulong,
+    /// The interrupt count up to which the cell has had its interrupts.
+    delivered: u64,
+}
+
+/// The subshell threads running a cell.
+fn running() -> std::sync::MutexGuard<'static, Vec<RunningCell>> {
+    static RUNNING: Mutex<Vec<RunningCell>> = Mutex::new(Vec::new());
     RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -168,17 +199,17 @@ pub(super) fn interrupt_all() -> bool {
     if QUEUED.load(Ordering::SeqCst) == 0 && running().is_empty() {
         return false;
     }
-    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-    std::thread::spawn(|| {
+    let count = INTERRUPTS.fetch_add(1, Ordering::SeqCst) + 1;
+    std::thread::spawn(move || {
         Python::attach(|_py| {
             // Checked again with the GIL held: a cell that has ended since
-            // (its thread clears what is set, but only before this) is left
-            // alone.
-            for ident in running().iter() {
+            // (its thread clears what is set, but only before this), or that
+            // a wait has already told (`interrupt_delivered`), is left alone.
+            for cell in running().iter().filter(|cell| cell.delivered < count) {
                 // SAFETY: the GIL is held; PyExc_KeyboardInterrupt is a
                 // static exception type.
                 unsafe {
-                    set_async_exc(*ident, pyo3::ffi::PyExc_KeyboardInterrupt);
+                    set_async_exc(cell.ident, pyo3::ffi::PyExc_KeyboardInterrupt);
                 }
             }
         });

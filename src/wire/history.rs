@@ -1,4 +1,5 @@
-//! Replay protection: a bounded memory of the signatures already accepted.
+//! Replay protection: a bounded memory of the signatures (their decoded HMAC
+//! tags, so every spelling of one tag counts once) already accepted.
 //!
 //! jupyter_client rejects a message whose signature it has seen before
 //! ("Duplicate Signature"); so does mahtab. The memory is bounded so that a

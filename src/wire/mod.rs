@@ -181,10 +181,10 @@ impl Codec {
         }
         let signature = &rest[0];
         let json: [&[u8]; 4] = [&rest[1], &rest[2], &rest[3], &rest[4]];
-        self.signer.verify(signature, &json)?;
+        let tag = self.signer.verify(signature, &json)?;
         let fresh = || {
             let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
-            history.insert(signature.clone())
+            history.insert(Bytes::from(tag))
         };
         if self.signer.is_signed() && !fresh() {
             return Err(DecodeError::Replayed);
@@ -324,7 +324,19 @@ mod tests {
         let signer = Signer::new("hmac-sha256", b"key").unwrap();
         let frames = request_frames(&signer, &header("1"), b"{}");
         codec.decode(frames.clone()).unwrap();
-        assert!(matches!(codec.decode(frames), Err(DecodeError::Replayed)));
+        assert!(matches!(
+            codec.decode(frames.clone()),
+            Err(DecodeError::Replayed)
+        ));
+        // The same tag spelt in upper-case hex is the same message.
+        let mut shouted = frames;
+        let delimiter = shouted
+            .iter()
+            .position(|f| f.as_ref() == DELIMITER)
+            .unwrap();
+        let upper = shouted[delimiter + 1].to_ascii_uppercase();
+        shouted[delimiter + 1] = Bytes::from(upper);
+        assert!(matches!(codec.decode(shouted), Err(DecodeError::Replayed)));
 
         let wrong = Signer::new("hmac-sha256", b"other").unwrap();
         assert!(matches!(

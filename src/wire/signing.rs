@@ -119,10 +119,13 @@ impl Signer {
         })
     }
 
-    /// Checks `signature` (hex, as sent) over `parts` in constant time.
-    pub fn verify(&self, signature: &[u8], parts: &[&[u8]]) -> Result<(), VerifyError> {
+    /// Checks `signature` (hex, as sent) over `parts` in constant time and
+    /// returns the decoded tag (empty when unsigned). The tag, not the text,
+    /// identifies a message: hex is case-insensitive, so one tag has many
+    /// spellings, and replay protection must see them as one.
+    pub fn verify(&self, signature: &[u8], parts: &[&[u8]]) -> Result<Vec<u8>, VerifyError> {
         let Some(key) = &self.key else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         if signature.is_empty() {
             return Err(VerifyError::Unsigned);
@@ -133,7 +136,8 @@ impl Signer {
                 mac.update(part);
             }
             mac.verify_slice(&tag).map_err(|_| VerifyError::Mismatch)
-        })
+        })?;
+        Ok(tag)
     }
 }
 
@@ -155,7 +159,10 @@ mod tests {
     fn verify_accepts_own_signature_and_rejects_tampering() {
         let signer = Signer::new("hmac-sha512", b"secret").unwrap();
         let sig = signer.sign(&[b"a", b"b"]);
-        assert_eq!(signer.verify(sig.as_bytes(), &[b"a", b"b"]), Ok(()));
+        let tag = signer.verify(sig.as_bytes(), &[b"a", b"b"]).unwrap();
+        assert_eq!(hex::encode(&tag), sig);
+        let upper = sig.to_uppercase();
+        assert_eq!(signer.verify(upper.as_bytes(), &[b"a", b"b"]), Ok(tag));
         assert_eq!(
             signer.verify(sig.as_bytes(), &[b"a", b"c"]),
             Err(VerifyError::Mismatch)

@@ -1,11 +1,16 @@
 """Reliability through jupyter_client, used the way clients use it: interrupts
-sent by the KernelManager, several clients made by one KernelManager, and an
-interrupt while the debugger waits for a command. Each of these once lost a
-cell's output or left the kernel without a reply."""
+sent by the KernelManager, several clients made by one KernelManager, clients
+that stop reading, and an interrupt while the debugger waits for a command.
+Each of these once lost a cell's output or left the kernel without a reply."""
 
 from __future__ import annotations
 
-from conftest import REPLY_TIMEOUT, Kernel
+import time
+
+import psutil
+import pytest
+import zmq
+from conftest import KERNEL_NAME, REPLY_TIMEOUT, Kernel
 
 
 def test_interrupts_while_idle_leave_the_next_cell_intact(kernel: Kernel) -> None:
@@ -44,6 +49,103 @@ def test_two_clients_of_one_manager_are_both_answered(kernel: Kernel) -> None:
     assert [r["content"]["execution_count"] for r in replies] == [1, 2], replies
     ran = kernel.execute("print(ran_first and ran_second)").assert_ok()
     assert ran.stdout == "True\n", ran.describe()
+
+
+@pytest.mark.skipif(
+    KERNEL_NAME == "python3",
+    reason="ipykernel sets ROUTER_HANDOVER: the newest connection takes the shared identity "
+    "and the first client's request is lost",
+)
+def test_two_clients_of_one_manager_get_their_own_replies_while_a_cell_runs(kernel: Kernel) -> None:
+    # Both clients declare the manager's session id as their ROUTER identity,
+    # on shell and on stdin alike.
+    first, second = kernel.kc, kernel.km.client()
+    second.start_channels()
+    try:
+        second.wait_for_ready(timeout=REPLY_TIMEOUT)
+        cell = first.execute("import time; time.sleep(0.5); slow = 'done'")
+        kernel.wait_for(
+            "iopub",
+            lambda m: m["msg_type"] == "execute_input" and m["parent_header"].get("msg_id") == cell,
+            "the slow cell's start",
+        )
+        second.kernel_info()
+        second_got = second.get_shell_msg(timeout=REPLY_TIMEOUT)
+        first_got = kernel.reply_to(cell)
+        # input() in the second client's cell asks the second client.
+        asking = second.execute("name = input('name? ')", allow_stdin=True)
+        prompt = second.get_stdin_msg(timeout=REPLY_TIMEOUT)
+        second.input("bob")
+        asked = second.get_shell_msg(timeout=REPLY_TIMEOUT)
+        # (The clients' message ids collide, so read the result from a reply.)
+        second.execute("", user_expressions={"seen": "(slow, name)"})
+        seen = second.get_shell_msg(timeout=REPLY_TIMEOUT)
+    finally:
+        second.stop_channels()
+    assert second_got["msg_type"] == "kernel_info_reply", second_got
+    assert first_got["msg_type"] == "execute_reply", first_got
+    assert first_got["content"]["status"] == "ok", first_got
+    assert prompt["content"]["prompt"] == "name? ", prompt
+    assert prompt["parent_header"]["msg_id"] == asking, prompt
+    assert asked["msg_type"] == "execute_reply" and asked["content"]["status"] == "ok", asked
+    assert not [m for m in kernel.logs["stdin"] if m["msg_type"] == "input_request"], kernel.logs["stdin"]
+    assert seen["content"]["user_expressions"]["seen"]["data"]["text/plain"] == "('done', 'bob')", seen
+
+
+def stalled_socket(kernel: Kernel, kind: int, channel: str) -> zmq.Socket:
+    """A socket on `channel` that takes in at most one message and then no
+    more, as a suspended client or a dead remote link does: its receive
+    queue and buffer are as small as they go, and nobody reads it."""
+    info = kernel.km.get_connection_info()
+    sock = zmq.Context.instance().socket(kind)
+    sock.rcvhwm = 1
+    sock.rcvbuf = 1024
+    sock.linger = 0
+    sock.connect(f"{info['transport']}://{info['ip']}:{info[channel + '_port']}")
+    return sock
+
+
+def test_an_iopub_subscriber_that_stops_reading_delays_nobody(kernel: Kernel) -> None:
+    stalled = stalled_socket(kernel, zmq.SUB, "iopub")
+    try:
+        stalled.subscribe(b"")
+        # Subscribed once it is greeted (or, from a kernel without welcome,
+        # once any message reaches it); then it reads no more.
+        deadline = time.monotonic() + REPLY_TIMEOUT
+        while not stalled.poll(100):
+            assert time.monotonic() < deadline, "the stalled subscriber was never subscribed"
+            kernel.execute("pass")
+        stalled.recv_multipart()
+        big = kernel.execute("for _ in range(400):\n    print('x' * 99_999)", timeout=120).assert_ok()
+        assert len(big.stdout) == 40_000_000
+        for i in range(5):
+            assert kernel.execute(f"print({i})").assert_ok().stdout == f"{i}\n"
+        # Shutting down does not wait for the subscriber either.
+        process = psutil.Process(kernel.km.provisioner.process.pid)
+        kernel.kc.shutdown()
+        process.wait(timeout=REPLY_TIMEOUT)
+    finally:
+        stalled.close()
+
+
+def test_a_client_that_stops_reading_its_replies_delays_nobody_and_costs_bounded_memory(kernel: Kernel) -> None:
+    # History replies as big as this cell: a thousand of them (half a
+    # gigabyte) are far more than a stalled client's buffers take in.
+    kernel.execute("padding = '" + "x" * 500_000 + "'").assert_ok()
+    history = {"hist_access_type": "tail", "n": 1, "output": False, "raw": True}
+    assert len(str(kernel.request("history", **history))) > 500_000
+    stalled = stalled_socket(kernel, zmq.DEALER, "shell")
+    try:
+        for _ in range(1000):
+            kernel.kc.session.send(stalled, "history_request", history)
+        # Served after all of them (one shell, in order).
+        for i in range(5):
+            assert kernel.execute(f"print({i})", timeout=120).assert_ok().stdout == f"{i}\n"
+        # What waits for the stalled client is bounded (128 MiB), not all it was sent.
+        rss = psutil.Process(kernel.km.provisioner.process.pid).memory_info().rss
+        assert rss < 350 * 2**20, f"kernel RSS {rss / 2**20:.0f} MiB"
+    finally:
+        stalled.close()
 
 
 def test_an_interrupt_while_pdb_waits_ends_the_cell(kernel: Kernel) -> None:

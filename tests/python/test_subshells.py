@@ -234,3 +234,80 @@ def test_ask_in_a_subshell_streams_and_runs_code_under_its_own_request(tmp_path:
         strays = [m for m in kernel.logs["iopub"] if m["msg_type"] in ("stream", "display_data") and m["parent_header"].get("msg_id") != execution.msg_id]
         assert not strays, strays
         assert stdout(run(kernel, "print(from_subshell_agent)", None)) == "42\n"
+
+
+def answer_prompt(kernel: Kernel, prompt: dict, value: str) -> None:
+    """An input_reply whose parent is `prompt`, as JupyterLab sends it."""
+    kernel.kc.stdin_channel.send(kernel.kc.session.msg("input_reply", {"value": value}, parent=prompt))
+
+
+def prompt_for(kernel: Kernel, msg_id: str) -> dict:
+    return kernel.wait_for(
+        "stdin",
+        lambda m: m["msg_type"] == "input_request" and m["parent_header"].get("msg_id") == msg_id,
+        f"the prompt of {msg_id}",
+    )
+
+
+def test_two_prompts_waiting_at_once_each_get_their_own_answer(kernel: Kernel) -> None:
+    subshell = create(kernel)
+    main = send(kernel, "a = input('main? ')", None, allow_stdin=True)
+    main_prompt = prompt_for(kernel, main)
+    sub = send(kernel, "b = input('sub? ')", subshell, allow_stdin=True)
+    sub_prompt = prompt_for(kernel, sub)
+    # Answered in the other order than asked.
+    answer_prompt(kernel, sub_prompt, "for the subshell")
+    answer_prompt(kernel, main_prompt, "for the main shell")
+    for msg_id in (main, sub):
+        assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
+        kernel.iopub_until_idle(msg_id)
+    shown = kernel.execute("print(a, '|', b)").assert_ok()
+    assert shown.stdout == "for the main shell | for the subshell\n", shown.describe()
+
+
+@pytest.mark.skipif(
+    KERNEL_NAME == "python3", reason="ipykernel 7 interrupts only the main shell's cell; the prompt waits on"
+)
+def test_an_interrupt_reaches_input_waiting_in_a_subshell_while_the_main_shell_is_idle(kernel: Kernel) -> None:
+    subshell = create(kernel)
+    kernel.execute("kept = 'yes'").assert_ok()
+    sub = send(kernel, "b = input('sub? ')", subshell, allow_stdin=True)
+    prompt_for(kernel, sub)
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply_to(sub)
+    assert reply["content"]["status"] == "error", reply
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply
+    kernel.iopub_until_idle(sub)
+    assert run(kernel, "print(kept)", subshell).reply["status"] == "ok"
+    assert kernel.execute("print(kept)").assert_ok().stdout == "yes\n"
+
+
+@pytest.mark.skipif(KERNEL_NAME == "python3", reason="ask() is mahtab's")
+def test_an_interrupt_reaches_ask_waiting_in_a_subshell_while_the_main_shell_is_idle(tmp_path: Path) -> None:
+    # A model server that takes the request and never answers.
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    silent.settimeout(REPLY_TIMEOUT)
+    with kernel_with_model(tmp_path, []) as (kernel, llm):
+        llm_url = "http://127.0.0.1:%d/v1" % silent.getsockname()[1]
+        kernel.execute("%ask_config --provider openai").assert_ok()
+        kernel.execute(f"import os; os.environ['OPENAI_BASE_URL'] = {llm_url!r}").assert_ok()
+        subshell = create(kernel)
+        sub = send(kernel, "from mahtab import ask\nanswer = ask('hello?')", subshell)
+        kernel.wait_for(
+            "iopub",
+            lambda m: m["msg_type"] == "execute_input" and m["parent_header"].get("msg_id") == sub,
+            "the subshell cell's start",
+        )
+        conn, _ = silent.accept()  # the request arrived; the model is "thinking"
+        kernel.km.interrupt_kernel()
+        reply = kernel.reply_to(sub)
+        conn.close()
+        assert reply["content"]["status"] == "error", reply
+        assert reply["content"]["ename"] == "KeyboardInterrupt", reply
+        kernel.iopub_until_idle(sub)
+        assert kernel.execute("print('still here')").assert_ok().stdout == "still here\n"
+    silent.close()
