@@ -3,8 +3,13 @@
 //! directory and suffix the kernel gives in its `debugInfo` reply; the
 //! kernel compiles each cell under that same name, so a breakpoint set in
 //! the notebook, the frames the debugger reports and tracebacks all agree.
+//!
+//! The files live in a directory of this process's own, private to the
+//! user (cells may hold secrets) and named unpredictably, so nobody else can
+//! make it first; it is removed when the kernel ends.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The hash's seed, as Jupyter kernels announce it (`hashSeed`).
 pub const HASH_SEED: u32 = 0xC70F_6907;
@@ -41,8 +46,29 @@ pub fn murmur2(data: &[u8], seed: u32) -> u32 {
 
 /// The directory of this kernel's cell files (`tmpFilePrefix` is it with a
 /// trailing separator).
-pub fn directory() -> PathBuf {
-    std::env::temp_dir().join(format!("mahtab_{}", std::process::id()))
+pub fn directory() -> &'static Path {
+    static DIRECTORY: OnceLock<PathBuf> = OnceLock::new();
+    DIRECTORY.get_or_init(|| {
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        std::env::temp_dir().join(format!("mahtab_{}_{}", std::process::id(), &random[..12]))
+    })
+}
+
+/// Writes the file a cell with `code` compiles under; returns its name.
+pub fn write(code: &str) -> std::io::Result<String> {
+    crate::private_files::private_dir(directory())?;
+    let path = file_name(code);
+    crate::private_files::replace(Path::new(&path), code.as_bytes())?;
+    Ok(path)
+}
+
+/// Removes the directory and the cell files in it (at the kernel's end).
+pub fn remove_all() {
+    let dir = directory();
+    // Only ever a directory this process made: `write` refuses any other.
+    if std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_dir()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// `tmpFilePrefix`: the directory, ending in a separator.
@@ -87,6 +113,20 @@ mod tests {
         let name = file_name("print(1)");
         assert!(name.starts_with(&prefix()), "{name}");
         assert!(name.ends_with("/3773950048.py"), "{name}");
-        assert!(prefix().contains(&format!("mahtab_{}", std::process::id())));
+        assert!(prefix().contains(&format!("mahtab_{}_", std::process::id())));
+    }
+
+    #[test]
+    fn cell_files_are_private_and_removed_at_the_end() {
+        use std::os::unix::fs::MetadataExt;
+        let path = write("x = 1").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "x = 1");
+        assert_eq!(
+            std::fs::metadata(directory()).unwrap().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        remove_all();
+        assert!(!directory().exists());
     }
 }

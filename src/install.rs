@@ -240,7 +240,7 @@ pub fn kernels_dir(location: &Location, env: Option<&PythonEnv>) -> Result<PathB
 }
 
 /// Jupyter's per-user data directory, as jupyter_core finds it on Linux.
-fn user_data_dir() -> Result<PathBuf, InstallError> {
+pub(crate) fn user_data_dir() -> Result<PathBuf, InstallError> {
     if let Some(dir) = std::env::var_os("JUPYTER_DATA_DIR").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
     }

@@ -14,6 +14,7 @@
 //! - [`launcher`]: starting under Jupyter Enterprise Gateway (its kernel
 //!   launcher protocol).
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
+//! - [`private_files`]: files and directories only their owner may use.
 //!
 //! The `mahtab` binary (`main.rs`) is a thin command line over these.
 
@@ -22,6 +23,7 @@ pub mod cell_files;
 pub mod install;
 pub mod kernel;
 pub mod launcher;
+pub mod private_files;
 pub mod python;
 pub mod wire;
 pub mod zmtp;

@@ -24,6 +24,14 @@ use super::iopub::Iopub;
 use crate::cell_files;
 use crate::python::{Parent, PythonHandle};
 
+/// How long the variables panel's values may take to make, all together;
+/// after that the rest are listed without a value.
+const REPR_SECONDS: f64 = 2.0;
+
+/// How long a debugger request may wait on Python before the call is sent
+/// a TimeoutError (the control channel never waits on it: see `control`).
+const PYTHON_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The debugger of one kernel.
 pub(super) struct Debugger {
     session: tokio::sync::Mutex<Session>,
@@ -79,7 +87,13 @@ impl Debugger {
             "debugInfo" => Ok(self.debug_info(request, &session)),
             "dumpCell" => Ok(dump_cell(request, &arguments)),
             "inspectVariables" => python
-                .call_now("debug_variables", json!({}))
+                .call_now(
+                    "debug_variables",
+                    json!({ "seconds": REPR_SECONDS }),
+                    // Just past the Python side's own deadline: only a repr
+                    // that is still running then gets the TimeoutError.
+                    std::time::Duration::from_secs_f64(REPR_SECONDS + 0.2),
+                )
                 .await
                 .map(|body| response(command, body))
                 .map_err(|e| e.evalue),
@@ -91,7 +105,7 @@ impl Debugger {
                     |field: &str| arguments.get(field).or_else(|| request.get(field)).cloned();
                 let args = json!({ "startModule": paging("startModule"), "moduleCount": paging("moduleCount") });
                 python
-                    .call_now("debug_modules", args)
+                    .call_now("debug_modules", args, PYTHON_CALL_LIMIT)
                     .await
                     .map(|body| response(command, body))
                     .map_err(|e| e.evalue)
@@ -290,7 +304,7 @@ impl Debugger {
             _ => json!({ "name": name }),
         };
         python
-            .call_now("debug_rich_inspect", args)
+            .call_now("debug_rich_inspect", args, PYTHON_CALL_LIMIT)
             .await
             .map(|body| response("richInspectVariables", body))
             .map_err(|e| e.evalue)
@@ -403,17 +417,8 @@ fn record_breakpoints(session: &mut Session, arguments: &Value, reply: &Value) {
 fn dump_cell(request: &Value, arguments: &Value) -> Value {
     let code = arguments["code"].as_str().unwrap_or_default();
     let path = cell_files::file_name(code);
-    let written = std::fs::create_dir_all(cell_files::directory()).and_then(|()| {
-        // The directory is private to the user: cells may hold secrets.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            cell_files::directory(),
-            std::fs::Permissions::from_mode(0o700),
-        )?;
-        std::fs::write(&path, code)
-    });
-    match written {
-        Ok(()) => json!({
+    match cell_files::write(code) {
+        Ok(_) => json!({
             "type": "response",
             "request_seq": request["seq"],
             "success": true,

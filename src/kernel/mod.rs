@@ -137,6 +137,16 @@ pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(),
 
 /// Runs a kernel on bound `sockets` until a shutdown_request.
 pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelError> {
+    serve_until(sockets, python, CancellationToken::new()).await
+}
+
+/// [`serve`], but cancelling `stop` shuts the kernel down too, as a
+/// shutdown_request does (a launcher's own shutdown request, say).
+pub async fn serve_until(
+    sockets: Sockets,
+    python: PythonConfig,
+    stop: CancellationToken,
+) -> Result<(), KernelError> {
     let Sockets {
         connection,
         heartbeat,
@@ -183,7 +193,7 @@ pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelE
         python: python_handle,
         interrupter,
         io,
-        shutdown: CancellationToken::new(),
+        shutdown: stop,
         execution_count: AtomicU32::new(0),
         subshells: subshells::Subshells::default(),
         shell_replies,
@@ -203,6 +213,7 @@ pub async fn serve(sockets: Sockets, python: PythonConfig) -> Result<(), KernelE
 
     shared.shutdown.cancelled().await;
     shared.python.shutdown(PYTHON_SHUTDOWN_LIMIT).await;
+    crate::cell_files::remove_all();
     agents.shutdown().await;
     iopub.flush().await;
     tokio::time::sleep(LINGER).await;

@@ -61,6 +61,17 @@ pub enum Channel {
 }
 
 impl Request {
+    /// Whether serving it on control may wait for Python (to start the
+    /// debugger, run what it asks, start or end a subshell's thread); such
+    /// requests are served in their own order beside the others, so they
+    /// never hold up an interrupt or a shutdown.
+    pub fn waits_on_python(&self) -> bool {
+        matches!(
+            self,
+            Request::Debug | Request::CreateSubshell | Request::DeleteSubshell
+        )
+    }
+
     /// What a message of `msg_type` with `content` asks for; content a
     /// request cannot use is an error (the reason goes in the error reply).
     pub fn parse(msg_type: &str, content: &Value) -> Result<Self, BadContent> {

@@ -20,6 +20,7 @@ use rsa::rand_core::{OsRng, RngCore};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
 
 use crate::kernel::{self, KernelError, Sockets};
 use crate::python::PythonConfig;
@@ -217,12 +218,14 @@ pub async fn launch(args: LaunchArgs, python: PythonConfig) -> Result<(), Launch
         connection.shell_port
     );
 
-    let listening = tokio::spawn(listener::serve(comm));
+    let stop = CancellationToken::new();
+    let gateway = listener::Allowed::gateway_at(&args.response_address).await;
+    let listening = tokio::spawn(listener::serve(comm, gateway, stop.clone()));
     let python = PythonConfig {
         connection_file: connection_file.clone().or(python.connection_file),
         ..python
     };
-    let served = kernel::serve(sockets, python).await;
+    let served = kernel::serve_until(sockets, python, stop).await;
     listening.abort();
     if let Some(path) = connection_file {
         let _ = std::fs::remove_file(path);
@@ -257,31 +260,40 @@ async fn respond(address: &str, sealed: &[u8]) -> Result<(), LaunchError> {
 }
 
 /// Writes the connection information where tools on the kernel's host find
-/// it (`%connect_info`, `jupyter console --existing`), readable by the owner
-/// only, as ipykernel's launcher does; `None` if it cannot.
+/// it (`%connect_info`, `jupyter console --existing kernel-<id>.json`): the
+/// Jupyter runtime directory, as ipykernel does. The file holds the HMAC key,
+/// so it is made new (never through a link, never over another file),
+/// readable by the owner only, in a directory only the owner may use.
+/// `None` if it cannot be.
 fn write_connection_file(kernel_id: &str, connection: &ConnectionInfo) -> Option<PathBuf> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let safe_id: String = kernel_id
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
-    let path = std::env::temp_dir().join(format!("kernel-{safe_id}.json"));
     let text = serde_json::to_string_pretty(connection).ok()?;
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut file| file.write_all(text.as_bytes()));
+    let written = runtime_dir().and_then(|dir| {
+        crate::private_files::private_dir(&dir)?;
+        let path = dir.join(format!("kernel-{safe_id}.json"));
+        crate::private_files::create_new(&path, text.as_bytes())?;
+        Ok(path)
+    });
     match written {
-        Ok(()) => Some(path),
+        Ok(path) => Some(path),
         Err(e) => {
-            tracing::warn!("cannot write the connection file {}: {e}", path.display());
+            tracing::warn!("cannot write the connection file: {e}");
             None
         }
     }
+}
+
+/// Jupyter's runtime directory, as jupyter_core finds it on Linux.
+fn runtime_dir() -> std::io::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("JUPYTER_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    crate::install::user_data_dir()
+        .map(|data| data.join("runtime"))
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()))
 }
 
 #[cfg(test)]

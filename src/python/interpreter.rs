@@ -96,6 +96,14 @@ impl Bridge {
         crate::cell_files::file_name(code)
     }
 
+    /// Writes the file a cell with `code` compiles under (in the kernel's
+    /// private directory of cell files); its name, or None if it cannot.
+    fn write_cell_file(&self, code: &str) -> Option<String> {
+        crate::cell_files::write(code)
+            .map_err(|e| tracing::warn!("cannot write a cell file: {e}"))
+            .ok()
+    }
+
     /// The kernel's connection file, if known.
     #[getter]
     fn connection_file(&self) -> Option<String> {
@@ -406,7 +414,7 @@ const MAX_PYTHON_STACK: usize = 1 << 30;
 /// `sys.setrecursionlimit` lets it, and a user who raises the limit expects a
 /// main thread's stack, as in ipykernel; a Rust thread's default 2 MiB
 /// would end the process instead of raising RecursionError.
-fn python_stack_size() -> usize {
+pub(super) fn python_stack_size() -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -233,6 +233,9 @@ enum RuntimeState {
     Failed(String),
 }
 
+/// How long a call past its time limit gets to end after its TimeoutError.
+const CALL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 const INTERPRETER_GONE: &str = "the Python interpreter thread is not running";
 
 impl PythonHandle {
@@ -282,15 +285,52 @@ impl PythonHandle {
 
     /// Calls the runtime's `method` (JSON text in and out) on a thread of
     /// its own, now: while a cell runs (taking the GIL when the cell lets go
-    /// of it) or is stopped in the debugger. For what the debugger asks.
-    pub async fn call_now(&self, method: &str, args: Value) -> Result<Value, PythonError> {
+    /// of it) or is stopped in the debugger. For what the debugger asks. The
+    /// thread has a main thread's stack, as the interpreter's does (a repr of
+    /// a deep structure recurses on it); past `limit`, the call is sent a
+    /// TimeoutError at its next Python instruction, and if it still has not
+    /// returned a moment later the answer is an error (the thread is left to
+    /// finish on its own).
+    pub async fn call_now(
+        &self,
+        method: &str,
+        args: Value,
+        limit: std::time::Duration,
+    ) -> Result<Value, PythonError> {
         let runtime = self.started_runtime().await?;
         let method = method.to_owned();
-        tokio::task::spawn_blocking(move || {
-            pyo3::Python::attach(|py| interpreter::call_runtime(py, &runtime, &method, &args))
-        })
-        .await
-        .map_err(|e| PythonError::internal(format!("the call to Python failed: {e}")))?
+        let call = Arc::new(interrupt::TimedCall::default());
+        let (done, result) = oneshot::channel();
+        let thread_call = call.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mahtab-call".into())
+            .stack_size(interpreter::python_stack_size())
+            .spawn(move || {
+                let outcome = pyo3::Python::attach(|py| {
+                    thread_call.begin();
+                    let outcome = interpreter::call_runtime(py, &runtime, &method, &args);
+                    thread_call.end();
+                    outcome
+                });
+                let _ = done.send(outcome);
+            });
+        if let Err(e) = spawned {
+            return Err(PythonError::internal(format!("cannot start a thread: {e}")));
+        }
+        let gone = || PythonError::internal("the call to Python ended without an answer");
+        let mut result = result;
+        if let Ok(outcome) = tokio::time::timeout(limit, &mut result).await {
+            return outcome.map_err(|_| gone())?;
+        }
+        tokio::task::spawn_blocking(move || call.time_out())
+            .await
+            .ok();
+        match tokio::time::timeout(CALL_GRACE, result).await {
+            Ok(outcome) => outcome.map_err(|_| gone())?,
+            Err(_) => Err(PythonError::internal(format!(
+                "Python did not answer within {limit:?}"
+            ))),
+        }
     }
 
     /// Hands `command` to the thread, waking it from its event loop;

@@ -40,6 +40,7 @@ import rlcompleter
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 import uuid
@@ -401,12 +402,69 @@ def clip_middle(text, limit):
     return "%s\n... [%d characters cut] ...\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
 
 
+_CONTAINERS = {list: "[]", tuple: "()", set: "{}", frozenset: "{}", dict: "{}"}
+
+
+def bounded_repr(value, limit=500, depth=3):
+    """``repr(value)`` cut to ``limit`` characters, made without building the
+    whole text of a big or deep built-in container or string (as debugpy's
+    SafeRepr does): a ten-million-element list costs its first items, and
+    nesting past ``depth`` shows as ``...``. Other objects' own ``repr`` is
+    called (and cut); one that fails shows as ``<unrepresentable>``."""
+    out = []
+    _repr_into(value, out, [limit + 1], depth)
+    text = "".join(out)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _repr_into(value, out, budget, depth):
+    """Appends value's repr to ``out`` while ``budget[0]`` (characters left)
+    lasts."""
+    if budget[0] <= 0:
+        return
+    kind = type(value)
+    if kind in (str, bytes, bytearray):
+        piece = repr(value[: budget[0]])
+    elif kind in _CONTAINERS:
+        brackets = _CONTAINERS[kind]
+        if depth <= 0:
+            piece = brackets[0] + "..." + brackets[1]
+        elif not value and kind in (set, frozenset):
+            piece = kind.__name__ + "()"
+        else:
+            _put(out, budget, brackets[0])
+            items = value.items() if kind is dict else value
+            for i, item in enumerate(items):
+                if budget[0] <= 0:
+                    break
+                if i:
+                    _put(out, budget, ", ")
+                if kind is dict:
+                    _repr_into(item[0], out, budget, depth - 1)
+                    _put(out, budget, ": ")
+                    item = item[1]
+                _repr_into(item, out, budget, depth - 1)
+            if kind is tuple and len(value) == 1:
+                _put(out, budget, ",")
+            _put(out, budget, brackets[1])
+            return
+    else:
+        try:
+            piece = repr(value)
+        except TimeoutError:
+            raise  # the kernel's time limit, not the object's failure
+        except Exception:
+            piece = "<unrepresentable>"
+    _put(out, budget, piece)
+
+
+def _put(out, budget, text):
+    out.append(text[: max(budget[0], 0)])
+    budget[0] -= len(text)
+
+
 def _short_repr(value, limit=80):
-    try:
-        text = repr(value)
-    except Exception:
-        text = "<unrepresentable>"
-    text = " ".join(text.split())
+    text = " ".join(bounded_repr(value, limit * 2).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -599,17 +657,28 @@ _DEBUGGER_HIDDEN = {"In", "Out", "exit", "quit", "get_ipython", "debugpy"}
 _debugger_kept = {}
 
 
-def debugger_variables(namespace):
+def debugger_variables(namespace, seconds=2.0):
     """The user's variables as the Debug Adapter Protocol lists them (the
-    variable explorer of a debugger frontend, outside a breakpoint)."""
+    variable explorer of a debugger frontend, outside a breakpoint). Each
+    value is a bounded repr, made until ``seconds`` have gone by: the kernel
+    then raises TimeoutError in a repr still running (one that never
+    returns, say), and the variables after it are listed without a value."""
+    deadline = time.monotonic() + seconds
     variables = []
     for name, value in list(namespace.items()):
         if name.startswith("_") or name in _DEBUGGER_HIDDEN:
             continue
+        if time.monotonic() < deadline:
+            try:
+                shown = _short_repr(value, 500)
+            except TimeoutError:
+                shown = "<repr took too long>"
+        else:
+            shown = "<not shown: out of time>"
         variables.append(
             {
                 "name": name,
-                "value": _short_repr(value, 500),
+                "value": shown,
                 "type": type(value).__name__,
                 "evaluateName": name,
                 "variablesReference": 0,
@@ -1037,7 +1106,8 @@ class BaseRuntime:
         return {"port": port, "internal": self.kernel_files}
 
     def debug_variables(self, args):
-        return dumps({"variables": debugger_variables(self.user_ns)})
+        seconds = json.loads(args).get("seconds", 2.0)
+        return dumps({"variables": debugger_variables(self.user_ns, seconds)})
 
     def debug_rich_inspect(self, args):
         """A variable's rich view ({data, metadata}), outside a breakpoint,
@@ -1351,14 +1421,7 @@ class BaseRuntime:
         its source, as for a cell."""
         if "debugpy" not in sys.modules:
             return "<agent>"
-        path = self.bridge.cell_file_name(code)
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as file:
-                file.write(code)
-        except OSError:
-            return "<agent>"
-        return path
+        return self.bridge.write_cell_file(code) or "<agent>"
 
     def _agent_code_finished(self):
         """Runs after agent code, failed or not, while its output is still

@@ -119,7 +119,7 @@ pub(super) fn interrupt_delivered() {
         // which may not have run yet, leaves this cell alone for them.
         cell.delivered = INTERRUPTS.load(Ordering::SeqCst);
         // SAFETY: the caller holds the GIL.
-        unsafe { set_async_exc(ident, std::ptr::null_mut()) };
+        unsafe { super::interrupt::set_async_exc(ident, std::ptr::null_mut()) };
     }
 }
 
@@ -173,7 +173,7 @@ impl Drop for Serving {
             // SAFETY: clearing a thread's async exception needs the GIL,
             // which the serving thread holds here.
             unsafe {
-                set_async_exc(ident, std::ptr::null_mut());
+                super::interrupt::set_async_exc(ident, std::ptr::null_mut());
             }
         }
     }
@@ -209,24 +209,10 @@ pub(super) fn interrupt_all() -> bool {
                 // SAFETY: the GIL is held; PyExc_KeyboardInterrupt is a
                 // static exception type.
                 unsafe {
-                    set_async_exc(cell.ident, pyo3::ffi::PyExc_KeyboardInterrupt);
+                    super::interrupt::set_async_exc(cell.ident, pyo3::ffi::PyExc_KeyboardInterrupt);
                 }
             }
         });
     });
     true
-}
-
-/// Sets (or, with null, clears) the exception thread `ident` raises at its
-/// next bytecode.
-///
-/// # Safety
-/// The GIL must be held; `exc` is null or an exception type.
-unsafe fn set_async_exc(ident: c_ulong, exc: *mut pyo3::ffi::PyObject) {
-    // CPython takes the thread's ident as an unsigned long; the binding
-    // declares a long of the same width.
-    // SAFETY: as the caller promised.
-    unsafe {
-        pyo3::ffi::PyThreadState_SetAsyncExc(ident as std::ffi::c_long, exc);
-    }
 }

@@ -237,3 +237,47 @@ def test_the_agents_code_stops_at_a_breakpoint_like_a_cells(tmp_path: Path) -> N
         assert kernel.reply_to(msg_id)["content"]["status"] == "ok"
         assert kernel.execute("print(agent_total)").assert_ok().stdout == "42\n"
         debug("disconnect", {"restart": False, "terminateDebuggee": False})
+
+
+def test_the_variables_panel_costs_bounded_work_for_big_and_deep_values(kernel: Kernel, debug: Debug) -> None:
+    kernel.execute(
+        "huge = list(range(10_000_000))\n"
+        "deep = []\n"
+        "for _ in range(100_000):\n"
+        "    deep = [deep]\n"
+        "text = 'y' * 50_000_000"
+    ).assert_ok()
+    variables = {v["name"]: v for v in debug("inspectVariables")["body"]["variables"]}
+    # mahtab shows at most 500 characters, ipykernel (debugpy) 64 KiB.
+    for name in ("huge", "deep", "text"):
+        assert len(variables[name]["value"]) <= 70_000, variables[name]["value"][:200]
+    assert variables["huge"]["value"].startswith("[0, 1, 2, 3"), variables["huge"]
+    assert variables["text"]["value"].startswith("'yyy"), variables["text"]
+
+
+@pytest.mark.skipif(KERNEL_NAME == "python3", reason="ipykernel waits on a repr that never returns")
+def test_a_repr_that_never_returns_holds_up_neither_the_panel_nor_control(kernel: Kernel, debug: Debug) -> None:
+    kernel.execute(
+        "fine = 42\n"
+        "class Stuck:\n"
+        "    def __repr__(self):\n"
+        "        while True:\n"
+        "            pass\n"
+        "stuck = Stuck()\n"
+        "after = 'listed'"
+    ).assert_ok()
+    inspect = debug.send("inspectVariables")
+    # Answered while the panel's values are being made.
+    info = kernel.send("kernel_info_request", {}, channel="control")
+    interrupt = kernel.send("interrupt_request", {}, channel="control")
+    replies = [
+        kernel.wait_for("control", lambda m: m["parent_header"].get("msg_id") in (inspect, info, interrupt), "a reply")
+    ]
+    assert replies[0]["parent_header"]["msg_id"] != inspect, "control waited for the variables panel"
+    panel = kernel.reply_to(inspect, "control")["content"]
+    assert panel["success"], panel
+    values = {v["name"]: v["value"] for v in panel["body"]["variables"]}
+    assert values["fine"] == "42", values
+    assert values["stuck"] == "<repr took too long>", values
+    assert "after" in values, values
+    assert kernel.execute("print(fine)").assert_ok().stdout == "42\n"

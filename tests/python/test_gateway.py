@@ -548,6 +548,42 @@ def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> 
     assert kernel_id not in [k["id"] for k in gateway.api("GET", "/api/kernels")]
 
 
+def test_the_launchers_files_are_private_and_a_shutdown_on_its_port_stops_the_kernel(gateway: Server) -> None:
+    eg = gateway.gateway
+    assert eg is not None
+    kernel_id, channels = start_kernel(eg)
+    try:
+        # The connection file (it holds the key) is in the kernel's Jupyter
+        # runtime directory, made new, readable by its owner only.
+        _, outputs = channels.execute(
+            "from jupyter_core.paths import jupyter_runtime_dir; print(jupyter_runtime_dir())"
+        )
+        runtime = Path(text_of(outputs).strip())
+        connection_file = runtime / f"kernel-{kernel_id}.json"
+        assert connection_file.stat().st_mode & 0o777 == 0o600
+        assert runtime.stat().st_mode & 0o077 == 0, oct(runtime.stat().st_mode)
+        ports = {v for k, v in json.loads(connection_file.read_text()).items() if k.endswith("_port")}
+        # The communication port is the one the kernel listens on besides those.
+        (kernel,) = kernel_processes(kernel_id)
+        listening = {c.laddr.port for c in kernel.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+        (comm_port,) = listening - ports
+    finally:
+        channels.close()
+    with socket.create_connection(("127.0.0.1", comm_port), timeout=REPLY_TIMEOUT) as sock:
+        sock.sendall(b'{"shutdown": 1}')
+    _, alive = psutil.wait_procs([kernel], timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive, "the gateway's shutdown request stops the kernel"
+    assert not connection_file.exists(), "the connection file goes with the kernel"
+    # The gateway may restart the kernel it saw die; leave nothing behind.
+    request = urllib.request.Request(
+        f"{eg.url}/api/kernels/{kernel_id}", method="DELETE", headers={"Authorization": f"token {eg.token}"}
+    )
+    with contextlib.suppress(urllib.error.URLError):
+        urllib.request.urlopen(request, timeout=REPLY_TIMEOUT).close()
+    _, alive = psutil.wait_procs(kernel_processes(kernel_id), timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive
+
+
 def test_the_kubernetes_kernelspec_makes_a_pod_of_the_image(tmp_path: Path) -> None:
     """Enterprise Gateway's own launcher and pod template, with the kernelspec
     `mahtab install --gateway kubernetes` writes; the Kubernetes API is a
