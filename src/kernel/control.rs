@@ -52,11 +52,7 @@ async fn serve(
     parsed: Result<Request, super::requests::BadContent>,
 ) {
     replies.busy(request);
-    // What Python and the debugger's events take as the control request:
-    // the one of theirs being served, not an interrupt answered meanwhile.
-    if parsed.as_ref().is_ok_and(Request::waits_on_python) {
-        shared.io.set_control(request);
-    }
+    shared.io.set_control(request);
     match parsed {
         Ok(parsed) => dispatch::answer(replies, shared, request, parsed, Channel::Control).await,
         Err(bad) => dispatch::bad_content(replies, request, &bad).await,

@@ -21,6 +21,7 @@ from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.payload import PayloadManager
 from IPython.utils.tokenutil import token_at_cursor
 from traitlets import Any, Instance, Type, default
 
@@ -57,6 +58,80 @@ class KernelDisplayPublisher(DisplayPublisher):
 # formatter registered for the type (sympy's init_printing registers LaTeX for
 # int and float) could add one.
 _TEXT_ONLY_TYPES = frozenset({int, float, complex, bool, str, bytes, range})
+
+
+class _PerThread:
+    """An attribute whose value is each thread's own: one shell runs the main
+    shell's cell and subshells' cells at once, and each cell's error, value
+    and payloads are its own. Starts as ``default`` on every thread."""
+
+    def __init__(self, default=None):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(_thread_state(obj), self.name, self.default)
+
+    def __set__(self, obj, value):
+        setattr(_thread_state(obj), self.name, value)
+
+
+def _thread_state(obj):
+    state = obj.__dict__.get("_per_thread")
+    if state is None:
+        state = obj.__dict__.setdefault("_per_thread", threading.local())
+    return state
+
+
+class PerThreadPayloads(PayloadManager):
+    """Payloads (pager text, set_next_input, exit) kept per thread, so each
+    cell's reply carries its own."""
+
+    def write_payload(self, data, single=True):
+        if not isinstance(data, dict):
+            raise TypeError("Each payload write must be a dict, got: %r" % data)
+        payloads = self.read_payload()
+        if single and "source" in data:
+            for i, old in enumerate(payloads):
+                if old.get("source") == data["source"]:
+                    payloads[i] = data
+                    return
+        payloads.append(data)
+
+    def read_payload(self):
+        state = _thread_state(self)
+        if not hasattr(state, "payloads"):
+            state.payloads = []
+        return state.payloads
+
+    def clear_payload(self):
+        _thread_state(self).payloads = []
+
+
+def run_on_this_threads_loop(coro):
+    """IPython's runner for a cell's top-level ``await``: on the main thread,
+    IPython's one loop (which also runs the main shell's tasks between
+    cells); on a subshell's thread, a loop of that thread's own, as each
+    subshell has in ipykernel 7, so its cells never touch the main shell's
+    loop."""
+    if threading.current_thread() is threading.main_thread():
+        from IPython.core.async_helpers import _asyncio_runner
+
+        return _asyncio_runner(coro)
+    import asyncio
+
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # no loop set on this thread yet
+        loop = None
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+    return loop.run_until_complete(coro)
 
 
 class KernelDisplayHook(DisplayHook):
@@ -108,6 +183,10 @@ class KernelDisplayHook(DisplayHook):
             if any(cls in printers for cls in classes) or any(name in deferred for name in names):
                 return False
         return True
+
+    # The value being shown, and whether one is, for each thread's cell.
+    msg = _PerThread()
+    _is_active = _PerThread(False)
 
     def start_displayhook(self):
         super().start_displayhook()
@@ -163,7 +242,14 @@ class ZMQInteractiveShell(InteractiveShell):
     kernel = Any(None, allow_none=True, help="What libraries read of the kernel (KernelView).")
     keepkernel_on_exit = None
     runtime = None
-    displayhook_error = None
+    # What the cell running on each thread failed with (shown, or in showing
+    # its value).
+    last_error = _PerThread()
+    displayhook_error = _PerThread()
+
+    def init_payload(self):
+        self.payload_manager = PerThreadPayloads(parent=self)
+        self.configurables.append(self.payload_manager)
 
     @default("exiter")
     def _default_exiter(self):
@@ -442,6 +528,7 @@ class IPythonRuntime(BaseRuntime):
         self.shell = ZMQInteractiveShell.instance(config=_shell_config(bridge.connection_file))
         self.shell.kernel = KernelView(self.shell, self)
         self.shell.input_transformer_manager = FastTransformerManager()
+        self.shell.loop_runner = run_on_this_threads_loop
         self.shell.runtime = self
         self.shell.display_pub.runtime = self
         self.shell.displayhook.runtime = self

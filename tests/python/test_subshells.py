@@ -311,3 +311,59 @@ def test_an_interrupt_reaches_ask_waiting_in_a_subshell_while_the_main_shell_is_
         kernel.iopub_until_idle(sub)
         assert kernel.execute("print('still here')").assert_ok().stdout == "still here\n"
     silent.close()
+
+
+def test_top_level_await_in_a_subshell_while_the_main_shell_has_tasks_pending(kernel: Kernel) -> None:
+    # The main shell's loop runs its task between cells.
+    kernel.execute(
+        "import asyncio\n"
+        "ticks = 0\n"
+        "async def tick():\n"
+        "    global ticks\n"
+        "    while True:\n"
+        "        ticks += 1\n"
+        "        await asyncio.sleep(0.01)\n"
+        "ticker = asyncio.get_event_loop().create_task(tick())"
+    ).assert_ok()
+    subshell = create(kernel)
+    done = run(kernel, "await asyncio.sleep(0.05)\nprint('awaited in the subshell')", subshell)
+    assert done.reply["status"] == "ok", done.describe()
+    assert stdout(done) == "awaited in the subshell\n", done.describe()
+    # The main shell's task goes on, on its own loop.
+    first = kernel.execute("print(ticks)").assert_ok().stdout
+    kernel.execute("import time; time.sleep(0.1)").assert_ok()
+    assert int(kernel.execute("print(ticks)").assert_ok().stdout) >= int(first), "the ticker stopped"
+    kernel.execute("ticker.cancel()").assert_ok()
+
+
+@pytest.mark.skipif(
+    KERNEL_NAME == "python3", reason="ipykernel 7's shells share one last error: the main cell reports the subshell's"
+)
+def test_two_cells_failing_at_once_each_report_their_own_error(kernel: Kernel) -> None:
+    subshell = create(kernel)
+    # The main cell's error takes a while to describe, which leaves time for
+    # the subshell's cell to fail between the main cell showing its error and
+    # answering.
+    main = send(
+        kernel,
+        "import time\n"
+        "class SlowError(Exception):\n"
+        "    def __str__(self):\n"
+        "        time.sleep(0.5)\n"
+        "        return 'main failed'\n"
+        "raise SlowError()",
+        None,
+    )
+    kernel.wait_for(
+        "iopub",
+        lambda m: m["msg_type"] == "error" and m["parent_header"].get("msg_id") == main,
+        "the main cell's error",
+    )
+    sub = run(kernel, "raise ValueError('subshell failed')", subshell)
+    main_reply = kernel.reply_to(main)["content"]
+    kernel.iopub_until_idle(main)
+    assert sub.reply["ename"] == "ValueError", sub.reply
+    assert "subshell failed" in "\n".join(sub.reply["traceback"]), sub.reply
+    assert main_reply["ename"] == "SlowError", main_reply
+    assert "SlowError" in "\n".join(main_reply["traceback"]), main_reply
+    assert "subshell failed" not in "\n".join(main_reply["traceback"]), main_reply
