@@ -20,7 +20,7 @@ use super::indent::Indented;
 use super::live::{self, LiveOutput};
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
-use super::llm::{ChatMessage, ChatRequest, LlmError, Usage};
+use super::llm::{ChatMessage, ChatRequest, LlmError, Role, Usage};
 use super::llm::{claude_cli, openai};
 use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
@@ -349,7 +349,11 @@ impl AgentSession {
                 .conversation
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            conversation.extend_from_slice(state.conversation.get(history_len..).unwrap_or(&[]));
+            let mut own = state.conversation.get(history_len..).unwrap_or(&[]);
+            if result.is_err() {
+                own = answered_part(own);
+            }
+            conversation.extend_from_slice(own);
             let memory = self
                 .memory
                 .lock()
@@ -1019,6 +1023,18 @@ fn failed_run(code: &str, error: &PythonFailure) -> Execution {
         failed: true,
         finished: false,
     }
+}
+
+/// What of a failed or interrupted run's messages stays in the
+/// conversation: up to the model's last answer. A request (or an execution
+/// report) the model never answered is dropped, so the next request is not
+/// sent merged with it.
+fn answered_part(messages: &[ChatMessage]) -> &[ChatMessage] {
+    let answered = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |last| last + 1);
+    &messages[..answered]
 }
 
 #[cfg(test)]

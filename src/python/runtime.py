@@ -1260,9 +1260,17 @@ class BaseRuntime:
         return found.get("answer")
 
     def ask_cell(self, code):
-        """Runs an ``%%ask`` cell or an ``%ask_config`` line."""
+        """Runs an ``%%ask`` cell or an ``%ask_config`` line. An interrupted
+        run ends the cell with KeyboardInterrupt shown as one line, its
+        summary, not a traceback into the kernel's own code."""
         __tracebackhide__ = True
-        self._agent_request({"kind": "cell", "code": code})
+        try:
+            self._agent_request({"kind": "cell", "code": code})
+        except KeyboardInterrupt:
+            what = "%%ask" if code.startswith("%%ask") else code.split(None, 1)[0]
+            stopped = KeyboardInterrupt("the %s run was interrupted" % what)
+            stopped._render_traceback_ = lambda: ["\x1b[31mKeyboardInterrupt: %s\x1b[39m" % stopped]
+            raise stopped from None
 
     def _agent_request(self, request, scope=None):
         __tracebackhide__ = True

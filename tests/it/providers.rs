@@ -540,6 +540,11 @@ async fn an_interrupt_closes_the_anthropic_connection_at_once() {
         .expect("the server sees the connection closed within 3 s of the interrupt");
     let reply = kernel.reply(Channel::Shell).await;
     assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    // One line, the run's summary: no traceback into the kernel's own code.
+    assert_eq!(
+        reply.content["traceback"],
+        json!(["\u{1b}[31mKeyboardInterrupt: the %%ask run was interrupted\u{1b}[39m"])
+    );
     assert!(closed > interrupted);
     assert!(!llm.events().iter().any(|(_, e)| *e == Event::Ended(0)));
     let (reply, _) = kernel.execute("1 + 1").await;
@@ -734,4 +739,30 @@ async fn a_refused_connection_is_a_readable_error_and_the_kernel_lives_on() {
     );
     let (_, iopub) = kernel.execute("kept").await;
     assert_eq!(result_text(&iopub), "3");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_request_is_not_sent_again_with_the_next_one() {
+    let llm = FakeLlm::start(vec![
+        Reply::Status(
+            400,
+            json!({"error": {"message": "bad request", "type": "invalid_request_error"}})
+                .to_string(),
+        ),
+        Reply::Answer("Second answer.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute("%%ask --max-turns 1\nthe first request, which fails")
+        .await;
+    assert_eq!(reply.content["status"], "error");
+    let (reply, _) = kernel
+        .execute("%%ask --max-turns 1 --no-exec\nthe second request")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let requests = llm.requests.lock().unwrap();
+    let second = serde_json::to_string(&requests[1]["messages"]).unwrap();
+    assert!(second.contains("the second request"), "{second}");
+    assert!(!second.contains("the first request"), "{second}");
 }
