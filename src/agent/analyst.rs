@@ -197,6 +197,7 @@ async fn code<E: Effects>(
             shown: None,
             failed: true,
             finished: false,
+            changes: Vec::new(),
         });
         state
             .conversation
@@ -312,6 +313,7 @@ mod tests {
             shown: None,
             failed: true,
             finished: false,
+            changes: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@
 
 pub mod analyst;
 pub mod budget;
+pub mod checks;
 pub mod config;
 pub mod config_file;
 pub mod extract;
@@ -141,6 +142,13 @@ pub trait Effects: graph::Observer + Send {
         request: &str,
         names: &[String],
     ) -> impl Future<Output = Vec<planner::KeyInformation>> + Send;
+
+    /// Which of `targets` (variables and files a request names) do not
+    /// exist (files relative to the working directory).
+    fn missing(
+        &mut self,
+        targets: &checks::Targets,
+    ) -> impl Future<Output = checks::Targets> + Send;
 
     /// What the triage's pre-plan looks at: the user's variables and last
     /// error.

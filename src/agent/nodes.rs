@@ -9,8 +9,16 @@
 //! The reflection's reasoning and next step go into the conversation, so the
 //! next generate turn builds on them, and a final text-only answer stays in
 //! the conversation for the next `%%ask`.
+//!
+//! Cheap checks come before a model judges (see [`super::checks`]): a first
+//! answer with no code for a request that needs some is sent back once; a
+//! failed block, or a variable or file the request names that is not there,
+//! means not done without asking; and a turn that only repeats the one
+//! before is told so once, then the run stops. The review sees the request,
+//! the code and its report, not the whole conversation.
 
 use super::budget;
+use super::checks;
 use super::extract::code_blocks;
 use super::graph::{Graph, NodeFn, Route};
 use super::llm::{ChatMessage, ChatRequest};
@@ -58,12 +66,14 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
         .edge("generate", Route::To("extract"))
         .conditional_edge(
             "extract",
-            &[Route::To("execute"), Route::End],
+            &[Route::To("execute"), Route::To("generate"), Route::End],
             move |s: &AgentState| {
-                if s.pending.is_empty() {
-                    Route::End
-                } else {
+                if !s.pending.is_empty() {
                     Route::To("execute")
+                } else if s.outcome.is_none() {
+                    Route::To("generate")
+                } else {
+                    Route::End
                 }
             },
         )
@@ -89,8 +99,9 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
 }
 
 /// Answers of judging steps (reflect, plan) are short JSON (a verdict's
-/// closing answer included).
-const JUDGEMENT_TOKENS: u32 = 400;
+/// closing answer included); reasoning models spend part of this on hidden
+/// reasoning first.
+const JUDGEMENT_TOKENS: u32 = 1024;
 
 impl Settings {
     /// Asks the model, with `system` as the system prompt, about the
@@ -126,6 +137,32 @@ impl Settings {
         };
         let answer = ask_model(state, effects, self, system, self.max_tokens, showing).await?;
         state.blocks_shown = answer.blocks_shown;
+        Ok(answer)
+    }
+
+    /// A short judgement of `review` alone (the request, the code and its
+    /// report), not the whole conversation: it is all a judge needs, and
+    /// costs a fraction of the tokens.
+    pub(super) async fn judge_alone<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        review: String,
+    ) -> Result<ChatOutcome, AgentError> {
+        let request = ChatRequest {
+            model: self.model.clone(),
+            system,
+            messages: budget::fit(
+                "",
+                &[ChatMessage::user(review)],
+                self.context_tokens,
+                JUDGEMENT_TOKENS,
+            ),
+            max_tokens: JUDGEMENT_TOKENS,
+        };
+        let answer = effects.chat(request, Showing::Hidden).await?;
+        state.usage.add(answer.usage);
         Ok(answer)
     }
 
@@ -190,6 +227,7 @@ async fn generate<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
+    state.namespace_names = checks::summary_names(&namespace);
     let system = prompts::system(&namespace, &state.recent_cells, &state.skills);
     let answer = settings.write_code(state, effects, system).await?;
     state.record_answer(answer.text);
@@ -198,7 +236,22 @@ async fn generate<E: Effects>(
 
 fn extract(state: &mut AgentState) -> Result<(), AgentError> {
     state.pending = code_blocks(&state.answer);
-    if state.pending.is_empty() {
+    if !state.pending.is_empty() {
+        return Ok(());
+    }
+    // An answer with no code before any ran cannot have done a request
+    // that needs code: asked once to do it (a small model often answers
+    // "3" to "store the count in `n`").
+    let nudge = state.executions.is_empty()
+        && !state.nudged_for_code
+        && state.turn < state.max_turns
+        && checks::needs_code(&state.request, &state.namespace_names);
+    if nudge {
+        state.nudged_for_code = true;
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::CODE_PLEASE.to_owned()));
+    } else {
         state.outcome = Some(Outcome::Answered);
     }
     Ok(())
@@ -209,7 +262,9 @@ async fn execute<E: Effects>(
     effects: &mut E,
     enabled: bool,
 ) -> Result<(), AgentError> {
+    let before = state.executions.len();
     let ran = run_pending(state, effects, enabled).await?;
+    state.last_turn_blocks = state.executions.len() - before;
     if !enabled {
         state.outcome = Some(Outcome::Answered);
     } else {
@@ -257,6 +312,7 @@ pub(super) async fn run_pending<E: Effects>(
             &code,
             &execution.output,
             execution.failed,
+            &execution.changes,
         ));
         failed = execution.failed;
         effects.emit(AgentEvent::Executed {
@@ -278,6 +334,7 @@ pub(super) async fn run_pending<E: Effects>(
                         shown: None,
                         failed: true,
                         finished: false,
+                        changes: Vec::new(),
                     },
                 });
             }
@@ -295,9 +352,29 @@ async fn reflect<E: Effects>(
     effects: &mut E,
     settings: Settings,
 ) -> Result<(), AgentError> {
-    let system = prompts::reflect(&state.request);
-    let answer = settings.judge(state, effects, system).await?;
-    let verdict = parse_verdict(&answer.text);
+    let verdict = match precheck(state, effects).await {
+        Precheck::Judge { failed } => {
+            let system = prompts::reflect(&state.request);
+            let review = prompts::review_request(&state.request, &this_turns_reports(state));
+            let answer = settings.judge_alone(state, effects, system, review).await?;
+            let mut verdict = parse_verdict(&answer.text);
+            // A failed block is never done; the review says whether another
+            // turn can fix it.
+            verdict.is_complete &= !failed;
+            verdict
+        }
+        Precheck::NotDone(verdict) => verdict,
+        Precheck::Repeated => {
+            if state.repeats > 1 || state.turn >= state.max_turns {
+                state.outcome = Some(Outcome::Repeating);
+            } else {
+                state
+                    .conversation
+                    .push(ChatMessage::user(prompts::REPEATED.to_owned()));
+            }
+            return Ok(());
+        }
+    };
     effects.emit(AgentEvent::Verdict(verdict.clone()));
     if verdict.is_complete {
         state.outcome = Some(Outcome::Complete);
@@ -313,6 +390,68 @@ async fn reflect<E: Effects>(
     }
     state.verdict = Some(verdict);
     Ok(())
+}
+
+/// What the checks before the review found.
+enum Precheck {
+    /// Nothing settles it: the model judges (`failed`: whether the last
+    /// block failed, in a way only a review can tell fixable or not).
+    Judge { failed: bool },
+    /// Not done, and why, without asking.
+    NotDone(super::reflect::Verdict),
+    /// The turn ran the code of the turn before with the same outcome.
+    Repeated,
+}
+
+async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Precheck {
+    let blocks = state.last_turn_blocks;
+    if checks::repeated(&state.executions, blocks) {
+        state.repeats += 1;
+        return Precheck::Repeated;
+    }
+    let not_done = |reasoning: String, next_action: &str| {
+        Precheck::NotDone(super::reflect::Verdict {
+            is_complete: false,
+            cannot_fix: false,
+            reasoning,
+            next_action: next_action.to_owned(),
+            answer: String::new(),
+            parsed: true,
+        })
+    };
+    if let Some(failed) = state.executions.last().filter(|e| e.failed) {
+        let error = checks::error_line(&failed.output).to_owned();
+        if checks::may_be_unfixable(&error) {
+            return Precheck::Judge { failed: true };
+        }
+        return not_done(
+            format!("the code failed ({error})"),
+            "fix the cause of the error and run the corrected code",
+        );
+    }
+    let targets = checks::targets(&state.request);
+    if !targets.is_empty() {
+        let missing = effects.missing(&targets).await;
+        if !missing.is_empty() {
+            let mut absent: Vec<String> = missing.names.iter().map(|n| format!("`{n}`")).collect();
+            absent.extend(missing.files.iter().cloned());
+            return not_done(
+                format!("{} does not exist yet", absent.join(", ")),
+                "run code that creates it as the request says",
+            );
+        }
+    }
+    Precheck::Judge { failed: false }
+}
+
+/// The reports of the code the last turn ran, for the review.
+fn this_turns_reports(state: &AgentState) -> String {
+    let start = state.executions.len() - state.last_turn_blocks.min(state.executions.len());
+    state.executions[start..]
+        .iter()
+        .map(|e| prompts::execution_report(&e.code, &e.output, e.failed, &e.changes))
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Ends a finished run with the review's answer in plain words, when it
@@ -488,11 +627,10 @@ open('sales.csv')
     }
 
     #[test]
-    fn error_recovery_the_failure_reaches_the_next_turn() {
+    fn error_recovery_the_failure_reaches_the_next_turn_without_a_review() {
         let mut script = Script::new(
             &[
                 "```python\n1/0\n```\n```python\nprint('never')\n```",
-                NOT_DONE,
                 "```python\nprint('fixed')\n```",
                 DONE,
             ],
@@ -502,16 +640,94 @@ open('sales.csv')
         run(&mut script, &mut state, settings());
         // The block after the failing one was not run.
         assert_eq!(script.executed, ["1/0", "print('fixed')"]);
-        let reflect_request = &script.requests[1];
+        // A failed block is not done: no model is asked, the next turn is
+        // told the error.
+        let next_turn = &script.requests[1];
+        let told: Vec<&str> = next_turn
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
         assert!(
-            reflect_request
-                .messages
-                .last()
-                .unwrap()
-                .content
-                .contains("ZeroDivisionError")
+            told.iter().any(|m| m.contains("ZeroDivisionError")),
+            "{told:?}"
+        );
+        assert!(
+            matches!(&script.events[..], [_, _, AgentEvent::Verdict(v), ..] if v.reasoning.contains("ZeroDivisionError")),
+            "{:?}",
+            script.events
         );
         assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(script.requests.len(), 3);
+    }
+
+    #[test]
+    fn an_answer_without_code_to_a_request_that_needs_some_is_sent_back_once() {
+        let mut script = Script::new(&["3", "```python\nn = 3\n```", DONE], ok);
+        let mut state = AgentState::new("Count the fruits and store it in `n`.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(script.executed, ["n = 3"]);
+        let second = &script.requests[1];
+        assert_eq!(
+            second.messages.last().unwrap().content,
+            prompts::CODE_PLEASE
+        );
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+
+        // A question that needs no code is answered in words.
+        let mut script = Script::new(&["A left join keeps every row of the left table."], ok);
+        let mut state = AgentState::new("What does a left join do?", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        assert_eq!(script.requests.len(), 1);
+    }
+
+    #[test]
+    fn a_named_variable_that_does_not_exist_means_not_done_without_a_review() {
+        let mut script = Script::new(
+            &[
+                "```python\nprint(3)\n```",
+                "```python\ntotal = 3\n```",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Store the sum in `total`.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        // `total` was missing after the first turn: told so, no review call.
+        let second = &script.requests[1];
+        let last = &second.messages.last().unwrap().content;
+        assert!(last.contains("`total` does not exist yet"), "{last}");
+        assert_eq!(script.requests.len(), 3, "the second turn's review only");
+        // The review reads the request and the code's report, not the chat.
+        let review = &script.requests[2];
+        assert_eq!(review.messages.len(), 1);
+        assert!(
+            review.messages[0]
+                .content
+                .contains("Store the sum in `total`.")
+        );
+        assert!(review.messages[0].content.contains("total = 3"));
+    }
+
+    #[test]
+    fn the_same_code_with_the_same_result_is_told_once_then_the_run_stops() {
+        let mut script = Script::new(
+            &[
+                "```python\nprint(1)\n```",
+                NOT_DONE,
+                "```python\nprint(1)\n```",
+                "```python\nprint(1)\n```",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("print one", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::Repeating));
+        let third_turn = &script.requests[3];
+        let told = &third_turn.messages.last().unwrap().content;
+        assert!(told.ends_with(prompts::REPEATED), "{told}");
+        assert_eq!(script.requests.len(), 4);
     }
 
     #[test]

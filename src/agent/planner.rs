@@ -193,6 +193,7 @@ async fn act<E: Effects>(
                     shown: None,
                     failed: true,
                     finished: false,
+                    changes: Vec::new(),
                 },
             });
             refusal

@@ -134,6 +134,31 @@ pub fn triage_plan(
     with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
 }
 
+/// Sent back once when the first answer has no code but the request needs
+/// some.
+pub const CODE_PLEASE: &str = "Do this in the notebook: answer with a ```python block that \
+works on the live variables and does what I asked (store results where I said). Do not guess \
+values; compute them.";
+
+/// Sent back once when a turn ran the same code with the same result as the
+/// turn before.
+pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \
+result already answers my request, reply with the answer in plain words and no code. Otherwise \
+do something different.";
+
+/// What the review of a turn reads: the request and what the code did.
+pub fn review_request(request: &str, reports: &str) -> String {
+    format!(
+        "My request:\n{}\n\nWhat the assistant ran for it, and what happened:\n\n{}",
+        request.trim(),
+        if reports.trim().is_empty() {
+            "(nothing ran)"
+        } else {
+            reports
+        }
+    )
+}
+
 /// Asks for a verdict on work that ended with the assistant's answer.
 pub const REVIEW_NOW: &str = "Judge whether the work above meets my request.";
 
@@ -187,14 +212,25 @@ pub fn not_done_yet(reasoning: &str, next_action: &str) -> String {
 }
 
 /// What the model is told about one executed block.
-pub fn execution_report(code: &str, output: &str, failed: bool) -> String {
+pub fn execution_report(code: &str, output: &str, failed: bool, changes: &[String]) -> String {
     let status = if failed { "failed" } else { "ran" };
     let output = if output.trim().is_empty() {
         "(no output)"
     } else {
         output
     };
-    format!("This code {status}:\n```python\n{code}\n```\nOutput:\n```\n{output}\n```")
+    let mut report =
+        format!("This code {status}:\n```python\n{code}\n```\nOutput:\n```\n{output}\n```");
+    if !changes.is_empty() {
+        report.push_str("\nVariables it changed:\n");
+        for line in changes {
+            report.push_str("- ");
+            report.push_str(line);
+            report.push('\n');
+        }
+        report.pop();
+    }
+    report
 }
 
 #[cfg(test)]
@@ -246,7 +282,12 @@ mod tests {
     fn feedback_messages_carry_reasoning_and_next_step() {
         let text = not_done_yet("no plot yet", "draw the histogram");
         assert!(text.contains("no plot yet") && text.contains("draw the histogram"));
-        assert!(execution_report("1/0", "ZeroDivisionError", true).contains("failed"));
-        assert!(execution_report("x = 1", "", false).contains("(no output)"));
+        assert!(execution_report("1/0", "ZeroDivisionError", true, &[]).contains("failed"));
+        let assigned = execution_report("x = 1", "", false, &["x: int = 1 (new)".to_owned()]);
+        assert!(assigned.contains("(no output)"));
+        assert!(
+            assigned.ends_with("Variables it changed:\n- x: int = 1 (new)"),
+            "{assigned}"
+        );
     }
 }

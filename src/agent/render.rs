@@ -103,21 +103,26 @@ pub fn event(event: &AgentEvent) -> Shown {
             )
         }
         AgentEvent::Verdict(verdict) if verdict.is_complete => {
-            stream(&format!("✓ {}\n", verdict.reasoning.trim()))
+            let words = review_words(&verdict.reasoning);
+            stream(&format!(
+                "✓ {}\n",
+                if words.is_empty() { "done" } else { &words }
+            ))
         }
         AgentEvent::Verdict(verdict) if verdict.cannot_fix => stream(&format!(
             "✗ this cannot be done here: {}\n",
-            verdict.reasoning.trim()
+            review_words(&verdict.reasoning)
         )),
         AgentEvent::Verdict(verdict) => {
-            let next = match verdict.next_action.trim() {
-                "" => String::new(),
+            let why = match review_words(&verdict.reasoning) {
+                words if words.is_empty() => String::new(),
+                words => format!(": {words}"),
+            };
+            let next = match review_words(&verdict.next_action) {
+                words if words.is_empty() => String::new(),
                 next => format!(" Next: {next}"),
             };
-            stream(&format!(
-                "↻ not done yet: {}{next}\n",
-                verdict.reasoning.trim()
-            ))
+            stream(&format!("↻ not done yet{why}{next}\n"))
         }
         AgentEvent::Plan(plan) => stream(&format!("plan: {}\n", plan_line(plan))),
         AgentEvent::GaveUp { failed } => {
@@ -174,6 +179,7 @@ pub fn summary(
         (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
         (Some(Outcome::GaveUp), _) => "gave up: every attempt failed",
         (Some(Outcome::CannotBeDone), _) => "stopped: it cannot be done here",
+        (Some(Outcome::Repeating), _) => "stopped: the same code kept giving the same result",
         (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
         (None, RunEnd::Finished { .. }) => "finished",
     };
@@ -317,6 +323,40 @@ pub fn fenced(text: &str, language: &str) -> String {
     format!("{fence}{language}\n{text}\n{fence}")
 }
 
+/// A review's words as a line for the user: prose only (a small model's
+/// review often holds code, which the next turn gets but the user need not
+/// read), on one line, cut at a sentence end near 200 characters.
+pub fn review_words(text: &str) -> String {
+    let prose = text.split("```").step_by(2).collect::<Vec<_>>().join(" ");
+    let words = prose.split_whitespace().collect::<Vec<_>>().join(" ");
+    if looks_like_code(&words) {
+        return String::new();
+    }
+    if words.chars().count() <= 200 {
+        return words;
+    }
+    let cut: String = words.chars().take(200).collect();
+    match cut.rfind(". ") {
+        Some(end) if end > 40 => cut[..=end].to_owned(),
+        _ => format!("{}…", cut.trim_end()),
+    }
+}
+
+/// Whether a line reads as code rather than words (an assignment, a call
+/// with no sentence around it).
+fn looks_like_code(words: &str) -> bool {
+    let letters = words
+        .chars()
+        .filter(|c| c.is_alphabetic() || *c == ' ')
+        .count();
+    let symbols = words
+        .chars()
+        .filter(|c| "=()[]{}_.:'\"".contains(*c))
+        .count();
+    !words.is_empty()
+        && (symbols * 4 > letters || words.starts_with("import ") || words.starts_with("print("))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +416,7 @@ mod tests {
             shown: None,
             failed: true,
             finished: false,
+            changes: Vec::new(),
         };
         let error = event(&AgentEvent::Executed {
             turn: 1,
@@ -390,6 +431,7 @@ mod tests {
             shown: Some("  ".into()),
             failed: false,
             finished: false,
+            changes: Vec::new(),
         };
         let output = event(&AgentEvent::Executed {
             turn: 1,
@@ -422,6 +464,16 @@ mod tests {
             not_yet.content["text"],
             "↻ not done yet: no plot Next: plot it\n"
         );
+        // Code in a review is for the model, not the user's line.
+        let code = event(&AgentEvent::Verdict(Verdict {
+            answer: String::new(),
+            is_complete: false,
+            cannot_fix: false,
+            reasoning: "```python\nn_fruits = sales['fruit'].nunique()\n```".into(),
+            next_action: "n_fruits = sales['fruit'].nunique()".into(),
+            parsed: true,
+        }));
+        assert_eq!(code.content["text"], "↻ not done yet\n");
         let impossible = event(&AgentEvent::Verdict(Verdict {
             answer: String::new(),
             is_complete: false,
@@ -516,6 +568,7 @@ mod tests {
             shown: None,
             failed: true,
             finished: false,
+            changes: Vec::new(),
         };
         let (plain, markdown) = failed_attempts(&[attempt("a", "E1"), attempt("", "E2")]);
         assert_eq!(

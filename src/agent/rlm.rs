@@ -151,6 +151,7 @@ mod tests {
     fn final_called(code: &str) -> Execution {
         Execution {
             finished: code.contains("FINAL("),
+            changes: Vec::new(),
             ..ok(code)
         }
     }

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use super::checks::Targets;
 use super::graph::Observer;
 use super::llm::{ChatRequest, Usage};
 use super::planner::KeyInformation;
@@ -25,6 +26,9 @@ pub struct Script {
     pub models: Vec<ModelChoice>,
     model: ModelChoice,
     pub run: fn(&str) -> Execution,
+    /// Variables and files that exist besides those the code assigns, for
+    /// `missing`.
+    pub existing: Vec<String>,
 }
 
 impl Script {
@@ -40,6 +44,7 @@ impl Script {
             models: Vec::new(),
             model: ModelChoice::Configured,
             run,
+            existing: vec!["x".into()],
         }
     }
 }
@@ -95,6 +100,30 @@ impl Effects for Script {
             .collect()
     }
 
+    /// What `existing` names, and what the code run so far assigned
+    /// (`name = ...` lines), exists.
+    async fn missing(&mut self, targets: &Targets) -> Targets {
+        let assigned: Vec<String> = self
+            .executed
+            .iter()
+            .flat_map(|code| code.lines())
+            .filter_map(|line| {
+                line.split_once(" = ")
+                    .map(|(name, _)| name.trim().to_owned())
+            })
+            .collect();
+        let absent = |list: &[String]| {
+            list.iter()
+                .filter(|item| !self.existing.contains(item) && !assigned.contains(item))
+                .cloned()
+                .collect()
+        };
+        Targets {
+            names: absent(&targets.names),
+            files: absent(&targets.files),
+        }
+    }
+
     /// `x` and `prices` exist.
     async fn triage_context(&mut self) -> Context {
         Context {
@@ -127,6 +156,7 @@ pub fn ok(code: &str) -> Execution {
         shown: None,
         failed: false,
         finished: false,
+        changes: Vec::new(),
     }
 }
 
@@ -143,6 +173,7 @@ pub fn fails_once(code: &str) -> Execution {
         shown: None,
         failed,
         finished: false,
+        changes: Vec::new(),
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::analyst::{self, analyst_graph};
 use super::budget;
+use super::checks;
 use super::config::{self, Choice, ProviderChoice};
 use super::extract::complete_code_blocks;
 use super::graph::Observer;
@@ -45,7 +46,6 @@ const MAX_TOKENS: u32 = 4096;
 
 /// Streamed text waits at most this long before it is published.
 const STREAM_COALESCE: Duration = Duration::from_millis(20);
-
 
 /// What the Python side asks of the session (the runtime's JSON; its
 /// `indent` says how many agent runs the request is nested in).
@@ -475,9 +475,12 @@ impl AgentSession {
     /// The local model `provider` is, if it is the one the kernel serves.
     async fn local_spec(&self, provider: &Provider) -> Option<&'static local::ModelSpec> {
         match provider {
-            Provider::Http(http) if http.model == local::LOCAL_MODEL => {
-                self.local_model.lock().await.as_ref().map(|model| model.spec)
-            }
+            Provider::Http(http) if http.model == local::LOCAL_MODEL => self
+                .local_model
+                .lock()
+                .await
+                .as_ref()
+                .map(|model| model.spec),
             _ => None,
         }
     }
@@ -505,8 +508,10 @@ impl AgentSession {
                 .await
                 .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
             let python = info["python"].as_str().unwrap_or_default();
-            let (true, Some(model)) = (info["server"].as_bool() == Some(true), info["model"].as_str())
-            else {
+            let (true, Some(model)) = (
+                info["server"].as_bool() == Some(true),
+                info["model"].as_str(),
+            ) else {
                 return Err(local_model_missing(ports, spec, &info));
             };
             publish(
@@ -739,6 +744,9 @@ struct CodeRun {
     /// The code called `FINAL(answer)`.
     #[serde(default)]
     finished: bool,
+    /// What it did to the namespace, a line per name.
+    #[serde(default)]
+    changes: Vec<String>,
 }
 
 /// The effects of one run: the graph's view of the kernel's ports.
@@ -911,6 +919,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 shown: None,
                 failed: false,
                 finished: false,
+                changes: Vec::new(),
             });
         }
         // What the code writes shows while it runs (see `live`).
@@ -954,6 +963,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     shown: Some(shown),
                     failed: run.failed,
                     finished: run.finished,
+                    changes: run.changes,
                 })
             }
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
@@ -978,6 +988,20 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             Err(e) => {
                 tracing::warn!("%%ask: the informer found nothing: {e}");
                 Vec::new()
+            }
+        }
+    }
+
+    async fn missing(&mut self, targets: &checks::Targets) -> checks::Targets {
+        let args = json!({ "names": targets.names, "files": targets.files });
+        match self.ports.python("missing", args).await {
+            Ok(reply) => checks::Targets {
+                names: serde_json::from_value(reply["names"].clone()).unwrap_or_default(),
+                files: serde_json::from_value(reply["files"].clone()).unwrap_or_default(),
+            },
+            Err(e) => {
+                tracing::warn!("%%ask: cannot check what exists: {e}");
+                checks::Targets::default()
             }
         }
     }
@@ -1084,6 +1108,7 @@ fn failed_run(code: &str, error: &PythonFailure) -> Execution {
         shown: None,
         failed: true,
         finished: false,
+        changes: Vec::new(),
     }
 }
 

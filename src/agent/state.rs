@@ -22,6 +22,9 @@ pub struct Execution {
     pub failed: bool,
     /// The code called `FINAL(answer)` (an `rlm()` sub-agent's way to end).
     pub finished: bool,
+    /// What the code changed in the namespace, a line per name
+    /// (`n = 3 (int, new)`), for the model and the review.
+    pub changes: Vec<String>,
 }
 
 impl Execution {
@@ -44,6 +47,8 @@ pub enum Outcome {
     GaveUp,
     /// The review judged that the request cannot be done here.
     CannotBeDone,
+    /// The model kept sending the same code with the same result.
+    Repeating,
 }
 
 /// Everything a run reads and writes.
@@ -83,6 +88,15 @@ pub struct AgentState {
     pub triage: Triage,
     pub usage: Usage,
     pub outcome: Option<Outcome>,
+    /// The user's variables, as of the last namespace summary.
+    pub namespace_names: Vec<String>,
+    /// The model was told once to answer with code (an answer without any
+    /// cannot have done what the request asks).
+    pub nudged_for_code: bool,
+    /// Turns that repeated the turn before (same code, same outcome).
+    pub repeats: u32,
+    /// How many blocks the last turn ran.
+    pub last_turn_blocks: usize,
 }
 
 impl AgentState {
@@ -118,6 +132,10 @@ impl AgentState {
             triage: Triage::default(),
             usage: Usage::default(),
             outcome: None,
+            namespace_names: Vec::new(),
+            nudged_for_code: false,
+            repeats: 0,
+            last_turn_blocks: 0,
         }
     }
 }

@@ -1050,6 +1050,7 @@ mod tests {
             shown: None,
             failed,
             finished: false,
+            changes: Vec::new(),
         }
     }
 

@@ -593,6 +593,16 @@ class IPythonRuntime(BaseRuntime):
         # Else IPython's debugger is being imported and imported pdb: the hook
         # on its own import does the rest.
 
+    def _agent_python(self, code):
+        # The static transformations only (`!cmd`, `%magic`, `%%magic`), not
+        # the dynamic ones of one-line cells: automagic would take the
+        # toolbox's `edit(...)` for IPython's %edit.
+        return self.shell.input_transformer_manager.transform_cell(code)
+
+    def _run_coroutine(self, coroutine):
+        # The loop cells with top-level await use on this thread.
+        return run_on_this_threads_loop(coroutine)
+
     def _agent_code_finished(self):
         # What IPython does after each cell: the inline backend shows the
         # figures drawn without plt.show() (in this cell, not the user's next).

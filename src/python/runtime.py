@@ -521,6 +521,102 @@ def namespace_summary(namespace, limit=4000):
     return clip_middle("\n".join(lines), limit)
 
 
+def describe_briefly(value):
+    """A value in a few words: its type with shape, length or columns, and a
+    short value where one fits (``DataFrame 4x3, columns a, b, c``)."""
+    kind = type(value).__name__
+    if isinstance(value, types.ModuleType):
+        return "module %s" % value.__name__
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        return "function"
+    if isinstance(value, type):
+        return "class"
+    columns, shape = getattr(value, "columns", None), getattr(value, "shape", None)
+    if columns is not None and shape is not None and not callable(shape):
+        names = [str(c) for c in list(columns)[:12]]
+        more = ", ..." if len(columns) > 12 else ""
+        return "%s %s, columns %s%s" % (kind, "x".join(str(n) for n in tuple(shape)), ", ".join(names), more)
+    if shape is not None and not callable(shape):
+        text = "%s shape %s dtype %s" % (kind, tuple(shape), getattr(value, "dtype", "?"))
+        size = getattr(value, "size", None)
+        return text + (" = " + _short_repr(value, 60) if isinstance(size, int) and size <= 10 else "")
+    if isinstance(value, (list, tuple, dict, set, str, bytes)):
+        return "%s len %d = %s" % (kind, len(value), _short_repr(value, 60))
+    return "%s = %s" % (kind, _short_repr(value, 60))
+
+
+def stored_names(tree):
+    """The names a block binds, deletes or may change in place: assignment
+    targets (the variable under an item or attribute assignment), augmented
+    assignments, deletions, imports, definitions, loop and with targets."""
+    names = set()
+
+    def root(target):
+        while isinstance(target, (ast.Attribute, ast.Subscript, ast.Starred)):
+            target = target.value
+        if isinstance(target, ast.Name):
+            names.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                root(element)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                root(target)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            root(node.target)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                root(target)
+        elif isinstance(node, (ast.withitem,)) and node.optional_vars is not None:
+            root(node.optional_vars)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            # df.drop(..., inplace=True), items.append(x): a method that may
+            # change its object.
+            if node.func.attr in _MUTATING_METHODS or any(k.arg == "inplace" for k in node.keywords):
+                root(node.func.value)
+    return names
+
+
+_MUTATING_METHODS = {
+    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "add",
+    "discard", "setdefault", "popitem", "rename_axis", "set_index", "reset_index", "fillna",
+    "drop", "dropna", "rename", "replace", "sort_values", "drop_duplicates", "astype", "resize",
+}
+
+# At most this many names are reported for one block.
+CHANGES_SHOWN = 20
+
+
+def namespace_changes(before, namespace, tree):
+    """What a block did to ``namespace`` (``before`` is a copy of it from
+    just before): one line per name added, rebound, changed in place (a name
+    the block stores into or calls a changing method on) or deleted."""
+    stored = stored_names(tree) if tree is not None else set()
+    lines = []
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or name in ("In", "Out"):
+            continue
+        if name not in before:
+            kind = "new"
+        elif before[name] is not value:
+            kind = "changed"
+        elif name in stored and not isinstance(value, (types.ModuleType, types.FunctionType, type)):
+            kind = "changed in place"
+        else:
+            continue
+        lines.append("%s: %s (%s)" % (name, describe_briefly(value), kind))
+    lines.extend("%s (deleted)" % name for name in before if not name.startswith("_") and name not in namespace)
+    if len(lines) > CHANGES_SHOWN:
+        lines = lines[:CHANGES_SHOWN] + ["(and %d more)" % (len(lines) - CHANGES_SHOWN)]
+    return lines
+
+
 # -- the agent ---------------------------------------------------------------
 
 
@@ -785,6 +881,16 @@ class AgentScope:
         describe = sys.modules["mahtab.tools"].describe
         described = [[name, describe(self.namespace[name], name)] for name in names[:INFORMER_MAX_VARIABLES]]
         return dumps({"described": described})
+
+    def missing(self, args):
+        """Which of the variables and files a request names do not exist."""
+        import os
+
+        request = json.loads(args)
+        return dumps({
+            "names": [name for name in request.get("names", ()) if name not in self.namespace],
+            "files": [path for path in request.get("files", ()) if not os.path.exists(path)],
+        })
 
     def triage_context(self, args):
         names = [name for name in self.namespace if _is_user_variable(self.namespace, name)]
@@ -1370,11 +1476,15 @@ class BaseRuntime:
         Returns {"output": for the model, "shown": for the panel (without
         the rich output, already on screen), "rich_outputs": how many,
         "failed", "error": the traceback's (or the guard's) text, or None,
-        "finished": whether it called FINAL()}.
+        "finished": whether it called FINAL(), "changes": what it did to the
+        namespace, a line per name}.
         """
+        # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a cell.
+        code = self._agent_python(code)
         refusal = None if confirm else self._guard(code, allow)
         if refusal is not None:
-            return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal, "finished": False}
+            return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal,
+                    "finished": False, "changes": []}
         captured = []
         displayed = []
         tools = sys.modules["mahtab.tools"]
@@ -1384,18 +1494,25 @@ class BaseRuntime:
         self._agent_displays = displayed
         tools.confirm_write = self._confirm_write if confirm else None
         finished = False
+        before = dict(namespace)
+        tree = None
         namespace["__builtins__"] = self._agent_builtins(namespace)
         failed, error = False, None
         try:
             filename = self._agent_code_file(code)
             linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-            tree = ast.parse(code, filename=filename, mode="exec")
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            # Top-level `await` is allowed, as in a cell.
+            flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            tree = compile(code, filename, "exec", flags=flags)
+            body = list(tree.body)
+            last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
             self.bridge.user_code_starting()
-            if tree.body:
-                exec(compile(tree, filename, "exec"), namespace)
+            if body:
+                module = ast.Module(body=body, type_ignores=[])
+                self._run_agent_code(compile(module, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
             if last is not None:
-                value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
+                expression = compile(ast.Expression(last.value), filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+                value = self._run_agent_code(expression, namespace)
                 if value is not None:
                     namespace["_"] = value
                     data, _ = mime_bundle(value)
@@ -1425,6 +1542,10 @@ class BaseRuntime:
             namespace["__builtins__"] = saved_builtins
             self._agent_code_finished()
             sys.stdout, sys.stderr, self._agent_displays, tools.confirm_write = saved
+        try:
+            changes = namespace_changes(before, namespace, tree)
+        except Exception:  # a value whose description fails says nothing of the run
+            changes = []
         shown = "".join(captured)
         told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
         return {
@@ -1434,7 +1555,34 @@ class BaseRuntime:
             "failed": failed,
             "error": error,
             "finished": finished,
+            "changes": changes,
         }
+
+    def _agent_python(self, code):
+        """Agent code as Python: the IPython runtime turns its syntax
+        (magics, shell escapes) into calls, as for a cell."""
+        return code
+
+    def _run_agent_code(self, compiled, namespace):
+        """Runs a compiled piece of agent code; code with top-level ``await``
+        gives a coroutine, run to its end on this thread's event loop."""
+        result = eval(compiled, namespace)
+        if compiled.co_flags & inspect.CO_COROUTINE:
+            result = self._run_coroutine(result)
+        return result
+
+    def _run_coroutine(self, coroutine):
+        """Runs ``coroutine`` on this thread's event loop (one of its own)."""
+        import asyncio
+
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or loop.is_closed():
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+        return loop.run_until_complete(coroutine)
 
     def _agent_code_file(self, code):
         """The name agent code compiles under: "<agent>", or, once the

@@ -567,8 +567,8 @@ async fn interrupt_kills_the_claude_cli() {
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_code_errors_show_the_agents_frames_only() {
     let llm = FakeLlm::start(vec![
+        // Failed blocks need no review: each next turn follows at once.
         Reply::Answer("```python\ndef f():\n    return missing\nf()\n```".into()),
-        Reply::Answer(r#"{"is_complete": false, "reasoning": "fix it", "next_action": ""}"#.into()),
         Reply::Answer("```python\nx = (1 +\n```".into()),
         Reply::Answer(DONE.into()),
     ])
@@ -931,10 +931,9 @@ async fn a_code_block_shows_as_soon_as_it_is_complete_while_the_answer_goes_on()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_status_line_says_what_the_run_does_and_is_emptied_at_the_end() {
-    let not_done = r#"{"is_complete": false, "reasoning": "it failed", "next_action": "fix it"}"#;
+    // A failed block needs no review: the next turn retries at once.
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nundefined_name\n```".into()),
-        Reply::Answer(not_done.into()),
         Reply::Answer("```python\nprint(1)\n```".into()),
         Reply::Answer(DONE.into()),
     ])
@@ -1051,4 +1050,58 @@ async fn long_running_agent_code_shows_its_output_while_it_runs() {
         .position(|m| m.content["metadata"]["mahtab"]["kind"] == "output")
         .unwrap();
     assert!(emptied < output);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_code_may_await_and_the_review_sees_what_it_changed() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nimport asyncio\nawait asyncio.sleep(0)\nn_items = len(items)\nitems.append(4)\n```"
+                .into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("items = [1, 2, 3]").await;
+    let (reply, _) = kernel
+        .execute("%%ask\nCount the items and store the count in `n_items`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // The review reads the request and the report, which lists the changes.
+    let review = llm.last_message(1);
+    assert!(review.contains("store the count in `n_items`"), "{review}");
+    assert!(
+        review.contains("- n_items: int = 3 (new)")
+            && review.contains("- items: list len 4 = [1, 2, 3, 4] (changed in place)"),
+        "{review}"
+    );
+    let (_, iopub) = kernel.execute("n_items, items").await;
+    assert_eq!(result_text(&iopub), "(3, [1, 2, 3, 4])");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_code_may_use_magics_as_a_cell_does() {
+    let mut kernel_probe = Kernel::start().await;
+    let (probe, _) = kernel_probe.execute("import IPython").await;
+    drop(kernel_probe);
+    if probe.content["status"] != "ok" {
+        return; // plain Python: no magics anywhere
+    }
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\n%config Completer.use_jedi = False\n%time done = 1\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask\nset it up").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let outputs = panel_texts(&iopub, "output");
+    assert!(
+        outputs.iter().any(|text| text.contains("Wall time")),
+        "{outputs:?}"
+    );
+    assert!(panel_texts(&iopub, "error").is_empty());
+    let (_, iopub) = kernel.execute("done").await;
+    assert_eq!(result_text(&iopub), "1");
 }

@@ -277,8 +277,12 @@ mod tests {
     async fn a_server_that_dies_while_starting_says_why() {
         // `sh -c` runs the Python script as shell code: it fails at once and
         // says so on stderr, as a broken model server would.
-        let Err(err) =
-            LocalModel::start(Path::new("/bin/sh"), Path::new("model.gguf"), default_spec()).await
+        let Err(err) = LocalModel::start(
+            Path::new("/bin/sh"),
+            Path::new("model.gguf"),
+            default_spec(),
+        )
+        .await
         else {
             panic!("the server cannot start");
         };

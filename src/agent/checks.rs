@@ -1,0 +1,355 @@
+//! Cheap checks before a model judges a turn: what a request says must exist
+//! when it is done (a variable it names to store into, a file to write),
+//! whether it asks for something done rather than said, and whether a turn
+//! only repeated the one before it. Pure functions of text, so a small model's
+//! misjudgement (correct code called unfinished, an answer with no code
+//! called finished) is caught without another call.
+
+use super::state::Execution;
+
+/// What a request says will exist when it is done.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Targets {
+    /// Variables it names to store a result in.
+    pub names: Vec<String>,
+    /// Files it names to write.
+    pub files: Vec<String>,
+}
+
+impl Targets {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.files.is_empty()
+    }
+}
+
+/// File kinds a notebook request writes.
+const FILE_KINDS: [&str; 16] = [
+    "csv", "tsv", "json", "jsonl", "txt", "md", "png", "jpg", "svg", "pdf", "html", "xlsx",
+    "parquet", "pkl", "yaml", "yml",
+];
+
+/// Words that say where a result goes.
+const STORE_WORDS: [&str; 7] = ["store", "save", "assign", "put", "keep", "write", "export"];
+
+/// Words right before the name of a variable to store into.
+const INTO_WORDS: [&str; 6] = ["in", "into", "as", "called", "named", "variable"];
+
+/// Words that ask for something gone rather than made.
+const REMOVE_WORDS: [&str; 5] = ["delete", "remove", "drop", "del ", "unset"];
+
+/// The variables and files `request` says will exist when it is done: names
+/// in backticks that the sentence stores into (`store it in \`n\``, `a
+/// variable called total`), and file names after a word of writing (`save
+/// it to out.csv`). A request to delete or drop something names nothing.
+pub fn targets(request: &str) -> Targets {
+    let lower = request.to_lowercase();
+    if REMOVE_WORDS.iter().any(|word| lower.contains(word)) {
+        return Targets::default();
+    }
+    let mut found = Targets::default();
+    // A file name's dot is not a sentence's end: split where a dot is
+    // followed by a space or the end.
+    for sentence in request
+        .split(['\n', ';', '?', '!'])
+        .flat_map(|part| part.split(". "))
+    {
+        let lowered = sentence.to_lowercase();
+        let storing = STORE_WORDS.iter().any(|word| lowered.contains(word));
+        let words: Vec<&str> = sentence.split_whitespace().collect();
+        for (i, word) in words.iter().enumerate() {
+            let token = word
+                .trim_end_matches('.')
+                .trim_matches(|c: char| "`'\"(),:!?*".contains(c));
+            let lead = i
+                .checked_sub(1)
+                .map(|j| words[j].to_lowercase())
+                .unwrap_or_default();
+            if storing
+                && let Some((_, kind)) = token.rsplit_once('.')
+                && FILE_KINDS.contains(&kind.to_ascii_lowercase().as_str())
+                && token.len() > kind.len() + 1
+            {
+                push_once(&mut found.files, token);
+            } else if is_identifier(token)
+                && (lead == "called"
+                    || lead == "named"
+                    || storing && INTO_WORDS.contains(&lead.as_str()))
+                && (word.contains('`') || lead == "called" || lead == "named")
+            {
+                // "store it in `n`", "a variable called total"
+                push_once(&mut found.names, token);
+            }
+        }
+    }
+    found
+}
+
+fn push_once(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|known| known == item) {
+        list.push(item.to_owned());
+    }
+}
+
+/// Whether `word` is a Python identifier (not a keyword people type in
+/// prose, such as `True`).
+pub fn is_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+        && !matches!(word, "True" | "False" | "None")
+}
+
+/// Verbs that ask for something done in the notebook, whatever else the
+/// request says.
+const ACTIONS: [&str; 24] = [
+    "calculate",
+    "chart",
+    "compute",
+    "create",
+    "draw",
+    "export",
+    "fit",
+    "histogram",
+    "impute",
+    "load",
+    "merge",
+    "normalize",
+    "pivot",
+    "plot",
+    "rename",
+    "resample",
+    "run",
+    "save",
+    "store",
+    "train",
+    "visualize",
+    "visualise",
+    "tabulate",
+    "execute",
+];
+
+/// Verbs that ask for something done when the request is about data (`count
+/// the rows`, not `count to five`).
+const DATA_ACTIONS: [&str; 22] = [
+    "add",
+    "aggregate",
+    "build",
+    "change",
+    "clean",
+    "convert",
+    "count",
+    "define",
+    "drop",
+    "extract",
+    "filter",
+    "find",
+    "fix",
+    "group",
+    "make",
+    "parse",
+    "read",
+    "replace",
+    "sort",
+    "split",
+    "sum",
+    "transform",
+];
+
+/// Words that say a request is about data.
+const DATA_WORDS: [&str; 22] = [
+    "array",
+    "column",
+    "columns",
+    "csv",
+    "data",
+    "dataframe",
+    "dataset",
+    "dict",
+    "file",
+    "files",
+    "frame",
+    "json",
+    "list",
+    "matrix",
+    "notebook",
+    "row",
+    "rows",
+    "series",
+    "table",
+    "values",
+    "variable",
+    "variables",
+];
+
+/// Whether an answer with no code cannot have done `request`: it names
+/// something to make, asks for an action in the notebook, or is about a
+/// variable of the namespace (whose values an answer without code can only
+/// guess).
+pub fn needs_code(request: &str, namespace_names: &[String]) -> bool {
+    if !targets(request).is_empty() {
+        return true;
+    }
+    // Asking why, or for an explanation, is answered in words.
+    let opening = request.trim_start().to_lowercase();
+    if opening.starts_with("why")
+        || opening.starts_with("explain")
+        || opening.contains("what went wrong")
+    {
+        return false;
+    }
+    let words: Vec<&str> = request
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let has = |list: &[&str]| lower.iter().any(|w| list.contains(&w.as_str()));
+    has(&ACTIONS)
+        || has(&DATA_ACTIONS) && has(&DATA_WORDS)
+        || words
+            .iter()
+            .any(|w| namespace_names.iter().any(|name| name == w))
+}
+
+/// The variable names in a namespace summary (a line per variable, `name:`
+/// first).
+pub fn summary_names(summary: &str) -> Vec<String> {
+    summary
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, _)| name.trim())
+        .filter(|name| is_identifier(name))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether the last turn ran the very code of the turn before with the
+/// very same outcome.
+pub fn repeated(executions: &[Execution], last_turn_blocks: usize) -> bool {
+    let n = last_turn_blocks;
+    if n == 0 || executions.len() < 2 * n {
+        return false;
+    }
+    let (before, last) = executions[executions.len() - 2 * n..].split_at(n);
+    before.iter().zip(last).all(|(a, b)| {
+        a.code.trim() == b.code.trim() && a.output == b.output && a.failed == b.failed
+    })
+}
+
+/// The first line of an error's last line (`NameError: name 'x' is not
+/// defined`), for telling the model what failed.
+pub fn error_line(output: &str) -> &str {
+    output
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+/// Errors about the world outside the code (a file, a package, a
+/// connection, a permission), which another attempt may not be able to fix:
+/// for those a review decides whether the request can be done at all.
+pub fn may_be_unfixable(error_line: &str) -> bool {
+    [
+        "FileNotFoundError",
+        "ModuleNotFoundError",
+        "ImportError",
+        "PermissionError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "TimeoutError",
+        "URLError",
+        "HTTPError",
+        "IsADirectoryError",
+    ]
+    .iter()
+    .any(|kind| error_line.starts_with(kind) || error_line.contains(&format!(".{kind}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(request: &str) -> Vec<String> {
+        targets(request).names
+    }
+
+    #[test]
+    fn a_variable_to_store_into_is_a_target() {
+        assert_eq!(
+            names("How many distinct fruits are in sales? Store the number in `n_fruits`."),
+            ["n_fruits"]
+        );
+        assert_eq!(
+            names("Compute the mean price and keep it as `mean_price`"),
+            ["mean_price"]
+        );
+        assert_eq!(
+            names("Make a variable called totals with the sums"),
+            ["totals"]
+        );
+        // Backticks that only mention a variable in use store nothing.
+        assert!(names("What is the mean of `prices`?").is_empty());
+    }
+
+    #[test]
+    fn a_file_to_write_is_a_target() {
+        let found = targets("Save the cleaned table to clean.csv and the plot as plot.png.");
+        assert_eq!(found.files, ["clean.csv", "plot.png"]);
+        assert!(targets("Read data.csv and show its columns").is_empty());
+        // Backticked names that are not where a result goes.
+        assert!(
+            targets("Rename column `a` to `b` and store the frame in df2")
+                .names
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_request_to_remove_names_nothing() {
+        assert!(targets("Delete the variable `tmp` and save the rest to out.csv").is_empty());
+    }
+
+    #[test]
+    fn requests_for_an_action_or_about_the_data_need_code() {
+        let namespace = vec!["sales".to_owned()];
+        assert!(needs_code("Plot the revenue per month", &[]));
+        assert!(needs_code("How many rows has sales?", &namespace));
+        assert!(needs_code("Store 3 in `n`", &[]));
+        assert!(!needs_code("What does a left join do?", &namespace));
+        assert!(!needs_code("Hello!", &[]));
+        assert!(!needs_code("count to five", &[]));
+        assert!(!needs_code(
+            "Why did that fail? ratio = 10 / count",
+            &["count".to_owned()]
+        ));
+        assert!(needs_code("Count the rows of the table", &[]));
+    }
+
+    #[test]
+    fn names_come_from_the_namespace_summary() {
+        let summary = "sales: DataFrame (4, 3); columns ...\nn: int = 3\n(and 2 functions, classes or modules)";
+        assert_eq!(summary_names(summary), ["sales", "n"]);
+    }
+
+    fn run(code: &str, output: &str) -> Execution {
+        Execution {
+            code: code.into(),
+            output: output.into(),
+            shown: None,
+            failed: false,
+            finished: false,
+            changes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_same_code_with_the_same_outcome_is_a_repeat() {
+        let same = [run("x = 1", ""), run("x = 1\n", "")];
+        assert!(repeated(&same, 1));
+        let other_output = [run("print(x)", "1"), run("print(x)", "2")];
+        assert!(!repeated(&other_output, 1));
+        assert!(!repeated(&same[..1], 1));
+        assert!(!repeated(&same, 0));
+    }
+}
