@@ -198,6 +198,7 @@ async fn code<E: Effects>(
             failed: true,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         });
         state
             .conversation
@@ -314,6 +315,7 @@ mod tests {
             failed: true,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         }
     }
 

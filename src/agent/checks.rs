@@ -210,6 +210,30 @@ pub fn needs_code(request: &str, namespace_names: &[String]) -> bool {
             .any(|w| namespace_names.iter().any(|name| name == w))
 }
 
+/// Words that ask for a figure to be shown.
+const FIGURE_WORDS: [&str; 10] = [
+    "plot",
+    "chart",
+    "histogram",
+    "figure",
+    "scatter",
+    "visualize",
+    "visualise",
+    "draw",
+    "graph",
+    "heatmap",
+];
+
+/// Whether `request` asks for a figure to be shown.
+pub fn wants_figure(request: &str) -> bool {
+    request.split(|c: char| !c.is_alphanumeric()).any(|word| {
+        let word = word.to_lowercase();
+        FIGURE_WORDS
+            .iter()
+            .any(|figure| word == *figure || word.strip_suffix('s') == Some(figure))
+    })
+}
+
 /// The variable names in a namespace summary (a line per variable, `name:`
 /// first).
 pub fn summary_names(summary: &str) -> Vec<String> {
@@ -327,6 +351,13 @@ mod tests {
     }
 
     #[test]
+    fn figures_are_wanted_by_name() {
+        assert!(wants_figure("Plot revenue per month"));
+        assert!(wants_figure("draw two histograms of qty"));
+        assert!(!wants_figure("Store the total in `total`"));
+    }
+
+    #[test]
     fn names_come_from_the_namespace_summary() {
         let summary = "sales: DataFrame (4, 3); columns ...\nn: int = 3\n(and 2 functions, classes or modules)";
         assert_eq!(summary_names(summary), ["sales", "n"]);
@@ -340,6 +371,7 @@ mod tests {
             failed: false,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         }
     }
 

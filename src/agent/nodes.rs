@@ -335,6 +335,7 @@ pub(super) async fn run_pending<E: Effects>(
                         failed: true,
                         finished: false,
                         changes: Vec::new(),
+                        rich_outputs: 0,
                     },
                 });
             }
@@ -355,7 +356,7 @@ async fn reflect<E: Effects>(
     let verdict = match precheck(state, effects).await {
         Precheck::Judge { failed } => {
             let system = prompts::reflect(&state.request);
-            let review = prompts::review_request(&state.request, &this_turns_reports(state));
+            let review = prompts::review_request(&state.request, this_turns_executions(state));
             let answer = settings.judge_alone(state, effects, system, review).await?;
             let mut verdict = parse_verdict(&answer.text);
             // A failed block is never done; the review says whether another
@@ -363,7 +364,7 @@ async fn reflect<E: Effects>(
             verdict.is_complete &= !failed;
             verdict
         }
-        Precheck::NotDone(verdict) => verdict,
+        Precheck::NotDone(verdict) | Precheck::Done(verdict) => verdict,
         Precheck::Repeated => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
@@ -399,6 +400,9 @@ enum Precheck {
     Judge { failed: bool },
     /// Not done, and why, without asking.
     NotDone(super::reflect::Verdict),
+    /// Done, without asking: what the request names exists, no block
+    /// failed, and a figure it asks for was shown.
+    Done(super::reflect::Verdict),
     /// The turn ran the code of the turn before with the same outcome.
     Repeated,
 }
@@ -441,17 +445,58 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             );
         }
     }
+    let figure_shown = state.executions.iter().any(|e| e.rich_outputs > 0);
+    let wants_figure = checks::wants_figure(&state.request);
+    if wants_figure && !figure_shown {
+        return not_done(
+            "no figure was shown yet".to_owned(),
+            "draw it and show it (plt.show())",
+        );
+    }
+    // What the request names to make is there (and the figure it wants):
+    // done, with no judgement to get wrong. Anything else is for the review.
+    if !targets.is_empty() || wants_figure {
+        let made = made_lines(state, &targets);
+        return Precheck::Done(super::reflect::Verdict {
+            is_complete: true,
+            cannot_fix: false,
+            reasoning: String::new(),
+            next_action: String::new(),
+            answer: made,
+            parsed: true,
+        });
+    }
     Precheck::Judge { failed: false }
 }
 
-/// The reports of the code the last turn ran, for the review.
-fn this_turns_reports(state: &AgentState) -> String {
+/// The variables the request named, as the last code that changed them
+/// left them (`n_fruits: int = 3`), one per line.
+fn made_lines(state: &AgentState, targets: &checks::Targets) -> String {
+    let mut lines = Vec::new();
+    for name in &targets.names {
+        let line = state
+            .executions
+            .iter()
+            .rev()
+            .flat_map(|e| e.changes.iter())
+            .find(|line| line.split_once(':').is_some_and(|(n, _)| n == name));
+        if let Some(line) = line {
+            let line = line
+                .rsplit_once(" (")
+                .map_or(line.as_str(), |(text, _)| text);
+            lines.push(line.to_owned());
+        }
+    }
+    for file in &targets.files {
+        lines.push(format!("{file} written"));
+    }
+    lines.join("\n")
+}
+
+/// The code the last turn ran, for the review.
+fn this_turns_executions(state: &AgentState) -> &[Execution] {
     let start = state.executions.len() - state.last_turn_blocks.min(state.executions.len());
-    state.executions[start..]
-        .iter()
-        .map(|e| prompts::execution_report(&e.code, &e.output, e.failed, &e.changes))
-        .collect::<Vec<_>>()
-        .join("\n\n")
+    &state.executions[start..]
 }
 
 /// Ends a finished run with the review's answer in plain words, when it
@@ -683,31 +728,48 @@ open('sales.csv')
     }
 
     #[test]
-    fn a_named_variable_that_does_not_exist_means_not_done_without_a_review() {
+    fn a_named_variable_decides_without_a_review_whether_the_request_is_done() {
         let mut script = Script::new(
-            &[
-                "```python\nprint(3)\n```",
-                "```python\ntotal = 3\n```",
-                DONE,
-            ],
-            ok,
+            &["```python\nprint(3)\n```", "```python\ntotal = 3\n```"],
+            |code| Execution {
+                changes: code
+                    .strip_prefix("total = ")
+                    .map(|v| vec![format!("total: int = {v} (new)")])
+                    .unwrap_or_default(),
+                ..ok(code)
+            },
         );
         let mut state = AgentState::new("Store the sum in `total`.", Vec::new(), 5);
         run(&mut script, &mut state, settings());
-        // `total` was missing after the first turn: told so, no review call.
+        // `total` was missing after the first turn: told so, no review call;
+        // there after the second: done, no review call either.
         let second = &script.requests[1];
         let last = &second.messages.last().unwrap().content;
         assert!(last.contains("`total` does not exist yet"), "{last}");
-        assert_eq!(script.requests.len(), 3, "the second turn's review only");
-        // The review reads the request and the code's report, not the chat.
-        let review = &script.requests[2];
+        assert_eq!(script.requests.len(), 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.answer, "total: int = 3");
+    }
+
+    #[test]
+    fn the_review_reads_the_request_and_the_turns_facts_only() {
+        let mut script = Script::new(&["Let me look.\n```python\nprint(x)\n```", DONE], ok);
+        let history = vec![
+            ChatMessage::user("an older request"),
+            ChatMessage::assistant("an older answer"),
+        ];
+        let mut state = AgentState::new("What is x?", history, 5);
+        run(&mut script, &mut state, settings());
+        let review = &script.requests[1];
         assert_eq!(review.messages.len(), 1);
+        let told = &review.messages[0].content;
+        assert!(told.starts_with("Request:\nWhat is x?\n"), "{told}");
         assert!(
-            review.messages[0]
-                .content
-                .contains("Store the sum in `total`.")
+            told.contains("```python\nprint(x)\n```\nIt printed:\n42\n"),
+            "{told}"
         );
-        assert!(review.messages[0].content.contains("total = 3"));
+        assert!(!told.contains("older"), "{told}");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 
     #[test]

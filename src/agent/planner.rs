@@ -194,6 +194,7 @@ async fn act<E: Effects>(
                     failed: true,
                     finished: false,
                     changes: Vec::new(),
+                    rich_outputs: 0,
                 },
             });
             refusal

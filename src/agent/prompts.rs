@@ -146,17 +146,34 @@ pub const REPEATED: &str = "You ran the same code as before and got the same res
 result already answers my request, reply with the answer in plain words and no code. Otherwise \
 do something different.";
 
-/// What the review of a turn reads: the request and what the code did.
-pub fn review_request(request: &str, reports: &str) -> String {
-    format!(
-        "My request:\n{}\n\nWhat the assistant ran for it, and what happened:\n\n{}",
-        request.trim(),
-        if reports.trim().is_empty() {
-            "(nothing ran)"
+/// What the review of a turn reads: the request, then for each block the
+/// code, what it printed and the variables it left, as plain facts.
+pub fn review_request(request: &str, executions: &[super::Execution]) -> String {
+    let mut text = format!("Request:\n{}\n", request.trim());
+    if executions.is_empty() {
+        text.push_str("\nNothing ran.\n");
+    }
+    for execution in executions {
+        let printed = match execution.output.trim() {
+            "" => "(nothing)",
+            printed => printed,
+        };
+        let variables = if execution.changes.is_empty() {
+            "(none changed)".to_owned()
         } else {
-            reports
-        }
-    )
+            execution.changes.join("\n")
+        };
+        let shown = match execution.rich_outputs {
+            0 => String::new(),
+            n => format!("\nIt showed {n} figure(s) or table(s).\n"),
+        };
+        let status = if execution.failed { " (it failed)" } else { "" };
+        text.push_str(&format!(
+            "\nCode that ran{status}:\n```python\n{}\n```\nIt printed:\n{printed}\n{shown}\nVariables after it ran:\n{variables}\n",
+            execution.code.trim_end()
+        ));
+    }
+    text
 }
 
 /// Asks for a verdict on work that ended with the assistant's answer.

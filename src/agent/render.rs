@@ -417,6 +417,7 @@ mod tests {
             failed: true,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         };
         let error = event(&AgentEvent::Executed {
             turn: 1,
@@ -432,6 +433,7 @@ mod tests {
             failed: false,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         };
         let output = event(&AgentEvent::Executed {
             turn: 1,
@@ -569,6 +571,7 @@ mod tests {
             failed: true,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         };
         let (plain, markdown) = failed_attempts(&[attempt("a", "E1"), attempt("", "E2")]);
         assert_eq!(

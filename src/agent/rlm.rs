@@ -152,6 +152,7 @@ mod tests {
         Execution {
             finished: code.contains("FINAL("),
             changes: Vec::new(),
+            rich_outputs: 0,
             ..ok(code)
         }
     }

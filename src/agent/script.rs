@@ -157,6 +157,7 @@ pub fn ok(code: &str) -> Execution {
         failed: false,
         finished: false,
         changes: Vec::new(),
+        rich_outputs: 0,
     }
 }
 
@@ -174,6 +175,7 @@ pub fn fails_once(code: &str) -> Execution {
         failed,
         finished: false,
         changes: Vec::new(),
+        rich_outputs: 0,
     }
 }
 

@@ -920,6 +920,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 failed: false,
                 finished: false,
                 changes: Vec::new(),
+                rich_outputs: 0,
             });
         }
         // What the code writes shows while it runs (see `live`).
@@ -964,6 +965,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     failed: run.failed,
                     finished: run.finished,
                     changes: run.changes,
+                    rich_outputs: run.rich_outputs,
                 })
             }
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
@@ -1109,6 +1111,7 @@ fn failed_run(code: &str, error: &PythonFailure) -> Execution {
         failed: true,
         finished: false,
         changes: Vec::new(),
+        rich_outputs: 0,
     }
 }
 

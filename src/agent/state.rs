@@ -25,6 +25,8 @@ pub struct Execution {
     /// What the code changed in the namespace, a line per name
     /// (`n = 3 (int, new)`), for the model and the review.
     pub changes: Vec<String>,
+    /// How many rich outputs (figures, tables) it showed the user.
+    pub rich_outputs: usize,
 }
 
 impl Execution {

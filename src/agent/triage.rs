@@ -1051,6 +1051,7 @@ mod tests {
             failed,
             finished: false,
             changes: Vec::new(),
+            rich_outputs: 0,
         }
     }
 

@@ -24,7 +24,9 @@ async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
         "the data stack is missing: {}",
         reply.content
     );
-    let (reply, iopub) = kernel.execute("%%ask\nplot the squares").await;
+    // (A request for a plot would end at the figure with no review; the
+    // review is where the model reads the figure's text.)
+    let (reply, iopub) = kernel.execute("%%ask\nshow me the squares").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let images = iopub
         .iter()
