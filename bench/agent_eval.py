@@ -5,19 +5,28 @@ fix, questions about data in the namespace) runs in a fresh mahtab kernel, the
 one installed in the project venv, started by jupyter_client in an empty
 working directory: its setup cell runs, then `ask(prompt, graph=G)`, then its
 checker, a Python expression that inspects the namespace or the files (never
-the model's text). Per graph the report gives the tasks solved, the mean turns
-and time, and the tokens used; --json keeps every task's figures.
+the model's text). Beside the graphs, `single` is the single-shot baseline:
+the same model answers once and its code runs once, with no review
+(`ask(..., once=True, max_turns=1)`). Per graph the report gives the tasks
+solved, the mean turns, the tokens, the time to the first text of the first
+model call and of the later ones, and the time per task (mean, and median of
+the solved ones); --json keeps every task's figures. With --repeat N each
+task runs N times and the solved count shows its range.
 
 The provider is whatever the kernel would use: the environment and the
-settings file, as for any %%ask cell (the embedded local model when nothing
-is configured). --replay instead starts a replay provider on loopback that
-answers each task with its reference solution, in the part each graph's
-nodes expect: that checks the harness, the tasks and their checkers, not a
-model. This is a report: it asserts nothing, and exits 0 unless --strict
-finds an unsolved task.
+settings file, as for any %%ask cell. --local runs every kernel against one
+local model server (Qwen2.5-Coder-1.5B by default; --local coder-0.5b for the
+smaller one) that this script starts once, so no task pays for loading the
+model; the kernels use it as their embedded model (same context, answer
+length, temperature 0 and seed 0), through MAHTAB_LOCAL_MODEL_URL. --replay
+instead starts a replay provider on loopback that answers each task with its
+reference solution, in the part each graph's nodes expect: that checks the
+harness, the tasks and their checkers, not a model. This is a report: it
+asserts nothing, and exits 0 unless --strict finds an unsolved task.
 
-Usage: .venv/bin/python bench/agent_eval.py [--graphs default,analyst,planner,triage]
-            [--only NAME,...] [--kinds pandas,...] [--limit N] [--max-turns N]
+Usage: .venv/bin/python bench/agent_eval.py [--local [coder-1.5b|coder-0.5b]]
+            [--graphs single,default,analyst,planner,triage] [--only NAME,...]
+            [--kinds pandas,...] [--limit N] [--max-turns N] [--repeat N]
             [--replay] [--timeout 300] [--json OUT] [--strict]
 """
 
@@ -42,15 +51,25 @@ from agent_tasks import TASKS
 
 BENCH_DIR = Path(__file__).resolve().parent
 VENV_KERNELS = BENCH_DIR.parent / ".venv" / "share" / "jupyter" / "kernels"
-GRAPHS = ("default", "analyst", "planner", "triage")
+# `single` is the single-shot baseline: the default graph, one answer, no review.
+GRAPHS = ("single", "default", "analyst", "planner", "triage")
 
 START_TIMEOUT = 60.0
 SETUP_TIMEOUT = 60.0
 CHECK_TIMEOUT = 30.0
 
-# What the harness must not inherit: a replay run talks to its own server.
+# What the harness must not inherit: a replay or local run talks to its own server.
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER",
-                      "MAHTAB_MODEL", "MAHTAB_CONFIG")
+                      "MAHTAB_MODEL", "MAHTAB_CONFIG", "MAHTAB_LOCAL_MODEL", "MAHTAB_LOCAL_MODEL_URL",
+                      "MAHTAB_TEMPERATURE", "MAHTAB_SEED")
+
+# The local models' files and context windows (src/agent/llm/local.rs).
+LOCAL_MODELS = {
+    "coder-1.5b": ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 16384),
+    "coder-0.5b": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 16384),
+}
+LOCAL_SERVER = BENCH_DIR.parent / "src" / "agent" / "llm" / "local_server.py"
+VENV_PYTHON = BENCH_DIR.parent / ".venv" / "bin" / "python"
 
 
 @dataclass
@@ -65,13 +84,16 @@ class Result:
     output_tokens: int = 0
     images: int = 0
     error: str = ""
+    repeat: int = 0
+    # Seconds to the first text of each model call, in order.
+    first_text: tuple = ()
 
 
 # -- the replay provider --------------------------------------------------------
 
 # Which node asks, by a phrase of its system prompt (prompts/*.md).
 NODES = (
-    ("You check whether an assistant", "review"),
+    ("You review the work of an assistant", "review"),
     ("You decide how to answer a request", "analyst_plan"),
     ("You write Python for a request", "code"),
     ("You examine the results of code", "prose"),
@@ -199,8 +221,11 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None):
                 if reply["status"] != "ok":
                     raise RuntimeError(f"setup failed: {reply.get('ename')}: {reply.get('evalue')}")
             started = perf_counter()
-            ask = (f"_eval_answer = ask({task.prompt!r}, graph={graph!r}, max_turns={max_turns!r}, "
-                   "new=True, allow=['files'])\n"
+            if graph == "single":
+                how = "graph='default', max_turns=1, once=True"
+            else:
+                how = f"graph={graph!r}, max_turns={max_turns!r}"
+            ask = (f"_eval_answer = ask({task.prompt!r}, {how}, new=True, allow=['files'])\n"
                    "import json as _eval_json\nprint(_eval_json.dumps(_eval_answer.trace))")
             reply, messages = execute(kc, ask, timeout)
             seconds = perf_counter() - started
@@ -214,6 +239,7 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None):
                               if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
             trace = json.loads(printed.strip().splitlines()[-1])
             result.turns = trace["turns"]
+            result.first_text = tuple(trace.get("first_text_seconds", ()))
             result.input_tokens = trace["input_tokens"]
             result.output_tokens = trace["output_tokens"]
             check, _ = execute(kc, "", CHECK_TIMEOUT, {"ok": f"bool({task.check})"})
@@ -244,30 +270,98 @@ def summarize(results, graphs):
         mine = [r for r in results if r.graph == graph]
         if not mine:
             continue
+        repeats = sorted({r.repeat for r in mine})
+        solved_per_repeat = [sum(r.solved for r in mine if r.repeat == k) for k in repeats]
+        firsts = [r.first_text[0] for r in mine if r.first_text]
+        laters = [t for r in mine for t in r.first_text[1:]]
+        solved_times = [r.seconds for r in mine if r.solved]
         rows.append({
             "graph": graph,
-            "solved": sum(r.solved for r in mine),
-            "tasks": len(mine),
+            "solved": statistics.mean(solved_per_repeat),
+            "solved_min": min(solved_per_repeat),
+            "solved_max": max(solved_per_repeat),
+            "tasks": len(mine) // len(repeats),
+            "repeats": len(repeats),
             "mean_turns": statistics.mean(r.turns for r in mine),
-            "tokens": sum(r.input_tokens + r.output_tokens for r in mine),
+            "tokens": sum(r.input_tokens + r.output_tokens for r in mine) // len(repeats),
+            "first_text": statistics.mean(firsts) if firsts else None,
+            "later_first_text": statistics.mean(laters) if laters else None,
             "mean_seconds": statistics.mean(r.seconds for r in mine),
+            "median_solved_seconds": statistics.median(solved_times) if solved_times else None,
         })
     return rows
 
 
 def print_report(rows, results, provider):
     print(f"\nagent evaluation · {provider}\n")
-    print(f"{'graph':<10} {'solved':>9} {'turns':>7} {'tokens':>9} {'time':>9}")
+    seconds = lambda value: "-" if value is None else f"{value:.1f}s"  # noqa: E731
+    print(f"{'graph':<8} {'solved':>11} {'turns':>6} {'tokens':>9} {'1st text':>9} {'later':>7} "
+          f"{'per task':>9} {'median ok':>10}")
     for row in rows:
-        solved = f"{row['solved']}/{row['tasks']}"
-        print(f"{row['graph']:<10} {solved:>9} {row['mean_turns']:>7.1f} {row['tokens']:>9,} "
-              f"{row['mean_seconds']:>8.1f}s")
+        solved = f"{row['solved']:g}/{row['tasks']}"
+        if row["solved_min"] != row["solved_max"]:
+            solved += f" ({row['solved_min']}-{row['solved_max']})"
+        print(f"{row['graph']:<8} {solved:>11} {row['mean_turns']:>6.1f} {row['tokens']:>9,} "
+              f"{seconds(row['first_text']):>9} {seconds(row['later_first_text']):>7} "
+              f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10}")
     failed = [r for r in results if not r.solved]
     if failed:
         print("\nnot solved:")
         for r in failed:
-            print(f"  {r.graph:<10} {r.task:<22} {r.error or 'the check is false'}")
-    print("\n(turns and time are means per task; tokens are totals over the tasks)")
+            again = f" (run {r.repeat + 1})" if any(x.repeat for x in results) else ""
+            print(f"  {r.graph:<8} {r.task:<24} {r.error or 'the check is false'}{again}")
+    print("\n(turns and times are means per task, tokens totals per run of the suite; 1st text: the first"
+          "\n model call's time to its first text; later: the later calls'; median ok: of solved tasks)")
+
+
+class LocalServer:
+    """One local model server for every kernel of the run (local_server.py,
+    as the kernel starts it), so that no task pays for loading the model."""
+
+    def __init__(self, name):
+        import subprocess
+
+        file, context = LOCAL_MODELS[name]
+        found = [d / file for d in self.model_dirs() if (d / file).is_file()]
+        if not found:
+            sys.exit(f"{file} is not installed: run mahtab local-model --model {name}")
+        threads = str(min(os.cpu_count() or 2, 4))
+        self.process = subprocess.Popen(
+            [str(VENV_PYTHON), str(LOCAL_SERVER), str(found[0]), threads, str(os.getpid()), str(context)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        for line in self.process.stdout:
+            if line.startswith("READY "):
+                self.url = line.split()[1].rstrip("/")
+                break
+        else:
+            sys.exit("the local model server did not start")
+        threading.Thread(target=lambda: self.process.stdout.read(), daemon=True).start()
+        import urllib.request
+
+        deadline = perf_counter() + START_TIMEOUT
+        while perf_counter() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2):
+                    break
+            except OSError:
+                pass
+        self.name = name
+
+    @staticmethod
+    def model_dirs():
+        data = os.environ.get("JUPYTER_DATA_DIR") or os.path.expanduser("~/.local/share/jupyter")
+        dirs = [Path(data) / "mahtab" / "models", BENCH_DIR.parent / ".venv" / "share" / "jupyter" / "mahtab" / "models"]
+        if os.environ.get("MAHTAB_MODELS_DIR"):
+            dirs.insert(0, Path(os.environ["MAHTAB_MODELS_DIR"]))
+        return dirs
+
+    def env(self):
+        return {"MAHTAB_LOCAL_MODEL": self.name, "MAHTAB_LOCAL_MODEL_URL": self.url, "MAHTAB_CONFIG": os.devnull}
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(10)
 
 
 def parse_args():
@@ -278,6 +372,9 @@ def parse_args():
     parser.add_argument("--limit", type=int, default=0, help="at most this many tasks")
     parser.add_argument("--max-turns", type=int, help="each graph's turn limit (default: its own)")
     parser.add_argument("--replay", action="store_true", help="answer with the reference solutions")
+    parser.add_argument("--local", nargs="?", const="coder-1.5b", choices=sorted(LOCAL_MODELS),
+                        help="one local model server for every kernel (default coder-1.5b)")
+    parser.add_argument("--repeat", type=int, default=1, help="run each task this many times")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a task is not solved")
@@ -311,25 +408,36 @@ def main():
     ksm.kernel_dirs = [str(VENV_KERNELS)]
     tasks = chosen_tasks(args)
     env = dict(os.environ)
-    replay = None
-    if args.replay:
+    replay = local = None
+    if args.replay or args.local:
         for name in PROVIDER_VARIABLES:
             env.pop(name, None)
+    if args.replay:
         replay = ReplayProvider(tasks)
         env.update(replay.env())
-    provider = "replay provider (reference solutions)" if replay else describe_provider(env)
+        provider = "replay provider (reference solutions)"
+    elif args.local:
+        local = LocalServer(args.local)
+        env.update(local.env())
+        provider = f"local model {args.local} (temperature 0, seed 0; {os.cpu_count()} cores)"
+    else:
+        provider = describe_provider(env)
     results = []
     try:
-        for graph in args.graphs:
-            for task in tasks:
-                result = run_task(ksm, env, graph, task, args.timeout, args.max_turns)
-                mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
-                print(f"  {graph:<10} {task.name:<22} {result.seconds:6.1f}s  {mark}",
-                      file=sys.stderr, flush=True)
-                results.append(result)
+        for repeat in range(args.repeat):
+            for graph in args.graphs:
+                for task in tasks:
+                    result = run_task(ksm, env, graph, task, args.timeout, args.max_turns)
+                    result.repeat = repeat
+                    mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
+                    print(f"  {graph:<8} {task.name:<24} {result.seconds:6.1f}s  {mark}",
+                          file=sys.stderr, flush=True)
+                    results.append(result)
     finally:
         if replay:
             replay.close()
+        if local:
+            local.close()
     rows = summarize(results, args.graphs)
     print_report(rows, results, provider)
     if args.json:

@@ -295,6 +295,8 @@ mod tests {
             max_tokens: 1000,
             context_tokens: 100_000,
             execute,
+            once: false,
+            sampling: Default::default(),
         }
     }
 

@@ -9,6 +9,8 @@
 //! informer = true            # the planner graph describes the variables first
 //! local_model = "coder-1.5b" # the embedded model when nothing else is set (coder-0.5b, smollm2; false: none)
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
+//! temperature = 0            # how the model samples (the local model: 0, seed 0)
+//! seed = 0
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
 //!
 //! [openai]
@@ -46,6 +48,8 @@ pub struct ConfigFile {
     informer: Option<bool>,
     local_model: Option<LocalModelSetting>,
     context_tokens: Option<u64>,
+    temperature: Option<f64>,
+    seed: Option<u64>,
     allow: Option<Vec<String>>,
     #[serde(default)]
     anthropic: Endpoint,
@@ -176,6 +180,8 @@ impl ConfigFile {
                 LocalModelSetting::Named(name) => name.clone(),
             }),
             "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
+            "MAHTAB_TEMPERATURE" => self.temperature.map(|t| t.to_string()),
+            "MAHTAB_SEED" => self.seed.map(|n| n.to_string()),
             _ => None,
         };
         value.filter(|v| !v.is_empty())

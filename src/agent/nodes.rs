@@ -36,6 +36,10 @@ pub struct Settings {
     pub context_tokens: usize,
     /// With `false`, code is shown but never run (`--no-exec`).
     pub execute: bool,
+    /// With `true`, one answer and its code, no review (`--once`).
+    pub once: bool,
+    /// How the model samples (temperature, seed).
+    pub sampling: super::llm::Sampling,
 }
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
@@ -49,15 +53,19 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
     let generate_settings = settings.clone();
     let reflect_settings = settings.clone();
     let execute_enabled = settings.execute;
+    let once = settings.once;
     Graph::new("generate", step_cap(max_turns))
         .node(
             "generate",
             node(move |s, e| Box::pin(generate(s, e, generate_settings.clone()))),
         )
-        .node("extract", node(|s, _e| Box::pin(async move { extract(s) })))
+        .node(
+            "extract",
+            node(move |s, _e| Box::pin(async move { extract(s, once) })),
+        )
         .node(
             "execute",
-            node(move |s, e| Box::pin(execute(s, e, execute_enabled))),
+            node(move |s, e| Box::pin(execute(s, e, execute_enabled, once))),
         )
         .node(
             "reflect",
@@ -81,7 +89,7 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
             "execute",
             &[Route::To("reflect"), Route::End],
             move |_s: &AgentState| {
-                if execute_enabled {
+                if execute_enabled && !once {
                     Route::To("reflect")
                 } else {
                     Route::End
@@ -160,6 +168,7 @@ impl Settings {
                 JUDGEMENT_TOKENS,
             ),
             max_tokens: JUDGEMENT_TOKENS,
+            sampling: self.sampling,
         };
         let answer = effects.chat(request, Showing::Hidden).await?;
         state.usage.add(answer.usage);
@@ -206,6 +215,7 @@ async fn ask_model<E: Effects>(
         system,
         messages,
         max_tokens,
+        sampling: settings.sampling,
     };
     let answer = effects.chat(request, showing).await?;
     state.usage.add(answer.usage);
@@ -234,7 +244,7 @@ async fn generate<E: Effects>(
     Ok(())
 }
 
-fn extract(state: &mut AgentState) -> Result<(), AgentError> {
+fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
     state.pending = code_blocks(&state.answer);
     if !state.pending.is_empty() {
         return Ok(());
@@ -242,7 +252,8 @@ fn extract(state: &mut AgentState) -> Result<(), AgentError> {
     // An answer with no code before any ran cannot have done a request
     // that needs code: asked once to do it (a small model often answers
     // "3" to "store the count in `n`").
-    let nudge = state.executions.is_empty()
+    let nudge = !once
+        && state.executions.is_empty()
         && !state.nudged_for_code
         && state.turn < state.max_turns
         && checks::needs_code(&state.request, &state.namespace_names);
@@ -261,11 +272,12 @@ async fn execute<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     enabled: bool,
+    once: bool,
 ) -> Result<(), AgentError> {
     let before = state.executions.len();
     let ran = run_pending(state, effects, enabled).await?;
     state.last_turn_blocks = state.executions.len() - before;
-    if !enabled {
+    if !enabled || once {
         state.outcome = Some(Outcome::Answered);
     } else {
         state.conversation.push(ChatMessage::user(ran.report));
@@ -530,6 +542,8 @@ mod tests {
             max_tokens: 1000,
             context_tokens: 100_000,
             execute: true,
+            once: false,
+            sampling: Default::default(),
         }
     }
 

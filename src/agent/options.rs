@@ -57,6 +57,9 @@ pub struct AskOptions {
     /// The planner graph's informer describes the variables first.
     pub informer: bool,
     pub no_exec: bool,
+    /// Answer once and run that answer's code once, with no review and no
+    /// second turn: the single-shot baseline the evaluation compares with.
+    pub once: bool,
     /// Ask the user before running each code block.
     pub confirm: bool,
     pub new_conversation: bool,
@@ -168,6 +171,7 @@ impl AskOptions {
                 }
                 "informer" => options.informer = switch()?,
                 "no_exec" => options.no_exec = switch()?,
+                "once" => options.once = switch()?,
                 "confirm" => options.confirm = switch()?,
                 "new" => options.new_conversation = switch()?,
                 "trace" => options.trace = switch()?,
@@ -247,11 +251,11 @@ pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider a
 [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
-graph=None, informer=False, no_exec=False, confirm=False, new=False, allow=None, trace=False, \
-on_token=None, on_code_block=None, on_execution=None)";
+graph=None, informer=False, no_exec=False, once=False, confirm=False, new=False, allow=None, \
+trace=False, on_token=None, on_code_block=None, on_execution=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
+[--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -325,6 +329,7 @@ fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
     let options = parse_options(args).map_err(|e| usage(e.0))?;
     let switches = AskOptions {
         no_exec: options.no_exec,
+        once: options.once,
         confirm: options.confirm,
         new_conversation: options.new_conversation,
         trace: options.trace,
@@ -332,7 +337,7 @@ fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
     };
     if switches != AskOptions::default() {
         return Err(usage(
-            "--no-exec, --confirm, --new and --trace apply to one %%ask cell, not as defaults"
+            "--no-exec, --once, --confirm, --new and --trace apply to one %%ask cell, not as defaults"
                 .into(),
         ));
     }
@@ -367,6 +372,7 @@ fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
             }
             "--informer" => options.informer = true,
             "--no-exec" => options.no_exec = true,
+            "--once" => options.once = true,
             "--confirm" => options.confirm = true,
             "--new" => options.new_conversation = true,
             "--trace" => options.trace = true,

@@ -257,8 +257,14 @@ pub fn trace(steps: &[TraceStep], state: &AgentState, elapsed: Duration) -> Show
 }
 
 /// The trace as `ask()` returns it.
-pub fn trace_json(steps: &[TraceStep], state: &AgentState, elapsed: Duration) -> Value {
+pub fn trace_json(
+    steps: &[TraceStep],
+    first_texts: &[Duration],
+    state: &AgentState,
+    elapsed: Duration,
+) -> Value {
     json!({
+        "first_text_seconds": first_texts.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
         "steps": steps
             .iter()
             .map(|s| json!({ "node": s.node, "seconds": s.took.as_secs_f64() }))

@@ -126,6 +126,8 @@ mod tests {
             max_tokens: 1000,
             context_tokens: 100_000,
             execute: true,
+            once: false,
+            sampling: Default::default(),
         }
     }
 

@@ -21,7 +21,7 @@ use super::indent::Indented;
 use super::live::{self, LiveOutput};
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
-use super::llm::{ChatMessage, ChatRequest, LlmError, Role, Usage};
+use super::llm::{ChatMessage, ChatRequest, LlmError, Role, Sampling, Usage};
 use super::llm::{claude_cli, openai};
 use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
@@ -286,6 +286,8 @@ impl AgentSession {
             max_tokens,
             context_tokens: context_tokens(&settings, &provider, local_spec),
             execute: !cell_options.no_exec,
+            once: cell_options.once,
+            sampling: sampling(&settings, local_spec.is_some()),
         };
         // The triage may hand work to the claude CLI, unless it is the
         // run's own provider already.
@@ -305,6 +307,7 @@ impl AgentSession {
             confirm: cell_options.confirm,
             allow: options.allow.clone().unwrap_or_default(),
             trace: Vec::new(),
+            first_texts: Vec::new(),
             started: Vec::new(),
             status: None,
             last_error: None,
@@ -382,7 +385,7 @@ impl AgentSession {
                 Ok(json!({
                     "answer": super::prose::without_code(&state.answer),
                     "finished": finished,
-                    "trace": render::trace_json(&effects.trace, &state, elapsed),
+                    "trace": render::trace_json(&effects.trace, &effects.first_texts, &state, elapsed),
                 }))
             }
             Err(AgentError::Interrupted) => Err(Failure::interrupted()),
@@ -462,7 +465,10 @@ impl AgentSession {
             Ok(Choice::ClaudeCli(cli)) => return Ok(Provider::Cli(cli)),
             Err(config::ConfigError::NoProvider) => {
                 match config::local_model_choice(|name| settings.var(name)) {
-                    Ok(Some(spec)) => self.local_model(ports, spec).await?,
+                    Ok(Some(spec)) => {
+                        let shared = settings.var("MAHTAB_LOCAL_MODEL_URL");
+                        self.local_model(ports, spec, shared.as_deref()).await?
+                    }
                     Ok(None) => return Err(no_provider(ports, config::HOW_TO_CONFIGURE)),
                     Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
                 }
@@ -492,12 +498,18 @@ impl AgentSession {
         &self,
         ports: &P,
         spec: &'static local::ModelSpec,
+        shared: Option<&str>,
     ) -> Result<ProviderChoice, Failure> {
         let mut slot = self.local_model.lock().await;
         if slot.as_ref().is_some_and(|model| model.spec != spec)
             && let Some(other) = slot.take()
         {
             other.stop().await;
+        }
+        if slot.is_none()
+            && let Some(url) = shared
+        {
+            *slot = Some(LocalModel::attach(url, spec));
         }
         if slot.is_none() {
             let info = ports
@@ -617,6 +629,24 @@ fn context_tokens(
     }
 }
 
+/// How the model samples: `MAHTAB_TEMPERATURE` and `MAHTAB_SEED` (or
+/// `temperature` and `seed` in the settings file) where set; the local
+/// model answers at temperature 0 with seed 0 otherwise (its answers are
+/// then the same every time), other providers as they do by default.
+fn sampling(settings: &Settings, local: bool) -> Sampling {
+    let temperature = settings
+        .var("MAHTAB_TEMPERATURE")
+        .and_then(|v| v.trim().parse::<f32>().ok())
+        .filter(|t| t.is_finite() && *t >= 0.0);
+    let seed = settings
+        .var("MAHTAB_SEED")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    Sampling {
+        temperature: temperature.or(local.then_some(0.0)),
+        seed: seed.or(local.then_some(0)),
+    }
+}
+
 /// No provider is configured: a panel says how to configure one (Markdown
 /// in notebooks), and the run ends with a short error.
 fn no_provider<P: Ports>(ports: &P, how: &str) -> Failure {
@@ -639,6 +669,8 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         max_tokens: 0,
         context_tokens: 0,
         execute: true,
+        once: false,
+        sampling: Default::default(),
     };
     let turns = 1;
     let (name, diagram) = match graph {
@@ -763,6 +795,8 @@ struct RunEffects<'a, P> {
     allow: Vec<String>,
     /// The nodes visited so far, each with its time.
     trace: Vec<render::TraceStep>,
+    /// How long each model call took to its first text, in order.
+    first_texts: Vec<Duration>,
     /// When the nodes running now started, outermost first (a triage node
     /// runs another graph's nodes inside it).
     started: Vec<Instant>,
@@ -855,8 +889,13 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         // provider's callback cannot wait for Python.
         let forward = self.forward_tokens && showing != Showing::Hidden;
         let (token_sender, mut tokens) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let asked = Instant::now();
+        let mut first_text = None;
         let result = {
             let mut on_text = |text: &str| {
+                if first_text.is_none() && !text.is_empty() {
+                    first_text = Some(asked.elapsed());
+                }
                 if forward {
                     let _ = token_sender.send(text.to_owned());
                 }
@@ -905,6 +944,9 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .finish();
+        if let Some(first) = first_text {
+            self.first_texts.push(first);
+        }
         Ok(ChatOutcome {
             blocks_shown,
             ..result?

@@ -496,7 +496,7 @@ def _speed_up_introspection():
 _ASK_HELP = """see the README's %%ask section.
 
     %%ask [--model MODEL] [--provider anthropic|openai|claude] [--max-turns N]
-          [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--confirm] [--new]
+          [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--confirm] [--new]
           [--allow shell,files,network,install] [--trace]
     <your request>
 

@@ -45,6 +45,7 @@ fn request() -> ChatRequest {
         system: "be brief".into(),
         messages: vec![ChatMessage::user("hi")],
         max_tokens: 100,
+        sampling: Default::default(),
     }
 }
 

@@ -28,6 +28,10 @@ pub fn request_body(request: &ChatRequest) -> Value {
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
     }
+    // The Messages API takes a temperature but no seed.
+    if let Some(temperature) = request.sampling.temperature {
+        body["temperature"] = json!(temperature);
+    }
     body
 }
 
@@ -201,6 +205,7 @@ mod tests {
             system: "be brief".into(),
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 50,
+            sampling: Default::default(),
         });
         assert_eq!(body["system"], "be brief");
         assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));

@@ -248,6 +248,7 @@ mod tests {
             system: "sys".into(),
             messages: vec![ChatMessage::user("hi"), ChatMessage::assistant("hello")],
             max_tokens: 10,
+            sampling: Default::default(),
         };
         let cli = ClaudeCli {
             program: "claude".into(),

@@ -99,7 +99,9 @@ pub struct LocalModel {
     pub model_file: PathBuf,
     /// Which model it serves.
     pub spec: &'static ModelSpec,
-    child: Child,
+    /// The server process, when this kernel started it (none for a server
+    /// the kernel was pointed at, `MAHTAB_LOCAL_MODEL_URL`).
+    child: Option<Child>,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -194,14 +196,27 @@ impl LocalModel {
             base_url: format!("{url}/v1"),
             model_file: model_file.to_owned(),
             spec,
-            child,
+            child: Some(child),
         })
     }
 
-    /// Stops the server.
+    /// A server of `spec` already running at `url` (`http://host:port`),
+    /// which several kernels may share; nothing is started or stopped.
+    pub fn attach(url: &str, spec: &'static ModelSpec) -> Self {
+        Self {
+            base_url: format!("{}/v1", url.trim_end_matches('/').trim_end_matches("/v1")),
+            model_file: PathBuf::new(),
+            spec,
+            child: None,
+        }
+    }
+
+    /// Stops the server, if this kernel started it.
     pub async fn stop(mut self) {
-        let _ = self.child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(3), self.child.wait()).await;
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(3), child.wait()).await;
+        }
     }
 }
 

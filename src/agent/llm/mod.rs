@@ -43,12 +43,23 @@ impl ChatMessage {
 }
 
 /// A provider-independent chat request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatRequest {
     pub model: String,
     pub system: String,
     pub messages: Vec<ChatMessage>,
     pub max_tokens: u32,
+    /// How the model samples, where the provider takes it.
+    pub sampling: Sampling,
+}
+
+/// Sampling settings: a temperature of 0 and a fixed seed make a model's
+/// answers repeatable (the local model's default); `None` leaves the
+/// provider's own default (reasoning models refuse any other temperature).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Sampling {
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
 }
 
 /// Token counts (and cost, where the provider reports it) of one call.

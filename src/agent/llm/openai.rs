@@ -62,6 +62,12 @@ pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
         "stream_options": { "include_usage": true },
     });
     body[limit.field()] = json!(request.max_tokens);
+    if let Some(temperature) = request.sampling.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if let Some(seed) = request.sampling.seed {
+        body["seed"] = json!(seed);
+    }
     body
 }
 
@@ -236,6 +242,7 @@ mod tests {
             system: "be brief".into(),
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 100,
+            sampling: Default::default(),
         };
         let body = request_body(&request, TokenLimit::MaxTokens);
         assert_eq!(
@@ -259,6 +266,7 @@ mod tests {
             system: String::new(),
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 100,
+            sampling: Default::default(),
         };
         let limit = TokenLimit::for_server("https://api.openai.com/v1");
         let body = request_body(&request, limit);
