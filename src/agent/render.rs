@@ -521,9 +521,11 @@ mod tests {
              generate   ×2  1.50 s\n  reflect    ×1  0.25 s"
         );
         assert_eq!(shown.content["metadata"]["mahtab"]["kind"], "trace");
-        let json = trace_json(&steps, &state, Duration::from_millis(1750));
+        let firsts = [Duration::from_millis(400), Duration::from_millis(100)];
+        let json = trace_json(&steps, &firsts, &state, Duration::from_millis(1750));
         assert_eq!(json["steps"][1]["node"], "reflect");
         assert_eq!(json["turns"], 2);
+        assert_eq!(json["first_text_seconds"], serde_json::json!([0.4, 0.1]));
     }
 
     #[test]
