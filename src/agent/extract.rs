@@ -1,6 +1,8 @@
-//! Finding the code a model wants run: fenced ```python blocks (```py and
-//! bare ``` fences too) and the `<assistant-repl-in>` tag form. Blocks of
-//! other languages (text, output, json, ...) are never run.
+//! Finding the code a model wants run: fenced ```python blocks (```py too),
+//! bare ``` fences whose text reads as Python (not a printed table, a shell
+//! line such as `pip install x`, or output the model quotes), and the
+//! `<assistant-repl-in>` tag form. Blocks of other languages (text, output,
+//! json, ...) are never run.
 
 /// A code block found in a model's answer, in order of appearance.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -22,11 +24,15 @@ pub(super) fn is_python(info: &str) -> bool {
 }
 
 /// All runnable blocks in `text`. A block left open at the very end counts
-/// too: small models often stop without the closing fence. (If the answer
-/// was cut off mid-block, the run fails with a SyntaxError, which the model
-/// is shown and can fix.)
+/// too: small models often stop without the closing fence.
 pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
     blocks(text, true)
+}
+
+/// The runnable blocks of an answer cut off at the length limit: only the
+/// closed ones (the open one at the end is the part cut).
+pub fn closed_code_blocks(text: &str) -> Vec<CodeBlock> {
+    blocks(text, false)
 }
 
 /// The blocks of a streaming answer known to be complete: those closed in
@@ -90,23 +96,65 @@ fn take_fenced<'a>(
     for line in body.split_inclusive('\n') {
         let trimmed = line.trim();
         if trimmed.len() >= ticks && trimmed.chars().all(|c| c == '`') {
-            if is_python(info) {
-                let code = dedent(body[..offset].trim_end_matches('\n'));
-                if !code.trim().is_empty() {
-                    blocks.push(CodeBlock { code });
-                }
-            }
+            push_runnable(info, dedent(body[..offset].trim_end_matches('\n')), blocks);
             return &body[offset + line.len()..];
         }
         offset += line.len();
     }
-    if open_at_end && is_python(info) {
-        let code = dedent(body.trim_end_matches('\n'));
-        if !code.trim().is_empty() {
-            blocks.push(CodeBlock { code });
-        }
+    if open_at_end {
+        push_runnable(info, dedent(body.trim_end_matches('\n')), blocks);
     }
     ""
+}
+
+/// Keeps `code` when its fence says Python, or says nothing and the code
+/// reads as Python.
+fn push_runnable(info: &str, code: String, blocks: &mut Vec<CodeBlock>) {
+    let bare = info.trim().is_empty();
+    if code.trim().is_empty() || !is_python(info) || bare && !reads_as_python(&code) {
+        return;
+    }
+    blocks.push(CodeBlock { code });
+}
+
+/// Whether the text of a bare fence is Python rather than a shell line, a
+/// printed table or quoted output: it has a statement's shape somewhere (an
+/// assignment, a call, a keyword that starts a statement) and does not start
+/// with a shell command or a prompt.
+pub fn reads_as_python(code: &str) -> bool {
+    const SHELL: [&str; 12] = [
+        "$", "pip", "pip3", "conda", "npm", "apt", "apt-get", "sudo", "cd", "ls", "git", "brew",
+    ];
+    const STATEMENTS: [&str; 17] = [
+        "import", "from", "def", "class", "for", "while", "if", "with", "try", "print", "del",
+        "assert", "return", "raise", "async", "await", "lambda",
+    ];
+    let Some(first) = code.lines().find(|line| !line.trim().is_empty()) else {
+        return false;
+    };
+    let first_word = first.split_whitespace().next().unwrap_or("");
+    if SHELL.contains(&first_word) || first.trim_start().starts_with(">>>") {
+        return false;
+    }
+    code.lines().any(|line| {
+        let line = line.trim();
+        let word = line
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        STATEMENTS.contains(&word)
+            || line.starts_with('@')
+            || line.starts_with('#')
+            || line.contains('(') && line.contains(')')
+            || assigns(line)
+    })
+}
+
+/// Whether `line` assigns (`x = 1`, `df["a"] += 2`), not compares.
+fn assigns(line: &str) -> bool {
+    line.char_indices().any(|(i, c)| {
+        c == '=' && !line[i + 1..].starts_with('=') && !line[..i].ends_with(['=', '!', '<', '>'])
+    })
 }
 
 /// Removes the indentation all non-blank lines share (a block inside a list
@@ -160,6 +208,31 @@ mod tests {
     fn several_blocks_in_order_and_other_languages_skipped() {
         let text = "```py\na = 1\n```\n```text\nnot code\n```\n```\nb = 2\n```\n```json\n{}\n```";
         assert_eq!(codes(text), ["a = 1", "b = 2"]);
+    }
+
+    #[test]
+    fn bare_fences_run_only_when_they_read_as_python() {
+        let text = "```\n   fruit  qty\n0  apple    3\n1   pear    1\n```\n\
+                    ```\npip install seaborn\n```\n```\n$ ls -la\n```\n\
+                    ```\noutput: 23\n```\n```\nimport seaborn as sns\n```\n```\ntotal = 3\n```";
+        assert_eq!(codes(text), ["import seaborn as sns", "total = 3"]);
+        assert!(reads_as_python("df.head()"));
+        assert!(reads_as_python("for x in xs:\n    print(x)"));
+        assert!(!reads_as_python("| a | b |\n|---|---|\n| 1 | 2 |"));
+        assert!(!reads_as_python("a == b"));
+        // A fence that says python always runs.
+        assert_eq!(codes("```python\noutput: 23\n```"), ["output: 23"]);
+    }
+
+    #[test]
+    fn a_cut_off_answer_runs_only_its_closed_blocks() {
+        let cut = "```python\na = 1\n```\nand then\n```python\nb = [1, 2,";
+        let closed: Vec<String> = closed_code_blocks(cut)
+            .into_iter()
+            .map(|b| b.code)
+            .collect();
+        assert_eq!(closed, ["a = 1"]);
+        assert_eq!(codes(cut).len(), 2);
     }
 
     #[test]

@@ -94,6 +94,8 @@ pub struct ChatOutcome {
     /// How many of the answer's code blocks were shown as panels while it
     /// streamed (the first ones, in order).
     pub blocks_shown: usize,
+    /// The answer was cut off at the length limit.
+    pub truncated: bool,
 }
 
 /// How a model's answer is shown while it streams.

@@ -19,7 +19,7 @@
 
 use super::budget;
 use super::checks;
-use super::extract::code_blocks;
+use super::extract::{closed_code_blocks, code_blocks};
 use super::graph::{Graph, NodeFn, Route};
 use super::llm::{ChatMessage, ChatRequest};
 use super::reflect::parse_verdict;
@@ -240,13 +240,25 @@ async fn generate<E: Effects>(
     state.namespace_names = checks::summary_names(&namespace);
     let system = prompts::system(&namespace, &state.recent_cells, &state.skills);
     let answer = settings.write_code(state, effects, system).await?;
+    state.truncated = answer.truncated;
     state.record_answer(answer.text);
     Ok(())
 }
 
 fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
-    state.pending = code_blocks(&state.answer);
+    // A block cut off at the length limit would fail half-written.
+    state.pending = if state.truncated {
+        closed_code_blocks(&state.answer)
+    } else {
+        code_blocks(&state.answer)
+    };
     if !state.pending.is_empty() {
+        return Ok(());
+    }
+    if state.truncated && !once && state.turn < state.max_turns {
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
         return Ok(());
     }
     // An answer with no code before any ran cannot have done a request
@@ -784,6 +796,26 @@ open('sales.csv')
         );
         assert!(!told.contains("older"), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn an_answer_cut_off_mid_block_runs_nothing_of_it_and_asks_again() {
+        let mut script = Script::new(
+            &[
+                "```python\nrows = [1, 2,",
+                "```python\nrows = [1, 2]\n```",
+                DONE,
+            ],
+            ok,
+        );
+        script.truncate_first = true;
+        let mut state = AgentState::new("make rows", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(script.executed, ["rows = [1, 2]"]);
+        assert_eq!(
+            script.requests[1].messages.last().unwrap().content,
+            prompts::CUT_OFF
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use serde_json::Value;
 
+use super::checks;
 use super::extract::{CodeBlock, code_blocks};
 use super::graph::{Graph, Route};
 use super::llm::ChatMessage;
@@ -56,6 +57,8 @@ pub enum Action {
     Inform(String),
     /// End the run with this answer.
     Finish(String),
+    /// Prose with no action and no final answer in the expected form.
+    Unclear(String),
 }
 
 /// A variable the informer described: its name and what it found.
@@ -83,20 +86,27 @@ pub fn planner_graph<E: Effects>(
             .edge("informer", Route::To("planner"))
             .conditional_edge(
                 "planner",
-                &[Route::To("tool"), Route::To("informer"), Route::End],
+                &[
+                    Route::To("tool"),
+                    Route::To("informer"),
+                    Route::To("planner"),
+                    Route::End,
+                ],
                 |s: &AgentState| match (&s.outcome, &s.action) {
                     (Some(_), _) => Route::End,
                     (None, Some(Action::Inform(_))) => Route::To("informer"),
+                    (None, None) => Route::To("planner"),
                     (None, _) => Route::To("tool"),
                 },
             )
     } else {
         graph.conditional_edge(
             "planner",
-            &[Route::To("tool"), Route::End],
-            |s: &AgentState| match s.outcome {
-                Some(_) => Route::End,
-                None => Route::To("tool"),
+            &[Route::To("tool"), Route::To("planner"), Route::End],
+            |s: &AgentState| match (&s.outcome, &s.action) {
+                (Some(_), _) => Route::End,
+                (None, None) => Route::To("planner"),
+                (None, _) => Route::To("tool"),
             },
         )
     };
@@ -125,7 +135,24 @@ async fn plan_step<E: Effects>(
     );
     let answer = settings.answer(state, effects, system).await?;
     state.record_answer(answer.text);
-    let action = parse_action(&state.answer);
+    let mut action = parse_action(&state.answer);
+    if let Action::Unclear(text) = &action {
+        // Prose before anything ran, for a request that needs code: told
+        // once how to answer; else taken as the final answer.
+        let nudge = state.executions.is_empty()
+            && !state.nudged_for_code
+            && state.turn < state.max_turns
+            && checks::needs_code(&state.request, &checks::summary_names(&namespace));
+        if nudge {
+            state.nudged_for_code = true;
+            state
+                .conversation
+                .push(ChatMessage::user(prompts::PLANNER_FORMAT.to_owned()));
+            state.action = None;
+            return Ok(());
+        }
+        action = Action::Finish(text.clone());
+    }
     if let Action::Finish(text) = &action {
         state.answer = text.clone();
         state.outcome = Some(if state.executions.is_empty() {
@@ -163,7 +190,7 @@ async fn act<E: Effects>(
                  call describe(variable) to look at a variable.";
             (tool_call("inform", &input), Some(refusal.to_owned()))
         }
-        Some(Action::Finish(_)) | None => {
+        Some(Action::Finish(_) | Action::Unclear(_)) | None => {
             return Err(AgentError::Graph("no action to take".into()));
         }
     };
@@ -261,7 +288,9 @@ fn identifiers(text: &str) -> Vec<String> {
 /// `Final Answer:`) are both read; an answer with only a code block runs it,
 /// and one with neither is the final answer.
 pub fn parse_action(answer: &str) -> Action {
-    if let Some(action) = json_objects(answer).find_map(|value| from_json(&value)) {
+    // A dict in the code is the code's, not an action.
+    let prose = without_code(answer);
+    if let Some(action) = json_objects(&prose).find_map(|value| from_json(&value)) {
         return action;
     }
     // What the model wrote after inventing an observation is not its own.
@@ -282,13 +311,33 @@ pub fn parse_action(answer: &str) -> Action {
         _ => {
             let blocks = code_blocks(answer);
             if blocks.is_empty() {
-                Action::Finish(answer.trim().to_owned())
+                Action::Unclear(answer.trim().to_owned())
             } else {
                 let code: Vec<_> = blocks.into_iter().map(|b| b.code).collect();
                 Action::Python(code.join("\n\n"))
             }
         }
     }
+}
+
+/// `text` without its fenced blocks other than ```json ones.
+fn without_code(text: &str) -> String {
+    let mut kept = String::new();
+    let mut fence: Option<(usize, bool)> = None; // (ticks, keep)
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
+        match fence {
+            None if ticks >= 3 => {
+                let info = trimmed[ticks..].trim().to_ascii_lowercase();
+                fence = Some((ticks, info == "json"));
+            }
+            Some((open, _)) if ticks >= open && trimmed.len() == ticks => fence = None,
+            Some((_, true)) | None => kept.push_str(line),
+            Some((_, false)) => {}
+        }
+    }
+    kept
 }
 
 fn from_json(value: &Value) -> Option<Action> {
@@ -480,8 +529,11 @@ mod tests {
         );
         assert_eq!(
             parse_action("A list is ordered."),
-            Action::Finish("A list is ordered.".into())
+            Action::Unclear("A list is ordered.".into())
         );
+        // A dict in the code is not an action; a JSON action in prose is.
+        let code = "Action: python\nAction Input:\n```python\nrow = {\"action\": \"buy\", \"input\": 3}\nrows.append(row)\n```";
+        assert!(matches!(parse_action(code), Action::Python(c) if c.contains("rows.append")));
         assert_eq!(
             parse_action("Action: grep(log, 'ERROR')"),
             Action::Tool {
@@ -717,5 +769,31 @@ mod tests {
             .filter_map(|line| line.strip_prefix("- ")?.split_once('(').map(|(n, _)| n))
             .collect();
         assert_eq!(listed, TOOLS);
+    }
+
+    #[test]
+    fn prose_before_any_action_is_sent_back_once_for_a_request_that_needs_code() {
+        let mut script = Script::new(
+            &[
+                "The mean is probably 2.",
+                "Thought: compute it\nAction: python\nAction Input: print(sum(x) / len(x))",
+                "Final Answer: 42",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Compute the mean of x", Vec::new(), 5);
+        run(&mut script, &mut state, false, true);
+        assert_eq!(script.executed, ["print(sum(x) / len(x))"]);
+        assert_eq!(
+            script.requests[1].messages.last().unwrap().content,
+            prompts::PLANNER_FORMAT
+        );
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        // A question that needs no code is answered in prose.
+        let mut script = Script::new(&["A list keeps its order."], ok);
+        let mut state = AgentState::new("What is a list?", Vec::new(), 5);
+        run(&mut script, &mut state, false, true);
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        assert_eq!(script.requests.len(), 1);
     }
 }

@@ -140,6 +140,17 @@ pub const CODE_PLEASE: &str = "Do this in the notebook: answer with a ```python 
 works on the live variables and does what I asked (store results where I said). Do not guess \
 values; compute them.";
 
+/// Sent back once to the planner when it answered in prose before doing
+/// anything, for a request that needs code.
+pub const PLANNER_FORMAT: &str = "Do this in the notebook, one step at a time. Answer with a \
+thought and one action, in this form:\nThought: what to do first\nAction: python\nAction \
+Input:\n```python\n# code that works on the live variables\n```";
+
+/// Sent back when an answer was cut off at the length limit before its code
+/// was complete.
+pub const CUT_OFF: &str = "Your answer was cut off at the length limit before the code was \
+complete, so nothing ran. Send shorter code: one focused block, without repeating data.";
+
 /// Sent back once when a turn ran the same code with the same result as the
 /// turn before.
 pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \

@@ -26,12 +26,20 @@ pub struct Verdict {
     pub parsed: bool,
 }
 
-/// Reads a verdict from a model's answer.
+/// Reads a verdict from a model's answer: JSON (also written as a Python
+/// dict), XML-like tags, or `key: value` lines (Markdown lists and bold
+/// keys too).
 pub fn parse_verdict(answer: &str) -> Verdict {
     if let Some(verdict) = json_objects(answer).find_map(|value| from_json(&value)) {
         return verdict;
     }
+    if let Some(verdict) = python_dicts(answer).find_map(|value| from_json(&value)) {
+        return verdict;
+    }
     if let Some(verdict) = from_tags(answer) {
+        return verdict;
+    }
+    if let Some(verdict) = from_lines(answer) {
         return verdict;
     }
     Verdict {
@@ -125,6 +133,115 @@ fn matching_brace(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// Every balanced `{...}` in `text` written as a Python literal (single
+/// quotes, `True`, `False`, `None`), read as JSON.
+pub(super) fn python_dicts(text: &str) -> impl Iterator<Item = Value> + '_ {
+    let starts = text.match_indices('{').map(|(i, _)| i);
+    starts.filter_map(move |start| {
+        let json = python_literal_as_json(&text[start..])?;
+        serde_json::from_str(&json).ok()
+    })
+}
+
+/// The Python literal at the start of `text` (`{'a': True}`) as JSON text,
+/// up to its closing brace; None if it does not close.
+fn python_literal_as_json(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                // A string: copied as a JSON string, whatever its quotes.
+                out.push('"');
+                let mut escaped = false;
+                for inner in chars.by_ref() {
+                    match (escaped, inner) {
+                        (true, _) => {
+                            if inner != '\'' {
+                                out.push('\\');
+                            }
+                            out.push(inner);
+                            escaped = false;
+                        }
+                        (false, '\\') => escaped = true,
+                        (false, q) if q == c => break,
+                        (false, '"') => out.push_str("\\\""),
+                        (false, other) => out.push(other),
+                    }
+                }
+                out.push('"');
+            }
+            '{' | '[' => {
+                depth += 1;
+                out.push(c);
+            }
+            '}' | ']' => {
+                depth = depth.checked_sub(1)?;
+                out.push(c);
+                if depth == 0 {
+                    return Some(out);
+                }
+            }
+            c if c.is_alphabetic() => {
+                let mut word = String::from(c);
+                while let Some(&next) = chars.peek() {
+                    if !next.is_alphanumeric() && next != '_' {
+                        break;
+                    }
+                    word.push(next);
+                    chars.next();
+                }
+                out.push_str(match word.as_str() {
+                    "True" | "true" => "true",
+                    "False" | "false" => "false",
+                    "None" | "null" => "null",
+                    _ => return None,
+                });
+            }
+            other => out.push(other),
+        }
+    }
+    None
+}
+
+/// A verdict written as `key: value` lines (`- **is_complete**: yes`).
+fn from_lines(text: &str) -> Option<Verdict> {
+    let value = |key: &str| {
+        text.lines().find_map(|line| {
+            let line = line.trim().trim_start_matches(['-', '*', ' ']);
+            let (name, value) = line.split_once(':')?;
+            let name = name
+                .trim()
+                .trim_matches(['*', '`', '"', ' '])
+                .to_ascii_lowercase();
+            (name.replace(' ', "_") == key).then(|| {
+                value
+                    .trim()
+                    .trim_matches(['*', '`', '"', ' '])
+                    .trim_end_matches(',')
+                    .to_owned()
+            })
+        })
+    };
+    let is_complete = truthy(&value("is_complete")?)?;
+    let cannot_fix = value("cannot_fix")
+        .and_then(|v| truthy(&v))
+        .unwrap_or(false);
+    Some(Verdict {
+        is_complete,
+        cannot_fix: cannot_fix && !is_complete,
+        reasoning: value("reasoning").unwrap_or_default(),
+        next_action: value("next_action").unwrap_or_default(),
+        answer: if is_complete {
+            value("answer").unwrap_or_default()
+        } else {
+            String::new()
+        },
+        parsed: true,
+    })
 }
 
 fn tag<'a>(text: &'a str, name: &str) -> Option<&'a str> {
@@ -226,6 +343,30 @@ mod tests {
         );
         assert!(v.is_complete && v.parsed);
         assert_eq!(v.reasoning, "all good");
+    }
+
+    #[test]
+    fn a_python_dict_is_a_verdict_too() {
+        let v = parse_verdict(
+            "{'is_complete': True, 'cannot_fix': False, 'reasoning': \"it's there\", 'next_action': None, 'answer': 'n is 3'}",
+        );
+        assert!(v.is_complete && v.parsed, "{v:?}");
+        assert_eq!(v.reasoning, "it's there");
+        assert_eq!(v.answer, "n is 3");
+        assert_eq!(v.next_action, "");
+    }
+
+    #[test]
+    fn markdown_lines_are_a_verdict_too() {
+        let v = parse_verdict(
+            "Verdict:\n- **is_complete**: false\n- **reasoning**: the plot is missing\n- **next_action**: draw it",
+        );
+        assert!(!v.is_complete && v.parsed);
+        assert_eq!(v.reasoning, "the plot is missing");
+        assert_eq!(v.next_action, "draw it");
+        let v = parse_verdict("Is complete: yes\nAnswer: 42 rows.");
+        assert!(v.is_complete);
+        assert_eq!(v.answer, "42 rows.");
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct Script {
     pub models: Vec<ModelChoice>,
     model: ModelChoice,
     pub run: fn(&str) -> Execution,
+    /// The first answer comes back cut off at the length limit.
+    pub truncate_first: bool,
     /// Variables and files that exist besides those the code assigns, for
     /// `missing`.
     pub existing: Vec<String>,
@@ -45,6 +47,7 @@ impl Script {
             model: ModelChoice::Configured,
             run,
             existing: vec!["x".into()],
+            truncate_first: false,
         }
     }
 }
@@ -76,6 +79,7 @@ impl Effects for Script {
                 cost_usd: None,
             },
             blocks_shown: 0,
+            truncated: std::mem::take(&mut self.truncate_first),
         })
     }
 

@@ -99,6 +99,8 @@ pub struct AgentState {
     pub repeats: u32,
     /// How many blocks the last turn ran.
     pub last_turn_blocks: usize,
+    /// The last answer was cut off at the length limit.
+    pub truncated: bool,
 }
 
 impl AgentState {
@@ -138,6 +140,7 @@ impl AgentState {
             nudged_for_code: false,
             repeats: 0,
             last_turn_blocks: 0,
+            truncated: false,
         }
     }
 }

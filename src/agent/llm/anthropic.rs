@@ -99,11 +99,17 @@ impl StreamState {
                 }
                 _ => vec![],
             },
-            "message_delta" => vec![ChatEvent::Usage(Usage {
-                input_tokens: self.input_tokens,
-                output_tokens: data["usage"]["output_tokens"].as_u64().unwrap_or(0),
-                cost_usd: None,
-            })],
+            "message_delta" => {
+                let mut events = vec![ChatEvent::Usage(Usage {
+                    input_tokens: self.input_tokens,
+                    output_tokens: data["usage"]["output_tokens"].as_u64().unwrap_or(0),
+                    cost_usd: None,
+                })];
+                if data["delta"]["stop_reason"] == "max_tokens" {
+                    events.push(ChatEvent::Truncated);
+                }
+                events
+            }
             "message_stop" => vec![ChatEvent::Done],
             "error" => vec![ChatEvent::Error(error_from(&data["error"], None))],
             _ => vec![], // ping, content_block_start/stop, and future events
@@ -117,6 +123,11 @@ pub fn http_error(status: u16, body: &str) -> LlmError {
         Ok(value) if value["error"].is_object() => error_from(&value["error"], Some(status)),
         // A proxy or load balancer in front of the API answers in its own
         // words; the status alone says whether to try again.
+        _ if matches!(status, 500 | 502 | 504) => LlmError::ServerError {
+            provider: PROVIDER,
+            status,
+            message: body.chars().take(300).collect(),
+        },
         _ if matches!(status, 429 | 503 | 529) => LlmError::Overloaded {
             provider: PROVIDER,
             message: format!(
@@ -142,6 +153,13 @@ fn error_from(error: &Value, status: Option<u16>) -> LlmError {
         ("overloaded_error" | "rate_limit_error", _) | (_, Some(429 | 529)) => {
             LlmError::Overloaded {
                 provider: PROVIDER,
+                message,
+            }
+        }
+        ("api_error", Some(status)) | (_, Some(status @ (500 | 502 | 504))) => {
+            LlmError::ServerError {
+                provider: PROVIDER,
+                status,
                 message,
             }
         }
@@ -186,6 +204,27 @@ mod tests {
             .iter()
             .flat_map(|e| state.parse_event(e))
             .collect()
+    }
+
+    #[test]
+    fn server_errors_are_retried() {
+        let api_error = r#"{"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}"#;
+        assert!(http_error(500, api_error).is_retryable());
+        assert!(http_error(502, "<html>bad gateway</html>").is_retryable());
+        let invalid =
+            r#"{"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}"#;
+        assert!(!http_error(400, invalid).is_retryable());
+    }
+
+    #[test]
+    fn an_answer_stopped_at_max_tokens_is_marked_cut_off() {
+        let stream = concat!(
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":50}}\n\n",
+        );
+        let found = events(stream, 7);
+        assert_eq!(found.last(), Some(&ChatEvent::Truncated));
+        assert!(!events(RECORDED, 7).contains(&ChatEvent::Truncated));
     }
 
     #[test]
@@ -253,6 +292,6 @@ mod tests {
         // A proxy's own page: the status decides.
         assert!(http_error(529, "<html>busy</html>").is_retryable());
         assert!(http_error(429, "slow down").is_retryable());
-        assert!(!http_error(502, "<html>bad gateway</html>").is_retryable());
+        assert!(!http_error(404, "<html>not found</html>").is_retryable());
     }
 }

@@ -136,7 +136,7 @@ impl ClaudeCli {
                         outcome.text.push_str(&text);
                     }
                     ChatEvent::Usage(usage) => outcome.usage = usage,
-                    ChatEvent::Finished | ChatEvent::Done => {}
+                    ChatEvent::Finished | ChatEvent::Truncated | ChatEvent::Done => {}
                     ChatEvent::Error(e) => return Err(e),
                 }
             }

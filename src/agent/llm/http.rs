@@ -332,6 +332,7 @@ impl Answer {
                 }
                 ChatEvent::Usage(usage) => self.outcome.usage = usage,
                 ChatEvent::Finished => self.finished = true,
+                ChatEvent::Truncated => self.outcome.truncated = true,
                 ChatEvent::Done => self.done = true,
                 ChatEvent::Error(e) => return Err(e),
             }
@@ -383,6 +384,15 @@ fn map_message(error: LlmError, f: impl FnOnce(&str) -> String) -> LlmError {
         },
         LlmError::Overloaded { provider, message } => LlmError::Overloaded {
             provider,
+            message: f(&message),
+        },
+        LlmError::ServerError {
+            provider,
+            status,
+            message,
+        } => LlmError::ServerError {
+            provider,
+            status,
             message: f(&message),
         },
         LlmError::Connect { provider, message } => LlmError::Connect {

@@ -91,6 +91,9 @@ pub enum ChatEvent {
     /// The answer's text is complete, but the stream goes on (OpenAI's
     /// `finish_reason`, before the usage chunk and `[DONE]`).
     Finished,
+    /// The answer was cut off at the length limit (OpenAI's
+    /// `finish_reason: length`, Anthropic's `stop_reason: max_tokens`).
+    Truncated,
     /// The answer is complete.
     Done,
     /// The provider reported an error inside the stream.
@@ -111,6 +114,13 @@ pub enum LlmError {
         provider: &'static str,
         message: String,
     },
+    /// A 500, 502 or 504: the provider's own failure, often gone a moment later.
+    #[error("{provider} had a server error (HTTP {status}): {message}")]
+    ServerError {
+        provider: &'static str,
+        status: u16,
+        message: String,
+    },
     #[error("cannot reach {provider}: {message}")]
     Connect {
         provider: &'static str,
@@ -129,8 +139,12 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// Whether waiting and trying again may help (429, 529, overloaded).
+    /// Whether waiting and trying again may help (429 other than an
+    /// exhausted quota, 529, overloaded, and the provider's own 5xx).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, LlmError::Overloaded { .. })
+        matches!(
+            self,
+            LlmError::Overloaded { .. } | LlmError::ServerError { .. }
+        )
     }
 }

@@ -123,7 +123,10 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
             {
                 events.push(ChatEvent::Text(text.into_owned()));
             }
-            if choice.finish_reason.is_some() {
+            if let Some(reason) = choice.finish_reason {
+                if reason == "length" {
+                    events.push(ChatEvent::Truncated);
+                }
                 events.push(ChatEvent::Finished);
             }
         }
@@ -156,7 +159,10 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
             {
                 events.push(ChatEvent::Text(text.to_owned()));
             }
-            if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+            if let Some(reason) = choice.get("finish_reason").filter(|r| !r.is_null()) {
+                if reason == "length" {
+                    events.push(ChatEvent::Truncated);
+                }
                 events.push(ChatEvent::Finished);
             }
         }
@@ -173,25 +179,39 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
 
 /// The error for a non-2xx response with this status and body.
 pub fn http_error(status: u16, body: &str) -> LlmError {
-    let message = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| truncate(body));
-    if status == 429 || status == 503 || status == 529 {
-        LlmError::Overloaded {
-            provider: PROVIDER,
-            message,
-        }
-    } else {
-        LlmError::Http {
+    let parsed = serde_json::from_str::<Value>(body).ok();
+    let field = |pointer: &str| {
+        parsed
+            .as_ref()
+            .and_then(|v| v.pointer(pointer).and_then(Value::as_str))
+            .map(str::to_owned)
+    };
+    let message = field("/error/message").unwrap_or_else(|| truncate(body));
+    // A quota used up is a 429 too, but waiting does not refill it.
+    let quota = field("/error/code")
+        .or_else(|| field("/error/type"))
+        .as_deref()
+        == Some("insufficient_quota");
+    match status {
+        429 if quota => LlmError::Http {
             provider: PROVIDER,
             status,
             message,
-        }
+        },
+        429 | 503 | 529 => LlmError::Overloaded {
+            provider: PROVIDER,
+            message,
+        },
+        500 | 502 | 504 => LlmError::ServerError {
+            provider: PROVIDER,
+            status,
+            message,
+        },
+        _ => LlmError::Http {
+            provider: PROVIDER,
+            status,
+            message,
+        },
     }
 }
 
@@ -210,6 +230,27 @@ fn truncate(text: &str) -> String {
     match text.char_indices().nth(300) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_and_rate_limits_are_retried_but_not_an_exhausted_quota() {
+        let quota = r#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#;
+        assert!(!http_error(429, quota).is_retryable());
+        let limited = r#"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#;
+        assert!(http_error(429, limited).is_retryable());
+        for status in [500, 502, 503, 504] {
+            assert!(
+                http_error(status, "<html>bad gateway</html>").is_retryable(),
+                "{status}"
+            );
+        }
+        assert!(!http_error(400, "{}").is_retryable());
+        assert!(!http_error(401, "{}").is_retryable());
     }
 }
 
@@ -305,9 +346,14 @@ mod tests {
             "data: {\"choices\":[{\"delta\":{\"content\":[1]}}]}\n\n",
             "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
         );
+        // `length`: the answer was cut off at the limit.
         assert_eq!(
             events(stream, 3),
-            [ChatEvent::Text("a\n\"b\" é".into()), ChatEvent::Finished]
+            [
+                ChatEvent::Text("a\n\"b\" é".into()),
+                ChatEvent::Truncated,
+                ChatEvent::Finished
+            ]
         );
     }
 
