@@ -400,7 +400,11 @@ mod tests {
         let explain = script.requests.last().unwrap();
         let n = explain.messages.len();
         assert_eq!(explain.messages[n - 2].content, "42 is high for this data.");
-        assert_eq!(explain.messages[n - 1].content, prompts::ANSWER_NOW);
+        assert!(
+            explain.messages[n - 1]
+                .content
+                .starts_with(prompts::ANSWER_NOW)
+        );
         assert_eq!(state.usage.input_tokens, 40);
         assert_roles_alternate(&script);
     }

@@ -21,7 +21,8 @@ use super::budget;
 use super::checks;
 use super::extract::{closed_code_blocks, code_blocks};
 use super::graph::{Graph, NodeFn, Route};
-use super::llm::{ChatMessage, ChatRequest};
+use super::llm::{ChatMessage, ChatRequest, Role};
+use super::prompts::Prompt;
 use super::reflect::parse_verdict;
 use super::{
     AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome, Showing, prompts,
@@ -118,7 +119,7 @@ impl Settings {
         &self,
         state: &mut AgentState,
         effects: &mut E,
-        system: String,
+        system: impl Into<Prompt>,
     ) -> Result<ChatOutcome, AgentError> {
         ask_model(
             state,
@@ -138,7 +139,7 @@ impl Settings {
         &self,
         state: &mut AgentState,
         effects: &mut E,
-        system: String,
+        system: impl Into<Prompt>,
     ) -> Result<ChatOutcome, AgentError> {
         let showing = Showing::ProseAndCode {
             turn: state.turn + 1,
@@ -181,7 +182,7 @@ impl Settings {
         &self,
         state: &mut AgentState,
         effects: &mut E,
-        system: String,
+        system: impl Into<Prompt>,
     ) -> Result<ChatOutcome, AgentError> {
         ask_model(
             state,
@@ -195,21 +196,26 @@ impl Settings {
     }
 }
 
-/// One model call over the conversation so far; its usage is counted.
+/// One model call over the conversation so far; its usage is counted. The
+/// prompt's context goes with the latest message, so the system prompt and
+/// the messages before stay the same from call to call.
 async fn ask_model<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: &Settings,
-    system: String,
+    prompt: impl Into<Prompt>,
     max_tokens: u32,
     showing: Showing,
 ) -> Result<ChatOutcome, AgentError> {
-    let messages = budget::fit(
-        &system,
-        &state.conversation,
-        settings.context_tokens,
-        max_tokens,
-    );
+    let Prompt { system, context } = prompt.into();
+    let with_context;
+    let conversation = if context.is_empty() {
+        &state.conversation
+    } else {
+        with_context = with_latest(&state.conversation, &context);
+        &with_context
+    };
+    let messages = budget::fit(&system, conversation, settings.context_tokens, max_tokens);
     let request = ChatRequest {
         model: settings.model.clone(),
         system,
@@ -220,6 +226,20 @@ async fn ask_model<E: Effects>(
     let answer = effects.chat(request, showing).await?;
     state.usage.add(answer.usage);
     Ok(answer)
+}
+
+/// `conversation` with `context` after its latest message (a message of
+/// its own when the latest is the model's).
+fn with_latest(conversation: &[ChatMessage], context: &str) -> Vec<ChatMessage> {
+    let mut messages = conversation.to_vec();
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => {
+            last.content.push_str("\n\n");
+            last.content.push_str(context);
+        }
+        _ => messages.push(ChatMessage::user(context.to_owned())),
+    }
+    messages
 }
 
 pub(super) fn node<E: Effects>(
@@ -581,8 +601,17 @@ mod tests {
         assert_eq!(state.outcome, Some(Outcome::Answered));
         assert_eq!(state.conversation.last().unwrap().role, Role::Assistant);
         assert!(script.executed.is_empty());
-        // The system prompt carried the namespace summary.
-        assert!(script.requests[0].system.contains("x: int = 1"));
+        // The namespace summary went with the latest message.
+        let request = &script.requests[0];
+        assert!(
+            request
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("x: int = 1")
+        );
+        assert!(!request.system.contains("x: int = 1"));
     }
 
     #[test]
@@ -739,9 +768,13 @@ open('sales.csv')
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["n = 3"]);
         let second = &script.requests[1];
-        assert_eq!(
-            second.messages.last().unwrap().content,
-            prompts::CODE_PLEASE
+        assert!(
+            second
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .starts_with(prompts::CODE_PLEASE)
         );
         assert_eq!(state.outcome, Some(Outcome::Complete));
 
@@ -812,9 +845,13 @@ open('sales.csv')
         let mut state = AgentState::new("make rows", Vec::new(), 5);
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["rows = [1, 2]"]);
-        assert_eq!(
-            script.requests[1].messages.last().unwrap().content,
-            prompts::CUT_OFF
+        assert!(
+            script.requests[1]
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .starts_with(prompts::CUT_OFF)
         );
     }
 
@@ -834,7 +871,7 @@ open('sales.csv')
         assert_eq!(state.outcome, Some(Outcome::Repeating));
         let third_turn = &script.requests[3];
         let told = &third_turn.messages.last().unwrap().content;
-        assert!(told.ends_with(prompts::REPEATED), "{told}");
+        assert!(told.contains(prompts::REPEATED), "{told}");
         assert_eq!(script.requests.len(), 4);
     }
 

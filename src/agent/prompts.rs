@@ -16,10 +16,47 @@ const TRIAGE_PLAN: &str = include_str!("../../prompts/triage_plan.md");
 /// A skill the model may load with `skill(name)`: its name and description.
 pub type Skill = (String, String);
 
-/// The system prompt for a generate turn, with the namespace summary, the
-/// cells the user ran since the last request, and the toolbox.
-pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
-    with_context(SYSTEM, namespace, recent_cells) + "\n" + &toolbox(skills)
+/// What a call says besides the conversation: a system prompt that stays
+/// the same for every call of a run, and the context of this call (the live
+/// namespace, the cells the user ran), which changes from turn to turn and
+/// so goes with the latest message. A provider's prompt cache (Anthropic's,
+/// llama.cpp's) then reuses everything before it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompt {
+    pub system: String,
+    pub context: String,
+}
+
+impl From<String> for Prompt {
+    fn from(system: String) -> Self {
+        Self {
+            system,
+            context: String::new(),
+        }
+    }
+}
+
+impl Prompt {
+    /// The system prompt with `more` after it.
+    fn and(mut self, more: &str) -> Self {
+        self.system.push('\n');
+        self.system.push_str(more);
+        self
+    }
+}
+
+/// Where a template's per-call context begins.
+const CONTEXT_HEADING: &str = "## Live namespace";
+
+/// Says in the system prompt where the context went.
+const CONTEXT_NOTE: &str = "The live namespace (the user's variables now) and the cells the user \
+ran since the last request come with the latest message, under \"## Live namespace\".";
+
+/// The prompt for a generate turn: the stable instructions and toolbox,
+/// and as context the namespace summary and the cells the user ran since
+/// the last request.
+pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> Prompt {
+    with_context(SYSTEM, namespace, recent_cells).and(&toolbox(skills))
 }
 
 /// The toolbox the model's code can call, and the skills it can load.
@@ -55,13 +92,13 @@ pub fn reflect(request: &str) -> String {
 }
 
 /// The analyst graph's planning prompt.
-pub fn plan(namespace: &str, recent_cells: &[String]) -> String {
+pub fn plan(namespace: &str, recent_cells: &[String]) -> Prompt {
     with_context(PLAN, namespace, recent_cells)
 }
 
 /// The analyst graph's prompt for writing (and fixing) the code.
-pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
-    with_context(ANALYST_CODE, namespace, recent_cells) + "\n" + &toolbox(skills)
+pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> Prompt {
+    with_context(ANALYST_CODE, namespace, recent_cells).and(&toolbox(skills))
 }
 
 /// The analyst graph's prompt for examining the code's results.
@@ -70,10 +107,8 @@ pub fn evaluate(request: &str) -> String {
 }
 
 /// The analyst graph's prompt for the final answer.
-pub fn explain(request: &str, namespace: &str) -> String {
-    EXPLAIN
-        .replace("{namespace}", namespace_or_none(namespace))
-        .replace("{request}", request)
+pub fn explain(request: &str, namespace: &str) -> Prompt {
+    with_context(&EXPLAIN.replace("{request}", request), namespace, &[])
 }
 
 /// The planner graph's prompt: how to answer with one action per step,
@@ -83,7 +118,7 @@ pub fn planner(
     recent_cells: &[String],
     skills: &[Skill],
     key_information: Option<&[super::planner::KeyInformation]>,
-) -> String {
+) -> Prompt {
     let (inform, found) = match key_information {
         None => (String::new(), String::new()),
         Some(found) => {
@@ -107,7 +142,7 @@ missing values, first rows). The input is their names.\n";
     let template = PLANNER
         .replace("{inform}", &inform)
         .replace("{key_information}", &found);
-    with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
+    with_context(&template, namespace, recent_cells).and(&toolbox(skills))
 }
 
 /// The triage graph's quick classification: which agent, how sure.
@@ -127,11 +162,11 @@ pub fn triage_plan(
     skills: &[Skill],
     agents: &str,
     choices: &str,
-) -> String {
+) -> Prompt {
     let template = TRIAGE_PLAN
         .replace("{agents}", agents)
         .replace("{choices}", choices);
-    with_context(&template, namespace, recent_cells) + "\n" + &toolbox(skills)
+    with_context(&template, namespace, recent_cells).and(&toolbox(skills))
 }
 
 /// Sent back once when the first answer has no code but the request needs
@@ -211,8 +246,10 @@ fn namespace_or_none(namespace: &str) -> &str {
     }
 }
 
-/// `template` with the namespace summary and the recent cells filled in.
-fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> String {
+/// `template` split at its "## Live namespace" heading: the part before is
+/// the system prompt, the rest, with the namespace summary and the recent
+/// cells filled in, the context that goes with the latest message.
+fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Prompt {
     let recent = if recent_cells.is_empty() {
         "(none)".to_owned()
     } else {
@@ -222,9 +259,17 @@ fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Str
             .collect::<Vec<_>>()
             .join("\n")
     };
-    template
-        .replace("{namespace}", namespace_or_none(namespace))
-        .replace("{recent_cells}", &recent)
+    let (head, tail) = template
+        .find(CONTEXT_HEADING)
+        .map_or((template, ""), |at| template.split_at(at));
+    Prompt {
+        system: format!("{}\n\n{CONTEXT_NOTE}\n", head.trim_end()),
+        context: tail
+            .replace("{namespace}", namespace_or_none(namespace))
+            .replace("{recent_cells}", &recent)
+            .trim_end()
+            .to_owned(),
+    }
 }
 
 /// The message that carries a failed verdict into the next generate turn.
@@ -268,18 +313,39 @@ mod tests {
     #[test]
     fn templates_fill_their_placeholders() {
         let prompt = system("df: DataFrame (3 rows)", &["df = load()".to_owned()], &[]);
-        assert!(prompt.contains("df: DataFrame (3 rows)"));
-        assert!(prompt.contains("```python\ndf = load()\n```"));
-        assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
-        assert!(system("", &[], &[]).contains("(no user variables yet)"));
+        // What changes goes with the latest message; the system prompt stays.
+        assert!(
+            prompt
+                .context
+                .starts_with("## Live namespace\ndf: DataFrame (3 rows)")
+        );
+        assert!(prompt.context.contains("```python\ndf = load()\n```"));
+        assert!(!prompt.system.contains("df: DataFrame"));
+        assert_eq!(prompt.system, system("x: int", &[], &[]).system);
+        assert!(
+            prompt.system.contains("peek("),
+            "the toolbox stays in the system prompt"
+        );
+        for text in [&prompt.system, &prompt.context] {
+            assert!(!text.contains("{namespace}") && !text.contains("{recent_cells}"));
+        }
+        assert!(
+            system("", &[], &[])
+                .context
+                .contains("(no user variables yet)")
+        );
         assert!(reflect("plot it").contains("plot it"));
         for prompt in [
             plan("df: DataFrame", &[]),
             analyst_code("df: DataFrame", &[], &[]),
             explain("why?", "df: DataFrame"),
         ] {
-            assert!(prompt.contains("df: DataFrame"), "{prompt}");
-            assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
+            assert!(prompt.context.contains("df: DataFrame"), "{prompt:?}");
+            assert!(!prompt.system.contains("df: DataFrame"), "{prompt:?}");
+            assert!(
+                !prompt.context.contains("{namespace}")
+                    && !prompt.context.contains("{recent_cells}")
+            );
         }
         assert!(evaluate("is it high?").contains("is it high?"));
         assert!(fix_request("This code failed").starts_with("This code failed"));
@@ -299,11 +365,11 @@ mod tests {
             "create(",
             "skill(",
         ] {
-            assert!(prompt.contains(tool), "{tool} missing");
+            assert!(prompt.system.contains(tool), "{tool} missing");
         }
-        assert!(prompt.contains("- debug: Debug a failing cell"));
+        assert!(prompt.system.contains("- debug: Debug a failing cell"));
         assert!(toolbox(&[]).contains("(none installed)"));
-        assert!(!prompt.contains("{skills}"));
+        assert!(!prompt.system.contains("{skills}"));
     }
 
     #[test]

@@ -8,7 +8,8 @@ use serde_json::json;
 use crate::fake_claude::{claude_script, path_with};
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{
-    Channel, Kernel, is_panel, is_status, panel_texts, result_text, stream_text, types,
+    Channel, Kernel, is_panel, is_status, panel_texts, result_text, stream_text, told_model, types,
+    without_context,
 };
 
 pub(crate) const DONE: &str =
@@ -74,12 +75,15 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
 
     // The model was told about the namespace and saw the execution output.
     let requests = llm.requests.lock().unwrap().clone();
-    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("base: int = 6"), "{system}");
+    let told = told_model(&requests[0]);
+    assert!(told.contains("base: int = 6"), "{told}");
     // The cells run since the last request, and the prompt with {name} filled in.
-    assert!(system.contains("```python\nbase = 6\n```"), "{system}");
+    assert!(told.contains("```python\nbase = 6\n```"), "{told}");
     let asked = requests[0]["messages"][1]["content"].as_str().unwrap();
-    assert_eq!(asked, "What is 6 times seven? {no interpolation} {missing}");
+    assert_eq!(
+        without_context(asked),
+        "What is 6 times seven? {no interpolation} {missing}"
+    );
     let reflect = requests[1]["messages"].as_array().unwrap();
     assert!(
         reflect.last().unwrap()["content"]
@@ -736,10 +740,7 @@ async fn the_model_sees_a_bounded_summary_of_the_users_variables() {
     let (reply, _) = kernel.execute("%%ask\nwhat do I have?").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
 
-    let system = llm.requests.lock().unwrap()[0]["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let system = told_model(&llm.requests.lock().unwrap()[0]);
     assert!(system.contains("word: str len=5 = 'hello'"), "{system}");
     assert!(system.contains("numbers: list len=1000"), "{system}");
     // Modules, functions, classes and private names are counted, not listed.

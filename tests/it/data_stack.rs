@@ -5,7 +5,7 @@
 
 use crate::ask::DONE;
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Kernel, panel_texts, types};
+use crate::support::{Kernel, panel_texts, told_model, types};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
@@ -69,10 +69,7 @@ async fn the_model_sees_a_dataframes_columns_dtypes_and_first_values() {
 }
 
 fn last_system_prompt(llm: &FakeLlm) -> String {
-    llm.requests.lock().unwrap()[0]["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    told_model(&llm.requests.lock().unwrap()[0])
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -106,7 +103,7 @@ async fn the_informer_tells_the_planner_a_tables_columns_missing_values_and_rows
         assert!(found.contains(part), "{part:?} missing from\n{found}");
     }
     let requests = llm.requests.lock().unwrap();
-    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    let system = told_model(&requests[0]);
     assert!(system.contains("price  float64  1 missing"), "{system}");
 }
 

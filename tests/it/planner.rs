@@ -3,7 +3,7 @@
 //! unknown action, the turn limit, and the informer.
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Kernel, is_panel, panel_texts, result_text, stream_text};
+use crate::support::{Kernel, is_panel, panel_texts, result_text, stream_text, told_model};
 
 fn answers(texts: &[&str]) -> Vec<Reply> {
     texts.iter().map(|t| Reply::Answer((*t).into())).collect()
@@ -155,12 +155,7 @@ async fn the_informer_describes_the_named_variables_first_and_when_asked() {
         "{informed:?}"
     );
     let requests = llm.requests.lock().unwrap().clone();
-    let system = |n: usize| {
-        requests[n]["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let system = |n: usize| told_model(&requests[n]);
     let key_information = |n: usize| {
         let system = system(n);
         let section = system

@@ -140,7 +140,12 @@ async fn anthropic_streams_text_and_reports_usage_with_the_right_headers() {
     let body = llm.requests.lock().unwrap()[0].clone();
     assert_eq!(body["model"], "fake-model");
     assert_eq!(body["stream"], true);
-    assert!(body["system"].as_str().unwrap().contains("Python"));
+    // The system prompt as a text block with a cache breakpoint: it stays
+    // the same for every call of a run, so later calls read it from cache.
+    let system = &body["system"][0];
+    assert_eq!(system["type"], "text");
+    assert!(system["text"].as_str().unwrap().contains("Python"));
+    assert_eq!(system["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(body["messages"][0]["role"], "user");
     for message in &iopub {
         assert!(!message.content.to_string().contains(&key));

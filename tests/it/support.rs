@@ -527,3 +527,27 @@ pub fn result_text(iopub: &[Message]) -> String {
         .expect("text/plain")
         .to_owned()
 }
+
+/// Everything a recorded chat request told the model, system prompt and
+/// messages, in order: the namespace and the recent cells go with the
+/// latest message, the instructions in the system prompt.
+pub fn told_model(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The user's words of a message, without the context that goes after it.
+pub fn without_context(content: &str) -> &str {
+    content
+        .split("\n\n## Live namespace")
+        .next()
+        .unwrap_or(content)
+}

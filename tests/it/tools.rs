@@ -6,7 +6,9 @@
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, panel_texts, parent_id, result_text, stream_text};
+use crate::support::{
+    Channel, Kernel, panel_texts, parent_id, result_text, stream_text, told_model,
+};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#;
 
@@ -32,10 +34,7 @@ async fn agent_code_calls_the_tools_without_importing_them() {
     // The prompt lists the tools and points at them for the large value.
     let system = {
         let requests = llm.requests.lock().unwrap();
-        requests[0]["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        told_model(&requests[0])
     };
     assert!(
         system.contains("grep(text, pattern, context=0)"),
@@ -212,10 +211,7 @@ async fn skills_are_listed_for_the_model_and_loaded_by_its_code() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let system = {
         let requests = llm.requests.lock().unwrap();
-        requests[0]["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        told_model(&requests[0])
     };
     assert!(system.contains("- tidy: Tidy a DataFrame"), "{system}");
     let output = &panel_texts(&iopub, "output")[0];

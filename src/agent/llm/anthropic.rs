@@ -26,7 +26,14 @@ pub fn request_body(request: &ChatRequest) -> Value {
         "stream": true,
     });
     if !request.system.is_empty() {
-        body["system"] = json!(request.system);
+        // A cache breakpoint after the system prompt, which stays the same
+        // for every call of a run (what changes goes with the latest
+        // message): later calls read it from Anthropic's prompt cache.
+        body["system"] = json!([{
+            "type": "text",
+            "text": request.system,
+            "cache_control": { "type": "ephemeral" },
+        }]);
     }
     // The Messages API takes a temperature but no seed.
     if let Some(temperature) = request.sampling.temperature {
@@ -244,11 +251,20 @@ mod tests {
             system: "be brief".into(),
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 50,
-            sampling: Default::default(),
+            sampling: super::super::Sampling {
+                temperature: Some(0.0),
+                seed: Some(7),
+            },
         });
-        assert_eq!(body["system"], "be brief");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
         assert_eq!(body["stream"], true);
+        // A temperature, but the Messages API has no seed.
+        assert_eq!(body["temperature"], 0.0);
+        assert!(body.get("seed").is_none());
     }
 
     #[test]
