@@ -270,6 +270,12 @@ pub fn error_line(output: &str) -> &str {
         .trim()
 }
 
+/// Whether a block's output says it was not run (the guard's refusal, the
+/// user's no), which the kernel words so.
+pub fn refused(output: &str) -> bool {
+    output.starts_with("Not run:") || output.starts_with("The user chose not to run")
+}
+
 /// Errors about the world outside the code (a file, a package, a
 /// connection, a permission), which another attempt may not be able to fix:
 /// for those a review decides whether the request can be done at all.

@@ -281,6 +281,24 @@ fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
             .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
         return Ok(());
     }
+    // An answer with no code after a turn the review found unfinished only
+    // claims what no code did: asked once to do it.
+    let unfinished = state
+        .verdict
+        .as_ref()
+        .filter(|verdict| verdict.parsed && !verdict.is_complete && !verdict.cannot_fix);
+    if let Some(verdict) = unfinished
+        && !once
+        && !state.nudged_after_review
+        && state.turn < state.max_turns
+    {
+        state.nudged_after_review = true;
+        let reason = super::render::review_words(&verdict.reasoning);
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::still_unfinished(&reason)));
+        return Ok(());
+    }
     // An answer with no code before any ran cannot have done a request
     // that needs code: asked once to do it (a small model often answers
     // "3" to "store the count in `n`").
@@ -406,6 +424,12 @@ async fn reflect<E: Effects>(
             // A failed block is never done; the review says whether another
             // turn can fix it.
             verdict.is_complete &= !failed;
+            // "Cannot be done" with nothing failing (a small model reads a
+            // warning so) gets one more turn before it is believed.
+            if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
+                state.doubted_cannot_fix = true;
+                verdict.cannot_fix = false;
+            }
             verdict
         }
         Precheck::NotDone(verdict) | Precheck::Done(verdict) => verdict,
@@ -467,7 +491,10 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             parsed: true,
         })
     };
-    if let Some(failed) = state.executions.last().filter(|e| e.failed) {
+    // (A block the guard or the user did not allow is not an error to fix:
+    // the review decides what it means for the request.)
+    let last = state.executions.last();
+    if let Some(failed) = last.filter(|e| e.failed && !checks::refused(&e.output)) {
         let error = checks::error_line(&failed.output).to_owned();
         if checks::may_be_unfixable(&error) {
             return Precheck::Judge { failed: true };
@@ -696,7 +723,12 @@ open('sales.csv')
 ```",
                 cannot,
             ],
-            ok,
+            |code| Execution {
+                output: "FileNotFoundError: [Errno 2] No such file or directory: 'sales.csv'"
+                    .into(),
+                failed: true,
+                ..ok(code)
+            },
         );
         let mut state = AgentState::new("sum sales.csv", Vec::new(), 5);
         run(&mut script, &mut state, settings());
@@ -706,6 +738,44 @@ open('sales.csv')
             nodes_run(&script),
             ["generate", "extract", "execute", "reflect"]
         );
+    }
+
+    #[test]
+    fn a_claim_without_code_after_an_unfinished_turn_is_sent_back_once() {
+        let mut script = Script::new(
+            &[
+                "```python\n1/0\n```",
+                "It is done now.",
+                "```python\nprint('fixed')\n```",
+                DONE,
+            ],
+            fails_once,
+        );
+        let mut state = AgentState::new("divide", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(script.executed, ["1/0", "print('fixed')"]);
+        let told = &script.requests[2].messages.last().unwrap().content;
+        assert!(told.starts_with("The request is not finished"), "{told}");
+        assert!(told.contains("ZeroDivisionError"), "{told}");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn cannot_be_done_with_nothing_failing_gets_one_more_turn() {
+        let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "a warning", "next_action": ""}"#;
+        let mut script = Script::new(
+            &[
+                "```python\nprint(1)\n```",
+                cannot,
+                "```python\nprint(2)\n```",
+                cannot,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("print a number", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+        assert_eq!(state.turn, 2);
     }
 
     #[test]

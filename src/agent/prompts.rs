@@ -175,6 +175,20 @@ pub const CODE_PLEASE: &str = "Do this in the notebook: answer with a ```python 
 works on the live variables and does what I asked (store results where I said). Do not guess \
 values; compute them.";
 
+/// Sent back once when the model answers without code after a turn the
+/// review found unfinished.
+pub fn still_unfinished(reason: &str) -> String {
+    let why = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({reason})")
+    };
+    format!(
+        "The request is not finished{why}, and an answer without code changes nothing in the \
+notebook. Send a ```python block that does it."
+    )
+}
+
 /// Sent back once to the planner when it answered in prose before doing
 /// anything, for a request that needs code.
 pub const PLANNER_FORMAT: &str = "Do this in the notebook, one step at a time. Answer with a \

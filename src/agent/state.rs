@@ -95,12 +95,18 @@ pub struct AgentState {
     /// The model was told once to answer with code (an answer without any
     /// cannot have done what the request asks).
     pub nudged_for_code: bool,
+    /// The model was told once that a claim without code after an
+    /// unfinished turn finishes nothing.
+    pub nudged_after_review: bool,
     /// Turns that repeated the turn before (same code, same outcome).
     pub repeats: u32,
     /// How many blocks the last turn ran.
     pub last_turn_blocks: usize,
     /// The last answer was cut off at the length limit.
     pub truncated: bool,
+    /// A review said "cannot be done" though nothing failed, and was given
+    /// one more turn.
+    pub doubted_cannot_fix: bool,
 }
 
 impl AgentState {
@@ -138,9 +144,11 @@ impl AgentState {
             outcome: None,
             namespace_names: Vec::new(),
             nudged_for_code: false,
+            nudged_after_review: false,
             repeats: 0,
             last_turn_blocks: 0,
             truncated: false,
+            doubted_cannot_fix: false,
         }
     }
 }

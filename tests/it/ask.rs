@@ -981,11 +981,13 @@ async fn a_block_shown_early_that_never_ran_says_so() {
         Reply::Answer(
             "```python\nundefined_name\n```\n```python\nprint(2)\n```\nThat is all.".into(),
         ),
-        Reply::Answer(DONE.into()),
+        // The failure goes straight to the next turn, which gives up.
+        Reply::Answer("I cannot tell what was meant.".into()),
+        Reply::Answer("Still nothing to run.".into()),
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let (reply, iopub) = kernel.execute("%%ask\ntry both").await;
+    let (reply, iopub) = kernel.execute("%%ask --max-turns 3\ntry both").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let code = panel_texts(&iopub, "code");
     assert_eq!(code.len(), 2, "{code:?}");
