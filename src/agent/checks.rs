@@ -101,36 +101,42 @@ pub fn is_identifier(word: &str) -> bool {
 
 /// Verbs that ask for something done in the notebook, whatever else the
 /// request says.
-const ACTIONS: [&str; 24] = [
+const ACTIONS: [&str; 30] = [
     "calculate",
     "chart",
     "compute",
     "create",
+    "debug",
     "draw",
+    "execute",
     "export",
     "fit",
+    "fix",
     "histogram",
+    "implement",
     "impute",
     "load",
     "merge",
+    "modify",
     "normalize",
     "pivot",
     "plot",
     "rename",
+    "repair",
     "resample",
     "run",
     "save",
     "store",
+    "tabulate",
     "train",
+    "update",
     "visualize",
     "visualise",
-    "tabulate",
-    "execute",
 ];
 
 /// Verbs that ask for something done when the request is about data (`count
 /// the rows`, not `count to five`).
-const DATA_ACTIONS: [&str; 22] = [
+const DATA_ACTIONS: [&str; 21] = [
     "add",
     "aggregate",
     "build",
@@ -143,7 +149,6 @@ const DATA_ACTIONS: [&str; 22] = [
     "extract",
     "filter",
     "find",
-    "fix",
     "group",
     "make",
     "parse",
@@ -354,6 +359,10 @@ mod tests {
             &["count".to_owned()]
         ));
         assert!(needs_code("Count the rows of the table", &[]));
+        assert!(needs_code(
+            "label(3) fails with a TypeError. Fix label so that label(3) returns 'item 3'.",
+            &[]
+        ));
     }
 
     #[test]

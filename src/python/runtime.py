@@ -593,11 +593,40 @@ _MUTATING_METHODS = {
 CHANGES_SHOWN = 20
 
 
-def namespace_changes(before, namespace, tree):
+def fingerprint(value):
+    """A cheap summary of a value's contents, to tell whether code changed it
+    in place: its type, shape or length, and a bounded repr (for a table, of
+    its columns, missing values and first and last rows)."""
+    try:
+        columns, shape = getattr(value, "columns", None), getattr(value, "shape", None)
+        if columns is not None and shape is not None and hasattr(value, "head"):
+            sample = (value.head(20), value.tail(20))
+            return (type(value), tuple(shape), tuple(columns), int(value.isna().sum().sum()),
+                    bounded_repr(sample, 4000), str(getattr(value, "dtypes", "")))
+        if shape is not None and not callable(shape):
+            return (type(value), tuple(shape), bounded_repr(value, 4000))
+        return (type(value), bounded_repr(value, 4000))
+    except Exception:  # a value that cannot say: treat it as changed
+        return object()
+
+
+def fingerprints(tree, namespace):
+    """Fingerprints of the variables a block may change in place, taken
+    before it runs."""
+    if tree is None:
+        return {}
+    return {name: fingerprint(namespace[name]) for name in stored_names(tree)
+            if name in namespace and not name.startswith("_")}
+
+
+def namespace_changes(before, namespace, tree, prints=None):
     """What a block did to ``namespace`` (``before`` is a copy of it from
-    just before): one line per name added, rebound, changed in place (a name
-    the block stores into or calls a changing method on) or deleted."""
+    just before, ``prints`` the fingerprints of the names it may change in
+    place): one line per name added, rebound, changed in place (a name the
+    block stores into or calls a changing method on, whose contents now
+    differ) or deleted."""
     stored = stored_names(tree) if tree is not None else set()
+    prints = prints or {}
     lines = []
     for name, value in list(namespace.items()):
         if name.startswith("_") or name in ("In", "Out"):
@@ -606,7 +635,8 @@ def namespace_changes(before, namespace, tree):
             kind = "new"
         elif before[name] is not value:
             kind = "changed"
-        elif name in stored and not isinstance(value, (types.ModuleType, types.FunctionType, type)):
+        elif (name in stored and not isinstance(value, (types.ModuleType, types.FunctionType, type))
+              and (name not in prints or fingerprint(value) != prints[name])):
             kind = "changed in place"
         else:
             continue
@@ -1497,7 +1527,7 @@ class BaseRuntime:
         tools.confirm_write = self._confirm_write if confirm else None
         finished = False
         before = dict(namespace)
-        tree = None
+        tree, prints = None, {}
         namespace["__builtins__"] = self._agent_builtins(namespace)
         failed, error = False, None
         try:
@@ -1506,6 +1536,7 @@ class BaseRuntime:
             # Top-level `await` is allowed, as in a cell.
             flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             tree = compile(code, filename, "exec", flags=flags)
+            prints = fingerprints(tree, namespace)
             body = list(tree.body)
             last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
             self.bridge.user_code_starting()
@@ -1545,7 +1576,7 @@ class BaseRuntime:
             self._agent_code_finished()
             sys.stdout, sys.stderr, self._agent_displays, tools.confirm_write = saved
         try:
-            changes = namespace_changes(before, namespace, tree)
+            changes = namespace_changes(before, namespace, tree, prints)
         except Exception:  # a value whose description fails says nothing of the run
             changes = []
         shown = "".join(captured)
