@@ -145,6 +145,18 @@ class ReplayProvider:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):
+                # The context window, as llama.cpp's server says it.
+                if self.path != "/props":
+                    self.send_error(404)
+                    return
+                payload = json.dumps({"default_generation_settings": {"n_ctx": 32768}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 text = replay_answer(body, tasks)

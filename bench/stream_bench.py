@@ -113,6 +113,15 @@ def serve(port_out, reports):
         def log_message(self, *args):
             pass
 
+        def do_GET(self):
+            # The context window, as llama.cpp's server says it.
+            payload = json.dumps({"default_generation_settings": {"n_ctx": 32768}}).encode()
+            self.send_response(200 if self.path == "/props" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             _, tokens, pacing = body["model"].split("-")

@@ -22,7 +22,7 @@ use super::live::{self, LiveOutput};
 use super::llm::http::{ApiKey, WireFormat};
 use super::llm::local::{self, LocalModel};
 use super::llm::{ChatMessage, ChatRequest, LlmError, Role, Sampling, Usage};
-use super::llm::{claude_cli, openai};
+use super::llm::{claude_cli, openai, window};
 use super::memory::Memory;
 use super::nodes::{Settings as NodeSettings, default_graph};
 use super::options::{self, AgentCell, AskOptions, DrawnGraph, GraphKind, UsageError};
@@ -118,6 +118,9 @@ pub struct AgentSession {
     usage: Mutex<SessionUsage>,
     /// The embedded default model's server, once started.
     local_model: tokio::sync::Mutex<Option<LocalModel>>,
+    /// What each OpenAI-compatible server said of its context window (by
+    /// URL and model; `None`: it did not say, and a guess is used).
+    windows: tokio::sync::Mutex<std::collections::HashMap<String, Option<usize>>>,
 }
 
 /// The runs of a session and what they used together.
@@ -284,7 +287,10 @@ impl AgentSession {
         let node_settings = NodeSettings {
             model: provider.model().to_owned(),
             max_tokens,
-            context_tokens: context_tokens(&settings, &provider, local_spec),
+            context_tokens: match context_tokens(&settings, &provider, local_spec) {
+                Some(tokens) => tokens,
+                None => self.served_window(&provider, ports).await,
+            },
             execute: !cell_options.no_exec,
             once: cell_options.once,
             sampling: sampling(&settings, local_spec.is_some()),
@@ -478,6 +484,34 @@ impl AgentSession {
         Provider::http(&choice).map_err(|e| Failure::new("AskProviderError", e.to_string()))
     }
 
+    /// The context window an OpenAI-compatible server serves, asked of it
+    /// once per session; one that does not say gets a guess, which the cell
+    /// is told of once (a wrong guess cuts what is sent, or overflows).
+    async fn served_window<P: Ports>(&self, provider: &Provider, ports: &P) -> usize {
+        let Provider::Http(http) = provider else {
+            return budget::DEFAULT_CONTEXT_TOKENS;
+        };
+        let key = format!("{} {}", http.base_url, http.model);
+        let mut windows = self.windows.lock().await;
+        if let Some(known) = windows.get(&key) {
+            return known.unwrap_or(budget::DEFAULT_CONTEXT_TOKENS);
+        }
+        let served = window::served_window(&http.base_url, &http.model).await;
+        windows.insert(key, served);
+        served.unwrap_or_else(|| {
+            publish(
+                ports,
+                render::stream(&format!(
+                    "(the server at {} does not say its context window: {} tokens assumed; \
+                     context_tokens in the settings file sets it)\n",
+                    http.base_url,
+                    budget::DEFAULT_CONTEXT_TOKENS
+                )),
+            );
+            budget::DEFAULT_CONTEXT_TOKENS
+        })
+    }
+
     /// The local model `provider` is, if it is the one the kernel serves.
     async fn local_spec(&self, provider: &Provider) -> Option<&'static local::ModelSpec> {
         match provider {
@@ -605,26 +639,27 @@ fn secrets(settings: &Settings) -> Vec<String> {
 
 /// The context window of the run's model: as configured
 /// (`MAHTAB_CONTEXT_TOKENS`, `context_tokens` in the settings file), else
-/// what the provider's models have, else a size small servers handle.
+/// what the provider's models have; `None` for an OpenAI-compatible server,
+/// which is asked ([`AgentSession::served_window`]).
 fn context_tokens(
     settings: &Settings,
     provider: &Provider,
     local: Option<&local::ModelSpec>,
-) -> usize {
+) -> Option<usize> {
     if let Some(tokens) = settings
         .var("MAHTAB_CONTEXT_TOKENS")
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|n| *n > 0)
     {
-        return tokens;
+        return Some(tokens);
     }
     match provider {
-        Provider::Cli(_) => claude_cli::CONTEXT_TOKENS,
-        Provider::Http(_) if local.is_some() => local.map_or(0, |spec| spec.context_tokens),
+        Provider::Cli(_) => Some(claude_cli::CONTEXT_TOKENS),
+        Provider::Http(_) if local.is_some() => local.map(|spec| spec.context_tokens),
         Provider::Http(http) => match http.format {
-            WireFormat::Anthropic => 200_000,
-            WireFormat::OpenAi if openai::is_openai_platform(&http.base_url) => 128_000,
-            WireFormat::OpenAi => budget::DEFAULT_CONTEXT_TOKENS,
+            WireFormat::Anthropic => Some(200_000),
+            WireFormat::OpenAi if openai::is_openai_platform(&http.base_url) => Some(128_000),
+            WireFormat::OpenAi => None,
         },
     }
 }

@@ -113,7 +113,16 @@ pub struct FakeLlm {
 }
 
 impl FakeLlm {
+    /// A server that says its context window (as llama.cpp does, in
+    /// `GET /props`) and answers chat requests from `script`.
     pub async fn start(script: Vec<Reply>) -> Self {
+        Self::start_with_window(script, Some(32_768)).await
+    }
+
+    /// [`FakeLlm::start`], saying `window` as its context window, or with
+    /// `None` nothing (as many OpenAI-compatible servers do). Questions
+    /// about the window are not recorded as requests.
+    pub async fn start_with_window(script: Vec<Reply>, window: Option<u64>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let root_url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -134,6 +143,19 @@ impl FakeLlm {
                     let Some((head, body)) = read_request(&mut socket).await else {
                         return;
                     };
+                    if head.method == "GET" || head.path == "/api/show" {
+                        let reply = match (head.path.as_str(), window) {
+                            ("/props", Some(n_ctx)) => Reply::Status(
+                                200,
+                                json!({"default_generation_settings": {"n_ctx": n_ctx}})
+                                    .to_string(),
+                            ),
+                            _ => Reply::Status(404, "{\"error\":\"no such path\"}".into()),
+                        };
+                        let _ =
+                            respond(&mut socket, Format::OpenAi, reply, usize::MAX, &events).await;
+                        return;
+                    }
                     // One lock for all three, so indices agree across them.
                     let (index, reply) = {
                         let mut script = script.lock().unwrap();

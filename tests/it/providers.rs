@@ -772,3 +772,40 @@ async fn a_failed_request_is_not_sent_again_with_the_next_one() {
     assert!(second.contains("the second request"), "{second}");
     assert!(!second.contains("the first request"), "{second}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_context_window_is_asked_and_a_guess_is_said_once() {
+    // A server that says nothing: the first cell says what is assumed.
+    let silent = FakeLlm::start_with_window(
+        vec![Reply::Answer("One.".into()), Reply::Answer("Two.".into())],
+        None,
+    )
+    .await;
+    let mut kernel = Kernel::start_with_env(&silent.env()).await;
+    let (_, first) = kernel.execute("%%ask --no-exec\nsay one").await;
+    let (_, second) = kernel.execute("%%ask --no-exec\nsay two").await;
+    let notice = "does not say its context window: 8192 tokens assumed";
+    assert!(
+        stream_text(&first, "stdout").contains(notice),
+        "{}",
+        stream_text(&first, "stdout")
+    );
+    assert!(!stream_text(&second, "stdout").contains(notice));
+
+    // A server whose window is small: older exchanges are left out to fit.
+    let long = "x".repeat(4000);
+    let small = FakeLlm::start_with_window(
+        vec![Reply::Answer(long.clone()), Reply::Answer("Two.".into())],
+        Some(1200),
+    )
+    .await;
+    let mut kernel = Kernel::start_with_env(&small.env()).await;
+    kernel.execute("%%ask --no-exec\nsay a lot").await;
+    let (_, second) = kernel.execute("%%ask --no-exec\nsay two").await;
+    assert!(!stream_text(&second, "stdout").contains("context window"));
+    let sent = serde_json::to_string(&small.requests.lock().unwrap()[1]).unwrap();
+    assert!(
+        !sent.contains(&long),
+        "the long answer was sent again in full"
+    );
+}

@@ -26,6 +26,18 @@ class FakeLlm:
             def log_message(self, *args) -> None:  # quiet
                 pass
 
+            def do_GET(self) -> None:
+                # The context window, as llama.cpp's server says it.
+                if self.path != "/props":
+                    self.send_error(404)
+                    return
+                body = json.dumps({"default_generation_settings": {"n_ctx": 32768}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with fake._lock:

@@ -418,7 +418,7 @@ fn with_note(error: LlmError, note: &str) -> LlmError {
 /// The one HTTP client of the process. Building a client loads and parses
 /// the system's root certificates (milliseconds); every `%%ask` cell used to
 /// pay that. Clones share the client's connection pool.
-fn shared_client() -> Result<reqwest::Client, String> {
+pub(super) fn shared_client() -> Result<reqwest::Client, String> {
     static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
         std::sync::OnceLock::new();
     CLIENT

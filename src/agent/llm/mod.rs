@@ -9,6 +9,7 @@ pub mod http;
 pub mod local;
 pub mod openai;
 pub mod sse;
+pub mod window;
 
 use serde::{Deserialize, Serialize};
 
