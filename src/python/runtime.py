@@ -1511,8 +1511,10 @@ class BaseRuntime:
         "finished": whether it called FINAL(), "changes": what it did to the
         namespace, a line per name}.
         """
-        # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a cell.
-        code = self._agent_python(code)
+        # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a
+        # cell; the code as written names its file and is what a debugger and
+        # a traceback show (the static transformations keep its lines).
+        written, code = code, self._agent_python(code)
         refusal = None if confirm else self._guard(code, allow)
         if refusal is not None:
             return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal,
@@ -1531,8 +1533,8 @@ class BaseRuntime:
         namespace["__builtins__"] = self._agent_builtins(namespace)
         failed, error = False, None
         try:
-            filename = self._agent_code_file(code)
-            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+            filename = self._agent_code_file(written)
+            linecache.cache[filename] = (len(written), None, written.splitlines(True), filename)
             # Top-level `await` is allowed, as in a cell.
             flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             tree = compile(code, filename, "exec", flags=flags)
