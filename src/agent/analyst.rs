@@ -22,6 +22,7 @@ use super::graph::{Graph, Route};
 use super::llm::{ChatMessage, Role};
 use super::nodes::{Settings, node, run_pending};
 use super::reflect::{json_objects, truthy};
+use super::schemas;
 use super::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, prompts};
 
 /// Attempts at the code before the graph gives up, unless `--max-turns`
@@ -172,7 +173,9 @@ async fn plan<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::plan(&namespace, &state.recent_cells);
-    let answer = settings.judge(state, effects, system).await?;
+    let answer = settings
+        .judge(state, effects, system, schemas::analyst_plan())
+        .await?;
     let plan = parse_plan(&answer.text);
     effects.emit(AgentEvent::Plan(plan.clone()));
     state.plan = Some(plan);
@@ -281,6 +284,17 @@ mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
     use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
+
+    /// A plan Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp server,
+    /// temperature 0) wrote with the plan schema and `prompts/plan.md`.
+    const RECORDED_LOCAL_PLAN: &str = r#"{"needs_code": true, "needs_evaluation": true, "reasoning": "The user wants to know if there are any unusual sales in March, which requires running the code to analyze the data."}"#;
+
+    #[test]
+    fn a_plan_recorded_from_the_local_model_with_the_schema() {
+        let plan = parse_plan(RECORDED_LOCAL_PLAN);
+        assert!(plan.parsed && plan.needs_code && plan.needs_evaluation);
+        assert!(plan.reasoning.starts_with("The user wants to know"));
+    }
 
     const CODE_AND_EVALUATE: &str =
         r#"{"needs_code": true, "needs_evaluation": true, "reasoning": "needs data"}"#;

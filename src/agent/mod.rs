@@ -29,6 +29,7 @@ pub mod provider;
 pub mod reflect;
 pub mod render;
 pub mod rlm;
+pub mod schemas;
 #[cfg(test)]
 mod script;
 pub mod session;

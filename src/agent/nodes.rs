@@ -21,9 +21,10 @@ use super::budget;
 use super::checks;
 use super::extract::{closed_code_blocks, code_blocks};
 use super::graph::{Graph, NodeFn, Route};
-use super::llm::{ChatMessage, ChatRequest, Role};
+use super::llm::{AnswerSchema, ChatMessage, ChatRequest, Role};
 use super::prompts::Prompt;
 use super::reflect::parse_verdict;
+use super::schemas;
 use super::{
     AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome, Showing, prompts,
 };
@@ -128,6 +129,7 @@ impl Settings {
             system,
             self.max_tokens,
             Showing::Prose,
+            None,
         )
         .await
     }
@@ -144,20 +146,23 @@ impl Settings {
         let showing = Showing::ProseAndCode {
             turn: state.turn + 1,
         };
-        let answer = ask_model(state, effects, self, system, self.max_tokens, showing).await?;
+        let answer =
+            ask_model(state, effects, self, system, self.max_tokens, showing, None).await?;
         state.blocks_shown = answer.blocks_shown;
         Ok(answer)
     }
 
     /// A short judgement of `review` alone (the request, the code and its
     /// report), not the whole conversation: it is all a judge needs, and
-    /// costs a fraction of the tokens.
+    /// costs a fraction of the tokens. The answer has the shape of `schema`
+    /// where the provider enforces it.
     pub(super) async fn judge_alone<E: Effects>(
         &self,
         state: &mut AgentState,
         effects: &mut E,
         system: String,
         review: String,
+        schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
         let request = ChatRequest {
             model: self.model.clone(),
@@ -170,6 +175,7 @@ impl Settings {
             ),
             max_tokens: JUDGEMENT_TOKENS,
             sampling: self.sampling,
+            schema: Some(schema),
         };
         let answer = effects.chat(request, Showing::Hidden).await?;
         state.usage.add(answer.usage);
@@ -177,12 +183,14 @@ impl Settings {
     }
 
     /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
-    /// that the kernel reads rather than shows.
+    /// that the kernel reads rather than shows, in the shape of `schema`
+    /// where the provider enforces it.
     pub(super) async fn judge<E: Effects>(
         &self,
         state: &mut AgentState,
         effects: &mut E,
         system: impl Into<Prompt>,
+        schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
         ask_model(
             state,
@@ -191,6 +199,7 @@ impl Settings {
             system,
             JUDGEMENT_TOKENS,
             Showing::Hidden,
+            Some(schema),
         )
         .await
     }
@@ -206,6 +215,7 @@ async fn ask_model<E: Effects>(
     prompt: impl Into<Prompt>,
     max_tokens: u32,
     showing: Showing,
+    schema: Option<AnswerSchema>,
 ) -> Result<ChatOutcome, AgentError> {
     let Prompt { system, context } = prompt.into();
     let with_context;
@@ -222,6 +232,7 @@ async fn ask_model<E: Effects>(
         messages,
         max_tokens,
         sampling: settings.sampling,
+        schema,
     };
     let answer = effects.chat(request, showing).await?;
     state.usage.add(answer.usage);
@@ -419,7 +430,9 @@ async fn reflect<E: Effects>(
         Precheck::Judge { failed } => {
             let system = prompts::reflect(&state.request);
             let review = prompts::review_request(&state.request, this_turns_executions(state));
-            let answer = settings.judge_alone(state, effects, system, review).await?;
+            let answer = settings
+                .judge_alone(state, effects, system, review, schemas::verdict())
+                .await?;
             let mut verdict = parse_verdict(&answer.text);
             // A failed block is never done; the review says whether another
             // turn can fix it.

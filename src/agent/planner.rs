@@ -518,7 +518,8 @@ mod tests {
         let Action::Tool { name, input } = parse_action(json) else {
             panic!("a tool call");
         };
-        assert_eq!(tool_call(&name, &input), r#"peek(n=2, text="abc")"#);
+        // Keyword arguments in the order the model wrote them.
+        assert_eq!(tool_call(&name, &input), r#"peek(text="abc", n=2)"#);
         assert_eq!(
             parse_action("Thought: known\nFinal Answer: The mean is 2."),
             Action::Finish("The mean is 2.".into())

@@ -272,6 +272,30 @@ fn from_tags(text: &str) -> Option<Verdict> {
 mod tests {
     use super::*;
 
+    /// Verdicts Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp server,
+    /// temperature 0) wrote with the verdict schema: a failed run (judged
+    /// unfixable, wrongly: the review believes that only with an error that
+    /// says so) and a finished one.
+    const RECORDED_LOCAL_FAILED: &str = "{\n  \"reasoning\": \"The code attempts to compute the mean of a list, but the list is not defined or provided.\",\n  \"is_complete\": false,\n  \"cannot_fix\": true,\n  \"next_action\": \"Define the list 'prices' before running the code.\",\n  \"answer\": \"The mean price is not defined.\"\n}";
+    const RECORDED_LOCAL_DONE: &str = "{\n  \"reasoning\": \"The output is the mean price, which is correctly computed.\",\n  \"is_complete\": true,\n  \"cannot_fix\": false,\n  \"next_action\": \"\",\n  \"answer\": \"The mean price is 2.0.\"\n}";
+
+    #[test]
+    fn verdicts_recorded_from_the_local_model_with_the_schema() {
+        let failed = parse_verdict(RECORDED_LOCAL_FAILED);
+        assert!(failed.parsed && !failed.is_complete && failed.cannot_fix);
+        assert_eq!(
+            failed.next_action,
+            "Define the list 'prices' before running the code."
+        );
+        let done = parse_verdict(RECORDED_LOCAL_DONE);
+        assert!(done.parsed && done.is_complete && !done.cannot_fix);
+        assert_eq!(done.answer, "The mean price is 2.0.");
+        assert_eq!(
+            done.reasoning,
+            "The output is the mean price, which is correctly computed."
+        );
+    }
+
     #[test]
     fn plain_json() {
         let v = parse_verdict(r#"{"is_complete": true, "reasoning": "done", "next_action": ""}"#);

@@ -29,6 +29,7 @@ use super::llm::{ChatMessage, Role};
 use super::nodes::{Settings, close_with_answer, default_graph, node, run_pending};
 use super::planner::{self, planner_graph, tool_call};
 use super::reflect::{json_objects, parse_verdict};
+use super::schemas;
 use super::{AgentError, AgentEvent, AgentState, Effects, ModelChoice, Outcome, prompts};
 
 /// Reviews of a run unless `--max-turns` says otherwise.
@@ -128,6 +129,11 @@ impl Agents {
             .map(|agent| format!("- {}: {}", agent.name(), agent.strength()))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// The agents' names.
+    fn names(self) -> Vec<&'static str> {
+        self.available().map(Agent::name).collect()
     }
 
     /// The agents' names as a JSON field's choices: `"default" or "analyst"`.
@@ -394,7 +400,8 @@ async fn classify<E: Effects>(
     agents: Agents,
 ) -> Result<(), AgentError> {
     let system = prompts::triage_classify(&state.request, &agents.listed(), &agents.choices());
-    let answer = settings.judge(state, effects, system).await?;
+    let schema = schemas::triage_classification(&agents.names());
+    let answer = settings.judge(state, effects, system, schema).await?;
     let (agent, confidence) = parse_classification(&answer.text, agents).unzip();
     let confidence = confidence.unwrap_or(0.0);
     match agent {
@@ -447,7 +454,8 @@ async fn plan<E: Effects>(
         &agents.listed(),
         &agents.choices(),
     );
-    let answer = settings.judge(state, effects, system).await?;
+    let schema = schemas::triage_plan(&agents.names(), planner::TOOLS);
+    let answer = settings.judge(state, effects, system, schema).await?;
     let decision = parse_plan(&answer.text, &state.request, agents);
     effects.emit(AgentEvent::Status(format!(
         "triage: {}",
@@ -634,7 +642,9 @@ async fn review<E: Effects>(
             .push(ChatMessage::user(prompts::REVIEW_NOW.to_owned()));
     }
     let system = prompts::reflect(&state.request);
-    let answer = settings.judge(state, effects, system).await;
+    let answer = settings
+        .judge(state, effects, system, schemas::verdict())
+        .await;
     if asked {
         state.conversation.pop();
     }
@@ -675,6 +685,31 @@ mod tests {
     const NOT_DONE: &str =
         r#"{"is_complete": false, "reasoning": "no chart yet", "next_action": "plot it"}"#;
     const UNSURE: &str = r#"{"agent": "planner", "confidence": 0.4}"#;
+
+    /// Answers Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp server,
+    /// temperature 0) wrote with the classification and plan schemas.
+    const RECORDED_LOCAL_CLASSIFICATION: &str =
+        "{\n  \"agent\": \"default\",\n  \"confidence\": 0.9\n}";
+    const RECORDED_LOCAL_RESPOND: &str = "{\n  \"action\": \"respond\",\n  \"reasoning\": \"Hello! How can I assist you today? Is there something specific you'd like to know or discuss? I'm here to help with any questions or tasks you might have. Let me know how I can assist you.\",\n  \"response\": \"Hello! How can I assist you today? Is there something specific you'd like to know or discuss? I'm here to help with any questions or tasks you might have. Let me know how I can assist you.\"\n}";
+    const RECORDED_LOCAL_TOOL: &str = "{\n  \"action\": \"tool\",\n  \"reasoning\": \"To load data from a CSV file and plot the price column, you can use Python's pandas library for data manipulation and matplotlib for plotting. Here's a step-by-step guide on how to do it:\",\n  \"tool\": \"peek\",\n  \"input\": \"data.csv\"\n}";
+
+    #[test]
+    fn answers_recorded_from_the_local_model_with_the_schemas() {
+        assert_eq!(
+            parse_classification(RECORDED_LOCAL_CLASSIFICATION, WITHOUT_CLAUDE),
+            Some((Agent::Default, 0.9))
+        );
+        match parse_plan(RECORDED_LOCAL_RESPOND, "hello there!", WITHOUT_CLAUDE) {
+            Decision::Respond(text) => assert!(text.starts_with("Hello! How can I assist you")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_plan(RECORDED_LOCAL_TOOL, "plot data.csv", WITHOUT_CLAUDE),
+            Decision::Tool {
+                code: format!("print({})", tool_call("peek", "data.csv")),
+            }
+        );
+    }
 
     fn settings(execute: bool) -> Settings {
         Settings {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
 enum Command {
-    Publish(Outgoing),
+    Publish(Box<Outgoing>),
     /// Answered once everything published before it has been sent.
     Flush(oneshot::Sender<()>),
 }
@@ -55,7 +55,7 @@ impl Iopub {
     pub fn send(&self, mut out: Outgoing) {
         out.identities = vec![Bytes::from(out.msg_type.clone())];
         // The actor ends only at shutdown; messages after that have nowhere to go.
-        let _ = self.commands.send(Command::Publish(out));
+        let _ = self.commands.send(Command::Publish(Box::new(out)));
     }
 
     /// Publishes `status` with the given execution state.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::fake_claude::{claude_script, path_with};
 use crate::fake_llm::{FakeLlm, Reply};
@@ -355,6 +355,21 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
 
     // The retry was shown the error; the fixed code's result is the user's.
     let requests = llm.requests.lock().unwrap().clone();
+    // Only the plan, which the kernel reads, was asked for as JSON.
+    let schemas: Vec<&Value> = requests
+        .iter()
+        .map(|r| &r["response_format"]["json_schema"]["name"])
+        .collect();
+    assert_eq!(
+        schemas,
+        [
+            &json!("plan"),
+            &Value::Null,
+            &Value::Null,
+            &Value::Null,
+            &Value::Null
+        ]
+    );
     let retry = requests[2]["messages"].as_array().unwrap();
     let told = retry.last().unwrap()["content"].as_str().unwrap();
     assert!(

@@ -156,6 +156,14 @@ impl FakeLlm {
                             respond(&mut socket, Format::OpenAi, reply, usize::MAX, &events).await;
                         return;
                     }
+                    // An Anthropic request that forces a tool call is answered
+                    // with the tool's input, as the API does.
+                    let forced_tool = match &body["tool_choice"] {
+                        choice if choice["type"] == "tool" => {
+                            choice["name"].as_str().map(str::to_owned)
+                        }
+                        _ => None,
+                    };
                     // One lock for all three, so indices agree across them.
                     let (index, reply) = {
                         let mut script = script.lock().unwrap();
@@ -170,7 +178,10 @@ impl FakeLlm {
                         "{\"error\":{\"message\":\"script exhausted\"}}".into(),
                     ));
                     let format = match (head.method.as_str(), head.path.as_str()) {
-                        ("POST", "/v1/messages") => Format::Anthropic,
+                        ("POST", "/v1/messages") => match forced_tool {
+                            Some(name) => Format::AnthropicTool(name),
+                            None => Format::Anthropic,
+                        },
                         ("POST", "/v1/chat/completions") => Format::OpenAi,
                         _ => {
                             let reply = Reply::Status(404, "{\"error\":\"no such path\"}".into());
@@ -255,9 +266,11 @@ impl FakeLlm {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Format {
     Anthropic,
+    /// Anthropic, answering with a call of this tool.
+    AnthropicTool(String),
     OpenAi,
 }
 
@@ -352,6 +365,37 @@ pub mod anthropic {
         )
     }
 
+    /// A whole stream calling the tool `name` with `input` (JSON text), as
+    /// the API answers a forced tool call: a `tool_use` block whose input
+    /// comes in `input_json_delta` pieces, the first one empty.
+    pub fn tool_answer(name: &str, input: &str) -> String {
+        let message = json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "content": [], "model": "fake-model", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1}}});
+        let block = json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_fake", "name": name, "input": {}}});
+        let chars: Vec<char> = input.chars().collect();
+        let pieces = std::iter::once(String::new())
+            .chain(chars.chunks(7).map(|piece| piece.iter().collect()));
+        let deltas: String = pieces
+            .map(|piece| {
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                )
+            })
+            .collect();
+        event("message_start", message)
+            + &event("content_block_start", block)
+            + &deltas
+            + &event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            )
+            + &event(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": OUTPUT_TOKENS}}),
+            )
+            + &event("message_stop", json!({"type": "message_stop"}))
+    }
+
     /// A whole stream of `text`, in deltas of a few characters.
     pub fn answer(text: &str) -> String {
         let chars: Vec<char> = text.chars().collect();
@@ -408,12 +452,15 @@ async fn respond(
             vec![Step::text(stream)]
         }
         (Reply::Answer(text), Format::Anthropic) => vec![Step::text(anthropic::answer(&text))],
+        (Reply::Answer(input), Format::AnthropicTool(name)) => {
+            vec![Step::text(anthropic::tool_answer(&name, &input))]
+        }
         (Reply::Stall(first, pause), Format::OpenAi) => vec![
             Step::text(openai_chunk(&first)),
             Step::Pause(pause),
             Step::text("data: [DONE]\n\n"),
         ],
-        (Reply::Stall(first, pause), Format::Anthropic) => vec![
+        (Reply::Stall(first, pause), Format::Anthropic | Format::AnthropicTool(_)) => vec![
             Step::text(anthropic::start() + &anthropic::delta(&first)),
             Step::Pause(pause),
             Step::text(anthropic::end()),

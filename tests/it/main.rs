@@ -15,6 +15,7 @@ mod planner;
 mod providers;
 mod requests;
 mod rlm;
+mod structured;
 mod support;
 mod tools;
 mod triage;

@@ -46,6 +46,7 @@ fn request() -> ChatRequest {
         messages: vec![ChatMessage::user("hi")],
         max_tokens: 100,
         sampling: Default::default(),
+        schema: None,
     }
 }
 

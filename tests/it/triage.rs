@@ -4,6 +4,8 @@
 //! pruning to the context window, the claude CLI as an agent, and the
 //! drawing.
 
+use serde_json::json;
+
 use crate::fake_claude;
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{Kernel, TempDir, panel_texts, result_text, stream_text};
@@ -127,6 +129,41 @@ async fn a_plan_delegates_a_failure_is_repaired_and_the_review_loops_to_a_confid
     );
     assert_eq!(panel_texts(&iopub, "error").len(), 1);
     assert_eq!(request_count(&llm), 9);
+    // Classifications, plans and verdicts were asked for in their schema's
+    // shape; the agents' own answers are free text.
+    let schemas: Vec<Option<String>> = llm
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["response_format"]["json_schema"]["name"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    let named = |name: &str| Some(name.to_owned());
+    assert_eq!(
+        schemas,
+        [
+            named("classification"),
+            named("triage_plan"),
+            None,
+            None,
+            named("verdict"),
+            named("classification"),
+            None,
+            named("verdict"),
+            named("verdict"),
+        ]
+    );
+    let classification =
+        llm.requests.lock().unwrap()[0]["response_format"]["json_schema"]["schema"].clone();
+    assert_eq!(
+        classification["properties"]["agent"]["enum"],
+        json!(["default", "analyst", "planner"]),
+        "{classification}"
+    );
     // The second pass's classification came after the review's reasons.
     assert!(llm.last_message(5).contains("the total is missing"));
     let summary = &panel_texts(&iopub, "summary")[0];

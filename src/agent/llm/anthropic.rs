@@ -39,6 +39,16 @@ pub fn request_body(request: &ChatRequest) -> Value {
     if let Some(temperature) = request.sampling.temperature {
         body["temperature"] = json!(temperature);
     }
+    if let Some(schema) = &request.schema {
+        // Structured output on this API is a tool the model must call: its
+        // input, streamed as `input_json_delta` pieces, is the answer.
+        body["tools"] = json!([{
+            "name": schema.name,
+            "description": schema.description,
+            "input_schema": schema.schema,
+        }]);
+        body["tool_choice"] = json!({ "type": "tool", "name": schema.name });
+    }
     body
 }
 
@@ -63,6 +73,22 @@ struct TextDelta<'a> {
     kind: Cow<'a, str>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
+    /// A piece of a tool call's input (`input_json_delta`): the answer to a
+    /// request with a schema.
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+}
+
+impl TextDelta<'_> {
+    /// The answer's text this delta adds, if any.
+    fn answer_text(self) -> Option<String> {
+        let text = match self.kind.as_ref() {
+            "text_delta" => self.text,
+            "input_json_delta" => self.partial_json,
+            _ => None,
+        }?;
+        (!text.is_empty()).then(|| text.into_owned())
+    }
 }
 
 impl StreamState {
@@ -71,12 +97,12 @@ impl StreamState {
         if event.event == "content_block_delta"
             && let Ok(block) = serde_json::from_str::<BlockDelta>(&event.data)
         {
-            return match block.delta.text {
-                Some(text) if block.delta.kind == "text_delta" && !text.is_empty() => {
-                    vec![ChatEvent::Text(text.into_owned())]
-                }
-                _ => vec![],
-            };
+            return block
+                .delta
+                .answer_text()
+                .map(ChatEvent::Text)
+                .into_iter()
+                .collect();
         }
         let data: Value = match serde_json::from_str(&event.data) {
             Ok(data) => data,
@@ -100,12 +126,18 @@ impl StreamState {
                     + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
                 vec![]
             }
-            "content_block_delta" => match data["delta"]["text"].as_str() {
-                Some(text) if data["delta"]["type"] == "text_delta" && !text.is_empty() => {
-                    vec![ChatEvent::Text(text.to_owned())]
-                }
-                _ => vec![],
-            },
+            "content_block_delta" => {
+                let delta = &data["delta"];
+                let text = match delta["type"].as_str() {
+                    Some("text_delta") => delta["text"].as_str(),
+                    Some("input_json_delta") => delta["partial_json"].as_str(),
+                    _ => None,
+                };
+                text.filter(|text| !text.is_empty())
+                    .map(|text| ChatEvent::Text(text.to_owned()))
+                    .into_iter()
+                    .collect()
+            }
             "message_delta" => {
                 let mut events = vec![ChatEvent::Usage(Usage {
                     input_tokens: self.input_tokens,
@@ -184,8 +216,8 @@ fn error_from(error: &Value, status: Option<u16>) -> LlmError {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ChatMessage;
     use super::super::sse::decode_in_chunks;
+    use super::super::{AnswerSchema, ChatMessage};
     use super::*;
 
     const RECORDED: &str = concat!(
@@ -238,7 +270,7 @@ mod tests {
     fn deltas_with_escapes_other_kinds_and_odd_shapes() {
         let stream = concat!(
             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\\n\\\"b\\\"\"}}\n\n",
-            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n",
             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"no type\"}}\n\n",
         );
         assert_eq!(events(stream, 5), [ChatEvent::Text("a\n\"b\"".into())]);
@@ -255,7 +287,9 @@ mod tests {
                 temperature: Some(0.0),
                 seed: Some(7),
             },
+            schema: None,
         });
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
         assert_eq!(
             body["system"],
             json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
@@ -309,5 +343,80 @@ mod tests {
         assert!(http_error(529, "<html>busy</html>").is_retryable());
         assert!(http_error(429, "slow down").is_retryable());
         assert!(!http_error(404, "<html>not found</html>").is_retryable());
+    }
+
+    fn verdict_schema() -> AnswerSchema {
+        AnswerSchema {
+            name: "verdict",
+            description: "whether the request is done",
+            schema: json!({"type": "object", "properties": {"is_complete": {"type": "boolean"}}}),
+        }
+    }
+
+    #[test]
+    fn an_answer_with_a_schema_is_a_forced_tool_call() {
+        let body = request_body(&ChatRequest {
+            model: "claude".into(),
+            messages: vec![ChatMessage::user("judge")],
+            max_tokens: 50,
+            schema: Some(verdict_schema()),
+            ..ChatRequest::default()
+        });
+        assert_eq!(
+            body["tools"],
+            json!([{
+                "name": "verdict",
+                "description": "whether the request is done",
+                "input_schema": {"type": "object", "properties": {"is_complete": {"type": "boolean"}}},
+            }])
+        );
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": "verdict"})
+        );
+    }
+
+    /// A forced tool call's stream, in the API's own form: the tool's input
+    /// comes in `input_json_delta` pieces (the first one empty), and the
+    /// message stops for `tool_use`.
+    const RECORDED_TOOL_USE: &str = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"usage\":{\"input_tokens\":310,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01\",\"name\":\"verdict\",\"input\":{}}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"is_complete\\\": tr\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"ue}\"}}\n\n",
+        "event: content_block_stop\n",
+        "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":12}}\n\n",
+        "event: message_stop\n",
+        "data: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    #[test]
+    fn a_tool_calls_input_is_the_answer_text() {
+        for chunk in [1, 9, 4096] {
+            let found = events(RECORDED_TOOL_USE, chunk);
+            let text: String = found
+                .iter()
+                .filter_map(|event| match event {
+                    ChatEvent::Text(text) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(text, r#"{"is_complete": true}"#, "chunk {chunk}");
+            assert!(found.contains(&ChatEvent::Usage(Usage {
+                input_tokens: 310,
+                output_tokens: 12,
+                cost_usd: None,
+            })));
+            assert_eq!(found.last(), Some(&ChatEvent::Done));
+            assert!(!found.contains(&ChatEvent::Truncated));
+        }
     }
 }

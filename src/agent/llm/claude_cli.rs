@@ -249,6 +249,7 @@ mod tests {
             messages: vec![ChatMessage::user("hi"), ChatMessage::assistant("hello")],
             max_tokens: 10,
             sampling: Default::default(),
+            schema: None,
         };
         let cli = ClaudeCli {
             program: "claude".into(),

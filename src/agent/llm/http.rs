@@ -10,7 +10,14 @@
 //! (or `retry-after-ms`), else 1 s, then 2 s. A server that asks for more
 //! than [`MAX_RETRY_AFTER`] gets no retry: the call fails at once rather than
 //! keep the cell waiting for an answer that is unlikely to come.
+//!
+//! A server that refuses a request's answer schema (HTTP 400 or 422: one
+//! that copies OpenAI's format without `response_format`, an older model)
+//! gets the request again without it, and no schema again for the rest of
+//! the process: the prompts ask for the same shape in words.
 
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use super::sse::{SseDecoder, SseEvent};
@@ -70,6 +77,9 @@ pub struct HttpProvider {
     idle_timeout: Duration,
 }
 
+/// The models (`base_url model`) whose server refused an answer schema.
+static SCHEMA_REFUSED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
 impl HttpProvider {
     pub fn new(
         format: WireFormat,
@@ -121,6 +131,9 @@ impl HttpProvider {
         on_retry: &mut (dyn FnMut(&LlmError, Duration) + Send),
     ) -> Result<ChatOutcome, LlmError> {
         request.model = self.model.clone();
+        if self.schema_refused() {
+            request.schema = None;
+        }
         let mut delay = FIRST_RETRY_DELAY;
         for attempt in 1..=ATTEMPTS {
             let mut shown = false;
@@ -142,6 +155,24 @@ impl HttpProvider {
                     "{provider}: the request was not sent; sending it again",
                     provider = self.name()
                 );
+                result = self.attempt(&request, &mut forward).await;
+            }
+            if let Err(Failure {
+                error:
+                    error @ LlmError::Http {
+                        status: 400 | 422, ..
+                    },
+                ..
+            }) = &result
+                && request.schema.is_some()
+            {
+                tracing::warn!(
+                    "{provider} refused the answer's JSON schema ({error}); asking for that shape in words only",
+                    provider = self.name(),
+                    error = self.redact(error.clone()),
+                );
+                self.refuse_schemas();
+                request.schema = None;
                 result = self.attempt(&request, &mut forward).await;
             }
             let failure = match result {
@@ -172,6 +203,18 @@ impl HttpProvider {
             delay *= 2;
         }
         unreachable!("the last attempt returns")
+    }
+
+    /// Whether this model's server refused an answer schema before.
+    fn schema_refused(&self) -> bool {
+        let refused = SCHEMA_REFUSED.lock().unwrap_or_else(|e| e.into_inner());
+        refused.contains(&format!("{} {}", self.base_url, self.model))
+    }
+
+    /// Remembers that this model's server refused an answer schema.
+    fn refuse_schemas(&self) {
+        let mut refused = SCHEMA_REFUSED.lock().unwrap_or_else(|e| e.into_inner());
+        refused.insert(format!("{} {}", self.base_url, self.model));
     }
 
     /// `error` with every occurrence of the key replaced: some servers and

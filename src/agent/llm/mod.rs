@@ -12,6 +12,7 @@ pub mod sse;
 pub mod window;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Who said a message in the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +53,22 @@ pub struct ChatRequest {
     pub max_tokens: u32,
     /// How the model samples, where the provider takes it.
     pub sampling: Sampling,
+    /// The shape the answer must have, for answers the kernel reads rather
+    /// than shows (a verdict, a plan); `None` for free text.
+    pub schema: Option<AnswerSchema>,
+}
+
+/// A JSON schema for an answer, which a provider enforces where it can
+/// (OpenAI-compatible servers' `response_format`, a forced tool call on
+/// Anthropic's API). The answer is still read leniently: a provider that
+/// cannot enforce it gets the same request in words, from the prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerSchema {
+    /// A short identifier (letters, digits, `_`): the schema's or tool's name.
+    pub name: &'static str,
+    /// What the answer is, for providers that show the model a description.
+    pub description: &'static str,
+    pub schema: Value,
 }
 
 /// Sampling settings: a temperature of 0 and a fixed seed make a model's

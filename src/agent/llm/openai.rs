@@ -68,6 +68,14 @@ pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
     if let Some(seed) = request.sampling.seed {
         body["seed"] = json!(seed);
     }
+    if let Some(schema) = &request.schema {
+        // Not `strict`: OpenAI's strict mode refuses optional fields, and
+        // llama.cpp turns any schema into a grammar regardless.
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": { "name": schema.name, "schema": schema.schema },
+        });
+    }
     body
 }
 
@@ -256,8 +264,8 @@ mod retry_tests {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ChatMessage;
     use super::super::sse::decode_in_chunks;
+    use super::super::{AnswerSchema, ChatMessage};
     use super::*;
 
     const RECORDED: &str = concat!(
@@ -284,6 +292,7 @@ mod tests {
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 100,
             sampling: Default::default(),
+            schema: None,
         };
         let body = request_body(&request, TokenLimit::MaxTokens);
         assert_eq!(
@@ -301,6 +310,35 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_with_a_schema_asks_for_it_in_response_format() {
+        let schema = json!({"type": "object", "properties": {"is_complete": {"type": "boolean"}}});
+        let request = ChatRequest {
+            messages: vec![ChatMessage::user("judge")],
+            max_tokens: 100,
+            schema: Some(AnswerSchema {
+                name: "verdict",
+                description: "whether the request is done",
+                schema: schema.clone(),
+            }),
+            ..ChatRequest::default()
+        };
+        let body = request_body(&request, TokenLimit::MaxTokens);
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}})
+        );
+        let free_text = ChatRequest {
+            schema: None,
+            ..request
+        };
+        assert!(
+            request_body(&free_text, TokenLimit::MaxTokens)
+                .get("response_format")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn openais_own_api_gets_max_completion_tokens() {
         let request = ChatRequest {
             model: "o3".into(),
@@ -308,6 +346,7 @@ mod tests {
             messages: vec![ChatMessage::user("hi")],
             max_tokens: 100,
             sampling: Default::default(),
+            schema: None,
         };
         let limit = TokenLimit::for_server("https://api.openai.com/v1");
         let body = request_body(&request, limit);
