@@ -47,7 +47,7 @@ from time import perf_counter
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
-from agent_tasks import TASKS
+from agent_tasks import FIGURE_RECORDER, IDENTITIES, TASKS
 
 BENCH_DIR = Path(__file__).resolve().parent
 VENV_KERNELS = BENCH_DIR.parent / ".venv" / "share" / "jupyter" / "kernels"
@@ -188,9 +188,11 @@ class ReplayProvider:
 
 # -- running a task -------------------------------------------------------------
 
-def execute(kc, code, timeout, user_expressions=None):
-    """Runs `code`; returns (reply content, iopub messages of the request)."""
-    msg_id = kc.execute(code, user_expressions=user_expressions or {}, allow_stdin=False)
+def execute(kc, code, timeout, user_expressions=None, store_history=True):
+    """Runs `code`; returns (reply content, iopub messages of the request).
+    Without `store_history` the cell is not one the agent sees as the user's."""
+    msg_id = kc.execute(code, user_expressions=user_expressions or {}, allow_stdin=False,
+                        store_history=store_history)
     deadline = perf_counter() + timeout
     messages, reply, idle = [], None, False
     while reply is None or not idle:
@@ -228,10 +230,12 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None):
             kc = km.client()
             kc.start_channels()
             kc.wait_for_ready(timeout=START_TIMEOUT)
-            if task.setup:
-                reply, _ = execute(kc, task.setup, SETUP_TIMEOUT)
-                if reply["status"] != "ok":
-                    raise RuntimeError(f"setup failed: {reply.get('ename')}: {reply.get('evalue')}")
+            # The checkers' helpers, in cells the agent does not see.
+            for code, what in ((FIGURE_RECORDER, "recorder"), (task.setup, "setup"), (IDENTITIES, "identities")):
+                if code:
+                    reply, _ = execute(kc, code, SETUP_TIMEOUT, store_history=what == "setup")
+                    if reply["status"] != "ok":
+                        raise RuntimeError(f"{what} failed: {reply.get('ename')}: {reply.get('evalue')}")
             started = perf_counter()
             if graph == "single":
                 how = "graph='default', max_turns=1, once=True"

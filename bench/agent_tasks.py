@@ -6,6 +6,12 @@ by `check`, a Python expression evaluated in the kernel that inspects the
 namespace or the files, never the model's text; `images` is how many figures
 the run must have shown. `solution` is code that solves the task: the replay
 provider answers with it, which checks the harness and every checker.
+
+Checkers can use two things the harness sets up without the model seeing
+them (in cells kept out of the history): `_eval_figures`, what each figure
+drawn or saved showed (see FIGURE_RECORDER), and `_eval_ids`, the identity of
+each variable right after the setup, for requests that ask to change an
+object itself rather than make a new one.
 """
 
 from dataclasses import dataclass, field
@@ -28,6 +34,41 @@ SALES = (
     "sales = pd.DataFrame({'fruit': ['apple', 'pear', 'apple', 'fig'], "
     "'qty': [3, 1, 2, 5], 'price': [0.5, 1.2, 0.5, 2.0]})"
 )
+
+# Runs in the kernel before the setup: records what each figure shows when it
+# is rendered (shown inline or saved), since the inline backend closes it.
+FIGURE_RECORDER = """
+def _eval_record_figures():
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.patches import Rectangle
+
+    figures = []
+    original = FigureCanvasBase.print_figure
+
+    def describe(figure):
+        axes = figure.axes
+        return {
+            "titles": [ax.get_title() for ax in axes],
+            "lines": [(list(map(float, line.get_xdata())), list(map(float, line.get_ydata())))
+                      for ax in axes for line in ax.get_lines()],
+            "points": [collection.get_offsets().tolist() for ax in axes for collection in ax.collections],
+            "bars": [float(patch.get_height()) for ax in axes for patch in ax.patches
+                     if isinstance(patch, Rectangle)],
+            "labels": [label.get_text() for ax in axes for label in ax.get_xticklabels()],
+        }
+
+    def print_figure(self, *args, **kwargs):
+        figures.append(describe(self.figure))
+        return original(self, *args, **kwargs)
+
+    FigureCanvasBase.print_figure = print_figure
+    return figures
+
+_eval_figures = _eval_record_figures()
+"""
+
+# Runs in the kernel after the setup: each variable's identity.
+IDENTITIES = "_eval_ids = {k: id(v) for k, v in list(globals().items()) if not k.startswith('_')}"
 
 LOG = "\n".join("ERROR disk full" if i == 143 else f"INFO request {i} served" for i in range(1, 201)) + "\n"
 
@@ -56,7 +97,7 @@ TASKS = [
         "import pandas as pd\npeople = pd.DataFrame({'name': ['ann', 'bob', 'cy'], 'age': [31, None, 45]})",
         "Fill the missing ages in people with the mean age (change people itself).",
         "people['age'] = people['age'].fillna(people['age'].mean())",
-        "people['age'].isna().sum() == 0 and people['age'][1] == 38.0",
+        "id(people) == _eval_ids['people'] and people['age'].isna().sum() == 0 and people['age'][1] == 38.0",
     ),
     Task(
         "pandas_top_row", "pandas", SALES,
@@ -67,8 +108,9 @@ TASKS = [
     Task(
         "pandas_rename", "pandas", SALES,
         "Rename the column qty of sales to quantity (sales itself should change).",
-        "sales = sales.rename(columns={'qty': 'quantity'})",
-        "'quantity' in sales.columns and 'qty' not in sales.columns",
+        "sales.rename(columns={'qty': 'quantity'}, inplace=True)",
+        "id(sales) == _eval_ids['sales'] and list(sales.columns) == ['fruit', 'quantity', 'price']"
+        " and list(sales['quantity']) == [3, 1, 2, 5]",
     ),
     Task(
         "pandas_merge", "pandas",
@@ -76,6 +118,30 @@ TASKS = [
         "Merge sales with stock on the fruit column into a DataFrame named `merged`.",
         "merged = sales.merge(stock, on='fruit')",
         "len(merged) == 4 and 'shelf' in merged.columns",
+    ),
+    Task(
+        "pandas_clean_text", "pandas",
+        "import pandas as pd\ncustomers = pd.DataFrame({'city': ['  paris', 'Paris ', 'LONDON', 'london']})",
+        "Clean the city column of customers: strip the spaces and write each name in title case"
+        " (customers itself should change).",
+        "customers['city'] = customers['city'].str.strip().str.title()",
+        "id(customers) == _eval_ids['customers'] and list(customers['city']) == ['Paris', 'Paris', 'London', 'London']",
+    ),
+    Task(
+        "pandas_monthly", "pandas",
+        "import pandas as pd\norders = pd.DataFrame({'date': pd.to_datetime(['2024-01-05', '2024-01-20', "
+        "'2024-02-03', '2024-03-15', '2024-03-30']), 'amount': [10, 20, 5, 7, 8]})",
+        "Store the total amount of orders per month, in month order, in `monthly`.",
+        "monthly = orders.groupby(orders['date'].dt.to_period('M'))['amount'].sum()",
+        "list(monthly) == [30, 5, 15]",
+    ),
+    Task(
+        "pandas_pivot", "pandas",
+        "import pandas as pd\nshop = pd.DataFrame({'region': ['north', 'south', 'north', 'south', 'north'], "
+        "'fruit': ['apple', 'apple', 'pear', 'pear', 'apple'], 'qty': [3, 4, 1, 2, 2]})",
+        "Make a pivot table of shop named `table`: a row per region, a column per fruit, the summed qty as values.",
+        "table = shop.pivot_table(index='region', columns='fruit', values='qty', aggfunc='sum')",
+        "table.shape == (2, 2) and table.loc['north', 'apple'] == 5 and table.loc['south', 'pear'] == 2",
     ),
     Task(
         "pandas_distinct", "pandas", SALES,
@@ -132,21 +198,31 @@ TASKS = [
         "import numpy as np\nxs = np.linspace(0, 6.3, 50)",
         "Plot sin(xs) against xs.",
         "import matplotlib.pyplot as plt\nplt.plot(xs, np.sin(xs))\nplt.show()",
-        "True",
+        "any(x == list(xs) and __import__('numpy').allclose(y, __import__('numpy').sin(xs))"
+        " for f in _eval_figures for x, y in f['lines'])",
         images=1,
     ),
     Task(
         "plot_bar_file", "matplotlib", SALES,
         "Save a bar chart of the total qty per fruit in sales to the file qty.png.",
         "import matplotlib.pyplot as plt\nsales.groupby('fruit')['qty'].sum().plot.bar()\nplt.savefig('qty.png')",
-        "__import__('os').path.getsize('qty.png') > 0",
+        "__import__('os').path.getsize('qty.png') > 0 and any(sorted(f['bars']) == [1, 5, 5]"
+        " and {'apple', 'fig', 'pear'} <= set(f['labels']) for f in _eval_figures)",
     ),
     Task(
         "plot_scatter", "matplotlib",
         "heights = [150, 160, 170, 180, 190]\nweights = [50, 58, 66, 77, 85]",
         "Draw a scatter plot of weights against heights.",
         "import matplotlib.pyplot as plt\nplt.scatter(heights, weights)\nplt.show()",
-        "True",
+        "any(p == [[h, w] for h, w in zip(heights, weights)] for f in _eval_figures for p in f['points'])",
+        images=1,
+    ),
+    Task(
+        "plot_histogram", "matplotlib",
+        "ages = [23, 35, 31, 45, 52, 38, 29, 41, 33, 60]",
+        "Show a histogram of ages with 5 bins.",
+        "import matplotlib.pyplot as plt\nplt.hist(ages, bins=5)\nplt.show()",
+        "any(len(f['bars']) == 5 and sum(f['bars']) == len(ages) for f in _eval_figures)",
         images=1,
     ),
     Task(
@@ -154,7 +230,7 @@ TASKS = [
         "levels = [3, 5, 4, 6, 8]",
         "Plot levels as a line with the title 'Levels', and keep the figure in a variable named `fig`.",
         "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot(levels)\nax.set_title('Levels')",
-        "fig.axes[0].get_title() == 'Levels'",
+        "fig.axes[0].get_title() == 'Levels' and list(fig.axes[0].get_lines()[0].get_ydata()) == levels",
     ),
     # -- files -------------------------------------------------------------
     Task(
@@ -253,6 +329,6 @@ TASKS = [
         "emails = [' Ann@Example.com', 'bob@example.COM ']",
         "Clean up emails: strip the spaces and lower-case each address (change the list itself).",
         "emails[:] = [e.strip().lower() for e in emails]",
-        "emails == ['ann@example.com', 'bob@example.com']",
+        "id(emails) == _eval_ids['emails'] and emails == ['ann@example.com', 'bob@example.com']",
     ),
 ]

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EVAL = ROOT / "bench" / "agent_eval.py"
 GRAPHS = ("single", "default", "analyst", "planner", "triage")
 
-# 32 tasks x 5 graphs, each in a fresh kernel; replayed answers are instant.
+# 36 tasks x 5 graphs, each in a fresh kernel; replayed answers are instant.
 REPLAY_TIMEOUT = 1200
 # Two tasks, the single-shot baseline and the default graph: the local model
 # loads once and answers a few calls.
@@ -85,6 +85,42 @@ def test_a_checker_fails_when_the_work_is_not_done(tmp_path) -> None:
     finally:
         replay.close()
     assert not result.solved and result.turns == 1, result
+
+
+# Answers that look right but are not: a new object where the request asks
+# to change one itself, a rename that drops the data, the wrong plot.
+WRONG_ANSWERS = [
+    ("pandas_rename", "sales = sales.rename(columns={'qty': 'quantity'})"),
+    ("pandas_rename", "sales.insert(1, 'quantity', 0)\ndel sales['qty']"),
+    ("pandas_fill_missing", "people = people.fillna(people['age'].mean())"),
+    ("data_clean_emails", "emails = [e.strip().lower() for e in emails]"),
+    ("plot_sine", "import matplotlib.pyplot as plt\nplt.plot(xs, np.cos(xs))\nplt.show()"),
+    ("plot_scatter", "import matplotlib.pyplot as plt\nplt.scatter(weights, heights)\nplt.show()"),
+    ("plot_histogram", "import matplotlib.pyplot as plt\nplt.hist(ages, bins=10)\nplt.show()"),
+    ("plot_bar_file", "import matplotlib.pyplot as plt\nplt.bar(['apple', 'pear'], [5, 1])\nplt.savefig('qty.png')"),
+]
+
+
+@pytest.mark.parametrize(("name", "wrong"), WRONG_ANSWERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(WRONG_ANSWERS)])
+def test_a_checker_passes_no_plausible_wrong_answer(name: str, wrong: str) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import agent_eval
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    task = next(t for t in agent_eval.TASKS if t.name == name)
+    wrong_task = type(task)(**{**task.__dict__, "solution": wrong})
+    replay = agent_eval.ReplayProvider([wrong_task])
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in agent_eval.PROVIDER_VARIABLES}
+        env.update(replay.env())
+        ksm = agent_eval.KernelSpecManager()
+        ksm.kernel_dirs = [str(agent_eval.VENV_KERNELS)]
+        result = agent_eval.run_task(ksm, env, "default", wrong_task, 120, max_turns=1)
+    finally:
+        replay.close()
+    # The wrong code ran (one turn, no error of its own), and was not taken.
+    assert result.turns == 1 and not result.solved, result
 
 
 def test_the_local_model_runs_a_slice_of_the_suite_beside_the_single_shot_baseline(tmp_path) -> None:
