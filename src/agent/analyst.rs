@@ -172,7 +172,7 @@ async fn plan<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let system = prompts::plan(&namespace, &state.recent_cells);
+    let system = prompts::plan(&state.pinned_namespace(&namespace), &state.recent_cells);
     let answer = settings
         .judge(state, effects, system, schemas::analyst_plan())
         .await?;
@@ -188,7 +188,11 @@ async fn code<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let system = prompts::analyst_code(&namespace, &state.recent_cells, &state.skills);
+    let system = prompts::analyst_code(
+        &state.pinned_namespace(&namespace),
+        &state.recent_cells,
+        &state.skills,
+    );
     let answer = settings.write_code(state, effects, system).await?;
     state.pending = code_blocks(&answer.text);
     state.record_answer(answer.text);

@@ -21,8 +21,7 @@ use super::budget;
 use super::checks;
 use super::extract::{closed_code_blocks, code_blocks};
 use super::graph::{Graph, NodeFn, Route};
-use super::llm::{AnswerSchema, ChatMessage, ChatRequest, Role};
-use super::prompts::Prompt;
+use super::llm::{AnswerSchema, ChatMessage, ChatRequest};
 use super::reflect::parse_verdict;
 use super::schemas;
 use super::{
@@ -120,7 +119,7 @@ impl Settings {
         &self,
         state: &mut AgentState,
         effects: &mut E,
-        system: impl Into<Prompt>,
+        system: String,
     ) -> Result<ChatOutcome, AgentError> {
         ask_model(
             state,
@@ -141,7 +140,7 @@ impl Settings {
         &self,
         state: &mut AgentState,
         effects: &mut E,
-        system: impl Into<Prompt>,
+        system: String,
     ) -> Result<ChatOutcome, AgentError> {
         let showing = Showing::ProseAndCode {
             turn: state.turn + 1,
@@ -189,7 +188,7 @@ impl Settings {
         &self,
         state: &mut AgentState,
         effects: &mut E,
-        system: impl Into<Prompt>,
+        system: String,
         schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
         ask_model(
@@ -205,27 +204,22 @@ impl Settings {
     }
 }
 
-/// One model call over the conversation so far; its usage is counted. The
-/// prompt's context goes with the latest message, so the system prompt and
-/// the messages before stay the same from call to call.
+/// One model call over the conversation so far; its usage is counted.
 async fn ask_model<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: &Settings,
-    prompt: impl Into<Prompt>,
+    system: String,
     max_tokens: u32,
     showing: Showing,
     schema: Option<AnswerSchema>,
 ) -> Result<ChatOutcome, AgentError> {
-    let Prompt { system, context } = prompt.into();
-    let with_context;
-    let conversation = if context.is_empty() {
-        &state.conversation
-    } else {
-        with_context = with_latest(&state.conversation, &context);
-        &with_context
-    };
-    let messages = budget::fit(&system, conversation, settings.context_tokens, max_tokens);
+    let messages = budget::fit(
+        &system,
+        &state.conversation,
+        settings.context_tokens,
+        max_tokens,
+    );
     let request = ChatRequest {
         model: settings.model.clone(),
         system,
@@ -237,20 +231,6 @@ async fn ask_model<E: Effects>(
     let answer = effects.chat(request, showing).await?;
     state.usage.add(answer.usage);
     Ok(answer)
-}
-
-/// `conversation` with `context` after its latest message (a message of
-/// its own when the latest is the model's).
-fn with_latest(conversation: &[ChatMessage], context: &str) -> Vec<ChatMessage> {
-    let mut messages = conversation.to_vec();
-    match messages.last_mut() {
-        Some(last) if last.role == Role::User => {
-            last.content.push_str("\n\n");
-            last.content.push_str(context);
-        }
-        _ => messages.push(ChatMessage::user(context.to_owned())),
-    }
-    messages
 }
 
 pub(super) fn node<E: Effects>(
@@ -269,7 +249,11 @@ async fn generate<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
-    let system = prompts::system(&namespace, &state.recent_cells, &state.skills);
+    let system = prompts::system(
+        &state.pinned_namespace(&namespace),
+        &state.recent_cells,
+        &state.skills,
+    );
     let answer = settings.write_code(state, effects, system).await?;
     state.truncated = answer.truncated;
     state.record_answer(answer.text);
@@ -602,7 +586,7 @@ mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
     use crate::agent::llm::Role;
-    use crate::agent::script::{Script, fails_once, ok};
+    use crate::agent::script::{Script, fails_once, latest, ok};
 
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const NOT_DONE: &str =
@@ -641,17 +625,10 @@ mod tests {
         assert_eq!(state.outcome, Some(Outcome::Answered));
         assert_eq!(state.conversation.last().unwrap().role, Role::Assistant);
         assert!(script.executed.is_empty());
-        // The namespace summary went with the latest message.
+        // The namespace summary is in the system prompt; the message is the request.
         let request = &script.requests[0];
-        assert!(
-            request
-                .messages
-                .last()
-                .unwrap()
-                .content
-                .contains("x: int = 1")
-        );
-        assert!(!request.system.contains("x: int = 1"));
+        assert!(request.system.contains("x: int = 1"), "{}", request.system);
+        assert_eq!(latest(request), "what is a list?");
     }
 
     #[test]
@@ -724,6 +701,10 @@ mod tests {
         let second_generate = &script.requests[2];
         let feedback = &second_generate.messages.last().unwrap().content;
         assert!(feedback.contains("no total yet") && feedback.contains("sum the column"));
+        // Its system prompt was the first one's, though the namespace had
+        // changed: a prompt cache reuses it, and the report said what changed.
+        assert_eq!(second_generate.system, script.requests[0].system);
+        assert!(!second_generate.system.contains("blocks_run"));
     }
 
     #[test]
@@ -767,7 +748,7 @@ open('sales.csv')
         let mut state = AgentState::new("divide", Vec::new(), 5);
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["1/0", "print('fixed')"]);
-        let told = &script.requests[2].messages.last().unwrap().content;
+        let told = latest(&script.requests[2]);
         assert!(told.starts_with("The request is not finished"), "{told}");
         assert!(told.contains("ZeroDivisionError"), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
@@ -851,14 +832,7 @@ open('sales.csv')
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["n = 3"]);
         let second = &script.requests[1];
-        assert!(
-            second
-                .messages
-                .last()
-                .unwrap()
-                .content
-                .starts_with(prompts::CODE_PLEASE)
-        );
+        assert!(latest(second).starts_with(prompts::CODE_PLEASE));
         assert_eq!(state.outcome, Some(Outcome::Complete));
 
         // A question that needs no code is answered in words.
@@ -928,14 +902,7 @@ open('sales.csv')
         let mut state = AgentState::new("make rows", Vec::new(), 5);
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["rows = [1, 2]"]);
-        assert!(
-            script.requests[1]
-                .messages
-                .last()
-                .unwrap()
-                .content
-                .starts_with(prompts::CUT_OFF)
-        );
+        assert!(latest(&script.requests[1]).starts_with(prompts::CUT_OFF));
     }
 
     #[test]

@@ -128,7 +128,7 @@ async fn plan_step<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::planner(
-        &namespace,
+        &state.pinned_namespace(&namespace),
         &state.recent_cells,
         &state.skills,
         informer.then_some(state.key_information.as_slice()),
@@ -476,7 +476,7 @@ fn python_literal(value: &Value) -> String {
 mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
-    use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
+    use crate::agent::script::{Script, assert_roles_alternate, fails_once, latest, ok};
 
     fn settings(execute: bool) -> Settings {
         Settings {
@@ -599,11 +599,10 @@ mod tests {
         assert_eq!(state.answer, "It is 42.");
         assert_eq!(state.turn, 3);
         // Each observation reached the next planner step.
-        let second = script.requests[1].messages.last().unwrap();
+        let second = latest(&script.requests[1]);
         assert!(
-            second.content.starts_with("Observation:") && second.content.contains("describe(x)"),
-            "{}",
-            second.content
+            second.starts_with("Observation:") && second.contains("describe(x)"),
+            "{second}"
         );
         // The planner's prompt lists the tools and how to answer.
         let system = &script.requests[0].system;
@@ -695,15 +694,18 @@ mod tests {
         run(&mut script, &mut state, true, true);
         assert_eq!(script.nodes, ["informer", "planner", "informer", "planner"]);
         assert_eq!(script.described, [vec![], vec!["prices".to_owned()]]);
-        // The first planner prompt had what the informer found at the start.
-        // (It goes with the latest message, as the namespace does.)
+        // The first planner prompt had what the informer found at the start,
+        // the second what it found next: the system prompt changes with it.
         let first = &script.requests[0];
-        let context = &first.messages.last().unwrap().content;
-        assert!(context.contains("Key information") && context.contains("x: int = 1"));
-        assert!(first.system.contains("inform"), "{}", first.system);
+        let system = &first.system;
+        assert!(system.contains("Key information") && system.contains("x: int = 1"));
+        assert!(system.contains("inform"), "{system}");
         let second = &script.requests[1];
-        let context = &second.messages.last().unwrap().content;
-        assert!(context.contains("prices: list of 3"), "{context}");
+        assert!(
+            second.system.contains("prices: list of 3"),
+            "{}",
+            second.system
+        );
         let told = &second.messages.last().unwrap().content;
         assert!(told.contains("described prices"), "{told}");
         let informed = script
@@ -788,14 +790,7 @@ mod tests {
         let mut state = AgentState::new("Compute the mean of x", Vec::new(), 5);
         run(&mut script, &mut state, false, true);
         assert_eq!(script.executed, ["print(sum(x) / len(x))"]);
-        assert!(
-            script.requests[1]
-                .messages
-                .last()
-                .unwrap()
-                .content
-                .starts_with(prompts::PLANNER_FORMAT)
-        );
+        assert!(latest(&script.requests[1]).starts_with(prompts::PLANNER_FORMAT));
         assert_eq!(state.outcome, Some(Outcome::Complete));
         // A question that needs no code is answered in prose.
         let mut script = Script::new(&["A list keeps its order."], ok);

@@ -16,47 +16,23 @@ const TRIAGE_PLAN: &str = include_str!("../../prompts/triage_plan.md");
 /// A skill the model may load with `skill(name)`: its name and description.
 pub type Skill = (String, String);
 
-/// What a call says besides the conversation: a system prompt that stays
-/// the same for every call of a run, and the context of this call (the live
-/// namespace, the cells the user ran), which changes from turn to turn and
-/// so goes with the latest message. A provider's prompt cache (Anthropic's,
-/// llama.cpp's) then reuses everything before it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prompt {
-    pub system: String,
-    pub context: String,
+/// The prompt for a generate turn: the instructions, the namespace summary
+/// and the cells the user ran since the last request, and the toolbox.
+///
+/// The namespace goes in the system prompt, not with the latest message:
+/// with it there, the local coder model read a value off the summary and
+/// answered with it instead of writing the code that stores it. A run
+/// keeps the namespace it began with (see `AgentState::pinned_namespace`),
+/// so the system prompt stays the same from call to call and a prompt
+/// cache (llama.cpp's, Anthropic's) reuses it and the messages after it;
+/// each execution report says what the code changed.
+pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
+    with_toolbox(with_context(SYSTEM, namespace, recent_cells), skills)
 }
 
-impl From<String> for Prompt {
-    fn from(system: String) -> Self {
-        Self {
-            system,
-            context: String::new(),
-        }
-    }
-}
-
-impl Prompt {
-    /// The system prompt with `more` after it.
-    fn and(mut self, more: &str) -> Self {
-        self.system.push('\n');
-        self.system.push_str(more);
-        self
-    }
-}
-
-/// Where a template's per-call context begins.
-const CONTEXT_HEADING: &str = "## Live namespace";
-
-/// Says in the system prompt where the context went.
-const CONTEXT_NOTE: &str = "The live namespace (the user's variables now) and the cells the user \
-ran since the last request come with the latest message, under \"## Live namespace\".";
-
-/// The prompt for a generate turn: the stable instructions and toolbox,
-/// and as context the namespace summary and the cells the user ran since
-/// the last request.
-pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> Prompt {
-    with_context(SYSTEM, namespace, recent_cells).and(&toolbox(skills))
+/// `prompt`, then the toolbox.
+fn with_toolbox(prompt: String, skills: &[Skill]) -> String {
+    format!("{prompt}\n\n{}", toolbox(skills))
 }
 
 /// The toolbox the model's code can call, and the skills it can load.
@@ -92,13 +68,13 @@ pub fn reflect(request: &str) -> String {
 }
 
 /// The analyst graph's planning prompt.
-pub fn plan(namespace: &str, recent_cells: &[String]) -> Prompt {
+pub fn plan(namespace: &str, recent_cells: &[String]) -> String {
     with_context(PLAN, namespace, recent_cells)
 }
 
 /// The analyst graph's prompt for writing (and fixing) the code.
-pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> Prompt {
-    with_context(ANALYST_CODE, namespace, recent_cells).and(&toolbox(skills))
+pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
+    with_toolbox(with_context(ANALYST_CODE, namespace, recent_cells), skills)
 }
 
 /// The analyst graph's prompt for examining the code's results.
@@ -107,7 +83,7 @@ pub fn evaluate(request: &str) -> String {
 }
 
 /// The analyst graph's prompt for the final answer.
-pub fn explain(request: &str, namespace: &str) -> Prompt {
+pub fn explain(request: &str, namespace: &str) -> String {
     with_context(&EXPLAIN.replace("{request}", request), namespace, &[])
 }
 
@@ -118,7 +94,7 @@ pub fn planner(
     recent_cells: &[String],
     skills: &[Skill],
     key_information: Option<&[super::planner::KeyInformation]>,
-) -> Prompt {
+) -> String {
     let (inform, found) = match key_information {
         None => (String::new(), String::new()),
         Some(found) => {
@@ -142,7 +118,7 @@ missing values, first rows). The input is their names.\n";
     let template = PLANNER
         .replace("{inform}", &inform)
         .replace("{key_information}", &found);
-    with_context(&template, namespace, recent_cells).and(&toolbox(skills))
+    with_toolbox(with_context(&template, namespace, recent_cells), skills)
 }
 
 /// The triage graph's quick classification: which agent, how sure.
@@ -162,11 +138,11 @@ pub fn triage_plan(
     skills: &[Skill],
     agents: &str,
     choices: &str,
-) -> Prompt {
+) -> String {
     let template = TRIAGE_PLAN
         .replace("{agents}", agents)
         .replace("{choices}", choices);
-    with_context(&template, namespace, recent_cells).and(&toolbox(skills))
+    with_toolbox(with_context(&template, namespace, recent_cells), skills)
 }
 
 /// Sent back once when the first answer has no code but the request needs
@@ -260,10 +236,8 @@ fn namespace_or_none(namespace: &str) -> &str {
     }
 }
 
-/// `template` split at its "## Live namespace" heading: the part before is
-/// the system prompt, the rest, with the namespace summary and the recent
-/// cells filled in, the context that goes with the latest message.
-fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Prompt {
+/// `template` with the namespace summary and the recent cells filled in.
+fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> String {
     let recent = if recent_cells.is_empty() {
         "(none)".to_owned()
     } else {
@@ -273,17 +247,11 @@ fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Pro
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let (head, tail) = template
-        .find(CONTEXT_HEADING)
-        .map_or((template, ""), |at| template.split_at(at));
-    Prompt {
-        system: format!("{}\n\n{CONTEXT_NOTE}\n", head.trim_end()),
-        context: tail
-            .replace("{namespace}", namespace_or_none(namespace))
-            .replace("{recent_cells}", &recent)
-            .trim_end()
-            .to_owned(),
-    }
+    template
+        .replace("{namespace}", namespace_or_none(namespace))
+        .replace("{recent_cells}", &recent)
+        .trim_end()
+        .to_owned()
 }
 
 /// The message that carries a failed verdict into the next generate turn.
@@ -327,39 +295,23 @@ mod tests {
     #[test]
     fn templates_fill_their_placeholders() {
         let prompt = system("df: DataFrame (3 rows)", &["df = load()".to_owned()], &[]);
-        // What changes goes with the latest message; the system prompt stays.
+        assert!(prompt.contains("## Live namespace\ndf: DataFrame (3 rows)"));
+        assert!(prompt.contains("```python\ndf = load()\n```"));
+        // The toolbox comes after the context.
         assert!(
-            prompt
-                .context
-                .starts_with("## Live namespace\ndf: DataFrame (3 rows)")
+            prompt.find("df: DataFrame") < prompt.find("peek("),
+            "{prompt}"
         );
-        assert!(prompt.context.contains("```python\ndf = load()\n```"));
-        assert!(!prompt.system.contains("df: DataFrame"));
-        assert_eq!(prompt.system, system("x: int", &[], &[]).system);
-        assert!(
-            prompt.system.contains("peek("),
-            "the toolbox stays in the system prompt"
-        );
-        for text in [&prompt.system, &prompt.context] {
-            assert!(!text.contains("{namespace}") && !text.contains("{recent_cells}"));
-        }
-        assert!(
-            system("", &[], &[])
-                .context
-                .contains("(no user variables yet)")
-        );
+        assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
+        assert!(system("", &[], &[]).contains("(no user variables yet)"));
         assert!(reflect("plot it").contains("plot it"));
         for prompt in [
             plan("df: DataFrame", &[]),
             analyst_code("df: DataFrame", &[], &[]),
             explain("why?", "df: DataFrame"),
         ] {
-            assert!(prompt.context.contains("df: DataFrame"), "{prompt:?}");
-            assert!(!prompt.system.contains("df: DataFrame"), "{prompt:?}");
-            assert!(
-                !prompt.context.contains("{namespace}")
-                    && !prompt.context.contains("{recent_cells}")
-            );
+            assert!(prompt.contains("df: DataFrame"), "{prompt}");
+            assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         }
         assert!(evaluate("is it high?").contains("is it high?"));
         assert!(fix_request("This code failed").starts_with("This code failed"));
@@ -379,11 +331,11 @@ mod tests {
             "create(",
             "skill(",
         ] {
-            assert!(prompt.system.contains(tool), "{tool} missing");
+            assert!(prompt.contains(tool), "{tool} missing");
         }
-        assert!(prompt.system.contains("- debug: Debug a failing cell"));
+        assert!(prompt.contains("- debug: Debug a failing cell"));
         assert!(toolbox(&[]).contains("(none installed)"));
-        assert!(!prompt.system.contains("{skills}"));
+        assert!(!prompt.contains("{skills}"));
     }
 
     #[test]

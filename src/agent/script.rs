@@ -88,8 +88,12 @@ impl Effects for Script {
         Ok((self.run)(code))
     }
 
+    /// `x`, and once code has run, how many blocks did.
     async fn namespace(&mut self) -> String {
-        "x: int = 1".into()
+        match self.executed.len() {
+            0 => "x: int = 1".into(),
+            n => format!("x: int = 1\nblocks_run: int = {n}"),
+        }
     }
 
     /// `x` when no names are given, as if the request named it.
@@ -151,6 +155,14 @@ impl Effects for Script {
     fn emit(&mut self, event: AgentEvent) {
         self.events.push(event);
     }
+}
+
+/// The latest message of `request`.
+pub fn latest(request: &ChatRequest) -> &str {
+    request
+        .messages
+        .last()
+        .map_or("", |message| message.content.as_str())
 }
 
 pub fn ok(code: &str) -> Execution {

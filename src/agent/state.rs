@@ -107,9 +107,22 @@ pub struct AgentState {
     /// A review said "cannot be done" though nothing failed, and was given
     /// one more turn.
     pub doubted_cannot_fix: bool,
+    /// The namespace summary the run's prompts show: the one of its first
+    /// prompt, so the system prompt stays the same from call to call.
+    pub namespace_at_start: Option<String>,
 }
 
 impl AgentState {
+    /// The namespace summary for a prompt: `fresh` for the run's first,
+    /// the first one's after that. What the code changed reaches the model
+    /// in each execution report; a system prompt that stays the same is
+    /// reused by a prompt cache with every message after it.
+    pub fn pinned_namespace(&mut self, fresh: &str) -> String {
+        self.namespace_at_start
+            .get_or_insert_with(|| fresh.to_owned())
+            .clone()
+    }
+
     /// Records the model's answer to a turn: counted, kept in the
     /// conversation, and the one the next node reads.
     pub fn record_answer(&mut self, text: String) {
@@ -149,6 +162,7 @@ impl AgentState {
             last_turn_blocks: 0,
             truncated: false,
             doubted_cannot_fix: false,
+            namespace_at_start: None,
         }
     }
 }

@@ -448,7 +448,7 @@ async fn plan<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::triage_plan(
-        &namespace,
+        &state.pinned_namespace(&namespace),
         &state.recent_cells,
         &state.skills,
         &agents.listed(),
@@ -679,7 +679,7 @@ mod tests {
     use super::*;
     use crate::agent::Execution;
     use crate::agent::graph::RunEnd;
-    use crate::agent::script::{Script, ok};
+    use crate::agent::script::{Script, latest, ok};
 
     const DONE: &str = r#"{"is_complete": true, "reasoning": "met", "next_action": ""}"#;
     const NOT_DONE: &str =
@@ -1035,22 +1035,17 @@ mod tests {
         assert_eq!(state.outcome, Some(Outcome::Complete));
         // The second plan was told why the first pass fell short.
         let second_plan = &script.requests[4];
-        let told = &second_plan.messages.last().unwrap().content;
+        let told = latest(second_plan);
         assert!(
             told.contains("no chart yet") && told.contains("plot it"),
             "{told}"
         );
         // The planner was given the plan's task, and the request is restored.
         let planner = &script.requests[5];
-        // (Each call's context, the namespace, goes after the latest message.)
-        let feedback = told.split("\n\n## Live namespace").next().unwrap();
         assert!(
-            planner
-                .messages
-                .last()
-                .unwrap()
-                .content
-                .starts_with(&format!("{feedback}\n\nplot x"))
+            latest(planner).starts_with(&format!("{told}\n\nplot x")),
+            "{}\n---\n{told}",
+            latest(planner)
         );
         assert_eq!(
             planner

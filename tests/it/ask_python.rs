@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Channel, Kernel, is_panel, result_text, stream_text, without_context};
+use crate::support::{Channel, Kernel, is_panel, result_text, stream_text};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "set", "next_action": ""}"#;
 
@@ -19,7 +19,10 @@ fn prompts_asked(llm: &FakeLlm) -> Vec<String> {
         .iter()
         .map(|request| {
             let messages = request["messages"].as_array().unwrap();
-            without_context(messages.last().unwrap()["content"].as_str().unwrap()).to_owned()
+            messages.last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
         })
         .collect()
 }

@@ -529,8 +529,7 @@ pub fn result_text(iopub: &[Message]) -> String {
 }
 
 /// Everything a recorded chat request told the model, system prompt and
-/// messages, in order: the namespace and the recent cells go with the
-/// latest message, the instructions in the system prompt.
+/// messages, in order.
 pub fn told_model(request: &Value) -> String {
     request["messages"]
         .as_array()
@@ -542,12 +541,4 @@ pub fn told_model(request: &Value) -> String {
                 .join("\n\n")
         })
         .unwrap_or_default()
-}
-
-/// The user's words of a message, without the context that goes after it.
-pub fn without_context(content: &str) -> &str {
-    content
-        .split("\n\n## Live namespace")
-        .next()
-        .unwrap_or(content)
 }
