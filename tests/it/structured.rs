@@ -143,3 +143,41 @@ async fn anthropic_verdicts_come_as_a_forced_tool_call_whose_input_is_read() {
     let turn_two = requests[2]["messages"].to_string();
     assert!(turn_two.contains("print it with a label"), "{turn_two}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_refused_with_and_without_the_schema_leaves_schemas_on() {
+    let too_long = json!({"error": {"message": "the request exceeds the context size", "type": "invalid_request_error"}});
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(MEAN_CODE.into()),
+        Reply::Status(400, too_long.to_string()),
+        Reply::Status(400, too_long.to_string()),
+        Reply::Answer(MEAN_CODE.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, _) = kernel
+        .execute("%%ask --max-turns 2\nWhat is the mean price?")
+        .await;
+    // The server's own words reach the user.
+    assert_eq!(reply.content["status"], "error", "{}", reply.content);
+    let told = reply.content["evalue"].as_str().unwrap();
+    assert!(told.contains("exceeds the context size"), "{told}");
+    // The schema was not what the server refused: the next review has it.
+    let (reply, _) = kernel
+        .execute("%%ask --max-turns 2\nWhat is the mean price?")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let requests = requests(&llm);
+    assert_eq!(requests.len(), 5);
+    assert_eq!(
+        requests[1]["response_format"]["json_schema"]["name"],
+        "verdict"
+    );
+    assert!(requests[2].get("response_format").is_none());
+    assert_eq!(
+        requests[4]["response_format"]["json_schema"]["name"],
+        "verdict"
+    );
+}

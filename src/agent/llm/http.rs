@@ -11,10 +11,11 @@
 //! than [`MAX_RETRY_AFTER`] gets no retry: the call fails at once rather than
 //! keep the cell waiting for an answer that is unlikely to come.
 //!
-//! A server that refuses a request's answer schema (HTTP 400 or 422: one
-//! that copies OpenAI's format without `response_format`, an older model)
-//! gets the request again without it, and no schema again for the rest of
-//! the process: the prompts ask for the same shape in words.
+//! A server that refuses a request with an answer schema (HTTP 400 or 422:
+//! one that copies OpenAI's format without `response_format`, an older
+//! model) gets it again without; when that goes through, no schema is sent
+//! to that model again in this process: the prompts ask for the same shape
+//! in words.
 
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex};
@@ -167,13 +168,17 @@ impl HttpProvider {
                 && request.schema.is_some()
             {
                 tracing::warn!(
-                    "{provider} refused the answer's JSON schema ({error}); asking for that shape in words only",
+                    "{provider} refused a request with an answer schema ({error}); sending it without",
                     provider = self.name(),
                     error = self.redact(error.clone()),
                 );
-                self.refuse_schemas();
                 request.schema = None;
                 result = self.attempt(&request, &mut forward).await;
+                // Only a request that goes through without it shows the
+                // schema was what the server refused (not, say, the length).
+                if result.is_ok() {
+                    self.refuse_schemas();
+                }
             }
             let failure = match result {
                 Ok(outcome) => return Ok(outcome),
