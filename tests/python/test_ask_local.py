@@ -36,9 +36,21 @@ KERNEL_LINES = ("(starting the local model", "✓ ", "↻ ", "plan: ")
 
 
 @pytest.fixture
-def local_kernel(tmp_path):
+def settings_file(tmp_path):
+    """The kernel's settings file, read afresh for every cell; empty at first."""
+    path = tmp_path / "mahtab.toml"
+    path.write_text("")
+    return path
+
+
+@pytest.fixture
+def local_kernel(tmp_path, settings_file):
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env.update(IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"))
+    env.update(
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
+        MAHTAB_CONFIG=str(settings_file),
+    )
     km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, cwd=str(tmp_path), env=env)
     try:
         yield Kernel(km, kc)
@@ -160,19 +172,25 @@ def check_ask_cell(kernel: Kernel, ask) -> list[str]:
     return defined
 
 
-# The model samples at llama.cpp's defaults (temperature 0.8, a random seed;
-# the kernel sets neither), so its answer differs every time. Even told what
-# to write, it wrote a sentence in about 9 answers of 10, and code that ran and
-# defined a name in about 7 (measured). So the cell is asked again, afresh,
-# until both were seen, within the time one cell had before; every answer is
-# checked (check_ask_cell).
+# The local model answers at temperature 0 with a fixed seed, the same answer
+# every time; sampled (temperature 0.8), told what to write, a small model wrote
+# a sentence in about 9 answers of 10, and code that ran and defined a name in
+# about 7 (measured). So the cell is asked again, afresh and sampled with a new
+# seed each time, until both were seen, within the time one cell had before;
+# every answer is checked (check_ask_cell).
 ASK_ATTEMPTS = 8
 
 
-def test_ask_with_the_local_model_streams_runs_code_and_shares_the_namespace(local_kernel) -> None:
+def sample_with_seed(settings_file, seed: int) -> None:
+    """The next cells' model samples at temperature 0.8 with `seed`."""
+    settings_file.write_text(f"temperature = 0.8\nseed = {seed}\n")
+
+
+def test_ask_with_the_local_model_streams_runs_code_and_shares_the_namespace(local_kernel, settings_file) -> None:
     deadline = time.monotonic() + ASK_TIMEOUT
     asks, model_text, defined = [], False, []
     while len(asks) < ASK_ATTEMPTS and time.monotonic() < deadline and not (model_text and defined):
+        sample_with_seed(settings_file, len(asks))
         ask = local_kernel.execute(
             "%%ask --max-turns 1 --new\n"
             "Reply with exactly this text:\n\n"
@@ -208,7 +226,7 @@ def tool_calls(source: str) -> set[str]:
     }
 
 
-def test_the_local_models_code_calls_a_tool(local_kernel) -> None:
+def test_the_local_models_code_calls_a_tool(local_kernel, settings_file) -> None:
     # A log with one error in it, in the user's namespace; the model is told
     # to grep it. Whether it does varies (see ASK_ATTEMPTS), so the cell is
     # asked afresh until a block that calls a tool ran, and each answer is
@@ -223,6 +241,7 @@ def test_the_local_models_code_calls_a_tool(local_kernel) -> None:
         # An earlier answer may have bound a tool's name in the namespace
         # (`grep = lambda ...`), which hides the tool from later code.
         local_kernel.execute(f"for _name in {sorted(TOOLS)!r}: globals().pop(_name, None)").assert_ok()
+        sample_with_seed(settings_file, len(asks))
         ask = local_kernel.execute(
             "%%ask --max-turns 1 --new\n"
             "Find the error in the variable log. Reply with exactly this text:\n\n"

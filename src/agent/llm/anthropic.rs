@@ -27,8 +27,8 @@ pub fn request_body(request: &ChatRequest) -> Value {
     });
     if !request.system.is_empty() {
         // A cache breakpoint after the system prompt, which stays the same
-        // for every call of a run (what changes goes with the latest
-        // message): later calls read it from Anthropic's prompt cache.
+        // for every call of a run (the run keeps the namespace it began
+        // with): later calls read it from Anthropic's prompt cache.
         body["system"] = json!([{
             "type": "text",
             "text": request.system,
