@@ -60,30 +60,42 @@ def test_with_replayed_solutions_every_graph_solves_every_task(tmp_path) -> None
         assert f"\n{graph} " in printed and f"{len(TASKS)}/{len(TASKS)}" in printed, printed
 
 
-def test_a_checker_fails_when_the_work_is_not_done(tmp_path) -> None:
-    # The replay provider answers every request with the solution of the
-    # task it names; a task it cannot find gets code that does nothing, and
-    # the checker must then say "not solved".
+def bench_module(name: str):
+    """A module of bench/, imported."""
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        import agent_eval
+        return __import__(name)
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    body = {"messages": [{"role": "system", "content": "You are an assistant working inside a Jupyter notebook"},
-                         {"role": "user", "content": "something no task asks"}]}
-    assert agent_eval.replay_answer(body, agent_eval.TASKS) == "```python\nprint('no task found')\n```"
-    # Through the kernel: a task whose solution is withheld is not solved.
-    task = next(t for t in agent_eval.TASKS if t.name == "data_warmest")
-    unsolvable = type(task)(**{**task.__dict__, "solution": "pass"})
-    replay = agent_eval.ReplayProvider([unsolvable])
+
+
+def run_with_solution(name: str, solution: str):
+    """The Result of task `name` through the kernel, one turn of the default
+    graph, with the replay provider answering `solution`."""
+    agent_eval = bench_module("agent_eval")
+    task = next(t for t in agent_eval.TASKS if t.name == name)
+    replayed = type(task)(**{**task.__dict__, "solution": solution})
+    replay = agent_eval.ReplayProvider([replayed])
     try:
         env = {k: v for k, v in os.environ.items() if k not in agent_eval.PROVIDER_VARIABLES}
         env.update(replay.env())
         ksm = agent_eval.KernelSpecManager()
         ksm.kernel_dirs = [str(agent_eval.VENV_KERNELS)]
-        result = agent_eval.run_task(ksm, env, "default", unsolvable, 120, max_turns=1)
+        return agent_eval.run_task(ksm, env, "default", replayed, 120, max_turns=1)
     finally:
         replay.close()
+
+
+def test_a_checker_fails_when_the_work_is_not_done(tmp_path) -> None:
+    # The replay provider answers every request with the solution of the
+    # task it names; a task it cannot find gets code that does nothing, and
+    # the checker must then say "not solved".
+    agent_eval = bench_module("agent_eval")
+    body = {"messages": [{"role": "system", "content": "You are an assistant working inside a Jupyter notebook"},
+                         {"role": "user", "content": "something no task asks"}]}
+    assert agent_eval.replay_answer(body, agent_eval.TASKS) == "```python\nprint('no task found')\n```"
+    # Through the kernel: a task whose solution is withheld is not solved.
+    result = run_with_solution("data_warmest", "pass")
     assert not result.solved and result.turns == 1, result
 
 
@@ -103,22 +115,7 @@ WRONG_ANSWERS = [
 
 @pytest.mark.parametrize(("name", "wrong"), WRONG_ANSWERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(WRONG_ANSWERS)])
 def test_a_checker_passes_no_plausible_wrong_answer(name: str, wrong: str) -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import agent_eval
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    task = next(t for t in agent_eval.TASKS if t.name == name)
-    wrong_task = type(task)(**{**task.__dict__, "solution": wrong})
-    replay = agent_eval.ReplayProvider([wrong_task])
-    try:
-        env = {k: v for k, v in os.environ.items() if k not in agent_eval.PROVIDER_VARIABLES}
-        env.update(replay.env())
-        ksm = agent_eval.KernelSpecManager()
-        ksm.kernel_dirs = [str(agent_eval.VENV_KERNELS)]
-        result = agent_eval.run_task(ksm, env, "default", wrong_task, 120, max_turns=1)
-    finally:
-        replay.close()
+    result = run_with_solution(name, wrong)
     # The wrong code ran (one turn, no error of its own), and was not taken.
     assert result.turns == 1 and not result.solved, result
 
