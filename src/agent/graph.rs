@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 
-use super::AgentError;
+use super::run::AgentError;
+pub use super::run::Observer;
 
 /// The future a node returns.
 pub type NodeFuture<'a> = Pin<Box<dyn Future<Output = Result<(), AgentError>> + Send + 'a>>;
@@ -30,12 +31,6 @@ enum Edge<S> {
     Always(Route),
     /// The routes the condition may choose, then the condition.
     When(&'static [Route], Condition<S>),
-}
-
-/// Told when nodes start and finish, so a run can be shown as it happens.
-pub trait Observer {
-    fn node_started(&mut self, node: &'static str);
-    fn node_finished(&mut self, node: &'static str);
 }
 
 /// How a run ended.

@@ -1,6 +1,8 @@
 //! Prompt templates (in `prompts/*.md`, embedded at build time) and their
 //! rendering. Placeholders are `{name}`; values are inserted verbatim.
 
+use crate::agent::run::{Execution, KeyInformation, Skill};
+
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const REFLECT: &str = include_str!("../../prompts/reflect.md");
 const PLAN: &str = include_str!("../../prompts/plan.md");
@@ -12,9 +14,6 @@ const RLM: &str = include_str!("../../prompts/rlm.md");
 const PLANNER: &str = include_str!("../../prompts/planner.md");
 const TRIAGE_CLASSIFY: &str = include_str!("../../prompts/triage_classify.md");
 const TRIAGE_PLAN: &str = include_str!("../../prompts/triage_plan.md");
-
-/// A skill the model may load with `skill(name)`: its name and description.
-pub type Skill = (String, String);
 
 /// The prompt for a generate turn: the instructions, the namespace summary
 /// and the cells the user ran since the last request, and the toolbox.
@@ -49,17 +48,18 @@ pub fn toolbox(skills: &[Skill]) -> String {
     TOOLBOX.replace("{skills}", &listed)
 }
 
-/// The system prompt of an `rlm()` sub-agent.
-pub fn rlm(search: &super::rlm::Search, max_turns: u32) -> String {
-    let depth_left = match search.depth_left {
+/// The system prompt of an `rlm()` sub-agent answering `query` about a
+/// value `description` describes, with `depth_left` more levels of `rlm()`.
+pub fn rlm(query: &str, description: &str, depth_left: u32, max_turns: u32) -> String {
+    let depth_left = match depth_left {
         0 => "no more levels: this one may not call rlm".to_owned(),
         1 => "1 more level".to_owned(),
         n => format!("{n} more levels"),
     };
-    RLM.replace("{description}", &search.description)
+    RLM.replace("{description}", description)
         .replace("{depth_left}", &depth_left)
         .replace("{max_turns}", &max_turns.to_string())
-        .replace("{query}", &search.query)
+        .replace("{query}", query)
 }
 
 /// The system prompt of the reflection step.
@@ -93,7 +93,7 @@ pub fn planner(
     namespace: &str,
     recent_cells: &[String],
     skills: &[Skill],
-    key_information: Option<&[super::planner::KeyInformation]>,
+    key_information: Option<&[KeyInformation]>,
 ) -> String {
     let (inform, found) = match key_information {
         None => (String::new(), String::new()),
@@ -184,7 +184,7 @@ do something different.";
 
 /// What the review of a turn reads: the request, then for each block the
 /// code, what it printed and the variables it left, as plain facts.
-pub fn review_request(request: &str, executions: &[super::Execution]) -> String {
+pub fn review_request(request: &str, executions: &[Execution]) -> String {
     let mut text = format!("Request:\n{}\n", request.trim());
     if executions.is_empty() {
         text.push_str("\nNothing ran.\n");

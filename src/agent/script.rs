@@ -4,12 +4,11 @@
 
 use std::collections::VecDeque;
 
-use super::checks::Targets;
-use super::graph::Observer;
-use super::llm::{ChatRequest, Usage};
-use super::planner::KeyInformation;
-use super::triage::{Context, Repair};
-use super::{AgentError, AgentEvent, ChatOutcome, Effects, Execution, ModelChoice, Showing};
+use super::llm::{ChatOutcome, ChatRequest, Usage};
+use super::run::{
+    AgentError, AgentEvent, Context, Effects, Execution, KeyInformation, ModelChoice, Observer,
+    Repair, Showing, Targets,
+};
 
 /// Scripted effects: answers in order, executions by a closure.
 pub struct Script {

@@ -53,7 +53,10 @@ fn request() -> ChatRequest {
 /// Calls `provider`; returns the result and each piece of text as it came.
 async fn chat(
     provider: &HttpProvider,
-) -> (Result<mahtab::agent::ChatOutcome, LlmError>, Vec<String>) {
+) -> (
+    Result<mahtab::agent::llm::ChatOutcome, LlmError>,
+    Vec<String>,
+) {
     let mut pieces = Vec::new();
     let result = tokio::time::timeout(
         Duration::from_secs(30),

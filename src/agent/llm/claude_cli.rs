@@ -15,8 +15,7 @@ use std::process::Stdio;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use super::{ChatEvent, ChatRequest, LlmError, Role, Usage};
-use crate::agent::ChatOutcome;
+use super::{ChatEvent, ChatOutcome, ChatRequest, LlmError, Role, Usage};
 
 const PROVIDER: &str = "claude CLI";
 

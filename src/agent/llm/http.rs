@@ -22,8 +22,7 @@ use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use super::sse::{SseDecoder, SseEvent};
-use super::{ChatEvent, ChatRequest, LlmError, Usage, anthropic, openai};
-use crate::agent::ChatOutcome;
+use super::{ChatEvent, ChatOutcome, ChatRequest, LlmError, Usage, anthropic, openai};
 
 /// How long to wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

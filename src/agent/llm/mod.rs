@@ -44,6 +44,18 @@ impl ChatMessage {
     }
 }
 
+/// A model's complete answer to one call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatOutcome {
+    pub text: String,
+    pub usage: Usage,
+    /// How many of the answer's code blocks were shown as panels while it
+    /// streamed (the first ones, in order).
+    pub blocks_shown: usize,
+    /// The answer was cut off at the length limit.
+    pub truncated: bool,
+}
+
 /// A provider-independent chat request.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatRequest {

@@ -3,20 +3,29 @@
 //! shows) and `text/markdown` (what Lab and VS Code render), and says in its
 //! metadata (`mahtab.kind`) what it is.
 
+pub mod live;
+pub mod stream;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::graph::RunEnd;
-use super::llm::Usage;
-use super::state::{AgentState, Execution, Outcome};
-use super::{AgentEvent, analyst};
+use crate::agent::graph::RunEnd;
+use crate::agent::llm::Usage;
+use crate::agent::parse::prose::review_words;
+use crate::agent::ports::Ports;
+use crate::agent::run::{AgentEvent, AgentState, Execution, Outcome, Plan};
 
 /// One IOPub message of a run: its type and content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shown {
     pub msg_type: &'static str,
     pub content: Value,
+}
+
+/// Publishes `shown` on IOPub through the kernel's ports.
+pub fn publish<P: Ports>(ports: &P, shown: Shown) {
+    ports.publish(shown.msg_type, shown.content);
 }
 
 /// Text in the cell's stdout.
@@ -151,7 +160,7 @@ pub fn event(event: &AgentEvent) -> Shown {
     }
 }
 
-fn plan_line(plan: &analyst::Plan) -> String {
+fn plan_line(plan: &Plan) -> String {
     let steps = match (plan.needs_code, plan.needs_evaluation) {
         (false, _) => "answer without code",
         (true, false) => "run code, then explain",
@@ -329,44 +338,10 @@ pub fn fenced(text: &str, language: &str) -> String {
     format!("{fence}{language}\n{text}\n{fence}")
 }
 
-/// A review's words as a line for the user: prose only (a small model's
-/// review often holds code, which the next turn gets but the user need not
-/// read), on one line, cut at a sentence end near 200 characters.
-pub fn review_words(text: &str) -> String {
-    let prose = text.split("```").step_by(2).collect::<Vec<_>>().join(" ");
-    let words = prose.split_whitespace().collect::<Vec<_>>().join(" ");
-    if looks_like_code(&words) {
-        return String::new();
-    }
-    if words.chars().count() <= 200 {
-        return words;
-    }
-    let cut: String = words.chars().take(200).collect();
-    match cut.rfind(". ") {
-        Some(end) if end > 40 => cut[..=end].to_owned(),
-        _ => format!("{}…", cut.trim_end()),
-    }
-}
-
-/// Whether a line reads as code rather than words (an assignment, a call
-/// with no sentence around it).
-fn looks_like_code(words: &str) -> bool {
-    let letters = words
-        .chars()
-        .filter(|c| c.is_alphabetic() || *c == ' ')
-        .count();
-    let symbols = words
-        .chars()
-        .filter(|c| "=()[]{}_.:'\"".contains(*c))
-        .count();
-    !words.is_empty()
-        && (symbols * 4 > letters || words.starts_with("import ") || words.starts_with("print("))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::reflect::Verdict;
+    use crate::agent::run::Verdict;
 
     fn plain(shown: &Shown) -> &str {
         shown.content["data"]["text/plain"].as_str().unwrap()

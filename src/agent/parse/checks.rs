@@ -5,22 +5,7 @@
 //! misjudgement (correct code called unfinished, an answer with no code
 //! called finished) is caught without another call.
 
-use super::state::Execution;
-
-/// What a request says will exist when it is done.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Targets {
-    /// Variables it names to store a result in.
-    pub names: Vec<String>,
-    /// Files it names to write.
-    pub files: Vec<String>,
-}
-
-impl Targets {
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.files.is_empty()
-    }
-}
+use crate::agent::run::{Execution, Targets};
 
 /// File kinds a notebook request writes.
 const FILE_KINDS: [&str; 16] = [

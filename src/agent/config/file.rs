@@ -216,7 +216,7 @@ fn without_values(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::config::env;
+    use crate::agent::config::choice::env;
 
     #[test]
     fn entries_stand_for_their_environment_variables() {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::render::{Shown, fenced};
+use super::{Shown, fenced};
 
 /// Quick code shows no live panel: its output panel comes soon enough.
 pub const SHOW_AFTER: Duration = Duration::from_secs(1);

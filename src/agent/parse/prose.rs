@@ -1,11 +1,11 @@
 //! Splitting a streamed answer into what the user reads now and what they
 //! see later as a code panel. The code blocks that will run (by the rules of
-//! [`super::extract`]) are held back from the text stream, so no code shows
+//! [`super::code`]) are held back from the text stream, so no code shows
 //! twice; everything else streams as it arrives, except the few characters
 //! that might begin a fence or a `<assistant-repl-in>` tag, which wait until
 //! they are known to be neither.
 
-use super::extract::{TAG_CLOSE, TAG_OPEN, is_python};
+use super::code::{TAG_CLOSE, TAG_OPEN, is_python};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -191,6 +191,40 @@ pub fn without_code(answer: &str) -> String {
     shown.trim().to_owned()
 }
 
+/// A review's words as a line for the user: prose only (a small model's
+/// review often holds code, which the next turn gets but the user need not
+/// read), on one line, cut at a sentence end near 200 characters.
+pub fn review_words(text: &str) -> String {
+    let prose = text.split("```").step_by(2).collect::<Vec<_>>().join(" ");
+    let words = prose.split_whitespace().collect::<Vec<_>>().join(" ");
+    if looks_like_code(&words) {
+        return String::new();
+    }
+    if words.chars().count() <= 200 {
+        return words;
+    }
+    let cut: String = words.chars().take(200).collect();
+    match cut.rfind(". ") {
+        Some(end) if end > 40 => cut[..=end].to_owned(),
+        _ => format!("{}…", cut.trim_end()),
+    }
+}
+
+/// Whether a line reads as code rather than words (an assignment, a call
+/// with no sentence around it).
+fn looks_like_code(words: &str) -> bool {
+    let letters = words
+        .chars()
+        .filter(|c| c.is_alphabetic() || *c == ' ')
+        .count();
+    let symbols = words
+        .chars()
+        .filter(|c| "=()[]{}_.:'\"".contains(*c))
+        .count();
+    !words.is_empty()
+        && (symbols * 4 > letters || words.starts_with("import ") || words.starts_with("print("))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +236,7 @@ mod tests {
         assert!(!prose.contains("print"), "{prose:?}");
         assert!(prose.starts_with("The total is below.") && prose.ends_with("It is 6."));
     }
-    use crate::agent::extract::code_blocks;
+    use crate::agent::parse::code::code_blocks;
 
     /// The text shown for `answer` fed in pieces of `size` characters.
     fn shown(answer: &str, size: usize) -> String {

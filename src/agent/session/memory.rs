@@ -8,11 +8,14 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::llm::{ChatMessage, Role};
+use crate::agent::llm::{ChatMessage, Role};
+use crate::agent::ports::Ports;
 
 /// The most messages kept.
 pub const MAX_MESSAGES: usize = 40;
@@ -140,6 +143,62 @@ fn bounded(messages: &[ChatMessage]) -> Vec<ChatMessage> {
         start += 1;
     }
     messages[start..].to_vec()
+}
+
+/// The conversation of a session: its messages, which each run continues,
+/// and where they are kept across restarts, once known (the first request
+/// asks Python which notebook this is).
+#[derive(Default)]
+pub(super) struct Conversation {
+    pub(super) messages: Mutex<Vec<ChatMessage>>,
+    pub(super) memory: Mutex<Option<Memory>>,
+}
+
+impl Conversation {
+    /// The memory of this notebook's conversation; on the first request of
+    /// the session its saved messages become the conversation.
+    pub(super) async fn memory<P: Ports>(&self, ports: &P) -> Option<Memory> {
+        if let Some(memory) = self
+            .memory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return Some(memory);
+        }
+        let location = match ports.python("memory", json!({})).await {
+            Ok(location) => location,
+            Err(e) => {
+                tracing::warn!("%%ask: no memory: {e}");
+                return None;
+            }
+        };
+        let (Some(dir), Some(key)) = (location["dir"].as_str(), location["key"].as_str()) else {
+            return None;
+        };
+        let memory = Memory::new(std::path::Path::new(dir), key);
+        let saved = memory.load();
+        {
+            let mut conversation = self.messages.lock().unwrap_or_else(PoisonError::into_inner);
+            if conversation.is_empty() {
+                *conversation = saved;
+            }
+        }
+        *self.memory.lock().unwrap_or_else(PoisonError::into_inner) = Some(memory.clone());
+        Some(memory)
+    }
+}
+
+/// What of a failed or interrupted run's messages stays in the
+/// conversation: up to the model's last answer. A request (or an execution
+/// report) the model never answered is dropped, so the next request is not
+/// sent merged with it.
+pub(super) fn answered_part(messages: &[ChatMessage]) -> &[ChatMessage] {
+    let answered = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |last| last + 1);
+    &messages[..answered]
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! from the settings file and then the environment. With none, the user is
 //! told how to configure one.
 
-use super::llm::claude_cli::ClaudeCli;
-use super::llm::http::{ApiKey, WireFormat};
-use super::llm::local;
 use super::options::AskOptions;
+use crate::agent::llm::claude_cli::ClaudeCli;
+use crate::agent::llm::http::{ApiKey, WireFormat};
+use crate::agent::llm::local;
 
 /// Which provider a cell uses.
 #[derive(Debug, Clone)]

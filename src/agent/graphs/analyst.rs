@@ -15,85 +15,13 @@
 //! plain-language answer (or, when every attempt failed, with all of them
 //! shown).
 
-use serde::Serialize;
-
-use super::extract::code_blocks;
-use super::graph::{Graph, Route};
-use super::llm::{ChatMessage, Role};
-use super::nodes::{Settings, node, run_pending};
-use super::reflect::{json_objects, truthy};
-use super::schemas;
-use super::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, prompts};
-
-/// Attempts at the code before the graph gives up, unless `--max-turns`
-/// says otherwise.
-pub const MAX_ATTEMPTS: u32 = 3;
-
-/// The planning step's decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Plan {
-    pub needs_code: bool,
-    pub needs_evaluation: bool,
-    pub reasoning: String,
-    /// False when the answer could not be read and the defaults were used.
-    #[serde(skip)]
-    pub parsed: bool,
-}
-
-/// Reads a plan from the model's answer: JSON (also inside prose or a
-/// fence), else `needs_code: true`-style lines. An unreadable answer plans to
-/// run code without evaluation: in a notebook, guessing at data is worse
-/// than computing something that was not strictly needed.
-pub fn parse_plan(answer: &str) -> Plan {
-    let from_json = json_objects(answer).find_map(|value| {
-        let object = value.as_object()?;
-        let flag = |key: &str| match object.get(key)? {
-            serde_json::Value::Bool(b) => Some(*b),
-            serde_json::Value::String(s) => truthy(s),
-            _ => None,
-        };
-        Some(Plan {
-            needs_code: flag("needs_code")?,
-            needs_evaluation: flag("needs_evaluation").unwrap_or(false),
-            reasoning: object
-                .get("reasoning")
-                .and_then(|r| r.as_str())
-                .unwrap_or_default()
-                .to_owned(),
-            parsed: true,
-        })
-    });
-    if let Some(plan) = from_json {
-        return plan;
-    }
-    match flag_in_text(answer, "needs_code") {
-        Some(needs_code) => Plan {
-            needs_code,
-            needs_evaluation: flag_in_text(answer, "needs_evaluation").unwrap_or(false),
-            reasoning: String::new(),
-            parsed: true,
-        },
-        None => Plan {
-            needs_code: true,
-            needs_evaluation: false,
-            reasoning: String::new(),
-            parsed: false,
-        },
-    }
-}
-
-/// The value after `key:` or `key =` in free text, if it reads as a boolean.
-fn flag_in_text(text: &str, key: &str) -> Option<bool> {
-    let at = text.find(key)? + key.len();
-    let rest = text[at..].trim_start_matches(['"', '\'', '*', ' ']);
-    let rest = rest.strip_prefix([':', '='])?;
-    let word: String = rest
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .collect();
-    truthy(&word)
-}
+use super::steps::{Settings, node, run_pending};
+use crate::agent::graph::{Graph, Route};
+use crate::agent::llm::{ChatMessage, Role};
+use crate::agent::parse::code::code_blocks;
+use crate::agent::parse::plan::parse_plan;
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome};
+use crate::agent::{prompts, schemas};
 
 /// Where the analyst goes after an attempt: done (with --no-exec), another
 /// attempt, giving up, evaluating the result, or explaining it.
@@ -287,6 +215,7 @@ fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), Ag
 mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
+    use crate::agent::run::limits::ANALYST_MAX_ATTEMPTS;
     use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
 
     /// A plan Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp server,
@@ -357,7 +286,7 @@ mod tests {
     #[test]
     fn a_conceptual_question_goes_straight_to_the_explanation() {
         let mut script = Script::new(&[NO_CODE, "A DataFrame is a table."], ok);
-        let mut state = AgentState::new("what is a DataFrame?", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("what is a DataFrame?", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "explain"]);
         assert!(script.executed.is_empty());
@@ -382,7 +311,7 @@ mod tests {
             &[CODE_ONLY, "```python\nprint(6*7)\n```", "The total is 42."],
             ok,
         );
-        let mut state = AgentState::new("total?", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("total?", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code", "explain"]);
         assert_eq!(script.executed, ["print(6*7)"]);
@@ -405,7 +334,7 @@ mod tests {
             ],
             ok,
         );
-        let mut state = AgentState::new("is it high?", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("is it high?", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code", "evaluate", "explain"]);
         // The evaluation stays in the conversation, before the answer.
@@ -438,7 +367,7 @@ mod tests {
             ],
             fails_once,
         );
-        let mut state = AgentState::new("divide", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("divide", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code", "code", "explain"]);
         assert_eq!(script.executed, ["1/0", "print('fixed')"]);
@@ -462,7 +391,7 @@ mod tests {
             ],
             always_fails,
         );
-        let mut state = AgentState::new("fail", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("fail", Vec::new(), ANALYST_MAX_ATTEMPTS);
         let end = run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code", "code", "code", "error"]);
         assert_eq!(end, RunEnd::Finished { steps: 5 });
@@ -497,7 +426,7 @@ mod tests {
     #[test]
     fn no_exec_shows_the_code_and_stops() {
         let mut script = Script::new(&[CODE_ONLY, "```python\nimport os\n```"], ok);
-        let mut state = AgentState::new("show me", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("show me", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, false);
         assert_eq!(script.nodes, ["plan", "code"]);
         assert!(script.executed.is_empty());
@@ -516,7 +445,7 @@ mod tests {
             &["let me think", "```python\nprint(1)\n```", "It is 1."],
             ok,
         );
-        let mut state = AgentState::new("value?", Vec::new(), MAX_ATTEMPTS);
+        let mut state = AgentState::new("value?", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code", "explain"]);
     }

@@ -2,21 +2,22 @@
 //! this kernel's defaults and shows what a cell would use.
 //!
 //! Highest first: the run's own options, `%ask_config`, the settings file
-//! (see [`crate::agent::config_file`]), the kernel's environment, and last
+//! (see [`super::file`]), the kernel's environment, and last
 //! the embedded local model.
 
 use std::path::{Path, PathBuf};
 
-use super::config::{self, Choice};
-use super::config_file::{self, ConfigFile, ConfigFileError};
-use super::llm::claude_cli::ClaudeCli;
-use super::llm::http::WireFormat;
+use super::choice::{self as config, Choice};
+use super::file::{self as config_file, ConfigFile, ConfigFileError};
 use super::options::{AskOptions, ConfigChange, GraphKind};
-use super::session::DEFAULT_MAX_TURNS;
-use super::{analyst, planner, triage};
+use crate::agent::llm::claude_cli::ClaudeCli;
+use crate::agent::llm::http::WireFormat;
+use crate::agent::run::limits::{
+    ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, TRIAGE_DEFAULT_MAX_REVIEWS,
+};
 
 /// Every source of settings, read once for a run.
-pub(super) struct Settings {
+pub(crate) struct Settings {
     session: AskOptions,
     file: ConfigFile,
 }
@@ -24,7 +25,7 @@ pub(super) struct Settings {
 impl Settings {
     /// The settings as they are now, with `session` the `%ask_config`
     /// defaults (the file is read afresh).
-    pub(super) fn now(session: AskOptions) -> Result<Self, ConfigFileError> {
+    pub(crate) fn now(session: AskOptions) -> Result<Self, ConfigFileError> {
         Ok(Self {
             session,
             file: ConfigFile::load(env)?,
@@ -32,19 +33,19 @@ impl Settings {
     }
 
     /// A cell's options with the defaults filled in.
-    pub(super) fn options_for(&self, cell: &AskOptions) -> AskOptions {
+    pub(crate) fn options_for(&self, cell: &AskOptions) -> AskOptions {
         cell.clone().or(&self.session).or(&self.file.options())
     }
 
     /// A setting that has an environment variable: the file's value, else
     /// the environment's.
-    pub(super) fn var(&self, name: &str) -> Option<String> {
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
         self.file.var(name).or_else(|| env(name))
     }
 
     /// The provider for a cell with these (defaulted) options: the settings
     /// file ranks above the environment.
-    pub(super) fn choose_provider(
+    pub(crate) fn choose_provider(
         &self,
         options: &AskOptions,
     ) -> Result<config::Choice, config::ConfigError> {
@@ -55,7 +56,7 @@ impl Settings {
     /// The claude CLI the triage graph may hand work to: `MAHTAB_CLAUDE_BIN`
     /// or `claude` on the PATH, unless `MAHTAB_CLAUDE_AGENT` (the settings
     /// file's `[claude] agent`) is off.
-    pub(super) fn claude_agent(&self) -> Option<ClaudeCli> {
+    pub(crate) fn claude_agent(&self) -> Option<ClaudeCli> {
         if self
             .var("MAHTAB_CLAUDE_AGENT")
             .is_some_and(|v| matches!(v.trim(), "0" | "false" | "no" | "off"))
@@ -98,7 +99,7 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// Applies an `%ask_config` change to the session's `defaults`.
-pub(super) fn apply(defaults: &mut AskOptions, change: ConfigChange) {
+pub(crate) fn apply(defaults: &mut AskOptions, change: ConfigChange) {
     match change {
         ConfigChange::Show => {}
         ConfigChange::Reset => *defaults = AskOptions::default(),
@@ -108,7 +109,7 @@ pub(super) fn apply(defaults: &mut AskOptions, change: ConfigChange) {
 
 /// What a `%%ask` cell without options would use, and why. Keys are only
 /// ever said to be set.
-pub(super) fn overview(settings: &Settings) -> String {
+pub(crate) fn overview(settings: &Settings) -> String {
     let options = settings.options_for(&AskOptions::default());
     let provider_source = match settings.source(|o| o.provider.is_some(), Some("MAHTAB_PROVIDER")) {
         // Not named anywhere: the first key or URL found chose it.
@@ -158,9 +159,9 @@ pub(super) fn overview(settings: &Settings) -> String {
     let max_turns = options.max_turns.map_or_else(
         || match graph {
             GraphKind::Default => format!("{DEFAULT_MAX_TURNS}"),
-            GraphKind::Analyst => format!("{} attempts", analyst::MAX_ATTEMPTS),
-            GraphKind::Planner => format!("{} steps", planner::DEFAULT_MAX_TURNS),
-            GraphKind::Triage => format!("{} reviews", triage::DEFAULT_MAX_REVIEWS),
+            GraphKind::Analyst => format!("{} attempts", ANALYST_MAX_ATTEMPTS),
+            GraphKind::Planner => format!("{} steps", PLANNER_MAX_TURNS),
+            GraphKind::Triage => format!("{} reviews", TRIAGE_DEFAULT_MAX_REVIEWS),
         },
         |n| n.to_string(),
     );

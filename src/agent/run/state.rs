@@ -2,12 +2,17 @@
 
 use serde::Serialize;
 
-use super::analyst::Plan;
-use super::extract::CodeBlock;
-use super::llm::{ChatMessage, Usage};
-use super::planner::{Action, KeyInformation};
-use super::reflect::Verdict;
-use super::triage::Triage;
+use super::findings::{Action, KeyInformation, Outcome, Plan, Triage, Verdict};
+use crate::agent::llm::{ChatMessage, Usage};
+
+/// A skill the model may load with `skill(name)`: its name and description.
+pub type Skill = (String, String);
+
+/// A code block found in a model's answer, in order of appearance.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CodeBlock {
+    pub code: String,
+}
 
 /// One executed code block, as the model will be told about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,23 +41,6 @@ impl Execution {
     }
 }
 
-/// How a run ended, for the summary shown to the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Outcome {
-    /// The model answered without code.
-    Answered,
-    /// The reflection step judged the request done.
-    Complete,
-    /// The turn limit was reached first.
-    MaxTurns,
-    /// Every attempt at the code failed (the analyst graph's error node).
-    GaveUp,
-    /// The review judged that the request cannot be done here.
-    CannotBeDone,
-    /// The model kept sending the same code with the same result.
-    Repeating,
-}
-
 /// Everything a run reads and writes.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentState {
@@ -61,7 +49,7 @@ pub struct AgentState {
     /// Code of the cells the user ran since the previous request.
     pub recent_cells: Vec<String>,
     /// The skills the model may load: name and description.
-    pub skills: Vec<super::prompts::Skill>,
+    pub skills: Vec<Skill>,
     /// The conversation so far, this run's request and turns included; it
     /// carries over between runs in the same kernel.
     pub conversation: Vec<ChatMessage>,

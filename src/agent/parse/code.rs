@@ -4,11 +4,7 @@
 //! `<assistant-repl-in>` tag form. Blocks of other languages (text, output,
 //! json, ...) are never run.
 
-/// A code block found in a model's answer, in order of appearance.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct CodeBlock {
-    pub code: String,
-}
+use crate::agent::run::CodeBlock;
 
 pub(super) const TAG_OPEN: &str = "<assistant-repl-in>";
 pub(super) const TAG_CLOSE: &str = "</assistant-repl-in>";

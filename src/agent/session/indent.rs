@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::ports::{Output, Ports, PythonFailure};
+use crate::agent::ports::{Output, Ports, PythonFailure};
 
 /// One step of indentation in plain text.
 const STEP: &str = "│ ";

@@ -2,7 +2,7 @@
 //! out (it shows as its own panel), and the rest is coalesced into few
 //! `stream` messages, so a fast model does not flood the frontend.
 
-use super::prose::ProseFilter;
+use crate::agent::parse::prose::ProseFilter;
 
 /// Coalesces streamed text into few messages, at most one per coalescing
 /// tick: held text goes out when the tick comes round, and the first text

@@ -4,27 +4,10 @@
 //! answer that says nothing readable counts as "not complete", with the text
 //! kept as the reasoning, so the next turn still learns from it.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The reflection step's judgement of the last turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
-    pub is_complete: bool,
-    /// Not done, and no further turn can do it (a file or package that is
-    /// not there, data that does not hold the answer): `reasoning` says why.
-    #[serde(default)]
-    pub cannot_fix: bool,
-    pub reasoning: String,
-    pub next_action: String,
-    /// When complete: a short answer to the request in plain words, which
-    /// interprets what the output showed (empty when the judge gave none).
-    #[serde(default)]
-    pub answer: String,
-    /// False when nothing in the answer could be read as a verdict.
-    #[serde(skip)]
-    pub parsed: bool,
-}
+use super::json::{json_objects, python_dicts, truthy};
+use crate::agent::run::Verdict;
 
 /// Reads a verdict from a model's answer: JSON (also written as a Python
 /// dict), XML-like tags, or `key: value` lines (Markdown lists and bold
@@ -87,124 +70,6 @@ fn from_json(value: &Value) -> Option<Verdict> {
         },
         parsed: true,
     })
-}
-
-pub(super) fn truthy(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "yes" | "1" => Some(true),
-        "false" | "no" | "0" => Some(false),
-        _ => None,
-    }
-}
-
-/// Every balanced `{...}` in `text` that parses as JSON, outermost first.
-pub(super) fn json_objects(text: &str) -> impl Iterator<Item = Value> + '_ {
-    let starts = text.match_indices('{').map(|(i, _)| i);
-    starts.filter_map(move |start| {
-        let end = matching_brace(&text[start..])?;
-        serde_json::from_str(&text[start..start + end]).ok()
-    })
-}
-
-/// The length of the balanced object starting at `text[0] == '{'`, honouring
-/// strings and escapes.
-fn matching_brace(text: &str) -> Option<usize> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, c) in text.char_indices() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' => depth += 1,
-            '}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Every balanced `{...}` in `text` written as a Python literal (single
-/// quotes, `True`, `False`, `None`), read as JSON.
-pub(super) fn python_dicts(text: &str) -> impl Iterator<Item = Value> + '_ {
-    let starts = text.match_indices('{').map(|(i, _)| i);
-    starts.filter_map(move |start| {
-        let json = python_literal_as_json(&text[start..])?;
-        serde_json::from_str(&json).ok()
-    })
-}
-
-/// The Python literal at the start of `text` (`{'a': True}`) as JSON text,
-/// up to its closing brace; None if it does not close.
-fn python_literal_as_json(text: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut depth = 0usize;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' | '"' => {
-                // A string: copied as a JSON string, whatever its quotes.
-                out.push('"');
-                let mut escaped = false;
-                for inner in chars.by_ref() {
-                    match (escaped, inner) {
-                        (true, _) => {
-                            if inner != '\'' {
-                                out.push('\\');
-                            }
-                            out.push(inner);
-                            escaped = false;
-                        }
-                        (false, '\\') => escaped = true,
-                        (false, q) if q == c => break,
-                        (false, '"') => out.push_str("\\\""),
-                        (false, other) => out.push(other),
-                    }
-                }
-                out.push('"');
-            }
-            '{' | '[' => {
-                depth += 1;
-                out.push(c);
-            }
-            '}' | ']' => {
-                depth = depth.checked_sub(1)?;
-                out.push(c);
-                if depth == 0 {
-                    return Some(out);
-                }
-            }
-            c if c.is_alphabetic() => {
-                let mut word = String::from(c);
-                while let Some(&next) = chars.peek() {
-                    if !next.is_alphanumeric() && next != '_' {
-                        break;
-                    }
-                    word.push(next);
-                    chars.next();
-                }
-                out.push_str(match word.as_str() {
-                    "True" | "true" => "true",
-                    "False" | "false" => "false",
-                    "None" | "null" => "null",
-                    _ => return None,
-                });
-            }
-            other => out.push(other),
-        }
-    }
-    None
 }
 
 /// A verdict written as `key: value` lines (`- **is_complete**: yes`).

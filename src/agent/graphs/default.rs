@@ -10,38 +10,24 @@
 //! next generate turn builds on them, and a final text-only answer stays in
 //! the conversation for the next `%%ask`.
 //!
-//! Cheap checks come before a model judges (see [`super::checks`]): a first
+//! Cheap checks come before a model judges (see [`crate::agent::parse::checks`]): a first
 //! answer with no code for a request that needs some is sent back once; a
 //! failed block, or a variable or file the request names that is not there,
 //! means not done without asking; and a turn that only repeats the one
 //! before is told so once, then the run stops. The review sees the request,
 //! the code and its report, not the whole conversation.
 
-use super::budget;
-use super::checks;
-use super::extract::{closed_code_blocks, code_blocks};
-use super::graph::{Graph, NodeFn, Route};
-use super::llm::{AnswerSchema, ChatMessage, ChatRequest};
-use super::reflect::parse_verdict;
-use super::schemas;
-use super::{
-    AgentError, AgentEvent, AgentState, ChatOutcome, Effects, Execution, Outcome, Showing, prompts,
+use super::steps::{Settings, close_with_answer, node, run_pending};
+use crate::agent::graph::{Graph, Route};
+use crate::agent::llm::ChatMessage;
+use crate::agent::parse::checks;
+use crate::agent::parse::code::{closed_code_blocks, code_blocks};
+use crate::agent::parse::prose::review_words;
+use crate::agent::parse::verdict::parse_verdict;
+use crate::agent::run::{
+    AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, Targets, Verdict,
 };
-
-/// Settings the nodes need besides the state.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub model: String,
-    pub max_tokens: u32,
-    /// The model's context window: what is sent is kept within it.
-    pub context_tokens: usize,
-    /// With `false`, code is shown but never run (`--no-exec`).
-    pub execute: bool,
-    /// With `true`, one answer and its code, no review (`--once`).
-    pub once: bool,
-    /// How the model samples (temperature, seed).
-    pub sampling: super::llm::Sampling,
-}
+use crate::agent::{prompts, schemas};
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
 /// routing mistake cannot loop forever.
@@ -107,141 +93,6 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
         )
 }
 
-/// Answers of judging steps (reflect, plan) are short JSON (a verdict's
-/// closing answer included); reasoning models spend part of this on hidden
-/// reasoning first.
-const JUDGEMENT_TOKENS: u32 = 1024;
-
-impl Settings {
-    /// Asks the model, with `system` as the system prompt, about the
-    /// conversation so far, for an answer the user watches stream in.
-    pub(super) async fn answer<E: Effects>(
-        &self,
-        state: &mut AgentState,
-        effects: &mut E,
-        system: String,
-    ) -> Result<ChatOutcome, AgentError> {
-        ask_model(
-            state,
-            effects,
-            self,
-            system,
-            self.max_tokens,
-            Showing::Prose,
-            None,
-        )
-        .await
-    }
-
-    /// Like [`Settings::answer`], for an answer whose code blocks will run:
-    /// each shows as a panel as soon as it is complete, and the node's
-    /// [`run_pending`] shows only the rest.
-    pub(super) async fn write_code<E: Effects>(
-        &self,
-        state: &mut AgentState,
-        effects: &mut E,
-        system: String,
-    ) -> Result<ChatOutcome, AgentError> {
-        let showing = Showing::ProseAndCode {
-            turn: state.turn + 1,
-        };
-        let answer =
-            ask_model(state, effects, self, system, self.max_tokens, showing, None).await?;
-        state.blocks_shown = answer.blocks_shown;
-        Ok(answer)
-    }
-
-    /// A short judgement of `review` alone (the request, the code and its
-    /// report), not the whole conversation: it is all a judge needs, and
-    /// costs a fraction of the tokens. The answer has the shape of `schema`
-    /// where the provider enforces it.
-    pub(super) async fn judge_alone<E: Effects>(
-        &self,
-        state: &mut AgentState,
-        effects: &mut E,
-        system: String,
-        review: String,
-        schema: AnswerSchema,
-    ) -> Result<ChatOutcome, AgentError> {
-        let request = ChatRequest {
-            model: self.model.clone(),
-            system,
-            messages: budget::fit(
-                "",
-                &[ChatMessage::user(review)],
-                self.context_tokens,
-                JUDGEMENT_TOKENS,
-            ),
-            max_tokens: JUDGEMENT_TOKENS,
-            sampling: self.sampling,
-            schema: Some(schema),
-        };
-        let answer = effects.chat(request, Showing::Hidden).await?;
-        state.usage.add(answer.usage);
-        Ok(answer)
-    }
-
-    /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
-    /// that the kernel reads rather than shows, in the shape of `schema`
-    /// where the provider enforces it.
-    pub(super) async fn judge<E: Effects>(
-        &self,
-        state: &mut AgentState,
-        effects: &mut E,
-        system: String,
-        schema: AnswerSchema,
-    ) -> Result<ChatOutcome, AgentError> {
-        ask_model(
-            state,
-            effects,
-            self,
-            system,
-            JUDGEMENT_TOKENS,
-            Showing::Hidden,
-            Some(schema),
-        )
-        .await
-    }
-}
-
-/// One model call over the conversation so far; its usage is counted.
-async fn ask_model<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    settings: &Settings,
-    system: String,
-    max_tokens: u32,
-    showing: Showing,
-    schema: Option<AnswerSchema>,
-) -> Result<ChatOutcome, AgentError> {
-    let messages = budget::fit(
-        &system,
-        &state.conversation,
-        settings.context_tokens,
-        max_tokens,
-    );
-    let request = ChatRequest {
-        model: settings.model.clone(),
-        system,
-        messages,
-        max_tokens,
-        sampling: settings.sampling,
-        schema,
-    };
-    let answer = effects.chat(request, showing).await?;
-    state.usage.add(answer.usage);
-    Ok(answer)
-}
-
-pub(super) fn node<E: Effects>(
-    f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> super::graph::NodeFuture<'a>
-    + Send
-    + Sync
-    + 'static,
-) -> NodeFn<AgentState, E> {
-    Box::new(f)
-}
-
 async fn generate<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
@@ -288,7 +139,7 @@ fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
         && state.turn < state.max_turns
     {
         state.nudged_after_review = true;
-        let reason = super::render::review_words(&verdict.reasoning);
+        let reason = review_words(&verdict.reasoning);
         state
             .conversation
             .push(ChatMessage::user(prompts::still_unfinished(&reason)));
@@ -328,81 +179,6 @@ async fn execute<E: Effects>(
         state.conversation.push(ChatMessage::user(ran.report));
     }
     Ok(())
-}
-
-/// The panel of a block shown while the answer streamed that never ran.
-const NOT_RUN: &str = "(not run: a block before it failed)";
-
-/// What running a turn's blocks gave.
-pub(super) struct BlocksRun {
-    /// What the model is told about the blocks that ran.
-    pub report: String,
-    /// Whether a block failed (the blocks after it were not run).
-    pub failed: bool,
-}
-
-/// Shows each pending block and, when `enabled`, runs it in order, stopping
-/// at the first failure.
-pub(super) async fn run_pending<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    enabled: bool,
-) -> Result<BlocksRun, AgentError> {
-    let blocks = std::mem::take(&mut state.pending);
-    let shown = std::mem::take(&mut state.blocks_shown);
-    let mut reports = Vec::new();
-    let mut failed = false;
-    for (index, block) in blocks.into_iter().enumerate() {
-        let (turn, code) = (state.turn, block.code);
-        if index >= shown {
-            effects.emit(AgentEvent::Code {
-                turn,
-                block: index,
-                code: code.clone(),
-            });
-        }
-        if !enabled {
-            continue;
-        }
-        let execution = effects.execute(&code).await?;
-        reports.push(prompts::execution_report(
-            &code,
-            &execution.output,
-            execution.failed,
-            &execution.changes,
-        ));
-        failed = execution.failed;
-        effects.emit(AgentEvent::Executed {
-            turn,
-            block: index,
-            execution: execution.clone(),
-        });
-        state.executions.push(execution);
-        if failed {
-            // Later blocks likely depend on this one. Those already shown
-            // (as the answer streamed) say that they did not run.
-            for later in index + 1..shown {
-                effects.emit(AgentEvent::Executed {
-                    turn,
-                    block: later,
-                    execution: Execution {
-                        code: String::new(),
-                        output: NOT_RUN.to_owned(),
-                        shown: None,
-                        failed: true,
-                        finished: false,
-                        changes: Vec::new(),
-                        rich_outputs: 0,
-                    },
-                });
-            }
-            break;
-        }
-    }
-    Ok(BlocksRun {
-        report: reports.join("\n\n"),
-        failed,
-    })
 }
 
 async fn reflect<E: Effects>(
@@ -464,10 +240,10 @@ enum Precheck {
     /// block failed, in a way only a review can tell fixable or not).
     Judge { failed: bool },
     /// Not done, and why, without asking.
-    NotDone(super::reflect::Verdict),
+    NotDone(Verdict),
     /// Done, without asking: what the request names exists, no block
     /// failed, and a figure it asks for was shown.
-    Done(super::reflect::Verdict),
+    Done(Verdict),
     /// The turn ran the code of the turn before with the same outcome.
     Repeated,
 }
@@ -479,7 +255,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         return Precheck::Repeated;
     }
     let not_done = |reasoning: String, next_action: &str| {
-        Precheck::NotDone(super::reflect::Verdict {
+        Precheck::NotDone(Verdict {
             is_complete: false,
             cannot_fix: false,
             reasoning,
@@ -525,7 +301,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     // done, with no judgement to get wrong. Anything else is for the review.
     if !targets.is_empty() || wants_figure {
         let made = made_lines(state, &targets);
-        return Precheck::Done(super::reflect::Verdict {
+        return Precheck::Done(Verdict {
             is_complete: true,
             cannot_fix: false,
             reasoning: String::new(),
@@ -539,7 +315,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
 
 /// The variables the request named, as the last code that changed them
 /// left them (`n_fruits: int = 3`), one per line.
-fn made_lines(state: &AgentState, targets: &checks::Targets) -> String {
+fn made_lines(state: &AgentState, targets: &Targets) -> String {
     let mut lines = Vec::new();
     for name in &targets.names {
         let line = state
@@ -565,20 +341,6 @@ fn made_lines(state: &AgentState, targets: &checks::Targets) -> String {
 fn this_turns_executions(state: &AgentState) -> &[Execution] {
     let start = state.executions.len() - state.last_turn_blocks.min(state.executions.len());
     &state.executions[start..]
-}
-
-/// Ends a finished run with the review's answer in plain words, when it
-/// gave one: shown, kept in the conversation, and what `ask()` returns.
-pub(super) fn close_with_answer<E: Effects>(state: &mut AgentState, effects: &mut E, answer: &str) {
-    let answer = answer.trim();
-    if answer.is_empty() {
-        return;
-    }
-    effects.emit(AgentEvent::Answer(answer.to_owned()));
-    state
-        .conversation
-        .push(ChatMessage::assistant(answer.to_owned()));
-    state.answer = answer.to_owned();
 }
 
 #[cfg(test)]

@@ -8,11 +8,12 @@
 //!                    -> run -> (FINAL called: end) -> (turns left: explore | end)
 //! ```
 
-use super::extract::code_blocks;
-use super::graph::{Graph, Route};
-use super::llm::ChatMessage;
-use super::nodes::{Settings, node, run_pending};
-use super::{AgentError, AgentState, Effects, Outcome, prompts};
+use super::steps::{Settings, node, run_pending};
+use crate::agent::graph::{Graph, Route};
+use crate::agent::llm::ChatMessage;
+use crate::agent::parse::code::code_blocks;
+use crate::agent::prompts;
+use crate::agent::run::{AgentError, AgentState, Effects, Outcome};
 
 /// What the sub-agent is told it searches.
 #[derive(Debug, Clone)]
@@ -23,9 +24,6 @@ pub struct Search {
     /// How many more levels of `rlm()` its code may open.
     pub depth_left: u32,
 }
-
-/// Turns of one `rlm()` call unless told otherwise.
-pub const DEFAULT_MAX_TURNS: u32 = 10;
 
 const NEEDS_CODE: &str = "Reply with a ```python block that explores `context`, \
 and call FINAL(answer) once you know the answer.";
@@ -74,7 +72,12 @@ async fn explore<E: Effects>(
     settings: Settings,
     search: Search,
 ) -> Result<(), AgentError> {
-    let system = prompts::rlm(&search, state.max_turns);
+    let system = prompts::rlm(
+        &search.query,
+        &search.description,
+        search.depth_left,
+        state.max_turns,
+    );
     let answer = settings.write_code(state, effects, system).await?;
     state.record_answer(answer.text);
     Ok(())
@@ -117,7 +120,7 @@ async fn run<E: Effects>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::Execution;
+    use crate::agent::run::Execution;
     use crate::agent::script::{Script, ok};
 
     fn settings() -> Settings {

@@ -1,0 +1,245 @@
+//! Steps every graph is made of: asking the model (for an answer the user
+//! watches, for code, or for a judgement the kernel reads), running the
+//! pending code blocks, and closing a run with an answer. The settings they
+//! need besides the state travel with them.
+
+use crate::agent::budget;
+use crate::agent::graph::{NodeFn, NodeFuture};
+use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Sampling};
+use crate::agent::prompts;
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
+
+/// Settings the nodes need besides the state.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub model: String,
+    pub max_tokens: u32,
+    /// The model's context window: what is sent is kept within it.
+    pub context_tokens: usize,
+    /// With `false`, code is shown but never run (`--no-exec`).
+    pub execute: bool,
+    /// With `true`, one answer and its code, no review (`--once`).
+    pub once: bool,
+    /// How the model samples (temperature, seed).
+    pub sampling: Sampling,
+}
+
+/// Answers of judging steps (reflect, plan) are short JSON (a verdict's
+/// closing answer included); reasoning models spend part of this on hidden
+/// reasoning first.
+const JUDGEMENT_TOKENS: u32 = 1024;
+
+impl Settings {
+    /// Asks the model, with `system` as the system prompt, about the
+    /// conversation so far, for an answer the user watches stream in.
+    pub(crate) async fn answer<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+    ) -> Result<ChatOutcome, AgentError> {
+        ask_model(
+            state,
+            effects,
+            self,
+            system,
+            self.max_tokens,
+            Showing::Prose,
+            None,
+        )
+        .await
+    }
+
+    /// Like [`Settings::answer`], for an answer whose code blocks will run:
+    /// each shows as a panel as soon as it is complete, and the node's
+    /// [`run_pending`] shows only the rest.
+    pub(crate) async fn write_code<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+    ) -> Result<ChatOutcome, AgentError> {
+        let showing = Showing::ProseAndCode {
+            turn: state.turn + 1,
+        };
+        let answer =
+            ask_model(state, effects, self, system, self.max_tokens, showing, None).await?;
+        state.blocks_shown = answer.blocks_shown;
+        Ok(answer)
+    }
+
+    /// A short judgement of `review` alone (the request, the code and its
+    /// report), not the whole conversation: it is all a judge needs, and
+    /// costs a fraction of the tokens. The answer has the shape of `schema`
+    /// where the provider enforces it.
+    pub(crate) async fn judge_alone<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        review: String,
+        schema: AnswerSchema,
+    ) -> Result<ChatOutcome, AgentError> {
+        let request = ChatRequest {
+            model: self.model.clone(),
+            system,
+            messages: budget::fit(
+                "",
+                &[ChatMessage::user(review)],
+                self.context_tokens,
+                JUDGEMENT_TOKENS,
+            ),
+            max_tokens: JUDGEMENT_TOKENS,
+            sampling: self.sampling,
+            schema: Some(schema),
+        };
+        let answer = effects.chat(request, Showing::Hidden).await?;
+        state.usage.add(answer.usage);
+        Ok(answer)
+    }
+
+    /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
+    /// that the kernel reads rather than shows, in the shape of `schema`
+    /// where the provider enforces it.
+    pub(crate) async fn judge<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        schema: AnswerSchema,
+    ) -> Result<ChatOutcome, AgentError> {
+        ask_model(
+            state,
+            effects,
+            self,
+            system,
+            JUDGEMENT_TOKENS,
+            Showing::Hidden,
+            Some(schema),
+        )
+        .await
+    }
+}
+
+/// One model call over the conversation so far; its usage is counted.
+async fn ask_model<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    system: String,
+    max_tokens: u32,
+    showing: Showing,
+    schema: Option<AnswerSchema>,
+) -> Result<ChatOutcome, AgentError> {
+    let messages = budget::fit(
+        &system,
+        &state.conversation,
+        settings.context_tokens,
+        max_tokens,
+    );
+    let request = ChatRequest {
+        model: settings.model.clone(),
+        system,
+        messages,
+        max_tokens,
+        sampling: settings.sampling,
+        schema,
+    };
+    let answer = effects.chat(request, showing).await?;
+    state.usage.add(answer.usage);
+    Ok(answer)
+}
+
+pub(crate) fn node<E: Effects>(
+    f: impl for<'a> Fn(&'a mut AgentState, &'a mut E) -> NodeFuture<'a> + Send + Sync + 'static,
+) -> NodeFn<AgentState, E> {
+    Box::new(f)
+}
+/// The panel of a block shown while the answer streamed that never ran.
+const NOT_RUN: &str = "(not run: a block before it failed)";
+
+/// What running a turn's blocks gave.
+pub(crate) struct BlocksRun {
+    /// What the model is told about the blocks that ran.
+    pub report: String,
+    /// Whether a block failed (the blocks after it were not run).
+    pub failed: bool,
+}
+
+/// Shows each pending block and, when `enabled`, runs it in order, stopping
+/// at the first failure.
+pub(crate) async fn run_pending<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    enabled: bool,
+) -> Result<BlocksRun, AgentError> {
+    let blocks = std::mem::take(&mut state.pending);
+    let shown = std::mem::take(&mut state.blocks_shown);
+    let mut reports = Vec::new();
+    let mut failed = false;
+    for (index, block) in blocks.into_iter().enumerate() {
+        let (turn, code) = (state.turn, block.code);
+        if index >= shown {
+            effects.emit(AgentEvent::Code {
+                turn,
+                block: index,
+                code: code.clone(),
+            });
+        }
+        if !enabled {
+            continue;
+        }
+        let execution = effects.execute(&code).await?;
+        reports.push(prompts::execution_report(
+            &code,
+            &execution.output,
+            execution.failed,
+            &execution.changes,
+        ));
+        failed = execution.failed;
+        effects.emit(AgentEvent::Executed {
+            turn,
+            block: index,
+            execution: execution.clone(),
+        });
+        state.executions.push(execution);
+        if failed {
+            // Later blocks likely depend on this one. Those already shown
+            // (as the answer streamed) say that they did not run.
+            for later in index + 1..shown {
+                effects.emit(AgentEvent::Executed {
+                    turn,
+                    block: later,
+                    execution: Execution {
+                        code: String::new(),
+                        output: NOT_RUN.to_owned(),
+                        shown: None,
+                        failed: true,
+                        finished: false,
+                        changes: Vec::new(),
+                        rich_outputs: 0,
+                    },
+                });
+            }
+            break;
+        }
+    }
+    Ok(BlocksRun {
+        report: reports.join("\n\n"),
+        failed,
+    })
+}
+
+/// Ends a finished run with the review's answer in plain words, when it
+/// gave one: shown, kept in the conversation, and what `ask()` returns.
+pub(crate) fn close_with_answer<E: Effects>(state: &mut AgentState, effects: &mut E, answer: &str) {
+    let answer = answer.trim();
+    if answer.is_empty() {
+        return;
+    }
+    effects.emit(AgentEvent::Answer(answer.to_owned()));
+    state
+        .conversation
+        .push(ChatMessage::assistant(answer.to_owned()));
+    state.answer = answer.to_owned();
+}

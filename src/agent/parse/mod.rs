@@ -1,0 +1,14 @@
+//! Reading model text, as pure functions: code blocks, prose without its
+//! code, lenient JSON, the review's verdict, the analyst's plan, the
+//! planner's action, the triage's answers, and the cheap checks on a
+//! request and a turn's outcome. Small models write all of these loosely;
+//! each parser is tested against answers recorded from the local model.
+
+pub mod action;
+pub mod checks;
+pub mod code;
+pub mod json;
+pub mod plan;
+pub mod prose;
+pub mod triage;
+pub mod verdict;

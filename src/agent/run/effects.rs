@@ -1,0 +1,82 @@
+//! Everything a run needs from outside, as one trait: the graphs call it,
+//! the session implements it over the kernel's ports, and tests script it.
+
+use std::future::Future;
+
+use super::events::{AgentError, AgentEvent};
+use super::findings::{Context, KeyInformation, Repair, Targets};
+use super::state::Execution;
+use crate::agent::llm::{ChatOutcome, ChatRequest};
+
+/// Told when nodes start and finish, so a run can be shown as it happens.
+pub trait Observer {
+    fn node_started(&mut self, node: &'static str);
+    fn node_finished(&mut self, node: &'static str);
+}
+
+/// How a model's answer is shown while it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Showing {
+    /// Not at all: a judgement the kernel reads.
+    Hidden,
+    /// Its prose streams; code blocks are held back.
+    Prose,
+    /// Its prose streams, and each code block shows as a code panel of
+    /// `turn` as soon as it is complete (for answers whose code will run).
+    ProseAndCode { turn: u32 },
+}
+
+/// Which model answers a run's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ModelChoice {
+    /// The provider the run was configured with.
+    #[default]
+    Configured,
+    /// The claude CLI, which the triage graph hands work to when installed.
+    ClaudeCli,
+}
+
+/// Everything a run needs from outside.
+pub trait Effects: Observer + Send {
+    /// Calls the model, showing its answer as it arrives as `showing` says.
+    fn chat(
+        &mut self,
+        request: ChatRequest,
+        showing: Showing,
+    ) -> impl Future<Output = Result<ChatOutcome, AgentError>> + Send;
+
+    /// Runs `code` in the user's namespace; the result as the model sees it.
+    fn execute(&mut self, code: &str)
+    -> impl Future<Output = Result<Execution, AgentError>> + Send;
+
+    /// A summary of the live namespace for the prompt.
+    fn namespace(&mut self) -> impl Future<Output = String> + Send;
+
+    /// Describes variables in detail (schema, size, missing values, a few
+    /// rows): those in `names` that exist, or with no names, those that
+    /// `request` mentions.
+    fn describe(
+        &mut self,
+        request: &str,
+        names: &[String],
+    ) -> impl Future<Output = Vec<KeyInformation>> + Send;
+
+    /// Which of `targets` (variables and files a request names) do not
+    /// exist (files relative to the working directory).
+    fn missing(&mut self, targets: &Targets) -> impl Future<Output = Targets> + Send;
+
+    /// What the triage's pre-plan looks at: the user's variables and last
+    /// error.
+    fn triage_context(&mut self) -> impl Future<Output = Context> + Send;
+
+    /// A fix for `code`, which failed with `error`, made without the model,
+    /// if a known repair applies.
+    fn repair(&mut self, code: &str, error: &str) -> impl Future<Output = Option<Repair>> + Send;
+
+    /// Sends the model calls that follow to `model` (the claude CLI only
+    /// when the run offers it as an agent).
+    fn use_model(&mut self, model: ModelChoice);
+
+    /// Reports progress to the user.
+    fn emit(&mut self, event: AgentEvent);
+}

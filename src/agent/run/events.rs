@@ -1,0 +1,48 @@
+//! What a run tells the user as it goes ([`AgentEvent`]) and why it stops
+//! early ([`AgentError`]).
+
+use super::findings::{KeyInformation, Plan, Verdict};
+use super::state::Execution;
+use crate::agent::llm::LlmError;
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    #[error("interrupted")]
+    Interrupted,
+    #[error("agent graph: {0}")]
+    Graph(String),
+}
+
+/// What a run reports as it goes, besides streamed text (which
+/// [`super::Effects::chat`] shows itself); the kernel turns these into panels.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A code block is about to run (or would, with execution off).
+    Code {
+        turn: u32,
+        block: usize,
+        code: String,
+    },
+    /// A code block ran.
+    Executed {
+        turn: u32,
+        block: usize,
+        execution: Execution,
+    },
+    Verdict(Verdict),
+    /// The analyst graph decided how to answer.
+    Plan(Plan),
+    /// The analyst graph gave up: every attempt at the code failed.
+    GaveUp {
+        failed: Vec<Execution>,
+    },
+    /// The planner graph's informer described these variables.
+    Informed(Vec<KeyInformation>),
+    /// A line on what the run is doing (a triage decision, a repair).
+    Status(String),
+    /// An answer given without a model call.
+    Answer(String),
+}

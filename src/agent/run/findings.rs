@@ -1,0 +1,233 @@
+//! What each graph finds out during a run, as its own types: the review's
+//! verdict (every graph), the analyst's plan, the planner's next action and
+//! what its informer learned, the triage's decisions. The run state keeps
+//! them; the parsers make them from model text; rendering shows them.
+
+use serde::{Deserialize, Serialize};
+
+use super::limits;
+
+/// The reflection step's judgement of the last turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub is_complete: bool,
+    /// Not done, and no further turn can do it (a file or package that is
+    /// not there, data that does not hold the answer): `reasoning` says why.
+    #[serde(default)]
+    pub cannot_fix: bool,
+    pub reasoning: String,
+    pub next_action: String,
+    /// When complete: a short answer to the request in plain words, which
+    /// interprets what the output showed (empty when the judge gave none).
+    #[serde(default)]
+    pub answer: String,
+    /// False when nothing in the answer could be read as a verdict.
+    #[serde(skip)]
+    pub parsed: bool,
+}
+/// The planning step's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub needs_code: bool,
+    pub needs_evaluation: bool,
+    pub reasoning: String,
+    /// False when the answer could not be read and the defaults were used.
+    #[serde(skip)]
+    pub parsed: bool,
+}
+
+/// What the planner chose to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Run this code in the user's namespace.
+    Python(String),
+    /// Call a toolbox function; `input` is its arguments (Python or JSON).
+    Tool { name: String, input: String },
+    /// Ask the informer about these variables (names in free text).
+    Inform(String),
+    /// End the run with this answer.
+    Finish(String),
+    /// Prose with no action and no final answer in the expected form.
+    Unclear(String),
+}
+
+/// A variable the informer described: its name and what it found.
+pub type KeyInformation = (String, String);
+
+/// The agents the triage hands work to: the other graphs, and the claude
+/// CLI (the default graph with Claude Code's model) when it is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    Default,
+    Analyst,
+    Planner,
+    Claude,
+}
+
+impl Agent {
+    pub const ALL: [Agent; 4] = [
+        Agent::Default,
+        Agent::Analyst,
+        Agent::Planner,
+        Agent::Claude,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Default => "default",
+            Agent::Analyst => "analyst",
+            Agent::Planner => "planner",
+            Agent::Claude => "claude",
+        }
+    }
+
+    /// What the agent is good at, as the planning prompts list it.
+    pub fn strength(self) -> &'static str {
+        match self {
+            Agent::Default => {
+                "writes and runs code, reviews the result, and repeats until done; \
+                 for most requests that need code"
+            }
+            Agent::Analyst => {
+                "plans, runs code, then explains the result in plain words; for questions \
+                 about data that want an interpretation, and for conceptual questions"
+            }
+            Agent::Planner => {
+                "takes one small action at a time (code or a tool such as describe, grep, \
+                 read); for exploring data, logs or files step by step"
+            }
+            Agent::Claude => {
+                "works like the default agent with a stronger model (Claude, through the \
+                 claude CLI); for hard tasks, or ones other agents failed at"
+            }
+        }
+    }
+
+    /// Turns one delegation may use.
+    pub fn turns(self) -> u32 {
+        match self {
+            Agent::Default | Agent::Claude => limits::DEFAULT_MAX_TURNS,
+            Agent::Analyst => limits::ANALYST_MAX_ATTEMPTS,
+            Agent::Planner => limits::PLANNER_MAX_TURNS,
+        }
+    }
+}
+
+/// The agents a run can hand work to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Agents {
+    /// The claude CLI is installed and is not the run's own provider.
+    pub claude: bool,
+}
+
+impl Agents {
+    pub fn available(self) -> impl Iterator<Item = Agent> {
+        Agent::ALL
+            .into_iter()
+            .filter(move |agent| *agent != Agent::Claude || self.claude)
+    }
+
+    /// The available agent a model named, if any.
+    pub fn parse(self, name: &str) -> Option<Agent> {
+        let name = name
+            .trim()
+            .trim_start_matches("agent:")
+            .to_ascii_lowercase();
+        self.available().find(|agent| agent.name() == name)
+    }
+
+    /// The agents and what each is for, one per line, for the prompts.
+    pub fn listed(self) -> String {
+        self.available()
+            .map(|agent| format!("- {}: {}", agent.name(), agent.strength()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The agents' names.
+    pub fn names(self) -> Vec<&'static str> {
+        self.available().map(Agent::name).collect()
+    }
+
+    /// The agents' names as a JSON field's choices: `"default" or "analyst"`.
+    pub fn choices(self) -> String {
+        self.available()
+            .map(|agent| format!("\"{}\"", agent.name()))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+/// What a planning phase decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Hand `task` to `agent`.
+    Delegate { agent: Agent, task: String },
+    /// Run this one toolbox call.
+    Tool { code: String },
+    /// Reply with this text; there is no work to do.
+    Respond(String),
+}
+
+/// What the triage graph carries between its nodes.
+#[derive(Debug, Clone, Default)]
+pub struct Triage {
+    pub decision: Option<Decision>,
+    /// Reviews so far that found the request not met.
+    pub reviews: u32,
+    /// Executions before this pass, so its own can be told apart.
+    pub pass_start: usize,
+    /// How the delegated agent's own run ended.
+    pub agent_outcome: Option<Outcome>,
+}
+
+/// What the pre-plan looks at besides the request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct Context {
+    /// The user's variables, by name.
+    #[serde(default)]
+    pub variables: Vec<String>,
+    /// The traceback of the user's last failed cell, as text.
+    #[serde(default)]
+    pub last_error: Option<String>,
+}
+
+/// A fix the repair step made without the model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct Repair {
+    pub code: String,
+    /// What was changed, in a few words.
+    pub change: String,
+}
+
+/// What a request says will exist when it is done.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Targets {
+    /// Variables it names to store a result in.
+    pub names: Vec<String>,
+    /// Files it names to write.
+    pub files: Vec<String>,
+}
+
+impl Targets {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.files.is_empty()
+    }
+}
+
+/// How a run ended, for the summary shown to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    /// The model answered without code.
+    Answered,
+    /// The reflection step judged the request done.
+    Complete,
+    /// The turn limit was reached first.
+    MaxTurns,
+    /// Every attempt at the code failed (the analyst graph's error node).
+    GaveUp,
+    /// The review judged that the request cannot be done here.
+    CannotBeDone,
+    /// The model kept sending the same code with the same result.
+    Repeating,
+}

@@ -1,0 +1,44 @@
+//! How long runs may go, per graph, unless the user says otherwise, and the
+//! toolbox functions the planner may call by name. Settings, the graphs and
+//! the triage's delegation all read them here.
+
+/// Turns of the default graph.
+pub const DEFAULT_MAX_TURNS: u32 = 5;
+
+/// Attempts at the code before the analyst graph gives up.
+pub const ANALYST_MAX_ATTEMPTS: u32 = 3;
+
+/// Steps of a planner run: each is one action, so a run needs more of them
+/// than the default graph's turns.
+pub const PLANNER_MAX_TURNS: u32 = 8;
+
+/// Reviews of a triage run.
+pub const TRIAGE_DEFAULT_MAX_REVIEWS: u32 = 3;
+
+/// However many reviews are asked for, no triage run loops more often than
+/// this.
+pub const TRIAGE_MAX_REVIEWS: u32 = 10;
+
+/// The triage's classification decides only at or above this confidence.
+pub const TRIAGE_CONFIDENT: f64 = 0.9;
+
+/// Turns of an `rlm()` sub-agent.
+pub const RLM_MAX_TURNS: u32 = 10;
+
+/// The toolbox functions the planner may call by name (they are what
+/// `prompts/toolbox.md` lists).
+pub const PLANNER_TOOLS: &[&str] = &[
+    "describe",
+    "peek",
+    "grep",
+    "partition",
+    "rlm",
+    "files",
+    "grep_files",
+    "git",
+    "read",
+    "edit",
+    "create",
+    "skill",
+    "claude_sessions",
+];

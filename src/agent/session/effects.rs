@@ -1,0 +1,447 @@
+//! A run's effects over the kernel's ports: model calls streamed into the
+//! cell, agent code run in the user's namespace (its output shown live, its
+//! code asked about when the guard or the user wants), the namespace
+//! summary and the other look-ups the graphs make.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::agent::graph::Observer;
+use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError};
+use crate::agent::parse::code::complete_code_blocks;
+use crate::agent::ports::{Ports, PythonFailure};
+use crate::agent::render::live::{self, LiveOutput};
+use crate::agent::render::stream::ShownText;
+use crate::agent::render::{self, publish};
+use crate::agent::run::{
+    AgentError, AgentEvent, Context, Effects, Execution, KeyInformation, ModelChoice, Repair,
+    Showing, Targets,
+};
+
+use super::provider::Provider;
+
+/// Streamed text waits at most this long before it is published.
+pub(super) const STREAM_COALESCE: Duration = Duration::from_millis(20);
+
+/// Gives the Python scope a piece of a shown answer, for an `ask()`
+/// caller's `on_token` (which runs on the caller's thread).
+async fn forward_token<P: Ports>(ports: &P, text: String) {
+    if let Err(e) = ports.python("token", json!({ "text": text })).await {
+        tracing::debug!("%%ask: on_token was not called: {e}");
+    }
+}
+
+/// What running agent code gave, as the Python scope reports it.
+#[derive(Debug, Deserialize)]
+struct CodeRun {
+    /// For the model: stdout, stderr, the last value, a traceback, and the
+    /// text form of each rich output.
+    output: String,
+    /// For the output panel: the same without the rich output's text.
+    shown: String,
+    /// How many rich outputs reached the user.
+    rich_outputs: usize,
+    failed: bool,
+    /// The code called `FINAL(answer)`.
+    #[serde(default)]
+    finished: bool,
+    /// What it did to the namespace, a line per name.
+    #[serde(default)]
+    changes: Vec<String>,
+}
+
+/// The effects of one run: the graph's view of the kernel's ports.
+pub(super) struct RunEffects<'a, P> {
+    pub(super) ports: &'a P,
+    pub(super) provider: &'a Provider,
+    /// The claude CLI, when the run may hand work to it.
+    pub(super) claude: Option<&'a Provider>,
+    /// Which of the two answers the calls now.
+    pub(super) model: ModelChoice,
+    /// Ask before running each block (`--confirm`).
+    pub(super) confirm: bool,
+    /// What agent code may do without asking (`--allow`).
+    pub(super) allow: Vec<String>,
+    /// The nodes visited so far, each with its time.
+    pub(super) trace: Vec<render::TraceStep>,
+    /// How long each model call took to its first text, in order.
+    pub(super) first_texts: Vec<Duration>,
+    /// When the nodes running now started, outermost first (a triage node
+    /// runs another graph's nodes inside it).
+    pub(super) started: Vec<Instant>,
+    /// The display id of the run's status line, once shown.
+    pub(super) status: Option<String>,
+    /// What the last agent code that failed raised (cleared by a success).
+    pub(super) last_error: Option<String>,
+    /// The shown answers' text also goes to the Python scope's `token` (an
+    /// `ask()` caller's `on_token`).
+    pub(super) forward_tokens: bool,
+}
+
+impl<P: Ports> RunEffects<'_, P> {
+    /// Says what the run does now on its status line, one line updated in
+    /// place (shown when the first node that does something starts).
+    fn show_status(&mut self, node: &str) {
+        let Some(text) = render::status_text(node, self.last_error.as_deref()) else {
+            return;
+        };
+        let (msg_type, id) = match &self.status {
+            Some(id) => ("update_display_data", id.clone()),
+            None => {
+                let id = format!("mahtab-status-{}", uuid::Uuid::new_v4().simple());
+                self.status = Some(id.clone());
+                ("display_data", id)
+            }
+        };
+        publish(self.ports, render::status(&text, &id, msg_type));
+    }
+
+    /// Empties the status line at the end of the run, so no stale line stays.
+    pub(super) fn clear_status(&mut self) {
+        if let Some(id) = self.status.take() {
+            publish(self.ports, render::status("", &id, "update_display_data"));
+        }
+    }
+
+    /// Asks the user whether to run the block just shown; only "y" or "yes"
+    /// agrees.
+    async fn user_agrees(&self) -> Result<bool, AgentError> {
+        let args = json!({ "prompt": "Run this code? [y/N] ", "password": false });
+        match self.ports.python("input", args).await {
+            Ok(reply) => {
+                let text = reply["value"].as_str().unwrap_or_default();
+                let text = text.trim().to_ascii_lowercase();
+                Ok(text == "y" || text == "yes")
+            }
+            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
+            Err(e) if e.ename == "StdinNotImplementedError" => Err(AgentError::Graph(
+                "--confirm needs a frontend that takes input".into(),
+            )),
+            Err(e) => Err(AgentError::Graph(format!("no answer to the prompt: {e}"))),
+        }
+    }
+}
+
+impl<P: Ports> Observer for RunEffects<'_, P> {
+    fn node_started(&mut self, node: &'static str) {
+        tracing::debug!("%%ask: {node} started");
+        self.started.push(Instant::now());
+        self.show_status(node);
+    }
+
+    fn node_finished(&mut self, node: &'static str) {
+        tracing::debug!("%%ask: {node} finished");
+        let took = self.started.pop().map(|t| t.elapsed()).unwrap_or_default();
+        self.trace.push(render::TraceStep { node, took });
+    }
+}
+
+impl<P: Ports> Effects for RunEffects<'_, P> {
+    async fn chat(
+        &mut self,
+        request: ChatRequest,
+        showing: Showing,
+    ) -> Result<ChatOutcome, AgentError> {
+        // Text is published from the provider's callback (so the first piece
+        // goes out at once); a tick publishes text held back by coalescing
+        // when the model pauses. The lock is never held across an await.
+        let ports = self.ports;
+        let out = move |text: &str| publish(ports, render::stream(text));
+        let shown = Mutex::new(ShownText::new(&out, showing != Showing::Hidden));
+        let lock = || shown.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut blocks = match showing {
+            Showing::ProseAndCode { turn } => Some(BlockWatch::new(turn)),
+            _ => None,
+        };
+        let mut blocks_shown = 0;
+        // Text for the caller's on_token, sent from the loop below: the
+        // provider's callback cannot wait for Python.
+        let forward = self.forward_tokens && showing != Showing::Hidden;
+        let (token_sender, mut tokens) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let asked = Instant::now();
+        let mut first_text = None;
+        let result = {
+            let mut on_text = |text: &str| {
+                if first_text.is_none() && !text.is_empty() {
+                    first_text = Some(asked.elapsed());
+                }
+                if forward {
+                    let _ = token_sender.send(text.to_owned());
+                }
+                let mut shown = lock();
+                shown.push(text);
+                let Some(watch) = blocks.as_mut() else {
+                    return;
+                };
+                for panel in watch.push(text) {
+                    // The prose before the block goes out first.
+                    shown.coalescer.flush();
+                    publish(ports, panel);
+                }
+                blocks_shown = watch.shown;
+            };
+            let mut on_retry = |error: &LlmError, wait: Duration| {
+                let wait = if wait < Duration::from_secs(1) {
+                    format!("{} ms", wait.as_millis())
+                } else {
+                    format!("{:.0} s", wait.as_secs_f64().ceil())
+                };
+                lock()
+                    .coalescer
+                    .interject(&format!("({error}; trying again in {wait})\n"));
+            };
+            let provider = match (self.model, self.claude) {
+                (ModelChoice::ClaudeCli, Some(claude)) => claude,
+                _ => self.provider,
+            };
+            let chat = provider.chat(request, &mut on_text, &mut on_retry);
+            tokio::pin!(chat);
+            let mut tick = tokio::time::interval(STREAM_COALESCE);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    result = &mut chat => break result,
+                    _ = tick.tick() => lock().coalescer.tick(),
+                    Some(text) = tokens.recv() => forward_token(ports, text).await,
+                }
+            }
+        };
+        while let Ok(text) = tokens.try_recv() {
+            forward_token(ports, text).await;
+        }
+        shown
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finish();
+        if let Some(first) = first_text {
+            self.first_texts.push(first);
+        }
+        Ok(ChatOutcome {
+            blocks_shown,
+            ..result?
+        })
+    }
+
+    async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
+        if self.confirm && !self.user_agrees().await? {
+            return Ok(Execution {
+                code: code.to_owned(),
+                output: "The user chose not to run this code.".into(),
+                shown: None,
+                failed: false,
+                finished: false,
+                changes: Vec::new(),
+                rich_outputs: 0,
+            });
+        }
+        // What the code writes shows while it runs (see `live`).
+        let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
+        let call = self.ports.python_with_output(
+            "run_code",
+            json!({ "code": code, "confirm": self.confirm, "allow": self.allow }),
+            output,
+        );
+        tokio::pin!(call);
+        let mut live = LiveOutput::new();
+        let mut refresh = tokio::time::interval(live::REFRESH);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                Some(text) = written.recv() => live.push(&text),
+                _ = refresh.tick() => {
+                    if let Some(shown) = live.refresh() {
+                        publish(self.ports, shown);
+                    }
+                }
+            }
+        };
+        if let Some(emptied) = live.finish() {
+            publish(self.ports, emptied);
+        }
+        match result {
+            Ok(reply) => {
+                let run: CodeRun = serde_json::from_value(reply)
+                    .map_err(|e| AgentError::Graph(format!("unreadable result of code: {e}")))?;
+                self.last_error = run.failed.then(|| error_name(&run.output));
+                let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
+                    "(shown above)".to_owned()
+                } else {
+                    run.shown
+                };
+                Ok(Execution {
+                    code: code.to_owned(),
+                    output: run.output,
+                    shown: Some(shown),
+                    failed: run.failed,
+                    finished: run.finished,
+                    changes: run.changes,
+                    rich_outputs: run.rich_outputs,
+                })
+            }
+            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
+            Err(e) => Ok(failed_run(code, &e)),
+        }
+    }
+
+    async fn namespace(&mut self) -> String {
+        match self.ports.python("namespace_summary", json!({})).await {
+            Ok(reply) => reply["summary"].as_str().unwrap_or_default().to_owned(),
+            Err(e) => {
+                tracing::warn!("%%ask: no namespace summary: {e}");
+                String::new()
+            }
+        }
+    }
+
+    async fn describe(&mut self, request: &str, names: &[String]) -> Vec<KeyInformation> {
+        let args = json!({ "request": request, "names": names });
+        match self.ports.python("describe", args).await {
+            Ok(reply) => serde_json::from_value(reply["described"].clone()).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!("%%ask: the informer found nothing: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn missing(&mut self, targets: &Targets) -> Targets {
+        let args = json!({ "names": targets.names, "files": targets.files });
+        match self.ports.python("missing", args).await {
+            Ok(reply) => Targets {
+                names: serde_json::from_value(reply["names"].clone()).unwrap_or_default(),
+                files: serde_json::from_value(reply["files"].clone()).unwrap_or_default(),
+            },
+            Err(e) => {
+                tracing::warn!("%%ask: cannot check what exists: {e}");
+                Targets::default()
+            }
+        }
+    }
+
+    async fn triage_context(&mut self) -> Context {
+        match self.ports.python("triage_context", json!({})).await {
+            Ok(reply) => serde_json::from_value(reply).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!("%%ask: no context for the triage: {e}");
+                Context::default()
+            }
+        }
+    }
+
+    async fn repair(&mut self, code: &str, error: &str) -> Option<Repair> {
+        let args = json!({ "code": code, "error": error });
+        match self.ports.python("repair", args).await {
+            Ok(reply) => serde_json::from_value(reply["repair"].clone()).ok(),
+            Err(e) => {
+                tracing::warn!("%%ask: no repair: {e}");
+                None
+            }
+        }
+    }
+
+    fn use_model(&mut self, model: ModelChoice) {
+        self.model = model;
+    }
+
+    fn emit(&mut self, event: AgentEvent) {
+        publish(self.ports, render::event(&event));
+    }
+}
+
+/// Finds the code blocks of a streaming answer as they complete, for panels
+/// shown before the answer ends.
+struct BlockWatch {
+    turn: u32,
+    answer: String,
+    /// Blocks shown so far.
+    shown: usize,
+}
+
+impl BlockWatch {
+    fn new(turn: u32) -> Self {
+        Self {
+            turn,
+            answer: String::new(),
+            shown: 0,
+        }
+    }
+
+    /// Takes the next piece of the answer; the code panels it completed.
+    fn push(&mut self, text: &str) -> Vec<render::Shown> {
+        self.answer.push_str(text);
+        // A block completes only when a line ends.
+        if !text.contains('\n') {
+            return Vec::new();
+        }
+        let complete = complete_code_blocks(&self.answer);
+        let panels = complete
+            .into_iter()
+            .enumerate()
+            .skip(self.shown)
+            .map(|(block, code)| {
+                render::event(&AgentEvent::Code {
+                    turn: self.turn,
+                    block,
+                    code: code.code,
+                })
+            })
+            .collect::<Vec<_>>();
+        self.shown += panels.len();
+        panels
+    }
+}
+
+/// The exception a failed run's output ends with (`NameError`), or "an error".
+fn error_name(output: &str) -> String {
+    output
+        .lines()
+        .rev()
+        .filter_map(|line| line.split_once(':').map(|(name, _)| name.trim()))
+        .find(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                && (name.ends_with("Error")
+                    || name.ends_with("Exception")
+                    || name.ends_with("Interrupt"))
+        })
+        .map_or_else(
+            || "an error".to_owned(),
+            |name| name.rsplit('.').next().unwrap_or(name).to_owned(),
+        )
+}
+
+/// Code that could not even be run (the runtime itself failed).
+pub(super) fn failed_run(code: &str, error: &PythonFailure) -> Execution {
+    Execution {
+        code: code.to_owned(),
+        output: error.to_string(),
+        shown: None,
+        failed: true,
+        finished: false,
+        changes: Vec::new(),
+        rich_outputs: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failures_name_is_the_exception_it_ends_with() {
+        let traceback = "Traceback (most recent call last):\n  File \"<agent>\", line 1\nNameError: name 'x' is not defined";
+        assert_eq!(error_name(traceback), "NameError");
+        assert_eq!(
+            error_name("pandas.errors.ParserError: bad line"),
+            "ParserError"
+        );
+        assert_eq!(error_name("KeyboardInterrupt: "), "KeyboardInterrupt");
+        assert_eq!(error_name("it broke: somehow"), "an error");
+    }
+}

