@@ -14,6 +14,65 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::oneshot;
 
+/// A response the kernel writes itself, to a request it answers without
+/// the adapter (or when the adapter could not answer).
+#[derive(Debug, serde::Serialize)]
+pub struct Response {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    request_seq: Value,
+    success: bool,
+    command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+}
+
+impl Response {
+    /// `command` succeeded, with `body` where it has one.
+    pub fn success(command: &str, body: Option<Value>) -> Self {
+        Self {
+            kind: "response",
+            request_seq: Value::Null,
+            success: true,
+            command: command.to_owned(),
+            message: None,
+            body,
+        }
+    }
+
+    /// `command` failed, for the reason `message` gives.
+    pub fn failure(command: &str, message: impl Into<String>) -> Self {
+        Self {
+            success: false,
+            message: Some(message.into()),
+            ..Self::success(command, None)
+        }
+    }
+
+    /// The same, with a body (a failure's, where a frontend expects one).
+    pub fn with_body(self, body: Value) -> Self {
+        Self {
+            body: Some(body),
+            ..self
+        }
+    }
+
+    /// The same, naming `request` (by its `seq`) as the one it answers.
+    pub fn answering(self, request: &Value) -> Self {
+        Self {
+            request_seq: request["seq"].clone(),
+            ..self
+        }
+    }
+
+    pub fn into_json(self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
 /// How long a request waits for its response before it is given up.
 const RESPONSE_LIMIT: Duration = Duration::from_secs(30);
 

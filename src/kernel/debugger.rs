@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::dap::DapClient;
+use super::dap::{DapClient, Response};
 use super::iopub::Iopub;
 use crate::cell_files;
 use crate::python::{Parent, PythonHandle};
@@ -138,11 +138,7 @@ impl Debugger {
                 None => Err("the debugger is not initialized".into()),
             },
             // debugpy had the kernel's own when it attached.
-            "configurationDone" => Ok(json!({
-                "type": "response",
-                "success": true,
-                "command": command,
-            })),
+            "configurationDone" => Ok(Response::success(command, None).into_json()),
             _ => match session.client.clone() {
                 None => return json!({}),
                 Some(client) => {
@@ -187,12 +183,7 @@ impl Debugger {
         };
         let mut reply = result.unwrap_or_else(|message| {
             tracing::warn!("debugger: {command} failed: {message}");
-            json!({
-                "type": "response",
-                "success": false,
-                "command": command,
-                "message": message,
-            })
+            Response::failure(command, message).into_json()
         });
         // The response answers the frontend's request, whatever number the
         // kernel's own connection gave it.
@@ -316,12 +307,7 @@ impl Debugger {
             .iter()
             .map(|(source, breakpoints)| json!({ "source": source, "breakpoints": breakpoints }))
             .collect();
-        json!({
-            "type": "response",
-            "request_seq": request["seq"],
-            "success": true,
-            "command": "debugInfo",
-            "body": {
+        let body = json!({
                 "isStarted": session.attached,
                 "hashMethod": "Murmur2",
                 "hashSeed": cell_files::HASH_SEED,
@@ -332,8 +318,10 @@ impl Debugger {
                 "richRendering": true,
                 "exceptionPaths": ["Python Exceptions"],
                 "copyToGlobals": true,
-            },
-        })
+        });
+        Response::success("debugInfo", Some(body))
+            .answering(request)
+            .into_json()
     }
 }
 
@@ -418,31 +406,16 @@ fn dump_cell(request: &Value, arguments: &Value) -> Value {
     let code = arguments["code"].as_str().unwrap_or_default();
     let path = cell_files::file_name(code);
     match cell_files::write(code) {
-        Ok(_) => json!({
-            "type": "response",
-            "request_seq": request["seq"],
-            "success": true,
-            "command": "dumpCell",
-            "body": { "sourcePath": path },
-        }),
-        Err(e) => json!({
-            "type": "response",
-            "request_seq": request["seq"],
-            "success": false,
-            "command": "dumpCell",
-            "message": format!("cannot write {path}: {e}"),
-        }),
+        Ok(_) => Response::success("dumpCell", Some(json!({ "sourcePath": path }))),
+        Err(e) => Response::failure("dumpCell", format!("cannot write {path}: {e}")),
     }
+    .answering(request)
+    .into_json()
 }
 
 /// A successful response to `command` with `body`.
 fn response(command: &str, body: Value) -> Value {
-    json!({
-        "type": "response",
-        "success": true,
-        "command": command,
-        "body": body,
-    })
+    Response::success(command, Some(body)).into_json()
 }
 
 /// Whether `name` is a plain Python name (what is safe to put in an
@@ -489,12 +462,8 @@ fn source(arguments: &Value) -> Value {
     let path = arguments["source"]["path"].as_str().unwrap_or_default();
     match std::fs::read_to_string(path) {
         Ok(content) => response("source", json!({ "content": content })),
-        Err(_) => json!({
-            "type": "response",
-            "success": false,
-            "command": "source",
-            "message": "source unavailable",
-            "body": {},
-        }),
+        Err(_) => Response::failure("source", "source unavailable")
+            .with_body(json!({}))
+            .into_json(),
     }
 }

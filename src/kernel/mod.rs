@@ -13,6 +13,7 @@ mod control;
 mod dap;
 mod debugger;
 mod dispatch;
+mod execute_reply;
 mod heartbeat;
 mod info;
 mod iopub;
@@ -195,7 +196,7 @@ pub async fn serve_until(
         io,
         shutdown: stop,
         execution_count: AtomicU32::new(0),
-        subshells: subshells::Subshells::default(),
+        subshells: subshells::Subshells::new(shell::start),
         shell_replies,
         debugger: debugger::Debugger::default(),
         debug_events: Arc::new(debugger::EventSink {

@@ -15,6 +15,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::Shared;
 use super::dispatch;
+use super::execute_reply::ExecuteReply;
 use super::requests::{Channel, ExecuteRequest, Request};
 use super::router::{self, Replies, RouterChannel};
 use super::subshells::subshell_of;
@@ -146,15 +147,8 @@ impl Shell {
             // A cell's reply has fields of its own.
             Err(bad) if request.header.msg_type == "execute_request" => {
                 tracing::warn!("shell: {bad}");
-                let content = json!({
-                    "status": "error",
-                    "execution_count": self.shared.execution_count.load(Ordering::SeqCst),
-                    "ename": "BadRequest",
-                    "evalue": bad.to_string(),
-                    "traceback": [],
-                    "user_expressions": {},
-                    "payload": [],
-                });
+                let count = self.shared.execution_count.load(Ordering::SeqCst);
+                let content = ExecuteReply::bad_request(count, bad.to_string()).to_json();
                 replies.reply(request, "execute_reply", content).await;
             }
             Err(bad) => dispatch::bad_content(replies, request, &bad).await,
@@ -182,12 +176,7 @@ impl Shell {
         let replies = &self.replies;
         let execution_count = &self.shared.execution_count;
         let Some((queued, requests)) = queued else {
-            let content = json!({
-                "status": "aborted",
-                "execution_count": execution_count.load(Ordering::SeqCst),
-                "user_expressions": {},
-                "payload": [],
-            });
+            let content = ExecuteReply::aborted(execution_count.load(Ordering::SeqCst)).to_json();
             replies.reply(request, "execute_reply", content).await;
             return;
         };
@@ -233,19 +222,10 @@ impl Shell {
             })
             .await;
 
-        let failed = outcome.error.is_some();
-        let mut content = json!({
-            "status": if failed { "error" } else { "ok" },
-            "execution_count": count,
-            "user_expressions": outcome.user_expressions,
-            "payload": outcome.payload,
-        });
-        if let Some(error) = outcome.error {
-            content["ename"] = json!(error.ename);
-            content["evalue"] = json!(error.evalue);
-            content["traceback"] = json!(error.traceback);
-        }
-        let mut reply = crate::wire::Outgoing::reply_to(request, "execute_reply", content);
+        let content = ExecuteReply::ran(count, outcome);
+        let failed = content.failed();
+        let mut reply =
+            crate::wire::Outgoing::reply_to(request, "execute_reply", content.to_json());
         reply.metadata = json!({
             "started": started,
             "dependencies_met": true,

@@ -2,7 +2,8 @@
 //! `delete_subshell` and `list_subshell` on the control channel, and the
 //! queue of each subshell, to which the shell channel routes the requests
 //! whose header names it (`subshell_id`). Each queue is served by a shell
-//! of its own ([`super::shell`]) on the subshell's Python thread.
+//! of its own on the subshell's Python thread, which the kernel's
+//! [`StartShell`] starts.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -11,16 +12,30 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::Shared;
 use super::router::Replies;
-use super::shell;
+use crate::python::PythonHandle;
 use crate::wire::Message;
 
+/// Starts a shell serving the queue it returns, on a Python thread, for a
+/// subshell id. A shell answers subshell requests and a subshell needs a
+/// shell, so the kernel hands this in rather than the modules importing each
+/// other.
+pub(super) type StartShell =
+    fn(Arc<Shared>, PythonHandle, Option<String>) -> UnboundedSender<Message>;
+
 /// The subshells alive, oldest first.
-#[derive(Default)]
 pub(super) struct Subshells {
     queues: Mutex<Vec<(String, UnboundedSender<Message>)>>,
+    start_shell: StartShell,
 }
 
 impl Subshells {
+    pub(super) fn new(start_shell: StartShell) -> Self {
+        Self {
+            queues: Mutex::default(),
+            start_shell,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, UnboundedSender<Message>)>> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -58,7 +73,7 @@ pub(super) async fn create(replies: &Replies, shared: &Arc<Shared>, request: &Me
     let id = uuid::Uuid::new_v4().to_string();
     match shared.python.create_subshell(&id).await {
         Ok(python) => {
-            let queue = shell::start(shared.clone(), python, Some(id.clone()));
+            let queue = (shared.subshells.start_shell)(shared.clone(), python, Some(id.clone()));
             shared.subshells.lock().push((id.clone(), queue));
             tracing::info!("control: created subshell {id}");
             let content = json!({ "status": "ok", "subshell_id": id });

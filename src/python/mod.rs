@@ -106,7 +106,7 @@ pub struct ExecuteCell {
 }
 
 /// The error part of a failed cell.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 pub struct PythonError {
     pub ename: String,
     pub evalue: String,

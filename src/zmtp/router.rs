@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
 
+use super::listener::{Listener, MAX_MESSAGE_BYTES, accept_loop};
+use super::peer::Offered;
 use super::peer::{self, Incoming, Outbox, Reader, Writer};
-use super::{Listener, MAX_MESSAGE_BYTES, Offered, accept_loop};
 
 /// How many received messages may wait for the kernel before the peers
 /// that send them wait too (TCP backpressure, one peer at a time).

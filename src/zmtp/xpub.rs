@@ -12,8 +12,9 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::codec;
+use super::listener::{Listener, accept_loop};
+use super::peer::Offered;
 use super::peer::{self, Incoming, Outbox, Reader, Writer};
-use super::{Listener, Offered, accept_loop};
 
 /// Subscriptions are small; a peer may not send bigger messages.
 const SUBSCRIPTION_LIMIT: u64 = 64 << 10;

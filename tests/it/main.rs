@@ -1,5 +1,8 @@
 //! Integration tests: the real `mahtab` binary on real sockets.
 
+// Helpers outside #[test] functions unwrap too: a failed unwrap fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod ask;
 mod ask_python;
 mod data_stack;
