@@ -136,7 +136,7 @@ impl ConfigFile {
             }
         })?;
         if let Some(graph) = &file.graph {
-            graph.parse::<GraphKind>().map_err(|e| e.0)?;
+            graph.parse::<GraphKind>()?;
         }
         if let Some(allow) = &file.allow {
             super::options::parse_allow(&allow.join(",")).map_err(|e| format!("allow: {e}"))?;

@@ -3,6 +3,13 @@
 //! where its prompt starts, `%ask_config`, which sets this kernel's
 //! defaults for those options, and `%ask_graph [NAME]`, which draws a graph.
 
+use std::str::FromStr;
+
+use clap::Parser;
+use clap::builder::NonEmptyStringValueParser;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+
 /// Which agent graph runs a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GraphKind {
@@ -30,46 +37,73 @@ impl GraphKind {
     }
 }
 
-impl std::str::FromStr for GraphKind {
-    type Err = UsageError;
+impl FromStr for GraphKind {
+    type Err = String;
 
-    fn from_str(name: &str) -> Result<Self, UsageError> {
+    fn from_str(name: &str) -> Result<Self, String> {
         match name {
             "default" => Ok(GraphKind::Default),
             "analyst" => Ok(GraphKind::Analyst),
             "planner" => Ok(GraphKind::Planner),
             "triage" => Ok(GraphKind::Triage),
-            other => Err(UsageError::ask(format!(
+            other => Err(format!(
                 "unknown graph {other:?}; available: {}",
                 Self::NAMES
-            ))),
+            )),
         }
     }
 }
 
-/// What the magic line asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// The options of a run: the `%%ask` line's flags (also `%ask_config`'s)
+/// and `ask()`'s keyword arguments, read into this one type by clap (after
+/// shell-style splitting, so values may be quoted) and by serde.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Parser, Deserialize)]
+#[command(
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct AskOptions {
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(deserialize_with = "non_empty")]
     pub model: Option<String>,
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(deserialize_with = "non_empty")]
     pub provider: Option<String>,
+    #[arg(long, value_parser = positive)]
+    #[serde(deserialize_with = "positive_number")]
     pub max_turns: Option<u32>,
+    #[arg(long)]
+    #[serde(deserialize_with = "parsed")]
     pub graph: Option<GraphKind>,
     /// The planner graph's informer describes the variables first.
+    #[arg(long)]
     pub informer: bool,
+    #[arg(long)]
     pub no_exec: bool,
     /// Answer once and run that answer's code once, with no review and no
     /// second turn: the single-shot baseline the evaluation compares with.
+    #[arg(long)]
     pub once: bool,
     /// Ask the user before running each code block.
+    #[arg(long)]
     pub confirm: bool,
+    #[arg(long = "new")]
+    #[serde(rename = "new")]
     pub new_conversation: bool,
     /// End the run with its trace: nodes visited, time per node (`--trace`).
+    #[arg(long)]
     pub trace: bool,
     /// The kinds of action agent code may take without asking (see
     /// [`GUARDED_KINDS`]).
-    pub allow: Option<Vec<String>>,
+    #[arg(long, value_parser = parse_allow)]
+    #[serde(deserialize_with = "allowed_kinds")]
+    pub allow: Option<::std::vec::Vec<String>>,
     /// The answers' text also goes to the Python scope as it streams (an
     /// `ask()` caller passed `on_token`).
+    #[arg(skip)]
+    #[serde(rename = "on_token")]
     pub forward_tokens: bool,
 }
 
@@ -121,66 +155,91 @@ impl AskOptions {
     /// as it streams; null means unset).
     pub fn from_json(value: &serde_json::Value) -> Result<AskOptions, UsageError> {
         let usage = |reason: String| UsageError(reason, ASK_USAGE);
-        let mut options = AskOptions::default();
-        let Some(fields) = value.as_object() else {
-            return if value.is_null() {
-                Ok(options)
-            } else {
-                Err(usage("options must be keyword arguments".into()))
-            };
+        let fields = match value {
+            serde_json::Value::Null => return Ok(AskOptions::default()),
+            serde_json::Value::Object(fields) => fields,
+            _ => return Err(usage("options must be keyword arguments".into())),
         };
-        for (name, value) in fields.iter().filter(|(_, value)| !value.is_null()) {
-            let text = || {
-                value
-                    .as_str()
-                    .filter(|text| !text.is_empty())
-                    .map(str::to_owned)
-                    .ok_or_else(|| usage(format!("{name} must be a non-empty string")))
-            };
-            let switch = || {
-                value
-                    .as_bool()
-                    .ok_or_else(|| usage(format!("{name} must be True or False")))
-            };
-            match name.as_str() {
-                "model" => options.model = Some(text()?),
-                "provider" => options.provider = Some(text()?),
-                "graph" => {
-                    options.graph = Some(text()?.parse().map_err(|e: UsageError| usage(e.0))?)
-                }
-                "max_turns" => {
-                    let turns = value
-                        .as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| {
-                            usage(format!("max_turns must be a positive number, not {value}"))
-                        })?;
-                    options.max_turns = Some(turns);
-                }
-                "allow" => {
-                    let text = match value {
-                        serde_json::Value::Array(items) => items
-                            .iter()
-                            .map(|item| item.as_str().unwrap_or("?"))
-                            .collect::<Vec<_>>()
-                            .join(","),
-                        other => other.as_str().unwrap_or("?").to_owned(),
-                    };
-                    options.allow = Some(parse_allow(&text).map_err(usage)?);
-                }
-                "informer" => options.informer = switch()?,
-                "no_exec" => options.no_exec = switch()?,
-                "once" => options.once = switch()?,
-                "confirm" => options.confirm = switch()?,
-                "new" => options.new_conversation = switch()?,
-                "trace" => options.trace = switch()?,
-                "on_token" => options.forward_tokens = switch()?,
-                other => return Err(usage(format!("unknown option {other:?}"))),
-            }
-        }
-        Ok(options)
+        // None, as Python passes for an argument left out, means unset.
+        let given: serde_json::Map<_, _> = fields
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        AskOptions::deserialize(serde_json::Value::Object(given))
+            .map_err(|e| usage(without_position(&e.to_string())))
     }
+}
+
+/// A magic line's options, split as a shell would (so `--model "a b"`
+/// is one value).
+fn parse_args(args: &str, usage: &'static str) -> Result<AskOptions, UsageError> {
+    let words = shlex::split(args).ok_or_else(|| UsageError("unbalanced quotes".into(), usage))?;
+    AskOptions::try_parse_from(words).map_err(|e| UsageError(clap_reason(&e), usage))
+}
+
+/// The first line of clap's message, without its `error: ` prefix.
+fn clap_reason(error: &clap::Error) -> String {
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.trim_start_matches("error: ").to_owned()
+}
+
+/// serde's message without the line and column of a JSON text it never had.
+fn without_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// `--max-turns`' value: a positive whole number.
+fn positive(text: &str) -> Result<u32, String> {
+    text.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("takes a positive number, not {text:?}"))
+}
+
+fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match String::deserialize(d)? {
+        text if text.is_empty() => {
+            Err(D::Error::custom("model and provider take a name, not \"\""))
+        }
+        text => Ok(Some(text)),
+    }
+}
+
+fn positive_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match u64::deserialize(d) {
+        Ok(n) if n > 0 => u32::try_from(n).map(Some).map_err(D::Error::custom),
+        _ => Err(D::Error::custom("max_turns must be a positive number")),
+    }
+}
+
+fn parsed<'de, D: Deserializer<'de>, T: FromStr>(d: D) -> Result<Option<T>, D::Error>
+where
+    T::Err: std::fmt::Display,
+{
+    String::deserialize(d)?
+        .parse()
+        .map(Some)
+        .map_err(D::Error::custom)
+}
+
+/// `allow=` as a list of kinds or one comma-separated text.
+fn allowed_kinds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Kinds {
+        List(Vec<String>),
+        Text(String),
+    }
+    let text = match Kinds::deserialize(d)? {
+        Kinds::List(kinds) => kinds.join(","),
+        Kinds::Text(text) => text,
+    };
+    parse_allow(&text).map(Some).map_err(D::Error::custom)
 }
 
 /// A cell that goes to the agent.
@@ -262,12 +321,6 @@ pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|open
 #[error("{0}\n{1}")]
 pub struct UsageError(pub String, pub &'static str);
 
-impl UsageError {
-    fn ask(reason: String) -> Self {
-        Self(reason, USAGE)
-    }
-}
-
 /// The agent cell in `code`, if it is one: a `%%ask` cell (IPython's rule:
 /// the first line, after leading blank lines, starts with the cell magic) or
 /// an `%ask_config` line alone in its cell.
@@ -276,7 +329,7 @@ pub fn parse_cell(code: &str) -> Option<Result<AgentCell, UsageError>> {
     let (first, rest) = code.split_once('\n').unwrap_or((code, ""));
     let first = first.trim_end();
     if let Some(args) = magic_args(first, "%%ask") {
-        return Some(parse_options(args).map(|options| {
+        return Some(parse_args(args, USAGE).map(|options| {
             AgentCell::Ask(AskCell {
                 options,
                 prompt: rest.trim().to_owned(),
@@ -326,7 +379,7 @@ fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
         ["--reset"] => return Ok(ConfigChange::Reset),
         _ => {}
     }
-    let options = parse_options(args).map_err(|e| usage(e.0))?;
+    let options = parse_args(args, CONFIG_USAGE)?;
     let switches = AskOptions {
         no_exec: options.no_exec,
         once: options.once,
@@ -342,48 +395,6 @@ fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
         ));
     }
     Ok(ConfigChange::Set(options))
-}
-
-fn parse_options(args: &str) -> Result<AskOptions, UsageError> {
-    let mut options = AskOptions::default();
-    let mut words = args.split_whitespace();
-    while let Some(word) = words.next() {
-        let (flag, inline) = match word.split_once('=') {
-            Some((flag, value)) => (flag, Some(value.to_owned())),
-            None => (word, None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| words.next().map(str::to_owned))
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| UsageError::ask(format!("{name} needs a value")))
-        };
-        match flag {
-            "--model" => options.model = Some(value("--model")?),
-            "--provider" => options.provider = Some(value("--provider")?),
-            "--graph" => options.graph = Some(value("--graph")?.parse()?),
-            "--max-turns" => {
-                let text = value("--max-turns")?;
-                let turns: u32 = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    UsageError::ask(format!("--max-turns takes a positive number, not {text:?}"))
-                })?;
-                options.max_turns = Some(turns);
-            }
-            "--informer" => options.informer = true,
-            "--no-exec" => options.no_exec = true,
-            "--once" => options.once = true,
-            "--confirm" => options.confirm = true,
-            "--new" => options.new_conversation = true,
-            "--trace" => options.trace = true,
-            "--allow" => {
-                let kinds = parse_allow(&value("--allow")?).map_err(UsageError::ask)?;
-                options.allow = Some(kinds);
-            }
-            other => return Err(UsageError::ask(format!("unknown option {other:?}"))),
-        }
-    }
-    Ok(options)
 }
 
 #[cfg(test)]
@@ -426,6 +437,39 @@ mod tests {
         assert_eq!(o.max_turns, Some(3));
         assert_eq!(o.graph, Some(GraphKind::Analyst));
         assert!(o.no_exec && o.confirm && o.new_conversation);
+    }
+
+    #[test]
+    fn values_may_be_quoted_as_in_a_shell() {
+        let cell =
+            ask("%%ask --model \"qwen coder 7b\" --provider='openai' --allow shell,files\nq");
+        assert_eq!(cell.options.model.as_deref(), Some("qwen coder 7b"));
+        assert_eq!(cell.options.provider.as_deref(), Some("openai"));
+        assert_eq!(
+            cell.options.allow,
+            Some(vec!["shell".to_owned(), "files".to_owned()])
+        );
+        let err = parse_cell("%%ask --model 'qwen\nq").unwrap().unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unbalanced quotes\nusage: %%ask"),
+            "{err}"
+        );
+        let err = parse_cell("%ask_config --model \"a").unwrap().unwrap_err();
+        assert!(err.to_string().contains("usage: %ask_config"), "{err}");
+    }
+
+    #[test]
+    fn errors_name_the_option_and_what_it_takes() {
+        let reason = |line: &str| parse_cell(line).unwrap().unwrap_err().0;
+        assert!(reason("%%ask --bogus").contains("'--bogus'"));
+        assert!(reason("%%ask --max-turns 0").contains("takes a positive number"));
+        assert!(reason("%%ask --graph fancy").contains("available: default, analyst"));
+        assert!(reason("%%ask --model=").contains("'--model <MODEL>'"));
+        let reason = |value: serde_json::Value| AskOptions::from_json(&value).unwrap_err().0;
+        assert!(reason(serde_json::json!({ "bogus": 1 })).contains("unknown field `bogus`"));
+        assert!(reason(serde_json::json!({ "model": "" })).contains("take a name"));
+        assert!(reason(serde_json::json!({ "allow": ["shell", "root"] })).contains("\"root\""));
     }
 
     #[test]
