@@ -4,6 +4,8 @@
 //! metadata (`mahtab.kind`) what it is.
 
 pub mod live;
+#[cfg(test)]
+mod snapshot_tests;
 pub mod stream;
 
 use std::time::Duration;
