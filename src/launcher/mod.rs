@@ -17,7 +17,6 @@ use std::str::FromStr;
 
 use jupyter_protocol::{ConnectionInfo, Transport};
 use rsa::rand_core::{OsRng, RngCore};
-use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -167,6 +166,26 @@ fn env_number(name: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// What the gateway learns of a launched kernel: where its sockets are, its
+/// key, and how to reach the launcher (process ids, communication port).
+#[derive(Debug, serde::Serialize)]
+struct LaunchRecord<'a> {
+    shell_port: u16,
+    iopub_port: u16,
+    stdin_port: u16,
+    control_port: u16,
+    hb_port: u16,
+    ip: &'a str,
+    key: &'a str,
+    transport: &'static str,
+    signature_scheme: &'a str,
+    kernel_name: &'static str,
+    pid: i32,
+    pgid: i32,
+    comm_port: u16,
+    kernel_id: &'a str,
+}
+
 /// Binds the kernel's ports in the gateway's range, tells the gateway where
 /// they are, and serves until a shutdown_request.
 pub async fn launch(args: LaunchArgs, python: PythonConfig) -> Result<(), LaunchError> {
@@ -193,22 +212,22 @@ pub async fn launch(args: LaunchArgs, python: PythonConfig) -> Result<(), Launch
     let connection = sockets.connection();
     // SAFETY: getpid and getpgid have no preconditions.
     let (pid, pgid) = unsafe { (libc::getpid(), libc::getpgid(0)) };
-    let record = json!({
-        "shell_port": connection.shell_port,
-        "iopub_port": connection.iopub_port,
-        "stdin_port": connection.stdin_port,
-        "control_port": connection.control_port,
-        "hb_port": connection.hb_port,
-        "ip": connection.ip,
-        "key": connection.key,
-        "transport": "tcp",
-        "signature_scheme": connection.signature_scheme,
-        "kernel_name": "",
-        "pid": pid,
-        "pgid": pgid,
-        "comm_port": comm_port,
-        "kernel_id": args.kernel_id,
-    });
+    let record = LaunchRecord {
+        shell_port: connection.shell_port,
+        iopub_port: connection.iopub_port,
+        stdin_port: connection.stdin_port,
+        control_port: connection.control_port,
+        hb_port: connection.hb_port,
+        ip: &connection.ip,
+        key: &connection.key,
+        transport: "tcp",
+        signature_scheme: &connection.signature_scheme,
+        kernel_name: "",
+        pid,
+        pgid,
+        comm_port,
+        kernel_id: &args.kernel_id,
+    };
     let sealed = payload::seal(&record, &args.public_key)?;
     respond(&args.response_address, &sealed).await?;
     let connection_file = write_connection_file(&args.kernel_id, connection);

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use rsa::pkcs8::DecodePublicKey;
 use rsa::rand_core::{OsRng, RngCore};
 use rsa::{Pkcs1v15Encrypt, RsaPublicKey};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The launcher protocol version this module speaks.
 pub const VERSION: u32 = 1;
@@ -25,17 +25,19 @@ pub enum SealError {
     KeyNotRsa(#[from] rsa::pkcs8::spki::Error),
     #[error("cannot encrypt with the gateway's public key: {0}")]
     Rsa(#[from] rsa::Error),
+    #[error("cannot write the record: {0}")]
+    Record(#[from] serde_json::Error),
 }
 
 /// Seals `record` (the connection information) for the gateway whose public
 /// key is `public_key` (base64 of the DER SubjectPublicKeyInfo, as the
 /// gateway passes it): returns the bytes to send to its response address.
-pub fn seal(record: &Value, public_key: &str) -> Result<Vec<u8>, SealError> {
+pub fn seal(record: &impl serde::Serialize, public_key: &str) -> Result<Vec<u8>, SealError> {
     let der = BASE64.decode(public_key.trim())?;
     let public_key = RsaPublicKey::from_public_key_der(&der)?;
     let mut aes_key = [0u8; 16];
     OsRng.fill_bytes(&mut aes_key);
-    let plain = record.to_string();
+    let plain = serde_json::to_string(record)?;
     let sealed_record = ecb::Encryptor::<aes::Aes128>::new(&aes_key.into())
         .encrypt_padded_vec_mut::<Pkcs7>(plain.as_bytes());
     let sealed_key = public_key.encrypt(&mut OsRng, Pkcs1v15Encrypt, &aes_key)?;
@@ -53,6 +55,7 @@ mod tests {
     use aes::cipher::BlockDecryptMut;
     use rsa::RsaPrivateKey;
     use rsa::pkcs8::EncodePublicKey;
+    use serde_json::Value;
 
     /// Opens a sealed payload the way the gateway does.
     fn open(payload: &[u8], private_key: &RsaPrivateKey) -> Value {
