@@ -28,6 +28,7 @@ pub mod prompts;
 pub mod render;
 pub mod run;
 pub mod schemas;
+pub mod scope;
 #[cfg(test)]
 mod script;
 pub mod session;

@@ -14,6 +14,14 @@ pub struct PythonFailure {
 }
 
 impl PythonFailure {
+    /// A reply of `method` that is not what the call expects.
+    pub fn bad_reply(method: &str, error: &dyn std::fmt::Display) -> Self {
+        Self {
+            ename: "ValueError".into(),
+            evalue: format!("unreadable reply of {method}: {error}"),
+        }
+    }
+
     /// The user pressed stop while Python worked.
     pub fn is_interrupt(&self) -> bool {
         self.ename == "KeyboardInterrupt"

@@ -201,7 +201,7 @@ pub struct Repair {
 }
 
 /// What a request says will exist when it is done.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 pub struct Targets {
     /// Variables it names to store a result in.
     pub names: Vec<String>,

@@ -6,9 +6,6 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-use serde_json::json;
-
 use crate::agent::graph::Observer;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError};
 use crate::agent::parse::code::complete_code_blocks;
@@ -20,6 +17,7 @@ use crate::agent::run::{
     AgentError, AgentEvent, Context, Effects, Execution, KeyInformation, ModelChoice, Repair,
     Showing, Targets,
 };
+use crate::agent::scope;
 
 use super::provider::Provider;
 
@@ -29,28 +27,9 @@ pub(super) const STREAM_COALESCE: Duration = Duration::from_millis(20);
 /// Gives the Python scope a piece of a shown answer, for an `ask()`
 /// caller's `on_token` (which runs on the caller's thread).
 async fn forward_token<P: Ports>(ports: &P, text: String) {
-    if let Err(e) = ports.python("token", json!({ "text": text })).await {
+    if let Err(e) = scope::call(ports, &scope::Token { text: &text }).await {
         tracing::debug!("%%ask: on_token was not called: {e}");
     }
-}
-
-/// What running agent code gave, as the Python scope reports it.
-#[derive(Debug, Deserialize)]
-struct CodeRun {
-    /// For the model: stdout, stderr, the last value, a traceback, and the
-    /// text form of each rich output.
-    output: String,
-    /// For the output panel: the same without the rich output's text.
-    shown: String,
-    /// How many rich outputs reached the user.
-    rich_outputs: usize,
-    failed: bool,
-    /// The code called `FINAL(answer)`.
-    #[serde(default)]
-    finished: bool,
-    /// What it did to the namespace, a line per name.
-    #[serde(default)]
-    changes: Vec<String>,
 }
 
 /// The effects of one run: the graph's view of the kernel's ports.
@@ -109,11 +88,13 @@ impl<P: Ports> RunEffects<'_, P> {
     /// Asks the user whether to run the block just shown; only "y" or "yes"
     /// agrees.
     async fn user_agrees(&self) -> Result<bool, AgentError> {
-        let args = json!({ "prompt": "Run this code? [y/N] ", "password": false });
-        match self.ports.python("input", args).await {
-            Ok(reply) => {
-                let text = reply["value"].as_str().unwrap_or_default();
-                let text = text.trim().to_ascii_lowercase();
+        let question = scope::Input {
+            prompt: "Run this code? [y/N] ",
+            password: false,
+        };
+        match scope::call(self.ports, &question).await {
+            Ok(typed) => {
+                let text = typed.value.trim().to_ascii_lowercase();
                 Ok(text == "y" || text == "yes")
             }
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
@@ -239,11 +220,12 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         }
         // What the code writes shows while it runs (see `live`).
         let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
-        let call = self.ports.python_with_output(
-            "run_code",
-            json!({ "code": code, "confirm": self.confirm, "allow": self.allow }),
-            output,
-        );
+        let run = scope::RunCode {
+            code,
+            confirm: self.confirm,
+            allow: &self.allow,
+        };
+        let call = scope::call_with_output(self.ports, &run, output);
         tokio::pin!(call);
         let mut live = LiveOutput::new();
         let mut refresh = tokio::time::interval(live::REFRESH);
@@ -263,9 +245,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             publish(self.ports, emptied);
         }
         match result {
-            Ok(reply) => {
-                let run: CodeRun = serde_json::from_value(reply)
-                    .map_err(|e| AgentError::Graph(format!("unreadable result of code: {e}")))?;
+            Ok(run) => {
                 self.last_error = run.failed.then(|| error_name(&run.output));
                 let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
                     "(shown above)".to_owned()
@@ -288,8 +268,8 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn namespace(&mut self) -> String {
-        match self.ports.python("namespace_summary", json!({})).await {
-            Ok(reply) => reply["summary"].as_str().unwrap_or_default().to_owned(),
+        match scope::call(self.ports, &scope::NamespaceSummary {}).await {
+            Ok(reply) => reply.summary,
             Err(e) => {
                 tracing::warn!("%%ask: no namespace summary: {e}");
                 String::new()
@@ -298,9 +278,8 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn describe(&mut self, request: &str, names: &[String]) -> Vec<KeyInformation> {
-        let args = json!({ "request": request, "names": names });
-        match self.ports.python("describe", args).await {
-            Ok(reply) => serde_json::from_value(reply["described"].clone()).unwrap_or_default(),
+        match scope::call(self.ports, &scope::Describe { request, names }).await {
+            Ok(reply) => reply.described,
             Err(e) => {
                 tracing::warn!("%%ask: the informer found nothing: {e}");
                 Vec::new()
@@ -309,12 +288,12 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn missing(&mut self, targets: &Targets) -> Targets {
-        let args = json!({ "names": targets.names, "files": targets.files });
-        match self.ports.python("missing", args).await {
-            Ok(reply) => Targets {
-                names: serde_json::from_value(reply["names"].clone()).unwrap_or_default(),
-                files: serde_json::from_value(reply["files"].clone()).unwrap_or_default(),
-            },
+        let missing = scope::Missing {
+            names: &targets.names,
+            files: &targets.files,
+        };
+        match scope::call(self.ports, &missing).await {
+            Ok(missing) => missing,
             Err(e) => {
                 tracing::warn!("%%ask: cannot check what exists: {e}");
                 Targets::default()
@@ -323,8 +302,8 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn triage_context(&mut self) -> Context {
-        match self.ports.python("triage_context", json!({})).await {
-            Ok(reply) => serde_json::from_value(reply).unwrap_or_default(),
+        match scope::call(self.ports, &scope::TriageContext {}).await {
+            Ok(context) => context,
             Err(e) => {
                 tracing::warn!("%%ask: no context for the triage: {e}");
                 Context::default()
@@ -333,9 +312,8 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn repair(&mut self, code: &str, error: &str) -> Option<Repair> {
-        let args = json!({ "code": code, "error": error });
-        match self.ports.python("repair", args).await {
-            Ok(reply) => serde_json::from_value(reply["repair"].clone()).ok(),
+        match scope::call(self.ports, &scope::FindRepair { code, error }).await {
+            Ok(reply) => reply.repair,
             Err(e) => {
                 tracing::warn!("%%ask: no repair: {e}");
                 None

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::ports::Ports;
+use crate::agent::scope;
 
 /// The most messages kept.
 pub const MAX_MESSAGES: usize = 40;
@@ -166,17 +166,14 @@ impl Conversation {
         {
             return Some(memory);
         }
-        let location = match ports.python("memory", json!({})).await {
+        let location = match scope::call(ports, &scope::MemoryLocation {}).await {
             Ok(location) => location,
             Err(e) => {
                 tracing::warn!("%%ask: no memory: {e}");
                 return None;
             }
         };
-        let (Some(dir), Some(key)) = (location["dir"].as_str(), location["key"].as_str()) else {
-            return None;
-        };
-        let memory = Memory::new(std::path::Path::new(dir), key);
+        let memory = Memory::new(std::path::Path::new(&location.dir), &location.key);
         let saved = memory.load();
         {
             let mut conversation = self.messages.lock().unwrap_or_else(PoisonError::into_inner);

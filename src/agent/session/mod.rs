@@ -28,6 +28,7 @@ use crate::agent::run::limits::{
     TRIAGE_DEFAULT_MAX_REVIEWS,
 };
 use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Skill};
+use crate::agent::scope;
 
 mod effects;
 mod failure;
@@ -453,11 +454,8 @@ async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
     if !prompt.contains('{') {
         return prompt;
     }
-    match ports
-        .python("interpolate", json!({ "prompt": prompt }))
-        .await
-    {
-        Ok(reply) => reply["prompt"].as_str().map_or(prompt, str::to_owned),
+    match scope::call(ports, &scope::Interpolate { prompt: &prompt }).await {
+        Ok(reply) => reply.prompt,
         Err(e) => {
             tracing::warn!("%%ask: prompt not interpolated: {e}");
             prompt
@@ -467,8 +465,8 @@ async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
 
 /// The cells the user ran since the last request.
 async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
-    match ports.python("recent_cells", json!({})).await {
-        Ok(reply) => serde_json::from_value(reply["cells"].clone()).unwrap_or_default(),
+    match scope::call(ports, &scope::RecentCells {}).await {
+        Ok(reply) => reply.cells,
         Err(e) => {
             tracing::warn!("%%ask: no recent cells: {e}");
             Vec::new()
@@ -478,12 +476,8 @@ async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
 
 /// The skills installed for the model, by name.
 async fn skills<P: Ports>(ports: &P) -> Vec<Skill> {
-    match ports.python("skills", json!({})).await {
-        Ok(reply) => {
-            let skills: std::collections::BTreeMap<String, String> =
-                serde_json::from_value(reply["skills"].clone()).unwrap_or_default();
-            skills.into_iter().collect()
-        }
+    match scope::call(ports, &scope::Skills {}).await {
+        Ok(reply) => reply.skills.into_iter().collect(),
         Err(e) => {
             tracing::warn!("%%ask: no skills: {e}");
             Vec::new()

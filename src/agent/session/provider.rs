@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use crate::agent::budget;
 use crate::agent::config::choice::{self as config, Choice, ProviderChoice};
 use crate::agent::config::layers::Settings;
@@ -17,6 +15,7 @@ use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Sampling};
 use crate::agent::llm::{claude_cli, openai, window};
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
+use crate::agent::scope;
 
 use super::failure::Failure;
 
@@ -168,20 +167,17 @@ impl Providers {
             *slot = Some(LocalModel::attach(url, spec));
         }
         if slot.is_none() {
-            let info = ports
-                .python(
-                    "local_model",
-                    json!({ "file": spec.file, "package": spec.package }),
-                )
+            let find = scope::FindLocalModel {
+                file: spec.file,
+                package: spec.package,
+            };
+            let found = scope::call(ports, &find)
                 .await
                 .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
-            let python = info["python"].as_str().unwrap_or_default();
-            let (true, Some(model)) = (
-                info["server"].as_bool() == Some(true),
-                info["model"].as_str(),
-            ) else {
-                return Err(local_model_missing(ports, spec, &info));
+            let (true, Some(model)) = (found.server, found.model.as_deref()) else {
+                return Err(local_model_missing(ports, spec, &found));
             };
+            let python = found.python.as_str();
             publish(
                 ports,
                 render::stream(&format!(
@@ -211,19 +207,20 @@ impl Providers {
 /// The local model is not there: a panel says what is missing (the server
 /// package, the model file and where it was looked for) and how to get it or
 /// set up a provider instead; the run ends with a short error.
-fn local_model_missing<P: Ports>(ports: &P, spec: &local::ModelSpec, info: &Value) -> Failure {
+fn local_model_missing<P: Ports>(
+    ports: &P,
+    spec: &local::ModelSpec,
+    found: &scope::LocalModelFound,
+) -> Failure {
     let mut missing = Vec::new();
-    if info["server"].as_bool() != Some(true) {
+    if !found.server {
         missing.push(format!(
             "the llama.cpp server package (xllamacpp) is not in the kernel's Python environment ({})",
-            info["python"].as_str().unwrap_or("unknown")
+            found.python
         ));
     }
-    if info["model"].as_str().is_none() {
-        let searched: Vec<&str> = info["searched"]
-            .as_array()
-            .map(|dirs| dirs.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+    if found.model.is_none() {
+        let searched = &found.searched;
         missing.push(match spec.package {
             Some(package) => format!("{} needs the Python package {package}", spec.name),
             None => format!(

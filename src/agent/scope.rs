@@ -1,0 +1,312 @@
+//! The calls a run makes into the Python scope it works in (the methods of
+//! the runtime's agent scope), each a request type with its reply type. The
+//! edge between the two languages is written once, here: a call serializes
+//! to the method's arguments and its reply deserializes from what the method
+//! returns, so nothing reads JSON by hand or names a method twice.
+
+use std::collections::BTreeMap;
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
+
+use super::ports::{Output, Ports, PythonFailure};
+use super::run::{Context, KeyInformation, Repair, Targets};
+
+/// A call into the agent scope: its arguments, the method that serves it,
+/// and what that method returns.
+pub trait ScopeCall: Serialize + Sync {
+    const METHOD: &'static str;
+    type Reply: DeserializeOwned;
+}
+
+/// Makes `call` through `ports`.
+pub async fn call<P: Ports, C: ScopeCall>(ports: &P, call: &C) -> Result<C::Reply, PythonFailure> {
+    let reply = ports.python(C::METHOD, arguments(call)?).await?;
+    read_reply::<C>(reply)
+}
+
+/// Like [`call`], for code that writes text as it runs: that text goes to
+/// `output` as it is written.
+pub async fn call_with_output<P: Ports, C: ScopeCall>(
+    ports: &P,
+    call: &C,
+    output: Output,
+) -> Result<C::Reply, PythonFailure> {
+    let reply = ports
+        .python_with_output(C::METHOD, arguments(call)?, output)
+        .await?;
+    read_reply::<C>(reply)
+}
+
+fn arguments<C: ScopeCall>(call: &C) -> Result<serde_json::Value, PythonFailure> {
+    serde_json::to_value(call).map_err(|e| PythonFailure::bad_reply(C::METHOD, &e))
+}
+
+fn read_reply<C: ScopeCall>(reply: serde_json::Value) -> Result<C::Reply, PythonFailure> {
+    serde_json::from_value(reply).map_err(|e| PythonFailure::bad_reply(C::METHOD, &e))
+}
+
+/// Runs agent code in the user's namespace.
+#[derive(Debug, Serialize)]
+pub struct RunCode<'a> {
+    pub code: &'a str,
+    /// Ask the user before it runs.
+    pub confirm: bool,
+    /// What it may do without asking.
+    pub allow: &'a [String],
+}
+
+/// What running agent code gave.
+#[derive(Debug, Deserialize)]
+pub struct CodeRun {
+    /// For the model: stdout, stderr, the last value, a traceback, and the
+    /// text form of each rich output.
+    pub output: String,
+    /// For the output panel: the same without the rich output's text.
+    pub shown: String,
+    /// How many rich outputs reached the user.
+    pub rich_outputs: usize,
+    pub failed: bool,
+    /// The code called `FINAL(answer)`.
+    #[serde(default)]
+    pub finished: bool,
+    /// What it did to the namespace, a line per name.
+    #[serde(default)]
+    pub changes: Vec<String>,
+}
+
+impl ScopeCall for RunCode<'_> {
+    const METHOD: &'static str = "run_code";
+    type Reply = CodeRun;
+}
+
+/// A piece of a shown answer, for an `ask()` caller's `on_token`.
+#[derive(Debug, Serialize)]
+pub struct Token<'a> {
+    pub text: &'a str,
+}
+
+impl ScopeCall for Token<'_> {
+    const METHOD: &'static str = "token";
+    type Reply = IgnoredAny;
+}
+
+/// A line the user answers (through the kernel's stdin channel).
+#[derive(Debug, Serialize)]
+pub struct Input<'a> {
+    pub prompt: &'a str,
+    pub password: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Typed {
+    pub value: String,
+}
+
+impl ScopeCall for Input<'_> {
+    const METHOD: &'static str = "input";
+    type Reply = Typed;
+}
+
+/// A summary of the user's variables for the prompt.
+#[derive(Debug, Serialize)]
+pub struct NamespaceSummary {}
+
+#[derive(Debug, Deserialize)]
+pub struct Summary {
+    pub summary: String,
+}
+
+impl ScopeCall for NamespaceSummary {
+    const METHOD: &'static str = "namespace_summary";
+    type Reply = Summary;
+}
+
+/// Variables described in detail: those in `names`, or with none, those
+/// `request` mentions.
+#[derive(Debug, Serialize)]
+pub struct Describe<'a> {
+    pub request: &'a str,
+    pub names: &'a [String],
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Described {
+    pub described: Vec<KeyInformation>,
+}
+
+impl ScopeCall for Describe<'_> {
+    const METHOD: &'static str = "describe";
+    type Reply = Described;
+}
+
+/// Which of the variables and files a request names do not exist: the
+/// reply is those of `names` and `files` that are missing.
+#[derive(Debug, Serialize)]
+pub struct Missing<'a> {
+    pub names: &'a [String],
+    pub files: &'a [String],
+}
+
+impl ScopeCall for Missing<'_> {
+    const METHOD: &'static str = "missing";
+    type Reply = Targets;
+}
+
+/// The user's variables and last error, for the triage's pre-plan.
+#[derive(Debug, Serialize)]
+pub struct TriageContext {}
+
+impl ScopeCall for TriageContext {
+    const METHOD: &'static str = "triage_context";
+    type Reply = Context;
+}
+
+/// A fix for failed code made without the model, where one applies.
+#[derive(Debug, Serialize)]
+pub struct FindRepair<'a> {
+    pub code: &'a str,
+    pub error: &'a str,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Repaired {
+    pub repair: Option<Repair>,
+}
+
+impl ScopeCall for FindRepair<'_> {
+    const METHOD: &'static str = "repair";
+    type Reply = Repaired;
+}
+
+/// The cells the user ran since the last request.
+#[derive(Debug, Serialize)]
+pub struct RecentCells {}
+
+#[derive(Debug, Deserialize)]
+pub struct Cells {
+    pub cells: Vec<String>,
+}
+
+impl ScopeCall for RecentCells {
+    const METHOD: &'static str = "recent_cells";
+    type Reply = Cells;
+}
+
+/// The skills installed for the model.
+#[derive(Debug, Serialize)]
+pub struct Skills {}
+
+#[derive(Debug, Deserialize)]
+pub struct SkillList {
+    /// Name and description, in name order.
+    pub skills: BTreeMap<String, String>,
+}
+
+impl ScopeCall for Skills {
+    const METHOD: &'static str = "skills";
+    type Reply = SkillList;
+}
+
+/// The prompt with `{name}` replaced by that variable's value.
+#[derive(Debug, Serialize)]
+pub struct Interpolate<'a> {
+    pub prompt: &'a str,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Interpolated {
+    pub prompt: String,
+}
+
+impl ScopeCall for Interpolate<'_> {
+    const METHOD: &'static str = "interpolate";
+    type Reply = Interpolated;
+}
+
+/// Where this notebook's conversation is kept.
+#[derive(Debug, Serialize)]
+pub struct MemoryLocation {}
+
+#[derive(Debug, Deserialize)]
+pub struct Location {
+    pub dir: String,
+    pub key: String,
+}
+
+impl ScopeCall for MemoryLocation {
+    const METHOD: &'static str = "memory";
+    type Reply = Location;
+}
+
+/// Whether the kernel's environment can serve the local model `file` (from
+/// `package`, when one ships it), and where it looked.
+#[derive(Debug, Serialize)]
+pub struct FindLocalModel<'a> {
+    pub file: &'a str,
+    pub package: Option<&'a str>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LocalModelFound {
+    /// The environment's Python, which runs the server.
+    pub python: String,
+    /// The llama.cpp server package is installed.
+    pub server: bool,
+    /// The model file, if found.
+    pub model: Option<String>,
+    /// The folders looked in.
+    #[serde(default)]
+    pub searched: Vec<String>,
+}
+
+impl ScopeCall for FindLocalModel<'_> {
+    const METHOD: &'static str = "local_model";
+    type Reply = LocalModelFound;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn calls_are_the_arguments_their_methods_read() {
+        let allow = vec!["shell".to_owned()];
+        let run = RunCode {
+            code: "x = 1",
+            confirm: true,
+            allow: &allow,
+        };
+        assert_eq!(
+            serde_json::to_value(&run).unwrap(),
+            json!({ "code": "x = 1", "confirm": true, "allow": ["shell"] })
+        );
+        assert_eq!(
+            serde_json::to_value(NamespaceSummary {}).unwrap(),
+            json!({})
+        );
+        let find = FindLocalModel {
+            file: "m.gguf",
+            package: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&find).unwrap(),
+            json!({ "file": "m.gguf", "package": null })
+        );
+    }
+
+    #[test]
+    fn replies_are_read_whole_or_not_at_all() {
+        let run: CodeRun = serde_json::from_value(json!({
+            "output": "1\n", "shown": "1\n", "rich_outputs": 0, "failed": false,
+        }))
+        .unwrap();
+        assert!(!run.finished && run.changes.is_empty());
+        assert!(read_reply::<NamespaceSummary>(json!({ "summary": 3 })).is_err());
+        let missing = read_reply::<Missing>(json!({ "names": ["n"], "files": [] })).unwrap();
+        assert_eq!(missing.names, ["n"]);
+        let error = read_reply::<Interpolate>(json!({})).unwrap_err();
+        assert!(error.to_string().contains("interpolate"), "{error}");
+    }
+}
