@@ -90,30 +90,28 @@ impl LiveOutput {
             tail
         };
         let seconds = elapsed.as_secs();
-        Some(Shown {
+        Some(Shown::display(
             msg_type,
-            content: json!({
-                "data": {
-                    "text/plain": format!("[running, {seconds} s]\n{tail}"),
-                    "text/markdown": format!("**running** ({seconds} s)\n\n{}", fenced(&tail, "")),
-                },
-                "metadata": { "mahtab": { "kind": "running" } },
-                "transient": { "display_id": id },
-            }),
-        })
+            format!("[running, {seconds} s]\n{tail}"),
+            Some(format!(
+                "**running** ({seconds} s)\n\n{}",
+                fenced(&tail, "")
+            )),
+            json!({ "kind": "running" }),
+            Some(&id),
+        ))
     }
 
     /// The message that empties the panel, if it was shown.
     pub fn finish(self) -> Option<Shown> {
         let id = self.display_id?;
-        Some(Shown {
-            msg_type: "update_display_data",
-            content: json!({
-                "data": { "text/plain": "" },
-                "metadata": { "mahtab": { "kind": "running" } },
-                "transient": { "display_id": id },
-            }),
-        })
+        Some(Shown::display(
+            "update_display_data",
+            String::new(),
+            None,
+            json!({ "kind": "running" }),
+            Some(&id),
+        ))
     }
 }
 

@@ -10,6 +10,7 @@ pub mod stream;
 
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::agent::graph::RunEnd;
@@ -30,24 +31,87 @@ pub fn publish<P: Ports>(ports: &P, shown: Shown) {
     ports.publish(shown.msg_type, shown.content);
 }
 
+/// A `stream` message's content.
+#[derive(Serialize)]
+struct StreamContent<'a> {
+    name: &'static str,
+    text: &'a str,
+}
+
+/// A `display_data` (or `update_display_data`) message's content: text for
+/// consoles, Markdown for notebooks where there is any, what the panel is
+/// (`mahtab.kind` and its details) and, for a panel updated in place, its
+/// display id.
+#[derive(Serialize)]
+struct DisplayContent {
+    data: Bundle,
+    metadata: Metadata,
+    transient: Transient,
+}
+
+#[derive(Serialize)]
+struct Bundle {
+    #[serde(rename = "text/plain")]
+    plain: String,
+    #[serde(rename = "text/markdown", skip_serializing_if = "Option::is_none")]
+    markdown: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Metadata {
+    mahtab: Value,
+}
+
+#[derive(Serialize)]
+struct Transient {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_id: Option<String>,
+}
+
+impl Shown {
+    fn of(msg_type: &'static str, content: impl Serialize) -> Self {
+        Shown {
+            msg_type,
+            content: serde_json::to_value(content).unwrap_or_default(),
+        }
+    }
+
+    /// A display message: `plain` (and `markdown`), described by `mahtab`
+    /// (its metadata), under `display_id` when it is updated in place.
+    pub fn display(
+        msg_type: &'static str,
+        plain: String,
+        markdown: Option<String>,
+        mahtab: Value,
+        display_id: Option<&str>,
+    ) -> Self {
+        Self::of(
+            msg_type,
+            DisplayContent {
+                data: Bundle { plain, markdown },
+                metadata: Metadata { mahtab },
+                transient: Transient {
+                    display_id: display_id.map(str::to_owned),
+                },
+            },
+        )
+    }
+}
+
 /// Text in the cell's stdout.
 pub fn stream(text: &str) -> Shown {
-    Shown {
-        msg_type: "stream",
-        content: json!({ "name": "stdout", "text": text }),
-    }
+    Shown::of(
+        "stream",
+        StreamContent {
+            name: "stdout",
+            text,
+        },
+    )
 }
 
 /// A panel: plain text for consoles, Markdown for notebooks.
 pub fn panel(plain: String, markdown: String, metadata: Value) -> Shown {
-    Shown {
-        msg_type: "display_data",
-        content: json!({
-            "data": { "text/plain": plain, "text/markdown": markdown },
-            "metadata": { "mahtab": metadata },
-            "transient": {},
-        }),
-    }
+    Shown::display("display_data", plain, Some(markdown), metadata, None)
 }
 
 /// The run's status line: `text` under the display id `id`, as a new
@@ -58,14 +122,7 @@ pub fn status(text: &str, id: &str, msg_type: &'static str) -> Shown {
     } else {
         format!("⋯ {text}")
     };
-    Shown {
-        msg_type,
-        content: json!({
-            "data": { "text/plain": plain },
-            "metadata": { "mahtab": { "kind": "status" } },
-            "transient": { "display_id": id },
-        }),
-    }
+    Shown::display(msg_type, plain, None, json!({ "kind": "status" }), Some(id))
 }
 
 /// What the status line says while `node` works, if it says anything
