@@ -13,6 +13,8 @@
 //! - [`install`]: writing and removing the kernelspec.
 //! - [`launcher`]: starting under Jupyter Enterprise Gateway (its kernel
 //!   launcher protocol).
+//! - [`exception`]: a Python exception as it crosses the kernel, one type
+//!   for cells, the agent's calls into Python and `%%ask` failures.
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
 //! - [`private_files`]: files and directories only their owner may use.
 //!
@@ -20,6 +22,7 @@
 
 pub mod agent;
 pub mod cell_files;
+pub mod exception;
 pub mod install;
 pub mod kernel;
 pub mod launcher;

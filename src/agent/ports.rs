@@ -6,37 +6,7 @@ use std::future::Future;
 
 use serde_json::Value;
 
-/// A call into Python that raised.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PythonFailure {
-    pub ename: String,
-    pub evalue: String,
-}
-
-impl PythonFailure {
-    /// A reply of `method` that is not what the call expects.
-    pub fn bad_reply(method: &str, error: &dyn std::fmt::Display) -> Self {
-        Self {
-            ename: "ValueError".into(),
-            evalue: format!("unreadable reply of {method}: {error}"),
-        }
-    }
-
-    /// The user pressed stop while Python worked.
-    pub fn is_interrupt(&self) -> bool {
-        self.ename == "KeyboardInterrupt"
-    }
-}
-
-impl std::fmt::Display for PythonFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.evalue.is_empty() {
-            f.write_str(&self.ename)
-        } else {
-            write!(f, "{}: {}", self.ename, self.evalue)
-        }
-    }
-}
+use crate::exception::PythonException;
 
 /// What a run needs from the kernel.
 pub trait Ports: Send + Sync {
@@ -50,7 +20,7 @@ pub trait Ports: Send + Sync {
         &self,
         method: &str,
         args: Value,
-    ) -> impl Future<Output = Result<Value, PythonFailure>> + Send;
+    ) -> impl Future<Output = Result<Value, PythonException>> + Send;
 
     /// Like [`Ports::python`], for a call whose code writes text (agent
     /// code running): what it writes goes to `output` as it is written.
@@ -60,7 +30,7 @@ pub trait Ports: Send + Sync {
         method: &str,
         args: Value,
         output: Output,
-    ) -> impl Future<Output = Result<Value, PythonFailure>> + Send {
+    ) -> impl Future<Output = Result<Value, PythonException>> + Send {
         drop(output);
         self.python(method, args)
     }

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
-use super::ports::{Output, Ports, PythonFailure};
+use super::ports::{Output, Ports};
 use super::run::{Context, KeyInformation, Repair, Targets};
+use crate::exception::PythonException;
 
 /// A call into the agent scope: its arguments, the method that serves it,
 /// and what that method returns.
@@ -20,7 +21,10 @@ pub trait ScopeCall: Serialize + Sync {
 }
 
 /// Makes `call` through `ports`.
-pub async fn call<P: Ports, C: ScopeCall>(ports: &P, call: &C) -> Result<C::Reply, PythonFailure> {
+pub async fn call<P: Ports, C: ScopeCall>(
+    ports: &P,
+    call: &C,
+) -> Result<C::Reply, PythonException> {
     let reply = ports.python(C::METHOD, arguments(call)?).await?;
     read_reply::<C>(reply)
 }
@@ -31,19 +35,19 @@ pub async fn call_with_output<P: Ports, C: ScopeCall>(
     ports: &P,
     call: &C,
     output: Output,
-) -> Result<C::Reply, PythonFailure> {
+) -> Result<C::Reply, PythonException> {
     let reply = ports
         .python_with_output(C::METHOD, arguments(call)?, output)
         .await?;
     read_reply::<C>(reply)
 }
 
-fn arguments<C: ScopeCall>(call: &C) -> Result<serde_json::Value, PythonFailure> {
-    serde_json::to_value(call).map_err(|e| PythonFailure::bad_reply(C::METHOD, &e))
+fn arguments<C: ScopeCall>(call: &C) -> Result<serde_json::Value, PythonException> {
+    serde_json::to_value(call).map_err(|e| PythonException::bad_reply(C::METHOD, &e))
 }
 
-fn read_reply<C: ScopeCall>(reply: serde_json::Value) -> Result<C::Reply, PythonFailure> {
-    serde_json::from_value(reply).map_err(|e| PythonFailure::bad_reply(C::METHOD, &e))
+fn read_reply<C: ScopeCall>(reply: serde_json::Value) -> Result<C::Reply, PythonException> {
+    serde_json::from_value(reply).map_err(|e| PythonException::bad_reply(C::METHOD, &e))
 }
 
 /// Runs agent code in the user's namespace.

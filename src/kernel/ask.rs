@@ -10,8 +10,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::iopub::Iopub;
-use crate::agent::ports::{Output, Ports, PythonFailure};
+use crate::agent::ports::{Output, Ports};
 use crate::agent::session::AgentSession;
+use crate::exception::PythonException;
 use crate::python::{AgentHost, InlinePython};
 
 /// Starts agent runs on the kernel's async runtime.
@@ -57,8 +58,8 @@ impl Ports for KernelPorts {
         self.iopub.publish(msg_type, content, self.parent.clone());
     }
 
-    async fn python(&self, method: &str, args: Value) -> Result<Value, PythonFailure> {
-        self.python.call(method, args, None).await.map_err(failure)
+    async fn python(&self, method: &str, args: Value) -> Result<Value, PythonException> {
+        self.python.call(method, args, None).await
     }
 
     async fn python_with_output(
@@ -66,21 +67,11 @@ impl Ports for KernelPorts {
         method: &str,
         args: Value,
         output: Output,
-    ) -> Result<Value, PythonFailure> {
-        self.python
-            .call(method, args, Some(output))
-            .await
-            .map_err(failure)
+    ) -> Result<Value, PythonException> {
+        self.python.call(method, args, Some(output)).await
     }
 
     async fn cancelled(&self) {
         self.cancel.cancelled().await;
-    }
-}
-
-fn failure(e: crate::python::PythonError) -> PythonFailure {
-    PythonFailure {
-        ename: e.ename,
-        evalue: e.evalue,
     }
 }

@@ -6,7 +6,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::python::{ExecuteOutcome, PythonError};
+use crate::exception::PythonException;
+use crate::python::ExecuteOutcome;
 
 #[derive(Debug, Serialize)]
 pub(super) struct ExecuteReply {
@@ -15,7 +16,7 @@ pub(super) struct ExecuteReply {
     user_expressions: Value,
     payload: Vec<Value>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    error: Option<PythonError>,
+    error: Option<PythonException>,
 }
 
 impl ExecuteReply {
@@ -47,7 +48,7 @@ impl ExecuteReply {
         Self::ran(
             execution_count,
             ExecuteOutcome {
-                error: Some(PythonError {
+                error: Some(PythonException {
                     ename: "BadRequest".to_owned(),
                     evalue: why,
                     traceback: Vec::new(),
@@ -88,7 +89,7 @@ mod tests {
                    "ename": "BadRequest", "evalue": "no code", "traceback": []})
         );
         let failed = ExecuteOutcome {
-            error: Some(PythonError {
+            error: Some(PythonException {
                 ename: "ZeroDivisionError".into(),
                 evalue: "division by zero".into(),
                 traceback: vec!["line 1".into()],

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::PythonError;
+use crate::exception::PythonException;
 
 /// Where a call's method sends the text its code writes, as it writes it.
 pub type Output = tokio::sync::mpsc::UnboundedSender<String>;
@@ -54,7 +54,7 @@ enum Message {
         method: String,
         args: Value,
         output: Option<Output>,
-        reply: oneshot::Sender<Result<Value, PythonError>>,
+        reply: oneshot::Sender<Result<Value, PythonException>>,
     },
     Finished(Value),
 }
@@ -76,7 +76,7 @@ impl InlinePython {
         method: &str,
         args: Value,
         output: Option<Output>,
-    ) -> Result<Value, PythonError> {
+    ) -> Result<Value, PythonException> {
         let (reply, result) = oneshot::channel();
         let message = Message::Call {
             method: method.to_owned(),
@@ -86,9 +86,9 @@ impl InlinePython {
         };
         self.messages
             .send(message)
-            .map_err(|_| PythonError::internal("the Python caller of this run is gone"))?;
+            .map_err(|_| PythonException::internal("the Python caller of this run is gone"))?;
         result.await.unwrap_or_else(|_| {
-            Err(PythonError::internal(
+            Err(PythonException::internal(
                 "the Python caller of this run is gone",
             ))
         })
@@ -126,7 +126,7 @@ pub(super) fn serve(
                 reply,
             }) => {
                 let result = if interrupted.is_some() {
-                    Err(PythonError::interrupted())
+                    Err(PythonException::interrupted(""))
                 } else {
                     call_scope(scope, &method, &args, output).map_err(|e| {
                         let error = super::interpreter::python_error(py, &e);

@@ -25,7 +25,7 @@ use super::interrupt::{self, CellRunning};
 use super::output::{Output, OutputSink, StreamBuffer, StreamName};
 use super::subshell::{self, Serving, SubshellInbox};
 use super::{
-    Command, ExecuteCell, ExecuteOutcome, InputProvider, Parent, PythonConfig, PythonError,
+    Command, ExecuteCell, ExecuteOutcome, InputProvider, Parent, PythonConfig, PythonException,
     RuntimeState,
 };
 
@@ -320,7 +320,7 @@ pub(super) fn call_runtime(
     runtime: &Py<PyAny>,
     method: &str,
     args: &Value,
-) -> Result<Value, PythonError> {
+) -> Result<Value, PythonException> {
     call_json(runtime.bind(py), method, (args.to_string(),)).map_err(|e| python_error(py, &e))
 }
 
@@ -331,7 +331,7 @@ pub(super) fn start_subshell(
     runtime: &Py<PyAny>,
     commands: std::sync::mpsc::Receiver<Command>,
     name: &str,
-) -> Result<(), PythonError> {
+) -> Result<(), PythonException> {
     let inbox = Bound::new(py, SubshellInbox::new(commands)).map_err(|e| python_error(py, &e))?;
     runtime
         .bind(py)
@@ -362,7 +362,7 @@ fn request(
     (msg_type, content, buffers): (String, Value, &[bytes::Bytes]),
     parent: Parent,
     thread: Thread<'_>,
-) -> Result<Value, PythonError> {
+) -> Result<Value, PythonException> {
     let buffers: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
     let content = content.to_string();
     let result = match thread {
@@ -538,7 +538,7 @@ fn run(
                 let _ = reply.send(outcome);
             }
             (Command::Execute(cell, reply), Err(message)) => {
-                let error = PythonError::internal(format!("Python failed to start: {message}"));
+                let error = PythonException::internal(format!("Python failed to start: {message}"));
                 buffer.emit_after_flush(error_output(&error), Some(&cell.parent.header));
                 let _ = reply.send(ExecuteOutcome::failed(error));
             }
@@ -565,7 +565,7 @@ fn run(
                 let _ = reply.send(result);
             }
             (Command::Request { reply, .. }, Err(message)) => {
-                let error = PythonError::internal(format!("Python failed to start: {message}"));
+                let error = PythonException::internal(format!("Python failed to start: {message}"));
                 let _ = reply.send(Err(error));
             }
         }
@@ -684,7 +684,7 @@ fn load_runtime(py: Python<'_>, bridge: impl Fn() -> Bridge) -> PyResult<Py<PyAn
 struct ExecuteReplyFields {
     status: String,
     #[serde(flatten)]
-    error: Option<PythonError>,
+    error: Option<PythonException>,
     #[serde(default)]
     user_expressions: Value,
     #[serde(default)]
@@ -740,13 +740,14 @@ fn execute(
             error: Some(
                 fields
                     .error
-                    .unwrap_or_else(|| PythonError::internal("cell failed without details")),
+                    .unwrap_or_else(|| PythonException::internal("cell failed without details")),
             ),
             user_expressions: non_null_object(fields.user_expressions),
             payload: fields.payload,
         },
         Ok(Err(e)) => {
-            let error = PythonError::internal(format!("unreadable result from the runtime: {e}"));
+            let error =
+                PythonException::internal(format!("unreadable result from the runtime: {e}"));
             buffer.emit_after_flush(error_output(&error), parent);
             ExecuteOutcome::failed(error)
         }
@@ -773,7 +774,7 @@ fn non_null_object(value: Value) -> Value {
     }
 }
 
-fn error_output(error: &PythonError) -> Output {
+fn error_output(error: &PythonException) -> Output {
     Output::Message {
         metadata: Value::Object(Map::new()),
         buffers: Vec::new(),
@@ -818,7 +819,7 @@ fn discard_pending_interrupt(py: Python<'_>) {
 }
 
 /// The one conversion from a Python exception to an error message's fields.
-pub(super) fn python_error(py: Python<'_>, err: &PyErr) -> PythonError {
+pub(super) fn python_error(py: Python<'_>, err: &PyErr) -> PythonException {
     let ename = err
         .get_type(py)
         .name()
@@ -832,7 +833,7 @@ pub(super) fn python_error(py: Python<'_>, err: &PyErr) -> PythonError {
         traceback.extend(text.lines().map(str::to_owned));
     }
     traceback.push(format!("{ename}: {evalue}"));
-    PythonError {
+    PythonException {
         ename,
         evalue,
         traceback,

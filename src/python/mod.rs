@@ -15,12 +15,12 @@ mod interrupt;
 mod output;
 mod subshell;
 
+pub use crate::exception::PythonException;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch};
 
@@ -105,43 +105,10 @@ pub struct ExecuteCell {
     pub parent: Parent,
 }
 
-/// The error part of a failed cell.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-pub struct PythonError {
-    pub ename: String,
-    pub evalue: String,
-    pub traceback: Vec<String>,
-}
-
-impl PythonError {
-    /// An error raised by the kernel itself rather than by user code.
-    pub fn internal(message: impl Into<String>) -> Self {
-        let message = message.into();
-        Self {
-            ename: "KernelError".into(),
-            evalue: message.clone(),
-            traceback: vec![format!("KernelError: {message}")],
-        }
-    }
-
-    /// The user pressed stop.
-    pub fn interrupted() -> Self {
-        Self {
-            ename: "KeyboardInterrupt".into(),
-            evalue: String::new(),
-            traceback: Vec::new(),
-        }
-    }
-
-    pub fn is_interrupt(&self) -> bool {
-        self.ename == "KeyboardInterrupt"
-    }
-}
-
 /// What running a cell produced, beyond its published output.
 #[derive(Debug, Clone)]
 pub struct ExecuteOutcome {
-    pub error: Option<PythonError>,
+    pub error: Option<PythonException>,
     pub user_expressions: Value,
     pub payload: Vec<Value>,
 }
@@ -157,7 +124,7 @@ impl ExecuteOutcome {
     }
 
     /// A cell that failed with `error`.
-    pub fn failed(error: PythonError) -> Self {
+    pub fn failed(error: PythonException) -> Self {
         Self {
             error: Some(error),
             user_expressions: Value::Object(Map::new()),
@@ -176,7 +143,7 @@ enum Command {
         /// Served for the control channel: output of the main shell's
         /// request goes on to it afterwards.
         aside: bool,
-        reply: oneshot::Sender<Result<Value, PythonError>>,
+        reply: oneshot::Sender<Result<Value, PythonException>>,
     },
     /// The kernel is about to exit: save what must outlive it (history).
     Shutdown(oneshot::Sender<()>),
@@ -268,7 +235,7 @@ impl PythonHandle {
     }
 
     /// The runtime, once Python has started.
-    async fn started_runtime(&self) -> Result<Arc<pyo3::Py<pyo3::PyAny>>, PythonError> {
+    async fn started_runtime(&self) -> Result<Arc<pyo3::Py<pyo3::PyAny>>, PythonException> {
         let mut state = self.runtime.clone();
         match state
             .wait_for(|state| !matches!(state, RuntimeState::Starting))
@@ -276,10 +243,10 @@ impl PythonHandle {
             .map(|state| state.clone())
         {
             Ok(RuntimeState::Ready(runtime)) => Ok(runtime),
-            Ok(RuntimeState::Failed(message)) => Err(PythonError::internal(format!(
+            Ok(RuntimeState::Failed(message)) => Err(PythonException::internal(format!(
                 "Python failed to start: {message}"
             ))),
-            Ok(RuntimeState::Starting) | Err(_) => Err(PythonError::internal(INTERPRETER_GONE)),
+            Ok(RuntimeState::Starting) | Err(_) => Err(PythonException::internal(INTERPRETER_GONE)),
         }
     }
 
@@ -296,7 +263,7 @@ impl PythonHandle {
         method: &str,
         args: Value,
         limit: std::time::Duration,
-    ) -> Result<Value, PythonError> {
+    ) -> Result<Value, PythonException> {
         let runtime = self.started_runtime().await?;
         let method = method.to_owned();
         let call = Arc::new(interrupt::TimedCall::default());
@@ -315,9 +282,11 @@ impl PythonHandle {
                 let _ = done.send(outcome);
             });
         if let Err(e) = spawned {
-            return Err(PythonError::internal(format!("cannot start a thread: {e}")));
+            return Err(PythonException::internal(format!(
+                "cannot start a thread: {e}"
+            )));
         }
-        let gone = || PythonError::internal("the call to Python ended without an answer");
+        let gone = || PythonException::internal("the call to Python ended without an answer");
         let mut result = result;
         if let Ok(outcome) = tokio::time::timeout(limit, &mut result).await {
             return outcome.map_err(|_| gone())?;
@@ -327,7 +296,7 @@ impl PythonHandle {
             .ok();
         match tokio::time::timeout(CALL_GRACE, result).await {
             Ok(outcome) => outcome.map_err(|_| gone())?,
-            Err(_) => Err(PythonError::internal(format!(
+            Err(_) => Err(PythonException::internal(format!(
                 "Python did not answer within {limit:?}"
             ))),
         }
@@ -348,7 +317,7 @@ impl PythonHandle {
     /// Starts a subshell's Python thread (named after `id`) and returns the
     /// handle that serves it; dropping every clone of it ends the thread
     /// once it is done with what it runs.
-    pub async fn create_subshell(&self, id: &str) -> Result<PythonHandle, PythonError> {
+    pub async fn create_subshell(&self, id: &str) -> Result<PythonHandle, PythonException> {
         let runtime = self.started_runtime().await?;
         let (commands, receiver) = mpsc::channel();
         let name = format!("subshell-{id}");
@@ -358,7 +327,7 @@ impl PythonHandle {
             pyo3::Python::attach(|py| interpreter::start_subshell(py, &runtime, receiver, &name))
         })
         .await
-        .map_err(|e| PythonError::internal(format!("cannot start a subshell: {e}")))??;
+        .map_err(|e| PythonException::internal(format!("cannot start a subshell: {e}")))??;
         Ok(Self {
             commands,
             waker: None,
@@ -378,11 +347,11 @@ impl PythonHandle {
             if self.subshell {
                 subshell::cell_dropped();
             }
-            return ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE));
+            return ExecuteOutcome::failed(PythonException::internal(INTERPRETER_GONE));
         }
         outcome
             .await
-            .unwrap_or_else(|_| ExecuteOutcome::failed(PythonError::internal(INTERPRETER_GONE)))
+            .unwrap_or_else(|_| ExecuteOutcome::failed(PythonException::internal(INTERPRETER_GONE)))
     }
 
     /// Lets the runtime save its state before the process exits, waiting at
@@ -406,7 +375,7 @@ impl PythonHandle {
         content: Value,
         buffers: Vec<bytes::Bytes>,
         parent: Parent,
-    ) -> Result<Value, PythonError> {
+    ) -> Result<Value, PythonException> {
         self.send_request(msg_type, content, buffers, parent, false)
             .await
     }
@@ -419,7 +388,7 @@ impl PythonHandle {
         msg_type: &str,
         content: Value,
         parent: Parent,
-    ) -> Result<Value, PythonError> {
+    ) -> Result<Value, PythonException> {
         self.send_request(msg_type, content, Vec::new(), parent, true)
             .await
     }
@@ -431,7 +400,7 @@ impl PythonHandle {
         buffers: Vec<bytes::Bytes>,
         parent: Parent,
         aside: bool,
-    ) -> Result<Value, PythonError> {
+    ) -> Result<Value, PythonException> {
         let (reply, result) = oneshot::channel();
         let command = Command::Request {
             msg_type: msg_type.to_owned(),
@@ -442,11 +411,11 @@ impl PythonHandle {
             reply,
         };
         if !self.send(command) {
-            return Err(PythonError::internal(INTERPRETER_GONE));
+            return Err(PythonException::internal(INTERPRETER_GONE));
         }
         result
             .await
-            .unwrap_or_else(|_| Err(PythonError::internal(INTERPRETER_GONE)))
+            .unwrap_or_else(|_| Err(PythonException::internal(INTERPRETER_GONE)))
     }
 }
 

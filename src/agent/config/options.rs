@@ -10,6 +10,8 @@ use clap::builder::NonEmptyStringValueParser;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
+use crate::exception::PythonException;
+
 /// Which agent graph runs a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GraphKind {
@@ -320,6 +322,12 @@ pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|open
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}\n{1}")]
 pub struct UsageError(pub String, pub &'static str);
+
+impl From<UsageError> for PythonException {
+    fn from(error: UsageError) -> Self {
+        Self::new("UsageError", error.to_string())
+    }
+}
 
 /// The agent cell in `code`, if it is one: a `%%ask` cell (IPython's rule:
 /// the first line, after leading blank lines, starts with the cell magic) or

@@ -4,6 +4,7 @@
 use super::findings::{KeyInformation, Plan, Verdict};
 use super::state::Execution;
 use crate::agent::llm::LlmError;
+use crate::exception::{ExceptionKind, PythonException};
 
 /// Why a run stopped early.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -12,8 +13,21 @@ pub enum AgentError {
     Llm(#[from] LlmError),
     #[error("interrupted")]
     Interrupted,
+    /// Python could not do what the run needs from it (ask the user, say).
+    #[error("{0}")]
+    Python(PythonException),
+    /// A graph that routed where it cannot: a mistake in the graph.
     #[error("agent graph: {0}")]
     Graph(String),
+}
+
+impl From<PythonException> for AgentError {
+    fn from(exception: PythonException) -> Self {
+        match exception.kind() {
+            ExceptionKind::Interrupt => AgentError::Interrupted,
+            _ => AgentError::Python(exception),
+        }
+    }
 }
 
 /// What a run reports as it goes, besides streamed text (which

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::agent::graph::Observer;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError};
 use crate::agent::parse::code::complete_code_blocks;
-use crate::agent::ports::{Ports, PythonFailure};
+use crate::agent::ports::Ports;
 use crate::agent::render::live::{self, LiveOutput};
 use crate::agent::render::stream::ShownText;
 use crate::agent::render::{self, publish};
@@ -18,6 +18,7 @@ use crate::agent::run::{
     Showing, Targets,
 };
 use crate::agent::scope;
+use crate::exception::{ExceptionKind, PythonException};
 
 use super::provider::Provider;
 
@@ -97,11 +98,10 @@ impl<P: Ports> RunEffects<'_, P> {
                 let text = typed.value.trim().to_ascii_lowercase();
                 Ok(text == "y" || text == "yes")
             }
-            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
-            Err(e) if e.ename == "StdinNotImplementedError" => Err(AgentError::Graph(
-                "--confirm needs a frontend that takes input".into(),
+            Err(e) if e.kind() == ExceptionKind::NoInput => Err(AgentError::Python(
+                PythonException::new(&e.ename, "--confirm needs a frontend that takes input"),
             )),
-            Err(e) => Err(AgentError::Graph(format!("no answer to the prompt: {e}"))),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -395,7 +395,7 @@ fn error_name(output: &str) -> String {
 }
 
 /// Code that could not even be run (the runtime itself failed).
-pub(super) fn failed_run(code: &str, error: &PythonFailure) -> Execution {
+pub(super) fn failed_run(code: &str, error: &PythonException) -> Execution {
     Execution {
         code: code.to_owned(),
         output: error.to_string(),

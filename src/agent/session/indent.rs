@@ -7,7 +7,8 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::agent::ports::{Output, Ports, PythonFailure};
+use crate::agent::ports::{Output, Ports};
+use crate::exception::PythonException;
 
 /// One step of indentation in plain text.
 const STEP: &str = "│ ";
@@ -77,7 +78,7 @@ impl<P: Ports> Ports for Indented<'_, P> {
         self.inner.publish(msg_type, content);
     }
 
-    async fn python(&self, method: &str, args: Value) -> Result<Value, PythonFailure> {
+    async fn python(&self, method: &str, args: Value) -> Result<Value, PythonException> {
         self.inner.python(method, args).await
     }
 
@@ -86,7 +87,7 @@ impl<P: Ports> Ports for Indented<'_, P> {
         method: &str,
         args: Value,
         output: Output,
-    ) -> Result<Value, PythonFailure> {
+    ) -> Result<Value, PythonException> {
         self.inner.python_with_output(method, args, output).await
     }
 
@@ -108,7 +109,7 @@ mod tests {
         fn publish(&self, msg_type: &str, content: Value) {
             self.0.lock().unwrap().push((msg_type.to_owned(), content));
         }
-        async fn python(&self, _method: &str, _args: Value) -> Result<Value, PythonFailure> {
+        async fn python(&self, _method: &str, _args: Value) -> Result<Value, PythonException> {
             Ok(Value::Null)
         }
         async fn cancelled(&self) {}

@@ -29,18 +29,20 @@ use crate::agent::run::limits::{
 };
 use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Skill};
 use crate::agent::scope;
+use crate::exception::PythonException;
 
 mod effects;
-mod failure;
 mod indent;
 pub mod memory;
 pub mod provider;
 
 use effects::RunEffects;
-use failure::Failure;
 use indent::Indented;
 use memory::{Conversation, answered_part};
 use provider::{Provider, Providers, context_tokens, sampling, secrets};
+
+/// What an interrupted run raises in Python.
+const INTERRUPTED: &str = "the %%ask run was interrupted";
 
 /// Longest answer asked of a provider (the local models have their own).
 const MAX_TOKENS: u32 = 4096;
@@ -108,14 +110,17 @@ impl AgentSession {
                 self.serve(request, &ports).await
             }
             Ok(request) => self.serve(request, ports).await,
-            Err(e) => Err(Failure::new("AskError", format!("bad agent request: {e}"))),
+            Err(e) => Err(PythonException::new(
+                "AskError",
+                format!("bad agent request: {e}"),
+            )),
         };
         result.unwrap_or_else(
             |failure| json!({ "error": { "ename": failure.ename, "evalue": failure.evalue } }),
         )
     }
 
-    async fn serve<P: Ports>(&self, request: Request, ports: &P) -> Result<Value, Failure> {
+    async fn serve<P: Ports>(&self, request: Request, ports: &P) -> Result<Value, PythonException> {
         match request {
             Request::Cell { code } => self.cell(&code, ports).await,
             Request::Ask { prompt, options } => {
@@ -146,7 +151,7 @@ impl AgentSession {
         }
     }
 
-    async fn cell<P: Ports>(&self, code: &str, ports: &P) -> Result<Value, Failure> {
+    async fn cell<P: Ports>(&self, code: &str, ports: &P) -> Result<Value, PythonException> {
         match options::parse_cell(code) {
             Some(Ok(AgentCell::Ask(cell))) => {
                 let job = Job::Ask {
@@ -161,7 +166,7 @@ impl AgentSession {
                     defaults.clone()
                 };
                 let settings = Settings::now(defaults)
-                    .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+                    .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
                 let overview = settings::overview(&settings) + &self.overview_of_state();
                 publish(ports, render::stream(&overview));
                 Ok(json!({}))
@@ -171,7 +176,10 @@ impl AgentSession {
                 Ok(json!({}))
             }
             Some(Err(usage)) => Err(usage.into()),
-            None => Err(Failure::new("AskError", "not an %%ask or %ask_config cell")),
+            None => Err(PythonException::new(
+                "AskError",
+                "not an %%ask or %ask_config cell",
+            )),
         }
     }
 
@@ -182,21 +190,21 @@ impl AgentSession {
         job: Job,
         cell_options: AskOptions,
         ports: &P,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Value, PythonException> {
         let request = match &job {
             Job::Ask { prompt } => prompt,
             Job::Search(search) => &search.query,
         };
         if request.trim().is_empty() {
-            return Err(Failure::new("UsageError", options::USAGE));
+            return Err(PythonException::new("UsageError", options::USAGE));
         }
         let defaults = self
             .defaults
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let settings =
-            Settings::now(defaults).map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+        let settings = Settings::now(defaults)
+            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
         let options = settings.options_for(&cell_options);
         if cell_options.informer && options.graph != Some(GraphKind::Planner) {
             let usage = UsageError(
@@ -207,7 +215,7 @@ impl AgentSession {
         }
         let provider = tokio::select! {
             provider = self.providers.provider(&settings, &options, ports) => provider?,
-            () = ports.cancelled() => return Err(Failure::interrupted()),
+            () = ports.cancelled() => return Err(PythonException::interrupted(INTERRUPTED)),
         };
 
         let started = Instant::now();
@@ -364,8 +372,8 @@ impl AgentSession {
                     "trace": render::trace_json(&effects.trace, &effects.first_texts, &state, elapsed),
                 }))
             }
-            Err(AgentError::Interrupted) => Err(Failure::interrupted()),
-            Err(e) => Err(Failure::new("AskError", e.to_string())),
+            Err(AgentError::Interrupted) => Err(PythonException::interrupted(INTERRUPTED)),
+            Err(e) => Err(PythonException::new("AskError", e.to_string())),
         }
     }
 

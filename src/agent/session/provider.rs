@@ -17,7 +17,7 @@ use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
 use crate::agent::scope;
 
-use super::failure::Failure;
+use crate::exception::PythonException;
 
 /// A run's provider.
 pub enum Provider {
@@ -83,7 +83,7 @@ impl Providers {
         settings: &Settings,
         options: &AskOptions,
         ports: &P,
-    ) -> Result<Provider, Failure> {
+    ) -> Result<Provider, PythonException> {
         let choice = match settings.choose_provider(options) {
             Ok(Choice::Http(choice)) => choice,
             Ok(Choice::ClaudeCli(cli)) => return Ok(Provider::Cli(cli)),
@@ -94,12 +94,12 @@ impl Providers {
                         self.local_model(ports, spec, shared.as_deref()).await?
                     }
                     Ok(None) => return Err(no_provider(ports, config::HOW_TO_CONFIGURE)),
-                    Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
+                    Err(e) => return Err(PythonException::new("AskConfigError", e.to_string())),
                 }
             }
-            Err(e) => return Err(Failure::new("AskConfigError", e.to_string())),
+            Err(e) => return Err(PythonException::new("AskConfigError", e.to_string())),
         };
-        Provider::http(&choice).map_err(|e| Failure::new("AskProviderError", e.to_string()))
+        Provider::http(&choice).map_err(|e| PythonException::new("AskProviderError", e.to_string()))
     }
 
     /// The context window an OpenAI-compatible server serves, asked of it
@@ -154,7 +154,7 @@ impl Providers {
         ports: &P,
         spec: &'static local::ModelSpec,
         shared: Option<&str>,
-    ) -> Result<ProviderChoice, Failure> {
+    ) -> Result<ProviderChoice, PythonException> {
         let mut slot = self.local_model.lock().await;
         if slot.as_ref().is_some_and(|model| model.spec != spec)
             && let Some(other) = slot.take()
@@ -173,7 +173,7 @@ impl Providers {
             };
             let found = scope::call(ports, &find)
                 .await
-                .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+                .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
             let (true, Some(model)) = (found.server, found.model.as_deref()) else {
                 return Err(local_model_missing(ports, spec, &found));
             };
@@ -191,7 +191,7 @@ impl Providers {
                 spec,
             )
             .await
-            .map_err(|e| Failure::new("AskConfigError", e.to_string()))?;
+            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
             *slot = Some(model);
         }
         let model = slot.as_ref().expect("started above");
@@ -211,7 +211,7 @@ fn local_model_missing<P: Ports>(
     ports: &P,
     spec: &local::ModelSpec,
     found: &scope::LocalModelFound,
-) -> Failure {
+) -> PythonException {
     let mut missing = Vec::new();
     if !found.server {
         missing.push(format!(
@@ -238,7 +238,7 @@ fn local_model_missing<P: Ports>(
         local::INSTALL_HINT
     );
     publish(ports, render::setup(&how));
-    Failure::new(
+    PythonException::new(
         "AskConfigError",
         format!(
             "no model provider is configured and the local model ({}) is not installed (the panel above says how to set one up)",
@@ -303,9 +303,9 @@ pub(super) fn sampling(settings: &Settings, local: bool) -> Sampling {
 
 /// No provider is configured: a panel says how to configure one (Markdown
 /// in notebooks), and the run ends with a short error.
-fn no_provider<P: Ports>(ports: &P, how: &str) -> Failure {
+fn no_provider<P: Ports>(ports: &P, how: &str) -> PythonException {
     publish(ports, render::setup(how));
-    Failure::new(
+    PythonException::new(
         "AskConfigError",
         "no model provider is configured for %%ask (the panel above says how to set one up)",
     )
