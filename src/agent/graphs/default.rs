@@ -277,6 +277,26 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             "fix the cause of the error and run the corrected code",
         );
     }
+    let rebound = checks::rebound_though_asked_in_place(
+        &state.request,
+        this_turns_executions(state),
+        &state.namespace_names,
+    );
+    if let Some(first) = rebound.first() {
+        let names: Vec<String> = rebound.iter().map(|n| format!("`{n}`")).collect();
+        return not_done(
+            format!(
+                "{} now names a new object, but the request asks to change the object itself",
+                names.join(", ")
+            ),
+            &format!(
+                "change the original object in place rather than assigning a new one to \
+                 {first} (for a table: {first}.fillna(..., inplace=True), \
+                 {first}.rename(columns=..., inplace=True), {first}[column] = ...; for a list: \
+                 {first}[:] = [...])"
+            ),
+        );
+    }
     let targets = checks::targets(&state.request);
     if !targets.is_empty() {
         let missing = effects.missing(&targets).await;
@@ -627,6 +647,36 @@ open('sales.csv')
         assert_eq!(script.requests.len(), 2);
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.answer, "total: int = 3");
+    }
+
+    #[test]
+    fn a_variable_asked_to_change_itself_and_rebound_instead_is_not_done() {
+        let mut script = Script::new(
+            &[
+                "```python\nx = [v * 2 for v in x]\n```",
+                "```python\nx[:] = [v * 2 for v in x]\n```",
+                DONE,
+            ],
+            |code| Execution {
+                changes: vec![if code.starts_with("x = ") {
+                    "x: list len 3 (changed)".to_owned()
+                } else {
+                    "x: list len 3 (changed in place)".to_owned()
+                }],
+                ..ok(code)
+            },
+        );
+        let mut state =
+            AgentState::new("Double the numbers in x (change x itself).", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        // The rebinding was sent back without a review; the change in place
+        // went to the review, which found it done.
+        let second = &script.requests[1];
+        let last = &second.messages.last().unwrap().content;
+        assert!(last.contains("`x` now names a new object"), "{last}");
+        assert!(last.contains("x[:] = [...]"), "{last}");
+        assert_eq!(script.requests.len(), 3);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 
     #[test]
