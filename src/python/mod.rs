@@ -13,6 +13,7 @@ mod inline;
 mod interpreter;
 mod interrupt;
 mod output;
+mod sources;
 mod subshell;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
