@@ -1,5 +1,6 @@
 //! The interpreter thread: initialises CPython in the chosen environment,
-//! loads the runtime (`runtime.py`), then serves commands one at a time.
+//! loads the runtime (the `mahtab` package, [`sources`]), then serves
+//! commands one at a time.
 //!
 //! The thread holds the GIL only while it works on a command, so threads that
 //! user code starts keep running between cells.
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyEOFError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyModule, PyString};
+use pyo3::types::{PyBytes, PyString};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -23,6 +24,7 @@ use super::fd_capture::{self, FdCapture};
 use super::inline::{self, AgentHost};
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, OutputSink, StreamBuffer, StreamName};
+use super::sources;
 use super::subshell::{self, Serving, SubshellInbox};
 use super::{
     Command, ExecuteCell, ExecuteOutcome, InputProvider, Parent, PythonConfig, PythonException,
@@ -39,12 +41,7 @@ pyo3::create_exception!(
 /// How often a waiting `input()` checks for an interrupt.
 const INPUT_POLL: Duration = Duration::from_millis(50);
 
-const RUNTIME_SOURCE: &str = include_str!("runtime.py");
-const TOOLS_SOURCE: &str = include_str!("tools.py");
-const GUARD_SOURCE: &str = include_str!("guard.py");
-const IPYTHON_SOURCE: &str = include_str!("ipython_shell.py");
-
-/// Bridge handed to `runtime.py`: its only way to send output to Rust.
+/// Bridge handed to the Python runtime: its only way to send output to Rust.
 #[pyclass(frozen)]
 struct Bridge {
     buffer: Arc<StreamBuffer>,
@@ -637,30 +634,20 @@ fn initialize(config: &PythonConfig) -> Result<(), String> {
 /// Loads the Python side and creates the session's runtime: IPython's when
 /// IPython imports, else plain Python (and says so once, on stderr).
 fn load_runtime(py: Python<'_>, bridge: impl Fn() -> Bridge) -> PyResult<Py<PyAny>> {
-    let modules = py.import("sys")?.getattr("modules")?;
-    let source = CString::new(TOOLS_SOURCE).expect("tools.py has no NUL bytes");
-    let tools = PyModule::from_code(py, &source, c"mahtab/tools.py", c"mahtab.tools")?;
-    modules.set_item("mahtab.tools", &tools)?;
-    let source = CString::new(GUARD_SOURCE).expect("guard.py has no NUL bytes");
-    let guard = PyModule::from_code(py, &source, c"mahtab/guard.py", c"mahtab.guard")?;
-    modules.set_item("mahtab.guard", &guard)?;
-    let source = CString::new(RUNTIME_SOURCE).expect("runtime.py has no NUL bytes");
-    let runtime = PyModule::from_code(py, &source, c"mahtab_runtime.py", c"_mahtab_runtime")?;
-    modules.set_item("_mahtab_runtime", &runtime)?;
-
-    let source = CString::new(IPYTHON_SOURCE).expect("ipython_shell.py has no NUL bytes");
-    let ipython = PyModule::from_code(py, &source, c"mahtab_ipython.py", c"_mahtab_ipython")
-        .and_then(|ipython| {
-            modules.set_item("_mahtab_ipython", &ipython)?;
-            ipython.getattr("IPythonRuntime")?.call1((bridge(),))
-        });
+    sources::install(py)?;
+    let ipython = py
+        .import("mahtab.ipython_runtime")
+        .and_then(|ipython| ipython.getattr("IPythonRuntime")?.call1((bridge(),)));
     match ipython {
         Ok(shell) => Ok(shell.unbind()),
         Err(e) => {
             // Without a working IPython the kernel still runs plain Python.
             // The kernel's log says so once; a cell that uses a magic says so
             // in its error.
-            let plain = runtime.getattr("Runtime")?.call1((bridge(),))?;
+            let plain = py
+                .import("mahtab.plain_runtime")?
+                .getattr("Runtime")?
+                .call1((bridge(),))?;
             let reason = if e.is_instance_of::<pyo3::exceptions::PyImportError>(py) {
                 format!("IPython is not available ({})", e.value(py))
             } else {

@@ -13,6 +13,7 @@ mod inline;
 mod interpreter;
 mod interrupt;
 mod output;
+mod sources;
 mod subshell;
 
 pub use crate::exception::PythonException;

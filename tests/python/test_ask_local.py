@@ -209,7 +209,7 @@ def test_ask_with_the_local_model_streams_runs_code_and_shares_the_namespace(loc
     assert defined, f"the agent's code that ran defined something at top level ({tried})"
 
 
-# The agent's toolbox (src/python/tools.py), as the model's code calls it.
+# The agent's toolbox (src/python/mahtab/tools.py), as the model's code calls it.
 TOOLS = {"peek", "grep", "partition", "read", "skill", "skills", "rlm"}
 
 

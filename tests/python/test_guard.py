@@ -1,4 +1,4 @@
-"""Unit tests of the guard on agent code (src/python/guard.py, the kernel's
+"""Unit tests of the guard on agent code (src/python/mahtab/guard.py, the kernel's
 ``mahtab.guard``), loaded straight from its file: each kind of action is
 found, also behind an alias, a from-import, getattr or __import__, and
 ordinary data work is not. What the kernel does with the findings (asking,
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "guard.py"
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "mahtab" / "guard.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Unit tests of the agent's toolbox (src/python/tools.py, the kernel's
+"""Unit tests of the agent's toolbox (src/python/mahtab/tools.py, the kernel's
 ``mahtab.tools``), loaded straight from its file. What the kernel does with
 the tools (at hand in agent code, confirmation, reloading) is tested through
 the kernel in tests/it."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "tools.py"
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "mahtab" / "tools.py"
 
 
 @pytest.fixture

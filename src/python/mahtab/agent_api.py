@@ -1,0 +1,230 @@
+"""The agent as Python code reaches it: ``ask()`` and ``rlm()`` (builtins
+from the first cell), ``%%ask`` cells, the errors a run raises and the
+answer ``ask()`` returns.
+
+This module is light and loads with the runtime; what a run needs (the
+agent's scope, running its code, the namespace summary, the toolbox) loads
+on the first run.
+"""
+
+import builtins
+import json
+import re
+import sys
+from collections import deque
+
+from mahtab.event_loop import run_on_own_loop
+from mahtab.messages import dumps
+from mahtab.reprs import clip_middle
+
+
+class AskError(Exception):
+    """An ``%%ask`` cell or ``ask()`` call failed (the model provider, the
+    settings or the request); the message says why."""
+
+    def _render_traceback_(self):
+        # What went wrong is the message; the frames are the kernel's own.
+        return ["%s: %s" % (type(self).__name__, self)]
+
+
+class AskConfigError(AskError):
+    """No usable provider, or a settings file that cannot be read."""
+
+
+class AskProviderError(AskError):
+    """The provider could not be set up."""
+
+
+class UsageError(AskError):
+    """Options the magic or ``ask()`` does not take."""
+
+
+_AGENT_ERRORS = {cls.__name__: cls for cls in (AskError, AskConfigError, AskProviderError, UsageError)}
+
+# How deep rlm() calls may nest unless told otherwise.
+RLM_MAX_DEPTH = 3
+
+RECENT_CELLS = 10
+RECENT_CELL_CHARS = 2000
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def is_agent_cell(code):
+    """Whether the agent serves ``code``: an ``%%ask`` cell or an
+    ``%ask_config`` or ``%ask_graph`` line (the rule of the kernel's own
+    parser)."""
+    first = code.lstrip("\r\n").split("\n", 1)[0].rstrip()
+    for magic in ("%%ask", "%ask_config", "%ask_graph"):
+        rest = first[len(magic) :]
+        if first.startswith(magic) and (not rest or rest[0].isspace()):
+            return True
+    return False
+
+
+class AskAnswer(str):
+    """What ``ask()`` returns: the model's final answer, as a str, with the
+    run's trace (``.trace``: its steps, turns, tokens and seconds)."""
+
+    def __new__(cls, answer, trace=None):
+        text = super().__new__(cls, answer)
+        text.trace = trace
+        return text
+
+
+class AgentApi:
+    """The runtime's agent entry points, and the hooks through which agent
+    code runs as a cell would (each runtime adjusts them). Needs the
+    runtime's ``bridge`` and ``user_ns``."""
+
+    def _start_agent_api(self):
+        self._recent_cells = deque(maxlen=RECENT_CELLS)
+        # The user's last failed cell, for "explain the last error".
+        self.last_failure = None
+        self._agent_runs = 0  # agent runs under way on this thread, nested
+        # ask() and rlm() are at hand in every cell, like display(), and importable.
+        builtins.ask = self.ask
+        builtins.rlm = self.rlm
+        package = sys.modules[__package__]
+        package.ask = self.ask
+        package.rlm = self.rlm
+        package.AskError = AskError
+
+    def ask(
+        self,
+        prompt,
+        *,
+        model=None,
+        provider=None,
+        max_turns=None,
+        graph=None,
+        no_exec=False,
+        once=False,
+        confirm=False,
+        new=False,
+        allow=None,
+        trace=False,
+        informer=False,
+        on_token=None,
+        on_code_block=None,
+        on_execution=None,
+    ):
+        """Asks the agent, as an ``%%ask`` cell does, from Python code: the run
+        streams into the running cell, its code runs in this namespace, and
+        the model's final answer (without its code) is returned, a str whose
+        ``.trace`` tells the nodes the run went through, with their time,
+        turns and tokens (``trace=True`` also shows it in the cell).
+        ``on_token``, ``on_code_block`` and ``on_execution`` are called as the
+        run goes (see AskCallbacks)."""
+        __tracebackhide__ = True
+        from mahtab.agent_scope import AgentScope, AskCallbacks  # loaded on the first run
+
+        callbacks = AskCallbacks(on_token, on_code_block, on_execution)
+        options = {
+            "model": model,
+            "provider": provider,
+            "max_turns": max_turns,
+            "graph": graph,
+            "no_exec": no_exec,
+            "once": once,
+            "confirm": confirm,
+            "new": new,
+            "allow": allow,
+            "trace": trace,
+            "informer": informer,
+            "on_token": callbacks.wants_tokens,
+        }
+        request = {"kind": "ask", "prompt": str(prompt), "options": options}
+        result = self._agent_request(request, AgentScope(self, self.user_ns, callbacks))
+        return AskAnswer(result["answer"], result.get("trace"))
+
+    def rlm(self, query, context, *, max_turns=None, max_depth=RLM_MAX_DEPTH, model=None, provider=None, _depth=0):
+        """Asks a sub-agent ``query`` about ``context``: it sees only a
+        description of the value, explores it with code (peek, grep,
+        partition, and rlm() on parts, at most ``max_depth`` levels deep) in
+        a namespace of its own, and ends by calling ``FINAL(answer)``; that
+        answer is returned (None if it found none within its turns)."""
+        __tracebackhide__ = True
+        if _depth >= max_depth:
+            raise AskError(
+                "rlm(): the depth limit (%d) is reached; explore this part with peek, grep and partition" % max_depth
+            )
+        from mahtab.agent_scope import AgentScope, describe_value, rlm_namespace  # loaded on the first run
+
+        def nested(query, context, **kwargs):
+            kwargs.setdefault("max_depth", max_depth)
+            return self.rlm(query, context, _depth=_depth + 1, **kwargs)
+
+        namespace, found = rlm_namespace(context, nested)
+        request = {
+            "kind": "rlm",
+            "query": str(query),
+            "description": describe_value(context),
+            "depth_left": max_depth - _depth - 1,
+            "options": {"max_turns": max_turns, "model": model, "provider": provider},
+        }
+        self._agent_request(request, AgentScope(self, namespace))
+        return found.get("answer")
+
+    def ask_cell(self, code):
+        """Runs an ``%%ask`` cell or an ``%ask_config`` line. An interrupted
+        run ends the cell with KeyboardInterrupt shown as one line, its
+        summary, not a traceback into the kernel's own code."""
+        __tracebackhide__ = True
+        try:
+            self._agent_request({"kind": "cell", "code": code})
+        except KeyboardInterrupt:
+            what = "%%ask" if code.startswith("%%ask") else code.split(None, 1)[0]
+            stopped = KeyboardInterrupt("the %s run was interrupted" % what)
+            stopped._render_traceback_ = lambda: ["\x1b[31mKeyboardInterrupt: %s\x1b[39m" % stopped]
+            raise stopped from None
+
+    def _agent_request(self, request, scope=None):
+        __tracebackhide__ = True
+        if scope is None:
+            from mahtab.agent_scope import AgentScope  # loaded on the first run
+
+            scope = AgentScope(self, self.user_ns)
+        # A run started from inside another run's code shows indented.
+        request["indent"] = self._agent_runs
+        self._agent_runs += 1
+        try:
+            result = json.loads(self.bridge.ask(dumps(request), scope))
+        finally:
+            self._agent_runs -= 1
+        error = result.get("error")
+        if error is not None:
+            if error["ename"] == "KeyboardInterrupt":
+                raise KeyboardInterrupt(error["evalue"])
+            raise _AGENT_ERRORS.get(error["ename"], AskError)(error["evalue"]) from None
+        return result
+
+    def note_cell(self, code, store_history, reply=None):
+        """Remembers a cell the user ran, and whether it failed, for the
+        agent's next request."""
+        if store_history and not is_agent_cell(code):
+            self._recent_cells.append(code[:RECENT_CELL_CHARS])
+            if reply is not None and reply.get("status") == "error":
+                traceback_text = _ANSI.sub("", "\n".join(reply.get("traceback") or ()))
+                self.last_failure = "%s\n\n%s" % (code[:RECENT_CELL_CHARS], clip_middle(traceback_text, 4000))
+
+    def take_recent_cells(self):
+        """The cells run since the last request (and forgets them)."""
+        cells = list(self._recent_cells)
+        self._recent_cells.clear()
+        return cells
+
+    # -- how agent code runs (see agent_code) ----------------------------------
+
+    def _agent_python(self, code):
+        """Agent code as Python: the IPython runtime turns its syntax
+        (magics, shell escapes) into calls, as for a cell."""
+        return code
+
+    def _run_coroutine(self, coroutine):
+        """Runs ``coroutine`` on this thread's event loop (one of its own)."""
+        return run_on_own_loop(coroutine)
+
+    def _agent_code_finished(self):
+        """Runs after agent code, failed or not, while its output is still
+        captured: the place for what a shell does after each execution."""

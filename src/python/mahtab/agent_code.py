@@ -1,0 +1,210 @@
+"""Running the code the agent writes: the guard on what it would do, its
+output captured for the model, its rich output shown to the user, top-level
+``await``, and what it did to the namespace.
+
+Loaded with the agent, on its first run.
+"""
+
+import ast
+import builtins
+import functools
+import inspect
+import io
+import linecache
+import sys
+import traceback
+
+from mahtab import guard, tools
+from mahtab.display import mime_bundle
+from mahtab.namespace import fingerprints, namespace_changes
+from mahtab.reprs import clip_middle
+
+AGENT_OUTPUT_LIMIT = 10_000
+# Innermost frames of a failed agent block kept for the model and the user.
+AGENT_TRACEBACK_FRAMES = 5
+
+# The toolbox agent code sees without an import (as it was when the agent
+# first ran).
+TOOLBOX = {name: getattr(tools, name) for name in tools.__all__}
+
+
+class FinalAnswer(BaseException):
+    """Raised by ``FINAL()`` to end an rlm() sub-agent's code at once (a
+    BaseException, so the code's own ``except Exception`` lets it pass)."""
+
+
+class _Capture(io.TextIOBase):
+    """A text stream that appends what is written to a list, and passes it
+    to ``echo`` (if given) as it is written."""
+
+    def __init__(self, parts, echo=None):
+        super().__init__()
+        self._parts = parts
+        self._echo = echo
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        self._parts.append(text)
+        if self._echo is not None and text:
+            self._echo(text)
+        return len(text)
+
+
+def _agent_builtins(namespace):
+    """The builtins agent code sees: Python's, and the toolbox, so the
+    model's code calls ``grep(...)`` without an import while the user's
+    own cells see no new names."""
+    base = namespace.get("__builtins__", builtins)
+    merged = dict(base if isinstance(base, dict) else vars(base))
+    merged.update(TOOLBOX)
+    return merged
+
+
+def _confirm_write(runtime, action):
+    answer = runtime.bridge.input("Allow the agent to %s? [y/N] " % action, False)
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _guard(runtime, code, allow):
+    """Why agent code must not run, if it would do what the user should
+    agree to first (see mahtab.guard) and the user does not, or cannot
+    be asked; None when it may run."""
+    findings = [finding for finding in guard.inspect(code) if finding.kind not in allow]
+    if not findings:
+        return None
+    what = guard.describe(findings)
+    kinds = ",".join(sorted({finding.kind for finding in findings}))
+    try:
+        answer = runtime.bridge.input("The agent's code would %s. Run it? [y/N] " % what, False)
+    except KeyboardInterrupt:
+        raise
+    except Exception:
+        return (
+            "Not run: this code would %s, and no one can allow that here (the frontend takes no input). "
+            "Do it another way, or tell the user that %%ask_config --allow %s allows it." % (what, kinds)
+        )
+    if answer.strip().lower() in ("y", "yes"):
+        return None
+    return "Not run: the user did not allow this code to %s. Do it another way, or ask the user." % what
+
+
+def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None):
+    """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
+    with ``confirm`` (the user agreed to the block already), each file
+    write of the toolbox asks the user first; without, code that would
+    run shell commands, delete or overwrite files, reach the network or
+    install packages asks first, unless ``allow`` names that kind.
+
+    Its stdout and stderr are captured for the model rather than streamed
+    (the kernel shows them in an output panel); rich output it displays
+    (plots, tables, a rich last value) reaches the user as it comes, and
+    the model gets its text form; ``output``, if given, is called with
+    the text as it is written (the kernel shows it while the code runs).
+    Returns {"output": for the model, "shown": for the panel (without
+    the rich output, already on screen), "rich_outputs": how many,
+    "failed", "error": the traceback's (or the guard's) text, or None,
+    "finished": whether it called FINAL(), "changes": what it did to the
+    namespace, a line per name}.
+    """
+    # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a
+    # cell; the code as written names its file and is what a debugger and
+    # a traceback show (the static transformations keep its lines).
+    written, code = code, runtime._agent_python(code)
+    refusal = None if confirm else _guard(runtime, code, allow)
+    if refusal is not None:
+        return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal,
+                "finished": False, "changes": []}
+    captured = []
+    displayed = []
+    saved = sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write
+    saved_builtins = namespace.get("__builtins__", builtins)
+    sys.stdout = sys.stderr = _Capture(captured, output)
+    runtime._agent_displays = displayed
+    tools.confirm_write = functools.partial(_confirm_write, runtime) if confirm else None
+    finished = False
+    before = dict(namespace)
+    tree, prints = None, {}
+    namespace["__builtins__"] = _agent_builtins(namespace)
+    failed, error = False, None
+    try:
+        filename = _agent_code_file(runtime, written)
+        linecache.cache[filename] = (len(written), None, written.splitlines(True), filename)
+        # Top-level `await` is allowed, as in a cell.
+        flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, filename, "exec", flags=flags)
+        prints = fingerprints(tree, namespace)
+        body = list(tree.body)
+        last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
+        runtime.bridge.user_code_starting()
+        if body:
+            module = ast.Module(body=body, type_ignores=[])
+            _run_compiled(runtime, compile(module, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
+        if last is not None:
+            expression = compile(ast.Expression(last.value), filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            value = _run_compiled(runtime, expression, namespace)
+            if value is not None:
+                namespace["_"] = value
+                data, _ = mime_bundle(value)
+                if set(data) - {"text/plain"}:
+                    runtime.publish("display_data", {"data": data, "metadata": {}, "transient": {}})
+                    displayed.append(data.get("text/plain", ", ".join(sorted(data))))
+                else:
+                    captured.append(data.get("text/plain", "") + "\n")
+    except KeyboardInterrupt:
+        raise
+    except FinalAnswer:
+        finished = True
+    except BaseException:
+        failed = True
+        etype, value, tb = sys.exc_info()
+        # From the agent's own code on: the runtime's frames (and the
+        # parser's, for a SyntaxError) would only distract the model.
+        frames = traceback.extract_tb(tb)
+        start = next((i for i, frame in enumerate(frames) if frame.filename == filename), len(frames))
+        frames = frames[start:][-AGENT_TRACEBACK_FRAMES:]
+        header = "Traceback (most recent call last):\n" if frames else ""
+        told = header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
+        # The model reads "<agent>", whatever file a debugger needed.
+        error = told.replace('"%s"' % filename, '"<agent>"')
+        captured.append(error)
+    finally:
+        namespace["__builtins__"] = saved_builtins
+        runtime._agent_code_finished()
+        sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write = saved
+    try:
+        changes = namespace_changes(before, namespace, tree, prints)
+    except Exception:  # a value whose description fails says nothing of the run
+        changes = []
+    shown = "".join(captured)
+    told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
+    return {
+        "output": clip_middle(told, AGENT_OUTPUT_LIMIT),
+        "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
+        "rich_outputs": len(displayed),
+        "failed": failed,
+        "error": error,
+        "finished": finished,
+        "changes": changes,
+    }
+
+
+def _run_compiled(runtime, compiled, namespace):
+    """Runs a compiled piece of agent code; code with top-level ``await``
+    gives a coroutine, run to its end on this thread's event loop."""
+    result = eval(compiled, namespace)
+    if compiled.co_flags & inspect.CO_COROUTINE:
+        result = runtime._run_coroutine(result)
+    return result
+
+
+def _agent_code_file(runtime, code):
+    """The name agent code compiles under: "<agent>", or, once the
+    debugger has started (debugpy is loaded), the file a cell with this
+    code would have, written out, so a breakpoint set in it (a frontend
+    finds it with dumpCell) stops the agent's code and the debugger shows
+    its source, as for a cell."""
+    if "debugpy" not in sys.modules:
+        return "<agent>"
+    return runtime.bridge.write_cell_file(code) or "<agent>"

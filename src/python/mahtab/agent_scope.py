@@ -1,0 +1,204 @@
+"""What an agent run may do in Python: the methods the kernel's agent calls
+on the thread that asked for the run (run code, stream a token, read the
+namespace, ask the user), the callbacks of an ``ask()`` caller, and the
+namespace an ``rlm()`` sub-agent explores its value in.
+
+Loaded with the agent, on its first run.
+"""
+
+import builtins
+import functools
+import json
+import os
+import re
+import traceback
+
+from mahtab import tools
+from mahtab.agent_code import FinalAnswer, run_agent_code
+from mahtab.context import conversation_key, interpolate, local_model, repair
+from mahtab.messages import dumps
+from mahtab.namespace import is_user_variable, namespace_summary
+from mahtab.paths import jupyter_data_dir
+
+# How many variables the informer describes at most, and how many of the
+# newest tables and arrays when the request names none.
+INFORMER_MAX_VARIABLES = 6
+INFORMER_DEFAULT_VARIABLES = 3
+
+
+class AskCallbacks:
+    """What an ``ask()`` caller wants to hear as the run goes, called on the
+    caller's thread: ``on_token(text)`` with each piece of the answers as they
+    stream, ``on_code_block(code, index)`` before each block of the model's
+    code runs, ``on_execution(output, error, index)`` after it (``error`` is
+    the traceback's text when the block failed, else None). An exception in
+    a callback is shown in the cell and the run goes on."""
+
+    def __init__(self, on_token=None, on_code_block=None, on_execution=None):
+        self.on_token = on_token
+        self.on_code_block = on_code_block
+        self.on_execution = on_execution
+        self.blocks = 0
+
+    @property
+    def wants_tokens(self):
+        return self.on_token is not None
+
+    def token(self, text):
+        self._call(self.on_token, text)
+
+    def code_block(self, code):
+        index, self.blocks = self.blocks, self.blocks + 1
+        self._call(self.on_code_block, code, index)
+        return index
+
+    def executed(self, result, index):
+        output, error = result["shown"], result.get("error")
+        if error and output.endswith(error):
+            output = output[: -len(error)]
+        self._call(self.on_execution, output, error, index)
+
+    @staticmethod
+    def _call(callback, *args):
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            traceback.print_exc()
+
+
+class AgentScope:
+    """What an agent run may do in Python. The kernel's agent calls these
+    methods on the thread that asked for the run (JSON text in and out)."""
+
+    def __init__(self, runtime, namespace, callbacks=None):
+        self.runtime = runtime
+        self.namespace = namespace
+        self.callbacks = callbacks or AskCallbacks()
+
+    def run_code(self, args, output=None):
+        request = json.loads(args)
+        index = self.callbacks.code_block(request["code"])
+        result = run_agent_code(
+            self.runtime,
+            request["code"],
+            self.namespace,
+            bool(request.get("confirm")),
+            request.get("allow") or (),
+            output,
+        )
+        self.callbacks.executed(result, index)
+        return dumps(result)
+
+    def token(self, args):
+        self.callbacks.token(json.loads(args)["text"])
+        return "{}"
+
+    def skills(self, args):
+        return dumps({"skills": tools.skills()})
+
+    def namespace_summary(self, args):
+        return dumps({"summary": namespace_summary(self.namespace)})
+
+    def describe(self, args):
+        """The informer's findings: each variable asked about (or, with no
+        names, each the request mentions; failing that, the newest tables
+        and arrays), described in detail."""
+        request = json.loads(args)
+        names = [name for name in request.get("names") or () if is_user_variable(self.namespace, name)]
+        if not request.get("names"):
+            mentioned = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", request.get("request", ""))
+            names = [name for name in dict.fromkeys(mentioned) if is_user_variable(self.namespace, name)]
+            if not names:
+                data = [name for name in self.namespace if is_user_variable(self.namespace, name) and hasattr(self.namespace[name], "shape")]
+                names = data[-INFORMER_DEFAULT_VARIABLES:]
+        described = [[name, tools.describe(self.namespace[name], name)] for name in names[:INFORMER_MAX_VARIABLES]]
+        return dumps({"described": described})
+
+    def missing(self, args):
+        """Which of the variables and files a request names do not exist."""
+        request = json.loads(args)
+        return dumps({
+            "names": [name for name in request.get("names", ()) if name not in self.namespace],
+            "files": [path for path in request.get("files", ()) if not os.path.exists(path)],
+        })
+
+    def triage_context(self, args):
+        names = [name for name in self.namespace if is_user_variable(self.namespace, name)]
+        return dumps({"variables": names, "last_error": self.runtime.last_failure})
+
+    def repair(self, args):
+        request = json.loads(args)
+        return dumps({"repair": repair(request.get("code", ""), request.get("error", ""), self.namespace)})
+
+    def recent_cells(self, args):
+        return dumps({"cells": self.runtime.take_recent_cells()})
+
+    def interpolate(self, args):
+        return dumps({"prompt": interpolate(json.loads(args).get("prompt", ""), self.namespace)})
+
+    def local_model(self, args):
+        return dumps(local_model(json.loads(args)))
+
+    def memory(self, args):
+        folder = os.path.join(jupyter_data_dir(), "mahtab", "conversations")
+        return dumps({"dir": folder, "key": str(conversation_key(self.namespace))})
+
+    def input(self, args):
+        request = json.loads(args)
+        return dumps({"value": self.runtime.bridge.input(str(request.get("prompt", "")), bool(request.get("password")))})
+
+
+def tools_on(context, tools):
+    """peek, grep and partition for an ``rlm()`` search: called without the
+    text (``grep("ERROR")``, ``partition(4)``, ``peek()``, ``peek(500)``) they
+    look at the searched value, as a model that was told its data is in
+    ``context`` often writes; with the text given they work as ever."""
+
+    def bound(tool, argument):
+        # `argument` is the one the call must still give besides the text.
+        @functools.wraps(tool)
+        def call(*args, **kwargs):
+            if "text" not in kwargs and len(args) + (argument in kwargs) == 1:
+                args = (context,) + args
+            return tool(*args, **kwargs)
+
+        return call
+
+    @functools.wraps(tools.peek)
+    def peek(*args, **kwargs):
+        if "text" not in kwargs and not args:
+            args = (context,)
+        elif len(args) == 1 and type(args[0]) is int and "n" not in kwargs:
+            args = (context, args[0])
+        return tools.peek(*args, **kwargs)
+
+    return {"peek": peek, "grep": bound(tools.grep, "pattern"), "partition": bound(tools.partition, "n")}
+
+
+def describe_value(value, shown=500):
+    """What an rlm() sub-agent is told of the value it explores: its type,
+    its size and how it begins."""
+    try:
+        size = len(value)
+    except TypeError:
+        size = None
+    unit = "characters" if isinstance(value, (str, bytes)) else "items"
+    size_text = ", %s %s" % (format(size, ","), unit) if size is not None else ""
+    return "%s%s; it begins:\n%s" % (type(value).__name__, size_text, tools.peek(value, shown))
+
+
+def rlm_namespace(context, nested_rlm):
+    """The namespace an ``rlm()`` sub-agent's code runs in (the value as
+    ``context``, the search tools bound to it, ``FINAL`` and ``rlm`` for a
+    nested search), and the dict ``FINAL(answer)`` puts its answer in."""
+    found = {}
+
+    def FINAL(answer):
+        found["answer"] = answer
+        raise FinalAnswer()
+
+    namespace = {"__name__": "__rlm__", "__builtins__": builtins, "context": context, "FINAL": FINAL, "rlm": nested_rlm}
+    namespace.update(tools_on(context, tools))
+    return namespace, found

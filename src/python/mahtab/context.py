@@ -1,0 +1,117 @@
+"""What an agent run learns from the session besides the namespace summary:
+known fixes for failed code that need no model (``repair``), ``{name}`` in a
+prompt filled in (``interpolate``), what the saved conversation belongs to,
+and where the local model is.
+
+Loaded with the agent, on its first run.
+"""
+
+import difflib
+import importlib.util
+import os
+import re
+import sys
+
+from mahtab.paths import jupyter_data_dir
+from mahtab.reprs import clip_middle
+
+# The names modules are usually imported under.
+MODULE_ALIASES = {
+    "np": "numpy",
+    "pd": "pandas",
+    "plt": "matplotlib.pyplot",
+    "mpl": "matplotlib",
+    "sns": "seaborn",
+    "sp": "scipy",
+    "nx": "networkx",
+    "px": "plotly.express",
+    "go": "plotly.graph_objects",
+}
+
+
+def repair(code, error, namespace):
+    """A fix for agent code that failed in a way known to need no model: a
+    module the session already uses, not imported under the name the code
+    uses; a column name misspelt with a single close match among the
+    DataFrames' columns. ``{"code", "change"}``, or None."""
+    missing = re.search(r"NameError: name '(\w+)' is not defined", error)
+    if missing:
+        name = missing.group(1)
+        module = MODULE_ALIASES.get(name, name)
+        # Only what is loaded already: importing it again costs nothing.
+        if module in sys.modules and name not in namespace:
+            statement = "import %s" % module if module == name else "import %s as %s" % (module, name)
+            return {"code": "%s\n%s" % (statement, code), "change": "added `%s`" % statement}
+        return None
+    wrong = re.search(r"KeyError: ['\"]([^'\"]+)['\"]", error) or re.search(
+        r"AttributeError: '\w+' object has no attribute '(\w+)'", error
+    )
+    if not wrong:
+        return None
+    name = wrong.group(1)
+    columns = {str(column) for value in list(namespace.values()) if _is_frame(value) for column in value.columns}
+    close = difflib.get_close_matches(name, sorted(columns), n=2, cutoff=0.75)
+    if len(close) != 1:
+        return None
+    right = close[0]
+    fixed = re.sub(r"(['\"])%s\1" % re.escape(name), lambda m: m.group(1) + right + m.group(1), code)
+    if wrong.re.pattern.startswith("AttributeError") and right.isidentifier():
+        fixed = re.sub(r"\.%s\b" % re.escape(name), "." + right, fixed)
+    if fixed == code:
+        return None
+    return {"code": fixed, "change": "column %r is %r" % (name, right)}
+
+
+def _is_frame(value):
+    return hasattr(value, "columns") and hasattr(value, "dtypes") and not isinstance(value, type)
+
+
+def interpolate(prompt, namespace):
+    """``{name}`` in a prompt becomes that variable's value; ``{{``/``}}``
+    are literal braces; unknown names stay as written."""
+
+    def replace(match):
+        if match.group(0) in ("{{", "}}"):
+            return match.group(0)[0]
+        name = match.group(1)
+        if name not in namespace:
+            return match.group(0)
+        return clip_middle(str(namespace[name]), 4000)
+
+    return re.sub(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, prompt)
+
+
+def conversation_key(namespace):
+    """What the saved conversation belongs to: the notebook, when the client
+    says which (jupyter_server sets JPY_SESSION_NAME for the kernel; VS Code
+    defines __vsc_ipynb_file__), else the working directory."""
+    return os.environ.get("JPY_SESSION_NAME") or namespace.get("__vsc_ipynb_file__") or os.getcwd()
+
+
+def local_model(args):
+    """Where the local model the kernel serves is, if this environment can
+    serve it: whether the xllamacpp server package is here, and the GGUF file
+    ``args["file"]``, in the package ``args["package"]`` when one ships it,
+    else in a models directory (``$MAHTAB_MODELS_DIR``, then ``mahtab/models``
+    in the user's Jupyter data directory and in this environment's, where
+    ``mahtab local-model`` puts it). Nothing is imported."""
+    searched = []
+    model = None
+    package = args.get("package")
+    if package:
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            searched.append(os.path.dirname(spec.origin))
+    else:
+        if os.environ.get("MAHTAB_MODELS_DIR"):
+            searched.append(os.environ["MAHTAB_MODELS_DIR"])
+        searched.append(os.path.join(jupyter_data_dir(), "mahtab", "models"))
+        searched.append(os.path.join(sys.prefix, "share", "jupyter", "mahtab", "models"))
+        searched.extend(os.path.join(root, "share", "jupyter", "mahtab", "models") for root in ("/usr/local", "/usr"))
+    for folder in searched:
+        candidate = os.path.join(folder, args["file"])
+        if os.path.isfile(candidate):
+            model = candidate
+            break
+    server = importlib.util.find_spec("xllamacpp") is not None
+    return {"python": sys.executable, "server": server, "model": model, "searched": searched}

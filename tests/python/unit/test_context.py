@@ -1,0 +1,52 @@
+"""Known fixes for failed agent code and prompt interpolation
+(``mahtab.context``)."""
+
+import pytest
+
+from mahtab.context import conversation_key, interpolate, repair
+
+
+def test_a_loaded_module_under_its_usual_name_is_imported():
+    fixed = repair("json.dumps(1)", "NameError: name 'json' is not defined", {})
+    assert fixed == {"code": "import json\njson.dumps(1)", "change": "added `import json`"}
+
+
+def test_an_alias_is_imported_as_such_if_its_module_is_loaded(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "numpy", sys.modules.get("numpy") or types.ModuleType("numpy"))
+    fixed = repair("np.zeros(2)", "NameError: name 'np' is not defined", {})
+    assert fixed["code"] == "import numpy as np\nnp.zeros(2)"
+
+
+def test_an_unknown_name_or_a_module_not_loaded_is_left_to_the_model():
+    assert repair("x + 1", "NameError: name 'x' is not defined", {}) is None
+    assert repair("json.dumps(1)", "NameError: name 'json' is not defined", {"json": 1}) is None
+
+
+def test_a_misspelt_column_with_one_close_match_is_corrected():
+    pd = pytest.importorskip("pandas")
+    namespace = {"df": pd.DataFrame({"revenue": [1], "region": ["x"]})}
+    fixed = repair("df['revenu'].sum()", "KeyError: 'revenu'", namespace)
+    assert fixed == {"code": "df['revenue'].sum()", "change": "column 'revenu' is 'revenue'"}
+    fixed = repair("df.revenu.sum()", "AttributeError: 'DataFrame' object has no attribute 'revenu'", namespace)
+    assert fixed["code"] == "df.revenue.sum()"
+    assert repair("df['zzz']", "KeyError: 'zzz'", namespace) is None
+
+
+def test_interpolate_fills_known_names_only():
+    namespace = {"name": "world", "n": 3}
+    assert interpolate("hello {name}, {n} times, {missing} and {{name}}", namespace) == (
+        "hello world, 3 times, {missing} and {name}"
+    )
+    assert "characters cut" in interpolate("{big}", {"big": "x" * 10_000})
+
+
+def test_the_conversation_belongs_to_the_notebook_when_known(monkeypatch, tmp_path):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert conversation_key({}) == str(tmp_path)
+    assert conversation_key({"__vsc_ipynb_file__": "/n.ipynb"}) == "/n.ipynb"
+    monkeypatch.setenv("JPY_SESSION_NAME", "/s.ipynb")
+    assert conversation_key({"__vsc_ipynb_file__": "/n.ipynb"}) == "/s.ipynb"

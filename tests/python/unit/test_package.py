@@ -1,0 +1,85 @@
+"""The shape of the package: small modules with a docstring each, imports
+that point one way, and the agent's parts left out of a runtime's start."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SOURCE_ROOT = Path(__file__).resolve().parents[3] / "src" / "python"
+PACKAGE_DIR = SOURCE_ROOT / "mahtab"
+
+MAX_LINES = 600
+MODULES = sorted(PACKAGE_DIR.glob("*.py"))
+
+
+def module_name(path):
+    return "mahtab" if path.stem == "__init__" else "mahtab." + path.stem
+
+
+def imported_modules(path):
+    """The package's modules ``path`` imports anywhere in it, at its top or
+    inside a function."""
+    names = {module_name(p) for p in MODULES}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(node.module + "." + alias.name for alias in node.names)
+    return {name for name in found if name in names} - {module_name(path)}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_each_module_is_short_and_says_what_it_is_for(path):
+    text = path.read_text()
+    assert len(text.splitlines()) <= MAX_LINES
+    assert ast.get_docstring(ast.parse(text)), f"{path.name} has no module docstring"
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = {module_name(path): imported_modules(path) for path in MODULES}
+    done, path = set(), []
+
+    def visit(name):
+        if name in path:
+            cycle = path[path.index(name) :] + [name]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        path.append(name)
+        for imported in sorted(graph[name]):
+            visit(imported)
+        path.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
+
+
+def test_the_runtime_starts_without_the_agents_parts():
+    """The plain runtime's modules (and what IPython's adds to them) load
+    none of the agent's: those load on its first run."""
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "import mahtab.plain_runtime, mahtab.runtime\n"
+        "print(' '.join(sorted(sys.modules)))\n" % str(SOURCE_ROOT)
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    for lazy in ("agent_scope", "agent_code", "namespace", "context", "tools", "guard"):
+        assert "mahtab." + lazy not in loaded
+    assert "difflib" not in loaded and "subprocess" not in loaded
+
+
+def test_the_toolbox_loads_on_first_use():
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "import mahtab\n"
+        "assert 'mahtab.tools' not in sys.modules\n"
+        "print(mahtab.tools.grep('a\\nb', 'b'))\n" % str(SOURCE_ROOT)
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "2: b" in shown
