@@ -22,6 +22,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::gil::recv_released;
+use super::interrupt;
+use super::pyerr::python_error;
 use crate::exception::PythonException;
 
 /// Where a call's method sends the text its code writes, as it writes it.
@@ -117,7 +120,7 @@ pub(super) fn serve(
     let mut interrupted: Option<(PyErr, Instant)> = None;
     loop {
         let received;
-        (inbox, received) = super::recv_released(py, inbox, POLL);
+        (inbox, received) = recv_released(py, inbox, POLL);
         match received {
             Ok(Message::Call {
                 method,
@@ -129,7 +132,7 @@ pub(super) fn serve(
                     Err(PythonException::interrupted(""))
                 } else {
                     call_scope(scope, &method, &args, output).map_err(|e| {
-                        let error = super::interpreter::python_error(py, &e);
+                        let error = python_error(py, &e);
                         if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                             cancel.cancel();
                             interrupted = Some((e, Instant::now()));
@@ -147,7 +150,7 @@ pub(super) fn serve(
             }
             Err(RecvTimeoutError::Timeout) => match &interrupted {
                 None => {
-                    if let Err(e) = super::interpreter::check_interrupt(py, interrupts) {
+                    if let Err(e) = interrupt::check_interrupt(py, interrupts) {
                         cancel.cancel();
                         interrupted = Some((e, Instant::now()));
                     }

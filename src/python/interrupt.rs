@@ -146,7 +146,7 @@ static SUBSHELL_CELLS: AtomicUsize = AtomicUsize::new(0);
 const INTERRUPT_SUBSHELLS: u64 = u64::MAX;
 
 /// A subshell's cell starts (`true`) or ends.
-pub(super) fn subshell_cell(running: bool) {
+fn subshell_cell(running: bool) {
     if running {
         SUBSHELL_CELLS.fetch_add(1, Ordering::SeqCst);
     } else {
@@ -224,6 +224,7 @@ pub(super) fn install_on_interpreter_thread() {
     // SAFETY: pthread_self has no preconditions.
     let _ = INTERPRETER_THREAD.set(unsafe { libc::pthread_self() });
     INSTALLED.store(true, Ordering::SeqCst);
+    super::subshell_interrupts::when_cells_change(subshell_cell);
     // A SIGINT sent while Python started is pending (blocked in every
     // thread); ignoring it discards it. It was meant for no cell: the client
     // had no cell running, only the kernel_info it was answered at once.
@@ -291,7 +292,7 @@ fn update_disposition() {
 pub(super) fn interrupt_count() -> u64 {
     INTERRUPTS
         .load(Ordering::SeqCst)
-        .wrapping_add(super::subshell::interrupt_count())
+        .wrapping_add(super::subshell_interrupts::interrupt_count())
 }
 
 /// Marks a cell as on its way to the interpreter thread (not yet running).
@@ -356,14 +357,14 @@ impl Interrupter {
     /// [`Interrupter::cell_coming`] for a subshell's cell; the count it
     /// returns goes with the cell ([`super::Parent::interrupts_seen`]).
     pub fn subshell_cell_coming(&self) -> u64 {
-        super::subshell::cell_coming()
+        super::subshell_interrupts::cell_coming()
     }
 
     /// Raises `KeyboardInterrupt` in the running (or about to run) cell,
     /// and in the cells subshells run. Returns false, and does nothing,
     /// when no cell is running.
     pub fn interrupt(&self) -> bool {
-        let subshells = super::subshell::interrupt_all();
+        let subshells = super::subshell_interrupts::interrupt_all();
         self.interrupt_main() || subshells
     }
 
@@ -453,7 +454,7 @@ fn start_waker() {
                 let read = unsafe { libc::read(read_end, seq.as_mut_ptr().cast(), seq.len()) };
                 match read {
                     8 if u64::from_ne_bytes(seq) == INTERRUPT_SUBSHELLS => {
-                        super::subshell::interrupt_all();
+                        super::subshell_interrupts::interrupt_all();
                     }
                     8 => nudge(u64::from_ne_bytes(seq)),
                     -1 if std::io::Error::last_os_error().kind()
@@ -494,54 +495,23 @@ fn nudge(seq: u64) {
     }
 }
 
-/// Sets (or, with null, clears) the exception thread `ident` raises at its
-/// next bytecode.
-///
-/// # Safety
-/// The GIL must be held; `exc` is null or an exception type.
-pub(super) unsafe fn set_async_exc(ident: std::ffi::c_ulong, exc: *mut pyo3::ffi::PyObject) {
-    // CPython takes the thread's ident as an unsigned long; the binding
-    // declares a long of the same width.
-    // SAFETY: as the caller promised.
-    unsafe {
-        pyo3::ffi::PyThreadState_SetAsyncExc(ident as std::ffi::c_long, exc);
+/// Raises the KeyboardInterrupt of an interrupt that came while the kernel
+/// waited on this thread: CPython's flag, or failing that (Python code may
+/// have swallowed the exception) the kernel's count, seen at
+/// `interrupts` when the wait began.
+pub(super) fn check_interrupt(py: pyo3::Python<'_>, interrupts: u64) -> pyo3::PyResult<()> {
+    py.check_signals()?;
+    if interrupt_count() != interrupts {
+        super::subshell_interrupts::interrupt_delivered();
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
     }
+    Ok(())
 }
 
-/// A call into Python on a thread of its own that may be given a
-/// TimeoutError if it runs too long. Every method runs with the GIL held,
-/// so the call cannot end between [`TimedCall::time_out`]'s check and its
-/// raise.
-#[derive(Default)]
-pub(super) struct TimedCall {
-    /// The calling thread's Python ident, once it runs.
-    ident: std::sync::atomic::AtomicU64,
-    running: AtomicBool,
-}
-
-impl TimedCall {
-    /// The call starts, on its thread (GIL held).
-    pub(super) fn begin(&self) {
-        // SAFETY: PyThread_get_thread_ident has no preconditions.
-        let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
-        self.ident.store(ident as u64, Ordering::SeqCst);
-        self.running.store(true, Ordering::SeqCst);
-    }
-
-    /// The call returned (GIL held).
-    pub(super) fn end(&self) {
-        self.running.store(false, Ordering::SeqCst);
-    }
-
-    /// Raises TimeoutError in the call if it still runs. Takes the GIL.
-    pub(super) fn time_out(&self) {
-        pyo3::Python::attach(|_py| {
-            if self.running.load(Ordering::SeqCst) {
-                let ident = self.ident.load(Ordering::SeqCst) as std::ffi::c_ulong;
-                // SAFETY: the GIL is held; PyExc_TimeoutError is a static
-                // exception type.
-                unsafe { set_async_exc(ident, pyo3::ffi::PyExc_TimeoutError) };
-            }
-        });
+/// A SIGINT that arrived as a cell ended is still pending in CPython; consume
+/// it now so it cannot surface in the next cell.
+pub(super) fn discard_pending_interrupt(py: pyo3::Python<'_>) {
+    if let Err(e) = py.check_signals() {
+        tracing::debug!("discarded a late interrupt: {e}");
     }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Parent;
+use super::commands::Parent;
 
 /// How long written text may wait before it is sent.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(50);
