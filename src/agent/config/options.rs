@@ -110,7 +110,7 @@ pub struct AskOptions {
 }
 
 /// What the guard on agent code asks about (the names `--allow` takes).
-pub const GUARDED_KINDS: [&str; 4] = ["shell", "files", "network", "install"];
+pub use crate::agent::run::limits::GUARD_KINDS as GUARDED_KINDS;
 
 /// The kinds named by `--allow`'s value (`shell,files`, `all`, `none`).
 pub fn parse_allow(value: &str) -> Result<Vec<String>, String> {

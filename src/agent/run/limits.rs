@@ -1,6 +1,9 @@
-//! How long runs may go, per graph, unless the user says otherwise, and the
-//! toolbox functions the planner may call by name. Settings, the graphs and
-//! the triage's delegation all read them here.
+//! How long runs may go, per graph, unless the user says otherwise; the
+//! toolbox functions the planner may call by name, and the kinds of action
+//! the guard asks about. Settings, the graphs and the triage's delegation
+//! all read them here.
+
+use std::sync::LazyLock;
 
 /// Turns of the default graph.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
@@ -25,20 +28,18 @@ pub const TRIAGE_CONFIDENT: f64 = 0.9;
 /// Turns of an `rlm()` sub-agent.
 pub const RLM_MAX_TURNS: u32 = 10;
 
-/// The toolbox functions the planner may call by name (they are what
-/// `prompts/toolbox.md` lists).
-pub const PLANNER_TOOLS: &[&str] = &[
-    "describe",
-    "peek",
-    "grep",
-    "partition",
-    "rlm",
-    "files",
-    "grep_files",
-    "git",
-    "read",
-    "edit",
-    "create",
-    "skill",
-    "claude_sessions",
-];
+// TOOLBOX_FUNCTIONS and GUARD_KINDS, read from the Python files that
+// define them (build.rs).
+include!(concat!(env!("OUT_DIR"), "/python_lists.rs"));
+
+/// The toolbox functions the planner may call by name: the toolbox's own
+/// (but `skills`, whose list the prompt has already) and `rlm`, a builtin
+/// (they are what `prompts/toolbox.md` lists).
+pub static PLANNER_TOOLS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    TOOLBOX_FUNCTIONS
+        .iter()
+        .copied()
+        .filter(|name| *name != "skills")
+        .chain(["rlm"])
+        .collect()
+});

@@ -49,7 +49,7 @@ pub(super) async fn plan<E: Effects>(
         &agents.listed(),
         &agents.choices(),
     );
-    let schema = schemas::triage_plan(&agents.names(), PLANNER_TOOLS);
+    let schema = schemas::triage_plan(&agents.names(), &PLANNER_TOOLS);
     let answer = settings.judge(state, effects, system, schema).await?;
     let decision = parse_plan(&answer.text, &state.request, agents);
     effects.emit(AgentEvent::Status(format!(
