@@ -39,7 +39,7 @@ fn python_lists() {
     };
     let code = format!(
         "/// `__all__` of `{TOOLS}`.\npub const TOOLBOX_FUNCTIONS: &[&str] = {};\n\
-         /// The keys of `KINDS` in `{GUARD}`.\npub const GUARD_KINDS: &[&str] = {};\n",
+         /// The keys of `KINDS` in `{GUARD}`.\npub const GUARDED_KINDS: &[&str] = {};\n",
         list(&tools),
         list(&kinds)
     );

@@ -4,7 +4,7 @@
 //! be read (an `error` of the kernel's own).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::exception::PythonException;
 use crate::python::ExecuteOutcome;
@@ -47,15 +47,7 @@ impl ExecuteReply {
     pub(super) fn bad_request(execution_count: u32, why: String) -> Self {
         Self::ran(
             execution_count,
-            ExecuteOutcome {
-                error: Some(PythonException {
-                    ename: "BadRequest".to_owned(),
-                    evalue: why,
-                    traceback: Vec::new(),
-                }),
-                user_expressions: Value::Object(Map::new()),
-                payload: Vec::new(),
-            },
+            ExecuteOutcome::failed(PythonException::new("BadRequest", why)),
         )
     }
 

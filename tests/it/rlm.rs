@@ -65,6 +65,39 @@ async fn rlm_explores_a_description_and_returns_the_final_value() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_searchs_code_computes_but_opens_no_file_and_imports_no_os() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nimport re, collections\nprint(len(re.findall('ERROR', context)), sorted({3, 1}))\n```".into()),
+        Reply::Answer("```python\nopen('/etc/hostname').read()\n```".into()),
+        Reply::Answer("```python\nimport os\n```".into()),
+        Reply::Answer("```python\nFINAL('checked')\n```".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute(MAKE_LOG).await;
+    let (reply, iopub) = kernel
+        .execute("found = rlm('what is wrong?', log, max_turns=4)")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let (_, result) = kernel.execute("found").await;
+    assert_eq!(result_text(&result), "'checked'");
+    let outputs = panel_texts(&iopub, "output").concat();
+    let errors = panel_texts(&iopub, "error").concat();
+    assert!(outputs.contains("1 [1, 3]"), "{outputs}");
+    assert!(
+        errors.contains("NameError: name 'open' is not defined"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("ImportError: rlm() code may import only") && errors.contains("not os"),
+        "{errors}"
+    );
+    // The user's own cells keep every builtin.
+    let (reply, _) = kernel.execute("import os; open").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_tools_look_at_the_searched_value_when_called_without_text() {
     let llm = FakeLlm::start(vec![Reply::Answer(
         "```python\n\

@@ -10,6 +10,7 @@ use clap::builder::NonEmptyStringValueParser;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
+use crate::agent::run::limits::GUARDED_KINDS;
 use crate::exception::PythonException;
 
 /// Which agent graph runs a cell.
@@ -98,7 +99,7 @@ pub struct AskOptions {
     #[arg(long)]
     pub trace: bool,
     /// The kinds of action agent code may take without asking (see
-    /// [`GUARDED_KINDS`]).
+    /// [`GUARDED_KINDS`], the guard's kinds).
     #[arg(long, value_parser = parse_allow)]
     #[serde(deserialize_with = "allowed_kinds")]
     pub allow: Option<::std::vec::Vec<String>>,
@@ -109,8 +110,6 @@ pub struct AskOptions {
     pub forward_tokens: bool,
 }
 
-/// What the guard on agent code asks about (the names `--allow` takes).
-pub use crate::agent::run::limits::GUARD_KINDS as GUARDED_KINDS;
 
 /// The kinds named by `--allow`'s value (`shell,files`, `all`, `none`).
 pub fn parse_allow(value: &str) -> Result<Vec<String>, String> {

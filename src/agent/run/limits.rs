@@ -28,7 +28,7 @@ pub const TRIAGE_CONFIDENT: f64 = 0.9;
 /// Turns of an `rlm()` sub-agent.
 pub const RLM_MAX_TURNS: u32 = 10;
 
-// TOOLBOX_FUNCTIONS and GUARD_KINDS, read from the Python files that
+// TOOLBOX_FUNCTIONS and GUARDED_KINDS, read from the Python files that
 // define them (build.rs).
 include!(concat!(env!("OUT_DIR"), "/python_lists.rs"));
 

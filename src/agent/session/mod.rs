@@ -5,6 +5,11 @@
 //! shows the run in the cell. It reaches the rest of the kernel only through
 //! [`Ports`].
 
+mod effects;
+mod indent;
+pub mod memory;
+pub mod provider;
+
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
@@ -30,11 +35,6 @@ use crate::agent::run::limits::{
 use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Skill};
 use crate::agent::scope;
 use crate::exception::PythonException;
-
-mod effects;
-mod indent;
-pub mod memory;
-pub mod provider;
 
 use effects::RunEffects;
 use indent::Indented;

@@ -55,9 +55,13 @@ class _Capture(io.TextIOBase):
 def _agent_builtins(namespace):
     """The builtins agent code sees: Python's, and the toolbox, so the
     model's code calls ``grep(...)`` without an import while the user's
-    own cells see no new names."""
+    own cells see no new names; a namespace with limited builtins of its own
+    (an ``rlm()`` search's) keeps them."""
     base = namespace.get("__builtins__", builtins)
-    merged = dict(base if isinstance(base, dict) else vars(base))
+    if isinstance(base, dict) and base is not vars(builtins):
+        # Builtins of its own (an rlm() search's, limited): kept as they are.
+        return base
+    merged = dict(vars(base) if not isinstance(base, dict) else base)
     merged.update(TOOLBOX)
     return merged
 

@@ -189,6 +189,39 @@ def describe_value(value, shown=500):
     return "%s%s; it begins:\n%s" % (type(value).__name__, size_text, tools.peek(value, shown))
 
 
+# What an rlm() sub-agent's code may use. It reads and computes over one
+# value, so it gets Python's builtins that only compute, and may import only
+# modules that only compute: nothing that opens files, starts processes or
+# reaches the network (the seed's "limited builtins"; a guard on what the
+# code names, not a sandbox).
+RLM_BUILTINS = frozenset((
+    "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "dict", "divmod", "enumerate",
+    "filter", "float", "format", "frozenset", "hasattr", "hash", "hex", "int", "isinstance", "issubclass", "iter",
+    "len", "list", "map", "max", "min", "next", "oct", "ord", "pow", "print", "range", "repr", "reversed", "round",
+    "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip", "True", "False", "None", "Exception",
+    "ArithmeticError", "AssertionError", "AttributeError", "IndexError", "KeyError", "LookupError", "NameError",
+    "RuntimeError", "StopIteration", "TypeError", "ValueError", "ZeroDivisionError",
+))  # fmt: skip
+RLM_MODULES = frozenset((
+    "bisect", "collections", "datetime", "difflib", "fnmatch", "functools", "heapq", "itertools", "json", "math",
+    "operator", "re", "statistics", "string", "textwrap", "unicodedata",
+))  # fmt: skip
+
+
+def _rlm_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level or name.partition(".")[0] not in RLM_MODULES:
+        raise ImportError("rlm() code may import only %s, not %s" % (", ".join(sorted(RLM_MODULES)), name))
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def rlm_builtins():
+    """The builtins of an rlm() sub-agent's code."""
+    allowed = {name: getattr(builtins, name) for name in RLM_BUILTINS}
+    allowed["__import__"] = _rlm_import
+    allowed["__build_class__"] = builtins.__build_class__
+    return allowed
+
+
 def rlm_namespace(context, nested_rlm):
     """The namespace an ``rlm()`` sub-agent's code runs in (the value as
     ``context``, the search tools bound to it, ``FINAL`` and ``rlm`` for a
@@ -199,6 +232,7 @@ def rlm_namespace(context, nested_rlm):
         found["answer"] = answer
         raise FinalAnswer()
 
-    namespace = {"__name__": "__rlm__", "__builtins__": builtins, "context": context, "FINAL": FINAL, "rlm": nested_rlm}
+    namespace = {"__name__": "__rlm__", "__builtins__": rlm_builtins(), "context": context, "FINAL": FINAL,
+                 "rlm": nested_rlm}
     namespace.update(tools_on(context, tools))
     return namespace, found
