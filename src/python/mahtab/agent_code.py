@@ -11,7 +11,9 @@ import functools
 import inspect
 import io
 import linecache
+import os
 import sys
+import sysconfig
 import traceback
 
 from mahtab import guard, tools
@@ -167,9 +169,9 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         # parser's, for a SyntaxError) would only distract the model.
         frames = traceback.extract_tb(tb)
         start = next((i for i, frame in enumerate(frames) if frame.filename == filename), len(frames))
-        frames = frames[start:][-AGENT_TRACEBACK_FRAMES:]
-        header = "Traceback (most recent call last):\n" if frames else ""
-        told = header + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(etype, value))
+        shown_frames = _frames_text(frames[start:])[-AGENT_TRACEBACK_FRAMES:]
+        header = "Traceback (most recent call last):\n" if shown_frames else ""
+        told = header + "".join(shown_frames) + "".join(traceback.format_exception_only(etype, value))
         # The model reads "<agent>", whatever file a debugger needed.
         error = told.replace('"%s"' % filename, '"<agent>"')
         captured.append(error)
@@ -192,6 +194,50 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         "finished": finished,
         "changes": changes,
     }
+
+
+# Where installed packages and the standard library live: their frames in a
+# traceback of agent code are summed up in a line (the model fixes its own
+# code, and pandas' internals only send a small model after the wrong cause).
+# Longest first: a package directory may lie inside the standard library's.
+_LIBRARY_DIRS = tuple(sorted({
+    os.path.join(path, "") for path in (sysconfig.get_paths().get(key) for key in ("stdlib", "purelib", "platlib"))
+    if path
+}, key=len, reverse=True))  # fmt: skip
+
+
+def _library_of(filename):
+    """The package (or ``the standard library``) a frame's file belongs to,
+    or None for the agent's and the user's own code."""
+    for root in _LIBRARY_DIRS:
+        if filename.startswith(root):
+            rest = filename[len(root):].split(os.sep)
+            if "site-packages" in root or "dist-packages" in root:
+                return rest[0].split(".")[0] or "a package"
+            return "the standard library"
+    return None
+
+
+def _frames_text(frames):
+    """The traceback's frames as text, each run of library frames as one
+    line saying where they are."""
+    lines, run = [], []
+
+    def close_run():
+        if run:
+            places = ", ".join(dict.fromkeys(run))
+            lines.append("  ... %d frame%s in %s\n" % (len(run), "" if len(run) == 1 else "s", places))
+            run.clear()
+
+    for frame in frames:
+        library = _library_of(frame.filename)
+        if library is not None:
+            run.append(library)
+            continue
+        close_run()
+        lines.extend(traceback.format_list([frame]))
+    close_run()
+    return lines
 
 
 def _run_compiled(runtime, compiled, namespace):
