@@ -221,8 +221,15 @@ pub fn observation(report: &str) -> String {
 }
 
 /// What the model is told after a failed attempt, so the next one fixes it.
-pub fn fix_request(report: &str) -> String {
-    format!("{report}\n\nFind the cause of the error and send the whole corrected block.")
+pub fn fix_request(report: &str, hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) => format!(
+            "{report}\n\nFind the cause of the error and send the whole corrected block. Hint: {hint}."
+        ),
+        None => {
+            format!("{report}\n\nFind the cause of the error and send the whole corrected block.")
+        }
+    }
 }
 
 /// Asks for the final answer once the work is done.
@@ -314,7 +321,7 @@ mod tests {
             assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         }
         assert!(evaluate("is it high?").contains("is it high?"));
-        assert!(fix_request("This code failed").starts_with("This code failed"));
+        assert!(fix_request("This code failed", None).starts_with("This code failed"));
     }
 
     #[test]

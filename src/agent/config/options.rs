@@ -110,7 +110,6 @@ pub struct AskOptions {
     pub forward_tokens: bool,
 }
 
-
 /// The kinds named by `--allow`'s value (`shell,files`, `all`, `none`).
 pub fn parse_allow(value: &str) -> Result<Vec<String>, String> {
     match value.trim() {

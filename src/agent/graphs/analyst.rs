@@ -18,6 +18,7 @@
 use super::steps::{Settings, node, run_pending};
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::{ChatMessage, Role};
+use crate::agent::parse::checks;
 use crate::agent::parse::code::code_blocks;
 use crate::agent::parse::plan::parse_plan;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome};
@@ -137,7 +138,7 @@ async fn code<E: Effects>(
         });
         state
             .conversation
-            .push(ChatMessage::user(prompts::fix_request(NO_CODE)));
+            .push(ChatMessage::user(prompts::fix_request(NO_CODE, None)));
         return Ok(());
     }
     let ran = run_pending(state, effects, settings.execute).await?;
@@ -145,10 +146,11 @@ async fn code<E: Effects>(
         state.outcome = Some(Outcome::Answered);
     } else if ran.failed {
         let failure = state.executions.last().cloned().expect("a block failed");
+        let hint = checks::error_hint(checks::error_line(&failure.output));
         state.failed_attempts.push(failure);
         state
             .conversation
-            .push(ChatMessage::user(prompts::fix_request(&ran.report)));
+            .push(ChatMessage::user(prompts::fix_request(&ran.report, hint)));
     } else {
         state.conversation.push(ChatMessage::user(ran.report));
     }

@@ -272,10 +272,11 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         if checks::may_be_unfixable(&error) {
             return Precheck::Judge { failed: true };
         }
-        return not_done(
-            format!("the code failed ({error})"),
-            "fix the cause of the error and run the corrected code",
-        );
+        let next = match checks::error_hint(&error) {
+            Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
+            None => "fix the cause of the error and run the corrected code".to_owned(),
+        };
+        return not_done(format!("the code failed ({error})"), &next);
     }
     let rebound = checks::rebound_though_asked_in_place(
         &state.request,
@@ -647,6 +648,32 @@ open('sales.csv')
         assert_eq!(script.requests.len(), 2);
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.answer, "total: int = 3");
+    }
+
+    #[test]
+    fn a_common_error_goes_back_with_a_hint() {
+        let mut script = Script::new(
+            &[
+                "```python\ntop = sales[sales['qty']]\n```",
+                "```python\ntop = 1\n```",
+                DONE,
+            ],
+            |code| Execution {
+                output: if code.contains("sales") {
+                    r#"KeyError: "None of [Index([3, 1], dtype='int64')] are in the [columns]""#
+                        .to_owned()
+                } else {
+                    String::new()
+                },
+                failed: code.contains("sales"),
+                ..ok(code)
+            },
+        );
+        let mut state = AgentState::new("Find the top row of sales.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("the code failed (KeyError"), "{told}");
+        assert!(told.contains("boolean mask"), "{told}");
     }
 
     #[test]

@@ -301,6 +301,57 @@ pub fn error_line(output: &str) -> &str {
         .trim()
 }
 
+/// What a common error means and how it is usually fixed, for a small
+/// model that reads the error and sends the same code again. `error_line`
+/// is the error's last line (see [`error_line`]).
+pub fn error_hint(error_line: &str) -> Option<&'static str> {
+    const ROWS: &str = "table[values] looks the values up as column names; to pick rows use a \
+                        boolean mask (table[table['a'] > 1]) or a row's label \
+                        (table.loc[table['a'].idxmax()])";
+    const PAST_THE_END: &str = "an index past the end: check the length first";
+    // Each error's signs (all must be in the line), then the hint; the first
+    // match wins, so the specific comes before the general.
+    const HINTS: [(&[&str], &str); 9] = [
+        (&["KeyError: \"None of [", "are in the [columns]"], ROWS),
+        (
+            &["is ambiguous"],
+            "combine conditions with & and | (each in parentheses), or reduce with \
+             .any() or .all()",
+        ),
+        (
+            &["could not convert string to float"],
+            "the values are text: clean them first (strip symbols, \
+             pd.to_numeric(values, errors='coerce'))",
+        ),
+        (
+            &["unsupported operand type"],
+            "the values' types do not combine: convert them first (int(), float(), \
+             str(), pd.to_numeric)",
+        ),
+        (
+            &["object has no attribute"],
+            "that attribute does not exist: a table's column is table['name']; check \
+             the names with print(dir(value)) or print(table.columns)",
+        ),
+        (
+            &["KeyError:"],
+            "that key or column is not there: print the keys or columns and use one \
+             that exists",
+        ),
+        (
+            &["NameError: name"],
+            "define or import the name in the same block; the namespace above lists \
+             what exists",
+        ),
+        (&["out of range"], PAST_THE_END),
+        (&["out-of-bounds"], PAST_THE_END),
+    ];
+    HINTS
+        .iter()
+        .find(|(signs, _)| signs.iter().all(|sign| error_line.contains(sign)))
+        .map(|(_, hint)| *hint)
+}
+
 /// Whether a block's output says it was not run (the guard's refusal, the
 /// user's no), which the kernel words so.
 pub fn refused(output: &str) -> bool {
@@ -341,6 +392,29 @@ mod tests {
             changes: changes.iter().map(|c| (*c).to_owned()).collect(),
             rich_outputs: 0,
         }
+    }
+
+    #[test]
+    fn common_errors_come_with_a_hint_and_the_specific_one_wins() {
+        let rows =
+            r#"KeyError: "None of [Index([6.0, 2.0], dtype='float64')] are in the [columns]""#;
+        assert!(error_hint(rows).unwrap().contains("boolean mask"));
+        assert!(
+            error_hint("KeyError: 'plums'")
+                .unwrap()
+                .contains("print the keys")
+        );
+        assert!(
+            error_hint("ValueError: The truth value of a Series is ambiguous.")
+                .unwrap()
+                .contains("&")
+        );
+        assert!(
+            error_hint("IndexError: single positional indexer is out-of-bounds")
+                .unwrap()
+                .contains("past the end")
+        );
+        assert_eq!(error_hint("ZeroDivisionError: division by zero"), None);
     }
 
     #[test]
