@@ -27,7 +27,7 @@ asserts nothing, and exits 0 unless --strict finds an unsolved task.
 Usage: .venv/bin/python bench/agent_eval.py [--local [coder-1.5b|coder-0.5b]]
             [--graphs single,default,analyst,planner,triage] [--only NAME,...]
             [--kinds pandas,...] [--limit N] [--max-turns N] [--repeat N]
-            [--replay] [--timeout 300] [--json OUT] [--strict]
+            [--replay] [--timeout 300] [--json OUT] [--strict] [--kernels DIR]
 """
 
 import argparse
@@ -394,6 +394,9 @@ def parse_args():
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a task is not solved")
+    parser.add_argument("--kernels", type=Path, default=VENV_KERNELS,
+                        help="the kernelspecs directory holding `mahtab` (default: the project venv's);"
+                             " a copy of the binary there keeps a long run apart from rebuilds")
     args = parser.parse_args()
     args.graphs = [g for g in args.graphs.split(",") if g]
     unknown = set(args.graphs) - set(GRAPHS)
@@ -418,10 +421,10 @@ def chosen_tasks(args):
 
 def main():
     args = parse_args()
-    if not (VENV_KERNELS / "mahtab").is_dir():
-        sys.exit("no mahtab kernelspec in .venv: run scripts/setup.sh first")
+    if not (args.kernels / "mahtab").is_dir():
+        sys.exit(f"no mahtab kernelspec in {args.kernels}: run scripts/setup.sh first")
     ksm = KernelSpecManager()
-    ksm.kernel_dirs = [str(VENV_KERNELS)]
+    ksm.kernel_dirs = [str(args.kernels)]
     tasks = chosen_tasks(args)
     env = dict(os.environ)
     replay = local = None

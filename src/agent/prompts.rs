@@ -182,6 +182,20 @@ pub const REPEATED: &str = "You ran the same code as before and got the same res
 result already answers my request, reply with the answer in plain words and no code. Otherwise \
 do something different.";
 
+/// Sent back once when a turn ran the same failing code with the same error
+/// as the turn before: a small model keeps resending a block it believes
+/// right, so it is told plainly that the block cannot work and how to find
+/// out why.
+pub fn repeated_failure(error: &str, hint: Option<&str>) -> String {
+    let hint = hint.map(|hint| format!(" ({hint})")).unwrap_or_default();
+    format!(
+        "You sent the same code again and it failed with the same error: {error}{hint}. That \
+code cannot work, so do not send it again. Write it a different way, in small steps: compute \
+each intermediate value in a variable of its own and print it, then build the result from \
+those."
+    )
+}
+
 /// What the review of a turn reads: the request, then for each block the
 /// code, what it printed and the variables it left, as plain facts.
 pub fn review_request(request: &str, executions: &[Execution]) -> String {

@@ -206,13 +206,15 @@ async fn reflect<E: Effects>(
             verdict
         }
         Precheck::NotDone(verdict) | Precheck::Done(verdict) => verdict,
-        Precheck::Repeated => {
+        Precheck::Repeated { error } => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
             } else {
-                state
-                    .conversation
-                    .push(ChatMessage::user(prompts::REPEATED.to_owned()));
+                let feedback = match error {
+                    Some(error) => prompts::repeated_failure(&error, checks::error_hint(&error)),
+                    None => prompts::REPEATED.to_owned(),
+                };
+                state.conversation.push(ChatMessage::user(feedback));
             }
             return Ok(());
         }
@@ -244,15 +246,21 @@ enum Precheck {
     /// Done, without asking: what the request names exists, no block
     /// failed, and a figure it asks for was shown.
     Done(Verdict),
-    /// The turn ran the code of the turn before with the same outcome.
-    Repeated,
+    /// The turn ran the code of the turn before with the same outcome
+    /// (`error`: the error line, when that outcome was a failure).
+    Repeated { error: Option<String> },
 }
 
 async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Precheck {
     let blocks = state.last_turn_blocks;
     if checks::repeated(&state.executions, blocks) {
         state.repeats += 1;
-        return Precheck::Repeated;
+        let error = state
+            .executions
+            .last()
+            .filter(|e| e.failed && !checks::refused(&e.output))
+            .map(|e| checks::error_line(&e.output).to_owned());
+        return Precheck::Repeated { error };
     }
     let not_done = |reasoning: String, next_action: &str| {
         Precheck::NotDone(Verdict {
@@ -762,6 +770,32 @@ open('sales.csv')
         let told = &third_turn.messages.last().unwrap().content;
         assert!(told.contains(prompts::REPEATED), "{told}");
         assert_eq!(script.requests.len(), 4);
+    }
+
+    #[test]
+    fn the_same_failing_code_is_told_it_cannot_work_with_the_error_and_a_hint() {
+        let mut script = Script::new(
+            &[
+                "```python\nx = 1/0\n```",
+                "```python\nx = 1/0\n```",
+                "```python\nx = 1\n```",
+                DONE,
+            ],
+            fails_once,
+        );
+        let mut state = AgentState::new("set x", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        // After the second identical failure: no review call, the model is
+        // told the block cannot work, then its different block is judged.
+        let told = latest(&script.requests[2]);
+        assert!(told.contains("failed with the same error"), "{told}");
+        assert!(
+            told.contains("ZeroDivisionError: division by zero"),
+            "{told}"
+        );
+        assert!(!told.contains(prompts::REPEATED), "{told}");
+        assert_eq!(script.executed.last().unwrap(), "x = 1");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 
     #[test]

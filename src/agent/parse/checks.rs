@@ -311,8 +311,14 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 9] = [
+    const HINTS: [(&[&str], &str); 10] = [
         (&["KeyError: \"None of [", "are in the [columns]"], ROWS),
+        (
+            &["KeyError: '[", "not in index"],
+            "computed values were looked up as row labels: compute the values in a \
+             variable first, then find the label (values.idxmax()) and look that up; \
+             mind that a * b.idxmax() is a * (b.idxmax()), so write (a * b).idxmax()",
+        ),
         (
             &["is ambiguous"],
             "combine conditions with & and | (each in parentheses), or reduce with \
@@ -413,6 +419,11 @@ mod tests {
             error_hint("IndexError: single positional indexer is out-of-bounds")
                 .unwrap()
                 .contains("past the end")
+        );
+        assert!(
+            error_hint("KeyError: '[9, 6, 15] not in index'")
+                .unwrap()
+                .contains("(a * b).idxmax()")
         );
         assert_eq!(error_hint("ZeroDivisionError: division by zero"), None);
     }
