@@ -196,6 +196,80 @@ those."
     )
 }
 
+/// Sent back once when a turn ran the same code with the same result as
+/// the turn before, after a review (or a check) found that result
+/// unfinished: why, again, so the model does not take its code for right.
+pub fn repeated_unfinished(reasoning: &str, next_action: &str) -> String {
+    let next = if next_action.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" Next: {}.", next_action.trim().trim_end_matches('.'))
+    };
+    format!(
+        "You sent the same code again and got the same result, which does not finish the \
+request: {}.{next} Do it a different way.",
+        reasoning.trim().trim_end_matches('.')
+    )
+}
+
+/// Why a turn that pandas warned about is not done, and what to write
+/// instead: `rewrite`, the model's own line assigning to the column, when
+/// there is one.
+pub fn changed_a_copy(rewrite: Option<&str>) -> (String, String) {
+    let next = match rewrite {
+        Some(rewrite) => format!("write `{rewrite}` instead (no inplace=True)"),
+        None => "assign the result back instead: table['col'] = table['col'].method(...) \
+                 (inplace=True on one column changes a copy)"
+            .to_owned(),
+    };
+    (
+        "pandas warned that the change went to a copy, so the table itself did not change"
+            .to_owned(),
+        next,
+    )
+}
+
+/// Why a turn that rebound `names` (asked to change them in place) is not
+/// done, and what to write instead: the model's own statement in place
+/// (`rewrite`) when there is one, else the general forms for `first`.
+/// `restored`: the names whose original objects were put back.
+pub fn rebound_not_in_place(
+    names: &[String],
+    restored: &[String],
+    first: &str,
+    rewrite: Option<&str>,
+) -> (String, String) {
+    let quoted = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut reasoning = format!(
+        "{} was assigned a new object, but the request asks to change the object itself",
+        quoted(names)
+    );
+    if !restored.is_empty() {
+        reasoning.push_str(&format!(
+            "; {} names the original object again, unchanged",
+            quoted(restored)
+        ));
+    }
+    let next = match rewrite {
+        Some(rewrite) => format!(
+            "write `{rewrite}` instead of assigning to {first}: that changes {first} itself"
+        ),
+        None => format!(
+            "change the original object in place rather than assigning a new one to {first} \
+             (for a table: {first}.fillna(..., inplace=True), \
+             {first}.rename(columns=..., inplace=True), {first}[column] = ...; for a list: \
+             {first}[:] = [...])"
+        ),
+    };
+    (reasoning, next)
+}
+
 /// What the review of a turn reads: the request, then for each block the
 /// code, what it printed and the variables it left, as plain facts.
 pub fn review_request(request: &str, executions: &[Execution]) -> String {

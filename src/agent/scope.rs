@@ -157,6 +157,24 @@ impl ScopeCall for Missing<'_> {
     type Reply = Targets;
 }
 
+/// Puts back the objects the run's code rebound `names` away from (the
+/// first binding each had in the run); the reply names those put back.
+#[derive(Debug, Serialize)]
+pub struct Restore<'a> {
+    pub names: &'a [String],
+}
+
+/// The names [`Restore`] put back.
+#[derive(Debug, Default, Deserialize)]
+pub struct Restored {
+    pub names: Vec<String>,
+}
+
+impl ScopeCall for Restore<'_> {
+    const METHOD: &'static str = "restore";
+    type Reply = Restored;
+}
+
 /// The user's variables and last error, for the triage's pre-plan.
 #[derive(Debug, Serialize)]
 pub struct TriageContext {}

@@ -21,6 +21,8 @@ pub struct Script {
     pub events: Vec<AgentEvent>,
     /// The names each `describe` call asked about.
     pub described: Vec<Vec<String>>,
+    /// The names `restore` was asked to put back.
+    pub restored: Vec<String>,
     /// The model each call went to, in order.
     pub models: Vec<ModelChoice>,
     model: ModelChoice,
@@ -42,6 +44,7 @@ impl Script {
             nodes: Vec::new(),
             events: Vec::new(),
             described: Vec::new(),
+            restored: Vec::new(),
             models: Vec::new(),
             model: ModelChoice::Configured,
             run,
@@ -129,6 +132,12 @@ impl Effects for Script {
             names: absent(&targets.names),
             files: absent(&targets.files),
         }
+    }
+
+    /// Every name asked for is put back, and remembered.
+    async fn restore(&mut self, names: &[String]) -> Vec<String> {
+        self.restored.extend(names.iter().cloned());
+        names.to_vec()
     }
 
     /// `x` and `prices` exist.

@@ -213,6 +213,11 @@ impl FakeLlm {
             .to_owned()
     }
 
+    /// How many requests the server has had.
+    pub fn request_count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+
     /// The content of the last message of the latest request.
     pub fn last_prompt(&self) -> String {
         let latest = self.requests.lock().unwrap().len() - 1;

@@ -10,6 +10,7 @@ mod execute;
 mod fake_claude;
 mod fake_llm;
 mod guard;
+mod in_place;
 mod install;
 mod interrupt;
 mod lifecycle;

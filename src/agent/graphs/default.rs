@@ -20,13 +20,11 @@
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::verdict::parse_verdict;
-use crate::agent::run::{
-    AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, Targets, Verdict,
-};
+use crate::agent::parse::{checks, in_place};
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, Verdict};
 use crate::agent::{prompts, schemas};
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
@@ -210,9 +208,18 @@ async fn reflect<E: Effects>(
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
             } else {
-                let feedback = match error {
-                    Some(error) => prompts::repeated_failure(&error, checks::error_hint(&error)),
-                    None => prompts::REPEATED.to_owned(),
+                let unfinished = state
+                    .verdict
+                    .as_ref()
+                    .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty());
+                let feedback = match (error, unfinished) {
+                    (Some(error), _) => {
+                        prompts::repeated_failure(&error, checks::error_hint(&error))
+                    }
+                    (None, Some(verdict)) => {
+                        prompts::repeated_unfinished(&verdict.reasoning, &verdict.next_action)
+                    }
+                    (None, None) => prompts::REPEATED.to_owned(),
                 };
                 state.conversation.push(ChatMessage::user(feedback));
             }
@@ -286,27 +293,48 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         };
         return not_done(format!("the code failed ({error})"), &next);
     }
-    let rebound = checks::rebound_though_asked_in_place(
+    if let Some(copy) = this_turns_executions(state)
+        .iter()
+        .find(|e| in_place::changed_a_copy(&e.output))
+    {
+        let rewrite = in_place::copy_rewrite(&copy.code);
+        let (reasoning, next) = prompts::changed_a_copy(rewrite.as_deref());
+        return not_done(reasoning, &next);
+    }
+    let rebound = in_place::rebound_though_asked_in_place(
         &state.request,
         this_turns_executions(state),
         &state.namespace_names,
     );
     if let Some(first) = rebound.first() {
-        let names: Vec<String> = rebound.iter().map(|n| format!("`{n}`")).collect();
-        return not_done(
-            format!(
-                "{} now names a new object, but the request asks to change the object itself",
-                names.join(", ")
-            ),
-            &format!(
-                "change the original object in place rather than assigning a new one to \
-                 {first} (for a table: {first}.fillna(..., inplace=True), \
-                 {first}.rename(columns=..., inplace=True), {first}[column] = ...; for a list: \
-                 {first}[:] = [...])"
-            ),
-        );
+        // The original objects go back under their names, so that the next
+        // turn's change in place changes them (not the new objects).
+        let names: Vec<String> = rebound.iter().map(|r| r.name.clone()).collect();
+        let restored = effects.restore(&names).await;
+        let (reasoning, next) =
+            prompts::rebound_not_in_place(&names, &restored, &first.name, first.rewrite.as_deref());
+        return not_done(reasoning, &next);
     }
+    // Asked to change a variable itself, and it did (nothing rebound, nothing
+    // failed): done; a small model's review tends to doubt a change it
+    // cannot see printed.
+    let changed = in_place::changed_in_place_as_asked(
+        &state.request,
+        this_turns_executions(state),
+        &state.namespace_names,
+    );
     let targets = checks::targets(&state.request);
+    if !changed.is_empty() && targets.is_empty() && !checks::wants_figure(&state.request) {
+        let answer = made_lines(state, &changed);
+        return Precheck::Done(Verdict {
+            is_complete: true,
+            cannot_fix: false,
+            reasoning: String::new(),
+            next_action: String::new(),
+            answer,
+            parsed: true,
+        });
+    }
     if !targets.is_empty() {
         let missing = effects.missing(&targets).await;
         if !missing.is_empty() {
@@ -329,7 +357,11 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     // What the request names to make is there (and the figure it wants):
     // done, with no judgement to get wrong. Anything else is for the review.
     if !targets.is_empty() || wants_figure {
-        let made = made_lines(state, &targets);
+        let mut made = made_lines(state, &targets.names);
+        for file in &targets.files {
+            made.push_str(&format!("\n{file} written"));
+        }
+        let made = made.trim_start().to_owned();
         return Precheck::Done(Verdict {
             is_complete: true,
             cannot_fix: false,
@@ -342,11 +374,11 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     Precheck::Judge { failed: false }
 }
 
-/// The variables the request named, as the last code that changed them
-/// left them (`n_fruits: int = 3`), one per line.
-fn made_lines(state: &AgentState, targets: &Targets) -> String {
+/// The variables `names`, as the last code that changed them left them
+/// (`n_fruits: int = 3`), one per line.
+fn made_lines(state: &AgentState, names: &[String]) -> String {
     let mut lines = Vec::new();
-    for name in &targets.names {
+    for name in names {
         let line = state
             .executions
             .iter()
@@ -359,9 +391,6 @@ fn made_lines(state: &AgentState, targets: &Targets) -> String {
                 .map_or(line.as_str(), |(text, _)| text);
             lines.push(line.to_owned());
         }
-    }
-    for file in &targets.files {
-        lines.push(format!("{file} written"));
     }
     lines.join("\n")
 }
@@ -704,14 +733,24 @@ open('sales.csv')
         let mut state =
             AgentState::new("Double the numbers in x (change x itself).", Vec::new(), 5);
         run(&mut script, &mut state, settings());
-        // The rebinding was sent back without a review; the change in place
-        // went to the review, which found it done.
+        // The rebinding was sent back without a review, with the model's own
+        // line said in place; the change in place is done without one too.
         let second = &script.requests[1];
         let last = &second.messages.last().unwrap().content;
-        assert!(last.contains("`x` now names a new object"), "{last}");
-        assert!(last.contains("x[:] = [...]"), "{last}");
-        assert_eq!(script.requests.len(), 3);
+        assert!(last.contains("`x` was assigned a new object"), "{last}");
+        // Its original object went back under the name first.
+        assert!(
+            last.contains("`x` names the original object again"),
+            "{last}"
+        );
+        assert_eq!(script.restored, ["x"]);
+        assert!(last.contains("write `x[:] = [v * 2 for v in x]`"), "{last}");
+        assert_eq!(script.requests.len(), 2);
         assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert!(script.events.iter().any(|e| matches!(
+            e,
+            AgentEvent::Verdict(v) if v.is_complete && v.answer.starts_with("x: list len 3")
+        )));
     }
 
     #[test]
@@ -768,7 +807,10 @@ open('sales.csv')
         assert_eq!(state.outcome, Some(Outcome::Repeating));
         let third_turn = &script.requests[3];
         let told = &third_turn.messages.last().unwrap().content;
-        assert!(told.contains(prompts::REPEATED), "{told}");
+        assert!(
+            told.contains("same code again and got the same result"),
+            "{told}"
+        );
         assert_eq!(script.requests.len(), 4);
     }
 
@@ -795,6 +837,56 @@ open('sales.csv')
         );
         assert!(!told.contains(prompts::REPEATED), "{told}");
         assert_eq!(script.executed.last().unwrap(), "x = 1");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn a_change_pandas_says_went_to_a_copy_is_not_done_without_a_review() {
+        let mut script = Script::new(
+            &[
+                "```python\ndf['a'].fillna(0, inplace=True)\n```",
+                "```python\ndf['a'] = df['a'].fillna(0)\n```",
+                DONE,
+            ],
+            |code| Execution {
+                output: if code.contains("inplace=True") {
+                    "<agent>:1: ChainedAssignmentError: A value is being set on a copy".into()
+                } else {
+                    String::new()
+                },
+                ..ok(code)
+            },
+        );
+        let mut state = AgentState::new("Fill the gaps in df's column a with 0.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("went to a copy"), "{told}");
+        assert!(
+            told.contains("write `df['a'] = df['a'].fillna(0)`"),
+            "{told}"
+        );
+        assert_eq!(script.requests.len(), 3);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn the_same_unfinished_code_again_is_told_why_it_was_not_enough() {
+        let mut script = Script::new(
+            &[
+                "```python\nprint(1)\n```",
+                NOT_DONE,
+                "```python\nprint(1)\n```",
+                "```python\nprint(sum(x))\n```",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("print the total", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        let told = latest(&script.requests[3]);
+        assert!(told.contains("same code again"), "{told}");
+        assert!(told.contains("no total yet"), "{told}");
+        assert!(told.contains("Next: sum the column."), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 

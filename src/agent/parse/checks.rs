@@ -236,47 +236,6 @@ pub fn summary_names(summary: &str) -> Vec<String> {
         .collect()
 }
 
-/// Words with which a request asks for a value to change itself, not for
-/// a new value under its name.
-const IN_PLACE_WORDS: [&str; 6] = [
-    "in place",
-    "in-place",
-    "inplace",
-    "itself",
-    "same object",
-    "the original",
-];
-
-/// The variables a request asks to change in place ("fill the gaps in
-/// people (change people itself)") that `executions` rebound to a new
-/// object instead: by the reports' change lines (`people: DataFrame ...
-/// (changed)`, where a change in place says `(changed in place)`). Only
-/// names of the user's variables (`namespace_names`) count.
-pub fn rebound_though_asked_in_place(
-    request: &str,
-    executions: &[Execution],
-    namespace_names: &[String],
-) -> Vec<String> {
-    let lower = request.to_lowercase();
-    if !IN_PLACE_WORDS.iter().any(|words| lower.contains(words)) {
-        return Vec::new();
-    }
-    let named: Vec<&str> = request
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|word| namespace_names.iter().any(|name| name == word))
-        .collect();
-    let mut rebound = Vec::new();
-    for line in executions.iter().flat_map(|e| e.changes.iter()) {
-        let Some((name, _)) = line.split_once(':') else {
-            continue;
-        };
-        if line.ends_with("(changed)") && named.contains(&name) {
-            push_once(&mut rebound, name);
-        }
-    }
-    rebound
-}
-
 /// Whether the last turn ran the very code of the turn before with the
 /// very same outcome.
 pub fn repeated(executions: &[Execution], last_turn_blocks: usize) -> bool {
@@ -388,18 +347,6 @@ pub fn may_be_unfixable(error_line: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn ran(changes: &[&str]) -> Execution {
-        Execution {
-            code: String::new(),
-            output: String::new(),
-            shown: None,
-            failed: false,
-            finished: false,
-            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
-            rich_outputs: 0,
-        }
-    }
-
     #[test]
     fn common_errors_come_with_a_hint_and_the_specific_one_wins() {
         let rows =
@@ -426,25 +373,6 @@ mod tests {
                 .contains("(a * b).idxmax()")
         );
         assert_eq!(error_hint("ZeroDivisionError: division by zero"), None);
-    }
-
-    #[test]
-    fn a_rebound_name_the_request_wants_changed_in_place_is_found() {
-        let names = vec!["people".to_owned(), "sales".to_owned()];
-        let rebound = [ran(&["people: DataFrame 4x2 (changed)"])];
-        let in_place = [ran(&["people: DataFrame 4x2 (changed in place)"])];
-        let request = "Fill the missing ages in people with the mean age (change people itself).";
-        assert_eq!(
-            rebound_though_asked_in_place(request, &rebound, &names),
-            ["people"]
-        );
-        assert!(rebound_though_asked_in_place(request, &in_place, &names).is_empty());
-        // Without words asking for the object itself, a new object is fine.
-        let plain = "Fill the missing ages in people with the mean age.";
-        assert!(rebound_though_asked_in_place(plain, &rebound, &names).is_empty());
-        // A name the request does not mention is not its business.
-        let other = [ran(&["sales: DataFrame 3x2 (changed)"])];
-        assert!(rebound_though_asked_in_place(request, &other, &names).is_empty());
     }
 
     fn names(request: &str) -> Vec<String> {

@@ -7,6 +7,7 @@
 pub mod action;
 pub mod checks;
 pub mod code;
+pub mod in_place;
 pub mod json;
 pub mod plan;
 pub mod prose;

@@ -65,6 +65,10 @@ pub trait Effects: Observer + Send {
     /// exist (files relative to the working directory).
     fn missing(&mut self, targets: &Targets) -> impl Future<Output = Targets> + Send;
 
+    /// Puts back the objects the run's code rebound `names` away from
+    /// (what each was before the run first rebound it); the names put back.
+    fn restore(&mut self, names: &[String]) -> impl Future<Output = Vec<String>> + Send;
+
     /// What the triage's pre-plan looks at: the user's variables and last
     /// error.
     fn triage_context(&mut self) -> impl Future<Output = Context> + Send;

@@ -287,6 +287,16 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         }
     }
 
+    async fn restore(&mut self, names: &[String]) -> Vec<String> {
+        match scope::call(self.ports, &scope::Restore { names }).await {
+            Ok(restored) => restored.names,
+            Err(e) => {
+                tracing::warn!("%%ask: cannot put variables back: {e}");
+                Vec::new()
+            }
+        }
+    }
+
     async fn missing(&mut self, targets: &Targets) -> Targets {
         let missing = scope::Missing {
             names: &targets.names,

@@ -96,7 +96,7 @@ def _guard(runtime, code, allow):
     return "Not run: the user did not allow this code to %s. Do it another way, or ask the user." % what
 
 
-def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None):
+def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None, originals=None):
     """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
     with ``confirm`` (the user agreed to the block already), each file
     write of the toolbox asks the user first; without, code that would
@@ -112,7 +112,9 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     the rich output, already on screen), "rich_outputs": how many,
     "failed", "error": the traceback's (or the guard's) text, or None,
     "finished": whether it called FINAL(), "changes": what it did to the
-    namespace, a line per name}.
+    namespace, a line per name}. ``originals``, if given, keeps the object
+    each name the code rebound had before the run's first rebinding of it
+    (see ``AgentScope.restore``).
     """
     # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a
     # cell; the code as written names its file and is what a debugger and
@@ -183,6 +185,10 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         changes = namespace_changes(before, namespace, tree, prints)
     except Exception:  # a value whose description fails says nothing of the run
         changes = []
+    if originals is not None:
+        for name, value in before.items():
+            if name in namespace and namespace[name] is not value and not name.startswith("_"):
+                originals.setdefault(name, value)
     shown = "".join(captured)
     told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
     return {

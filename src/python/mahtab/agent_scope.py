@@ -76,6 +76,9 @@ class AgentScope:
         self.runtime = runtime
         self.namespace = namespace
         self.callbacks = callbacks or AskCallbacks()
+        # What the run's code rebound, as it was before: a request to
+        # change a value itself may need its original object back.
+        self.originals = {}
 
     def run_code(self, args, output=None):
         request = json.loads(args)
@@ -87,6 +90,7 @@ class AgentScope:
             bool(request.get("confirm")),
             request.get("allow") or (),
             output,
+            self.originals,
         )
         self.callbacks.executed(result, index)
         return dumps(result)
@@ -123,6 +127,16 @@ class AgentScope:
             "names": [name for name in request.get("names", ()) if name not in self.namespace],
             "files": [path for path in request.get("files", ()) if not os.path.exists(path)],
         })
+
+    def restore(self, args):
+        """Puts the objects the run's code rebound these names away from back
+        under them; the names it could put back."""
+        restored = []
+        for name in json.loads(args).get("names", ()):
+            if name in self.originals:
+                self.namespace[name] = self.originals.pop(name)
+                restored.append(name)
+        return dumps({"names": restored})
 
     def triage_context(self, args):
         names = [name for name in self.namespace if is_user_variable(self.namespace, name)]
