@@ -11,11 +11,13 @@
 //!
 //! Unlike the default graph it decides up front whether the request needs
 //! code at all and whether the results deserve a critical look, retries
-//! failing code a bounded number of times, and always ends with a
+//! failing code a bounded number of times (code that ran but visibly falls
+//! short, see [`super::unmet`], counts as failing), and always ends with a
 //! plain-language answer (or, when every attempt failed, with all of them
 //! shown).
 
 use super::steps::{Settings, node, run_pending};
+use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::checks;
@@ -117,6 +119,7 @@ async fn code<E: Effects>(
     settings: Settings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
+    state.namespace_names = checks::summary_names(&namespace);
     let system = prompts::analyst_code(
         &state.pinned_namespace(&namespace),
         &state.recent_cells,
@@ -141,8 +144,26 @@ async fn code<E: Effects>(
             .push(ChatMessage::user(prompts::fix_request(NO_CODE, None)));
         return Ok(());
     }
+    let before = state.executions.len();
     let ran = run_pending(state, effects, settings.execute).await?;
-    if !settings.execute {
+    let unmet = if settings.execute && !ran.failed {
+        unmet(state, effects, &state.executions[before..]).await
+    } else {
+        None
+    };
+    if let Some(unmet) = unmet {
+        // Ran, but visibly short of the request: another attempt, told why.
+        let mut attempt = state.executions.last().cloned().expect("a block ran");
+        attempt.output = format!("{}\n{}", attempt.output.trim_end(), unmet.reasoning);
+        state.failed_attempts.push(attempt);
+        state.conversation.push(ChatMessage::user(ran.report));
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::not_done_yet(
+                &unmet.reasoning,
+                &unmet.next_action,
+            )));
+    } else if !settings.execute {
         state.outcome = Some(Outcome::Answered);
     } else if ran.failed {
         let failure = state.executions.last().cloned().expect("a block failed");
@@ -205,7 +226,7 @@ fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), Ag
     let last_error = failed.last().map_or("", |f| f.output.trim());
     // Kept in the conversation, so a follow-up `%%ask` knows what happened.
     state.conversation.push(ChatMessage::assistant(format!(
-        "I could not get the code to run in {} attempts. The last error was:\n{last_error}",
+        "I could not get it done in {} attempts. The last problem was:\n{last_error}",
         failed.len()
     )));
     effects.emit(AgentEvent::GaveUp { failed });
@@ -378,6 +399,31 @@ mod tests {
         let told = &retry.messages.last().unwrap().content;
         assert!(told.contains("ZeroDivisionError") && told.contains("corrected"));
         assert_eq!(state.turn, 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn code_that_ran_without_making_what_the_request_names_is_another_attempt() {
+        let mut script = Script::new(
+            &[
+                CODE_ONLY,
+                "```python\nprint(len(x))\n```",
+                "```python\nn = 3\n```",
+                "There are 3.",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new(
+            "Count them; store it in `n`.",
+            Vec::new(),
+            ANALYST_MAX_ATTEMPTS,
+        );
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "code", "explain"]);
+        let retry = &script.requests[2];
+        let told = &retry.messages.last().unwrap().content;
+        assert!(told.contains("`n` does not exist yet"), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_roles_alternate(&script);
     }

@@ -18,6 +18,7 @@
 //! the code and its report, not the whole conversation.
 
 use super::steps::{Settings, close_with_answer, node, run_pending};
+use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
@@ -293,27 +294,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         };
         return not_done(format!("the code failed ({error})"), &next);
     }
-    if let Some(copy) = this_turns_executions(state)
-        .iter()
-        .find(|e| in_place::changed_a_copy(&e.output))
-    {
-        let rewrite = in_place::copy_rewrite(&copy.code);
-        let (reasoning, next) = prompts::changed_a_copy(rewrite.as_deref());
-        return not_done(reasoning, &next);
-    }
-    let rebound = in_place::rebound_though_asked_in_place(
-        &state.request,
-        this_turns_executions(state),
-        &state.namespace_names,
-    );
-    if let Some(first) = rebound.first() {
-        // The original objects go back under their names, so that the next
-        // turn's change in place changes them (not the new objects).
-        let names: Vec<String> = rebound.iter().map(|r| r.name.clone()).collect();
-        let restored = effects.restore(&names).await;
-        let (reasoning, next) =
-            prompts::rebound_not_in_place(&names, &restored, &first.name, first.rewrite.as_deref());
-        return not_done(reasoning, &next);
+    if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
+        return not_done(unmet.reasoning, &unmet.next_action);
     }
     // Asked to change a variable itself, and it did (nothing rebound, nothing
     // failed): done; a small model's review tends to doubt a change it
@@ -324,7 +306,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         &state.namespace_names,
     );
     let targets = checks::targets(&state.request);
-    if !changed.is_empty() && targets.is_empty() && !checks::wants_figure(&state.request) {
+    let wants_figure = checks::wants_figure(&state.request);
+    if !changed.is_empty() && targets.is_empty() && !wants_figure {
         let answer = made_lines(state, &changed);
         return Precheck::Done(Verdict {
             is_complete: true,
@@ -334,25 +317,6 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             answer,
             parsed: true,
         });
-    }
-    if !targets.is_empty() {
-        let missing = effects.missing(&targets).await;
-        if !missing.is_empty() {
-            let mut absent: Vec<String> = missing.names.iter().map(|n| format!("`{n}`")).collect();
-            absent.extend(missing.files.iter().cloned());
-            return not_done(
-                format!("{} does not exist yet", absent.join(", ")),
-                "run code that creates it as the request says",
-            );
-        }
-    }
-    let figure_shown = state.executions.iter().any(|e| e.rich_outputs > 0);
-    let wants_figure = checks::wants_figure(&state.request);
-    if wants_figure && !figure_shown {
-        return not_done(
-            "no figure was shown yet".to_owned(),
-            "draw it and show it (plt.show())",
-        );
     }
     // What the request names to make is there (and the figure it wants):
     // done, with no judgement to get wrong. Anything else is for the review.

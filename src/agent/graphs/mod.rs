@@ -10,6 +10,7 @@ pub mod planner;
 pub mod rlm;
 pub mod steps;
 pub mod triage;
+pub mod unmet;
 
 pub use analyst::analyst_graph;
 pub use default::default_graph;

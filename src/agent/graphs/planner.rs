@@ -15,6 +15,7 @@
 //! after the last turn's action.
 
 use super::steps::{Settings, node, run_pending};
+use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
@@ -88,6 +89,7 @@ async fn plan_step<E: Effects>(
     informer: bool,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
+    state.namespace_names = checks::summary_names(&namespace);
     let system = prompts::planner(
         &state.pinned_namespace(&namespace),
         &state.recent_cells,
@@ -103,7 +105,7 @@ async fn plan_step<E: Effects>(
         let nudge = state.executions.is_empty()
             && !state.nudged_for_code
             && state.turn < state.max_turns
-            && checks::needs_code(&state.request, &checks::summary_names(&namespace));
+            && checks::needs_code(&state.request, &state.namespace_names);
         if nudge {
             state.nudged_for_code = true;
             state
@@ -113,6 +115,24 @@ async fn plan_step<E: Effects>(
             return Ok(());
         }
         action = Action::Finish(text.clone());
+    }
+    if let Action::Finish(_) = &action
+        && !state.executions.is_empty()
+        && !state.nudged_after_review
+        && state.turn < state.max_turns
+        && let Some(unmet) = unmet(state, effects, &[]).await
+    {
+        // A final answer while a variable, file or figure the request names
+        // is missing: sent back once, with why (mid-way steps are not
+        // checked: exploring first is the planner's way).
+        state.nudged_after_review = true;
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::observation(
+                &prompts::not_done_yet(&unmet.reasoning, &unmet.next_action),
+            )));
+        state.action = None;
+        return Ok(());
     }
     if let Action::Finish(text) = &action {
         state.answer = text.clone();
@@ -301,6 +321,28 @@ mod tests {
         let system = &script.requests[0].system;
         assert!(system.contains("Action Input:") && system.contains("describe("));
         assert!(!system.contains("inform"), "{system}");
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn a_final_answer_before_the_named_variable_exists_is_sent_back_once() {
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\nprint(len(x))\n```",
+                "Final Answer: 3",
+                "Action: python\nAction Input:\n```python\nn = 3\n```",
+                "Final Answer: stored",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Count them; store it in `n`.", Vec::new(), 6);
+        run(&mut script, &mut state, false, true);
+        let told = latest(&script.requests[2]);
+        assert!(told.starts_with("Observation:"), "{told}");
+        assert!(told.contains("`n` does not exist yet"), "{told}");
+        assert_eq!(script.executed, ["print(len(x))", "n = 3"]);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.answer, "stored");
         assert_roles_alternate(&script);
     }
 

@@ -2,9 +2,10 @@
 //! pass's plan.
 
 use crate::agent::graphs::steps::{Settings, close_with_answer};
+use crate::agent::graphs::unmet::unmet;
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::verdict::parse_verdict;
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Outcome};
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Outcome, Verdict};
 use crate::agent::{prompts, schemas};
 
 pub(super) async fn review<E: Effects>(
@@ -18,19 +19,19 @@ pub(super) async fn review<E: Effects>(
         .conversation
         .last()
         .is_some_and(|m| m.role == Role::Assistant);
-    if asked {
-        state
-            .conversation
-            .push(ChatMessage::user(prompts::REVIEW_NOW.to_owned()));
-    }
-    let system = prompts::reflect(&state.request);
-    let answer = settings
-        .judge(state, effects, system, schemas::verdict())
-        .await;
-    if asked {
-        state.conversation.pop();
-    }
-    let verdict = parse_verdict(&answer?.text);
+    // A variable, file or figure the request names that is missing settles
+    // it without a judge.
+    let verdict = match unmet(state, effects, &[]).await {
+        Some(unmet) => Verdict {
+            is_complete: false,
+            cannot_fix: false,
+            reasoning: unmet.reasoning,
+            next_action: unmet.next_action,
+            answer: String::new(),
+            parsed: true,
+        },
+        None => judge(state, effects, &settings, asked).await?,
+    };
     effects.emit(AgentEvent::Verdict(verdict.clone()));
     if verdict.is_complete {
         state.outcome = Some(match state.triage.agent_outcome {
@@ -54,4 +55,27 @@ pub(super) async fn review<E: Effects>(
     }
     state.verdict = Some(verdict);
     Ok(())
+}
+
+/// The model's verdict on the pass (`asked`: the agent spoke last, so a
+/// user message asks for the review).
+async fn judge<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    asked: bool,
+) -> Result<Verdict, AgentError> {
+    if asked {
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::REVIEW_NOW.to_owned()));
+    }
+    let system = prompts::reflect(&state.request);
+    let answer = settings
+        .judge(state, effects, system, schemas::verdict())
+        .await;
+    if asked {
+        state.conversation.pop();
+    }
+    Ok(parse_verdict(&answer?.text))
 }

@@ -345,13 +345,13 @@ fn an_unsure_classification_leads_to_a_plan_and_a_short_review_loop() {
             r#"{"action": "tool", "tool": "describe", "input": "x"}"#,
             NOT_DONE,
             UNSURE,
-            r#"{"action": "delegate", "agent": "planner", "task": "plot x"}"#,
-            "Final Answer: plotted.",
+            r#"{"action": "delegate", "agent": "planner", "task": "sum x"}"#,
+            "Final Answer: summed.",
             DONE,
         ],
         ok,
     );
-    let state = run(&mut script, "chart x over time", 3, true);
+    let state = run(&mut script, "sum up x over time", 3, true);
     assert_eq!(
         script.nodes,
         [
@@ -371,7 +371,7 @@ fn an_unsure_classification_leads_to_a_plan_and_a_short_review_loop() {
     // The planner was given the plan's task, and the request is restored.
     let planner = &script.requests[5];
     assert!(
-        latest(planner).starts_with(&format!("{told}\n\nplot x")),
+        latest(planner).starts_with(&format!("{told}\n\nsum x")),
         "{}\n---\n{told}",
         latest(planner)
     );
@@ -381,27 +381,57 @@ fn an_unsure_classification_leads_to_a_plan_and_a_short_review_loop() {
             .first()
             .unwrap()
             .content
-            .matches("chart x")
+            .matches("sum up x")
             .count(),
         1
     );
-    assert_eq!(state.request, "chart x over time");
-    assert_eq!(state.answer, "plotted.");
+    assert_eq!(state.request, "sum up x over time");
+    assert_eq!(state.answer, "summed.");
 }
 
 #[test]
 fn reviews_stop_at_the_limit_and_at_cannot_fix() {
     let plan = r#"{"action": "tool", "tool": "describe", "input": "x"}"#;
     let mut script = Script::new(&[UNSURE, plan, NOT_DONE, UNSURE, plan, NOT_DONE], ok);
-    let state = run(&mut script, "draw x over time", 2, true);
+    let state = run(&mut script, "sum up x over time", 2, true);
     assert_eq!(state.outcome, Some(Outcome::MaxTurns));
     assert_eq!(state.triage.reviews, 2);
 
     let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "no such file", "next_action": ""}"#;
     let mut script = Script::new(&[UNSURE, plan, cannot], ok);
-    let state = run(&mut script, "draw x over time", 5, true);
+    let state = run(&mut script, "sum up x over time", 5, true);
     assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
     assert_eq!(script.nodes.last(), Some(&"review"));
+}
+
+#[test]
+fn a_missing_variable_the_request_names_is_reviewed_without_a_judge() {
+    let plan = r#"{"action": "tool", "tool": "describe", "input": "x"}"#;
+    let store = r#"{"action": "delegate", "agent": "planner", "task": "store it"}"#;
+    let mut script = Script::new(
+        &[
+            UNSURE,
+            plan,
+            UNSURE,
+            store,
+            "Action: python\nAction Input:\n```python\ntotal = 3\n```",
+            "Final Answer: stored.",
+            DONE,
+        ],
+        ok,
+    );
+    let state = run(&mut script, "Sum up x; store it in `total`.", 3, true);
+    // The first pass made nothing: not done, told why, with no judge call.
+    let verdict = script.events.iter().find_map(|e| match e {
+        AgentEvent::Verdict(v) => Some(v),
+        _ => None,
+    });
+    assert!(
+        verdict.is_some_and(|v| !v.is_complete && v.reasoning == "`total` does not exist yet"),
+        "{verdict:?}"
+    );
+    assert_eq!(state.triage.reviews, 1);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
 }
 
 fn fails_without_numpy(code: &str) -> Execution {

@@ -1,0 +1,73 @@
+//! What a turn's outcome visibly lacks, found without asking a model:
+//! pandas saying a change went to a copy, a variable the request asked to
+//! change itself that was rebound instead (its original object goes back
+//! under its name), a variable or file the request names that does not
+//! exist, a figure it asks for that was not shown. Every graph that judges
+//! its own work checks these first; a small model's review misses them.
+
+use crate::agent::parse::{checks, in_place};
+use crate::agent::prompts;
+use crate::agent::run::{AgentState, Effects, Execution};
+
+/// Why the turn is not done, and what to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmet {
+    pub reasoning: String,
+    pub next_action: String,
+}
+
+/// The first thing `executions` (the turn's blocks, none of which failed)
+/// leave undone of `state.request`, if any.
+pub async fn unmet<E: Effects>(
+    state: &AgentState,
+    effects: &mut E,
+    executions: &[Execution],
+) -> Option<Unmet> {
+    let found = |(reasoning, next_action): (String, String)| {
+        Some(Unmet {
+            reasoning,
+            next_action,
+        })
+    };
+    if let Some(copy) = executions
+        .iter()
+        .find(|e| in_place::changed_a_copy(&e.output))
+    {
+        let rewrite = in_place::copy_rewrite(&copy.code);
+        return found(prompts::changed_a_copy(rewrite.as_deref()));
+    }
+    let rebound =
+        in_place::rebound_though_asked_in_place(&state.request, executions, &state.namespace_names);
+    if let Some(first) = rebound.first() {
+        // The original objects go back under their names, so that the next
+        // turn's change in place changes them (not the new objects).
+        let names: Vec<String> = rebound.iter().map(|r| r.name.clone()).collect();
+        let restored = effects.restore(&names).await;
+        return found(prompts::rebound_not_in_place(
+            &names,
+            &restored,
+            &first.name,
+            first.rewrite.as_deref(),
+        ));
+    }
+    let targets = checks::targets(&state.request);
+    if !targets.is_empty() {
+        let missing = effects.missing(&targets).await;
+        if !missing.is_empty() {
+            let mut absent: Vec<String> = missing.names.iter().map(|n| format!("`{n}`")).collect();
+            absent.extend(missing.files.iter().cloned());
+            return found((
+                format!("{} does not exist yet", absent.join(", ")),
+                "run code that creates it as the request says".to_owned(),
+            ));
+        }
+    }
+    let figure_shown = state.executions.iter().any(|e| e.rich_outputs > 0);
+    if checks::wants_figure(&state.request) && !figure_shown {
+        return found((
+            "no figure was shown yet".to_owned(),
+            "draw it and show it (plt.show())".to_owned(),
+        ));
+    }
+    None
+}
