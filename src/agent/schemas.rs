@@ -61,10 +61,11 @@ pub fn verdict() -> AnswerSchema {
 pub fn analyst_plan() -> AnswerSchema {
     AnswerSchema {
         name: "plan",
-        description: "Whether the request needs code run, and its results examined.",
+        description: "Whether the request needs code run, its results examined, and an explanation.",
         schema: object(&[
             ("needs_code", json!({ "type": "boolean" })),
             ("needs_evaluation", json!({ "type": "boolean" })),
+            ("needs_explanation", json!({ "type": "boolean" })),
             ("reasoning", short_text()),
         ]),
     }

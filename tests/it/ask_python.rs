@@ -54,6 +54,37 @@ async fn ask_in_a_loop_returns_each_answer_and_streams_into_the_cell() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn ask_returns_what_the_run_did_beside_the_answer() {
+    let plan = r#"{"needs_code": true, "needs_evaluation": false, "needs_explanation": true, "reasoning": "a sum"}"#;
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(plan.into()),
+        Reply::Answer("```python\ntotal = sum(prices) + missing_name\n```".into()),
+        Reply::Answer("```python\ntotal = sum(prices)\nprint(total)\n```".into()),
+        Reply::Answer("The total is 6.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute(
+            "a = ask('Sum prices into `total`.', graph='analyst')\n\
+             print(repr(str(a)), a.outcome, a.plan['needs_explanation'], a.code, repr(a.output), \
+             a.figures, a.changes, [f['error'].splitlines()[-1] for f in a.failed_attempts])",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let printed = stream_text(&iopub, "stdout");
+    let last = printed.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        "'The total is 6.' Complete True \
+         ['total = sum(prices) + missing_name', 'total = sum(prices)\\nprint(total)'] '6' 0 \
+         ['total: int = 6 (new)'] [\"NameError: name 'missing_name' is not defined\"]",
+        "{printed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn ask_inside_a_function_runs_its_code_in_the_namespace() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("Setting it.\n```python\nfrom_agent = 7\n```".into()),

@@ -1,7 +1,7 @@
 //! The analyst graph (seed 003), chosen with `%%ask --graph analyst`:
 //!
 //! ```text
-//! plan --(needs code)--> code --(ran)--> [evaluate] --> explain --> end
+//! plan --(needs code)--> code --(ran)--> [evaluate] --> [explain] --> end
 //!   |                     ^  |
 //!   |                     +--+ failed, attempts left (the error goes back
 //!   |                        |  to the model with a request to fix it)
@@ -12,11 +12,12 @@
 //! Unlike the default graph it decides up front whether the request needs
 //! code at all and whether the results deserve a critical look, retries
 //! failing code a bounded number of times (code that ran but visibly falls
-//! short, see [`super::unmet`], counts as failing), and always ends with a
-//! plain-language answer (or, when every attempt failed, with all of them
-//! shown).
+//! short, see [`super::unmet`], counts as failing), and ends with a
+//! plain-language answer, unless the plan said none is needed (a value
+//! stored, a plot shown: what the code did is the answer), or, when every
+//! attempt failed, with all of them shown.
 
-use super::steps::{Settings, node, run_pending};
+use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::{ChatMessage, Role};
@@ -73,7 +74,9 @@ pub fn analyst_graph<E: Effects>(settings: Settings, max_attempts: u32) -> Graph
         )
         .conditional_edge("code", CODE_ROUTES, |s: &AgentState| {
             if s.outcome.is_some() {
-                Route::End // --no-exec: the code was shown, nothing ran
+                // --no-exec (the code was shown, nothing ran), or nothing to
+                // explain (the plan said so).
+                Route::End
             } else if last_attempt_failed(s) {
                 if s.turn < s.max_turns {
                     Route::To("code")
@@ -165,6 +168,18 @@ async fn code<E: Effects>(
             )));
     } else if !settings.execute {
         state.outcome = Some(Outcome::Answered);
+    } else if !ran.failed
+        && state
+            .plan
+            .as_ref()
+            .is_some_and(|p| !p.needs_evaluation && !p.needs_explanation)
+    {
+        // Nothing to explain (a value stored, a plot shown): what the code
+        // did is the answer, with no model call.
+        state.conversation.push(ChatMessage::user(ran.report));
+        let answer = outcome_in_brief(&state.executions[before..]);
+        state.outcome = Some(Outcome::Complete);
+        close_with_answer(state, effects, &answer);
     } else if ran.failed {
         let failure = state.executions.last().cloned().expect("a block failed");
         let hint = checks::error_hint(checks::error_line(&failure.output));
@@ -219,6 +234,36 @@ async fn explain<E: Effects>(
         state.outcome = Some(Outcome::Complete);
     }
     Ok(())
+}
+
+/// What `executions` did, in a few lines: the variables they changed, else
+/// the end of what they printed.
+fn outcome_in_brief(executions: &[Execution]) -> String {
+    const LINES: usize = 12;
+    let mut changes: Vec<&str> = Vec::new();
+    for line in executions.iter().flat_map(|e| e.changes.iter()) {
+        let line = line
+            .rsplit_once(" (")
+            .map_or(line.as_str(), |(text, _)| text);
+        if !changes.contains(&line) {
+            changes.push(line);
+        }
+    }
+    if !changes.is_empty() {
+        return changes.join("\n");
+    }
+    let printed = executions
+        .last()
+        .map_or("", |e| e.shown.as_deref().unwrap_or(&e.output))
+        .trim();
+    match printed.lines().count() {
+        0 => "Done.".to_owned(),
+        n if n <= LINES => printed.to_owned(),
+        n => {
+            let tail: Vec<&str> = printed.lines().skip(n - LINES).collect();
+            format!("...\n{}", tail.join("\n"))
+        }
+    }
 }
 
 fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), AgentError> {
@@ -426,6 +471,30 @@ mod tests {
         assert!(told.contains("`n` does not exist yet"), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn a_plan_without_explanation_ends_with_what_the_code_did() {
+        let plan = r#"{"needs_code": true, "needs_evaluation": false, "needs_explanation": false, "reasoning": "store it"}"#;
+        let mut script = Script::new(&[plan, "```python\nn = 3\n```"], |code| Execution {
+            changes: vec!["n: int = 3 (new)".into()],
+            ..ok(code)
+        });
+        let mut state = AgentState::new("Store 3 in `n`.", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code"]);
+        assert_eq!(script.requests.len(), 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.answer, "n: int = 3");
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn the_plan_reads_whether_an_explanation_is_needed_and_defaults_to_yes() {
+        let plan = parse_plan(r#"{"needs_code": true, "needs_explanation": false}"#);
+        assert!(plan.parsed && !plan.needs_explanation);
+        assert!(parse_plan(CODE_ONLY).needs_explanation);
+        assert!(!parse_plan("needs_code: yes\nneeds_explanation: no").needs_explanation);
     }
 
     #[test]

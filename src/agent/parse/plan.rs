@@ -1,5 +1,5 @@
-//! Reading the analyst's plan: does the request need code, and do its
-//! results deserve a critical look.
+//! Reading the analyst's plan: does the request need code, do its
+//! results deserve a critical look, and does the answer need words.
 
 use super::json::{json_objects, truthy};
 use crate::agent::run::Plan;
@@ -19,6 +19,7 @@ pub fn parse_plan(answer: &str) -> Plan {
         Some(Plan {
             needs_code: flag("needs_code")?,
             needs_evaluation: flag("needs_evaluation").unwrap_or(false),
+            needs_explanation: flag("needs_explanation").unwrap_or(true),
             reasoning: object
                 .get("reasoning")
                 .and_then(|r| r.as_str())
@@ -34,12 +35,14 @@ pub fn parse_plan(answer: &str) -> Plan {
         Some(needs_code) => Plan {
             needs_code,
             needs_evaluation: flag_in_text(answer, "needs_evaluation").unwrap_or(false),
+            needs_explanation: flag_in_text(answer, "needs_explanation").unwrap_or(true),
             reasoning: String::new(),
             parsed: true,
         },
         None => Plan {
             needs_code: true,
             needs_evaluation: false,
+            needs_explanation: true,
             reasoning: String::new(),
             parsed: false,
         },

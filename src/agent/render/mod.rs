@@ -220,10 +220,15 @@ pub fn event(event: &AgentEvent) -> Shown {
 }
 
 fn plan_line(plan: &Plan) -> String {
-    let steps = match (plan.needs_code, plan.needs_evaluation) {
-        (false, _) => "answer without code",
-        (true, false) => "run code, then explain",
-        (true, true) => "run code, evaluate the results, then explain",
+    let steps = match (
+        plan.needs_code,
+        plan.needs_evaluation,
+        plan.needs_explanation,
+    ) {
+        (false, _, _) => "answer without code",
+        (true, false, false) => "run code",
+        (true, false, true) => "run code, then explain",
+        (true, true, _) => "run code, evaluate the results, then explain",
     };
     match plan.reasoning.trim() {
         "" => steps.to_owned(),
@@ -322,6 +327,41 @@ pub fn trace(steps: &[TraceStep], state: &AgentState, elapsed: Duration) -> Show
         markdown.push_str(&format!("\n| {node} | {visits} | {seconds:.2} s |"));
     }
     panel(plain, markdown, json!({ "kind": "trace" }))
+}
+
+/// What the run did, as `ask()` returns it beside the answer: how it
+/// ended, the plan (the analyst's), each block of code that ran, the output
+/// of the last one that worked, how many figures and other rich outputs
+/// were shown, the variables changed, and the attempts that failed.
+pub fn result_json(state: &AgentState) -> Value {
+    let worked: Vec<_> = state.executions.iter().filter(|e| !e.failed).collect();
+    let output = worked.last().map(|e| {
+        e.shown
+            .as_deref()
+            .unwrap_or(&e.output)
+            .trim_end()
+            .to_owned()
+    });
+    let mut changes: Vec<&str> = Vec::new();
+    for line in state.executions.iter().flat_map(|e| e.changes.iter()) {
+        if !changes.contains(&line.as_str()) {
+            changes.push(line);
+        }
+    }
+    json!({
+        "outcome": state.outcome,
+        "plan": state.plan,
+        "code": state.executions.iter().map(|e| e.code.as_str()).collect::<Vec<_>>(),
+        "output": output,
+        "figures": state.executions.iter().map(|e| e.rich_outputs).sum::<usize>(),
+        "changes": changes,
+        "failed_attempts": state
+            .executions
+            .iter()
+            .filter(|e| e.failed)
+            .map(|e| json!({ "code": e.code, "error": e.output.trim_end() }))
+            .collect::<Vec<_>>(),
+    })
 }
 
 /// The trace as `ask()` returns it.
@@ -560,6 +600,41 @@ mod tests {
         assert_eq!(json["steps"][1]["node"], "reflect");
         assert_eq!(json["turns"], 2);
         assert_eq!(json["first_text_seconds"], serde_json::json!([0.4, 0.1]));
+    }
+
+    #[test]
+    fn the_result_package_holds_the_code_output_changes_and_failures() {
+        let mut state = AgentState::new("q", Vec::new(), 3);
+        let ran = |code: &str, output: &str, failed: bool, changes: &[&str]| Execution {
+            code: code.into(),
+            output: output.into(),
+            shown: None,
+            failed,
+            finished: false,
+            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+            rich_outputs: usize::from(code.contains("plot")),
+        };
+        state.executions = vec![
+            ran(
+                "n = total(x)",
+                "NameError: name 'total' is not defined",
+                true,
+                &[],
+            ),
+            ran("n = sum(x)\nplot(x)", "6\n", false, &["n: int = 6 (new)"]),
+        ];
+        state.outcome = Some(Outcome::Complete);
+        let json = result_json(&state);
+        assert_eq!(json["outcome"], "Complete");
+        assert_eq!(json["plan"], Value::Null);
+        assert_eq!(json["code"], json!(["n = total(x)", "n = sum(x)\nplot(x)"]));
+        assert_eq!(json["output"], "6");
+        assert_eq!(json["figures"], 1);
+        assert_eq!(json["changes"], json!(["n: int = 6 (new)"]));
+        assert_eq!(
+            json["failed_attempts"],
+            json!([{"code": "n = total(x)", "error": "NameError: name 'total' is not defined"}])
+        );
     }
 
     #[test]

@@ -128,6 +128,7 @@ fn reviews_plans_and_answers() {
             event(&AgentEvent::Plan(Plan {
                 needs_code: true,
                 needs_evaluation: true,
+                needs_explanation: true,
                 reasoning: "the data must be summed".into(),
                 parsed: true,
             })),

@@ -30,6 +30,9 @@ pub struct Verdict {
 pub struct Plan {
     pub needs_code: bool,
     pub needs_evaluation: bool,
+    /// Whether the answer needs words after the code (not for a value
+    /// stored or a plot shown, whose outcome says it all).
+    pub needs_explanation: bool,
     pub reasoning: String,
     /// False when the answer could not be read and the defaults were used.
     #[serde(skip)]

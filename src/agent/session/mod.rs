@@ -370,6 +370,7 @@ impl AgentSession {
                     "answer": without_code(&state.answer),
                     "finished": finished,
                     "trace": render::trace_json(&effects.trace, &effects.first_texts, &state, elapsed),
+                    "result": render::result_json(&state),
                 }))
             }
             Err(AgentError::Interrupted) => Err(PythonException::interrupted(INTERRUPTED)),

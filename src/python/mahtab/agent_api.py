@@ -64,11 +64,25 @@ def is_agent_cell(code):
 
 class AskAnswer(str):
     """What ``ask()`` returns: the model's final answer, as a str, with the
-    run's trace (``.trace``: its steps, turns, tokens and seconds)."""
+    run's trace (``.trace``: its steps, turns, tokens and seconds) and what
+    it did: ``.outcome`` (how it ended: "Complete", "Answered", "GaveUp",
+    ...), ``.plan`` (the analyst's plan, a dict, else None), ``.code`` (each
+    block that ran), ``.output`` (what the last block that worked printed,
+    or None), ``.figures`` (how many figures and other rich outputs were
+    shown), ``.changes`` (a line per variable the code changed) and
+    ``.failed_attempts`` (dicts with the ``code`` and its ``error``)."""
 
-    def __new__(cls, answer, trace=None):
+    def __new__(cls, answer, trace=None, result=None):
         text = super().__new__(cls, answer)
         text.trace = trace
+        result = result or {}
+        text.outcome = result.get("outcome")
+        text.plan = result.get("plan")
+        text.code = result.get("code", [])
+        text.output = result.get("output")
+        text.figures = result.get("figures", 0)
+        text.changes = result.get("changes", [])
+        text.failed_attempts = result.get("failed_attempts", [])
         return text
 
 
@@ -136,7 +150,7 @@ class AgentApi:
         }
         request = {"kind": "ask", "prompt": str(prompt), "options": options}
         result = self._agent_request(request, AgentScope(self, self.user_ns, callbacks))
-        return AskAnswer(result["answer"], result.get("trace"))
+        return AskAnswer(result["answer"], result.get("trace"), result.get("result"))
 
     def rlm(self, query, context, *, max_turns=None, max_depth=RLM_MAX_DEPTH, model=None, provider=None, _depth=0):
         """Asks a sub-agent ``query`` about ``context``: it sees only a
