@@ -83,6 +83,23 @@ def test_grep_numbers_matching_lines_and_shows_context(tools):
         tools.grep(LOG, "(unclosed")
 
 
+def test_the_raw_variants_return_data_to_compute_with(tools):
+    assert tools.peek_raw("x" * 5000, 100) == "x" * 100
+    assert tools.peek_raw(["a", "b"], 10) == "a\nb"
+    assert tools.grep_raw(LOG, r"ERROR")[:2] == [(8, "ERROR at step 7"), (15, "ERROR at step 14")]
+    assert len(tools.grep_raw("\n".join("hit" for _ in range(500)), "hit")) == 500
+    assert tools.grep_raw(LOG, "nothing like this") == []
+
+
+def test_a_text_search_given_a_file_name_says_what_to_call(tools, tmp_path):
+    (tmp_path / "app.log").write_text(LOG)
+    for search in (tools.grep, tools.grep_raw):
+        with pytest.raises(ValueError, match=r"grep_files\('ERROR', 'app.log'\)"):
+            search("ERROR", "app.log")
+    # A pattern that only looks like a file name is searched for as ever.
+    assert tools.grep("see app.log", "app.log") == "1: see app.log"
+
+
 def test_grep_bounds_what_it_lists(tools):
     many = "\n".join("hit %d" % i for i in range(500))
     lines = tools.grep(many, "hit").splitlines()

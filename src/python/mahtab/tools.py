@@ -18,8 +18,8 @@ import sys
 import tempfile
 
 __all__ = [
-    "describe", "peek", "grep", "partition", "files", "grep_files", "git", "read", "edit", "create", "skill",
-    "skills", "claude_sessions",
+    "describe", "peek", "peek_raw", "grep", "grep_raw", "partition", "files", "grep_files", "git", "read",
+    "edit", "create", "skill", "skills", "claude_sessions",
 ]  # fmt: skip
 
 # Most matches grep lists before it says how many more there were.
@@ -177,10 +177,41 @@ def peek(text, n=2000):
     return "%s\n... [%d more characters of %d]" % (text[:n], len(text) - n, len(text))
 
 
+def peek_raw(text, n=2000):
+    """The first ``n`` characters of ``text`` and nothing else, for code that
+    goes on working with them."""
+    return _text(text)[: int(n)]
+
+
+def _not_a_file_name(text, pattern, tool):
+    """A search that finds nothing because its pattern names a file (a small
+    model writes ``grep('ERROR', 'app.log')``): an error that says what to
+    call instead."""
+    if (
+        isinstance(text, str) and isinstance(pattern, str) and "\n" not in pattern
+        and os.path.isfile(pattern) and pattern not in text
+    ):
+        raise ValueError(
+            "%s(text, pattern) searches a text, and %r is a file: search the file with "
+            "grep_files(%r, %r), or its text with %s(open(%r).read(), %r)"
+            % (tool, pattern, text, pattern, tool, pattern, text)
+        )
+
+
+def grep_raw(text, pattern):
+    """The lines of ``text`` that match the regular expression ``pattern``, as
+    a list of ``(number, line)`` pairs (numbers from 1), all of them: for code
+    that computes with the matches."""
+    _not_a_file_name(text, pattern, "grep_raw")
+    regex = re.compile(pattern)
+    return [(number, line) for number, line in enumerate(_text(text).splitlines(), 1) if regex.search(line)]
+
+
 def grep(text, pattern, context=0):
     """Lines of ``text`` that match the regular expression ``pattern``, each
     with its line number (``12: ...``), and ``context`` lines around each
     match (``11- ...``). At most 200 matches are listed."""
+    _not_a_file_name(text, pattern, "grep")
     regex = re.compile(pattern)
     lines = _text(text).splitlines()
     hits = [number for number, line in enumerate(lines) if regex.search(line)]
