@@ -104,3 +104,28 @@ async fn allowed_kinds_run_without_asking() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert!(marker.exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_toolboxs_file_changes_ask_like_any_other() {
+    let dir = crate::support::TempDir::new("guard-toolbox");
+    let kept = dir.0.join("kept.csv");
+    std::fs::write(&kept, "a,b\n").unwrap();
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(format!(
+            "```python\ndelete({:?})\n```",
+            kept.to_str().unwrap()
+        )),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("%%ask\ndelete the file").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // Nobody could be asked (no stdin): refused, and the file is there.
+    assert!(kept.exists());
+    let told = llm.last_message(1);
+    assert!(
+        told.contains("delete or overwrite files (delete(), line 1)"),
+        "{told}"
+    );
+}

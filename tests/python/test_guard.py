@@ -56,6 +56,10 @@ def test_shell_commands_are_found_however_they_are_named(guard, code: str) -> No
         "import pathlib\npathlib.Path('a.txt').write_text('x')",
         "p = pathlib.Path('a.txt')\np.unlink()",
         "m = 'w'\nopen('x', m)",
+        "delete('old.csv')",
+        "move('a.csv', 'archive/')",
+        "write('notes.txt', 'x')",
+        "from mahtab import tools\ntools.write_json('c.json', {})",
     ],
 )
 def test_deleting_or_overwriting_files_is_found(guard, code: str) -> None:

@@ -232,6 +232,33 @@ def test_writes_ask_first_when_asked_to(tools, tmp_path):
     assert asked == ["create denied.py", "create allowed.py"]
 
 
+def test_write_move_and_delete_change_files_and_refuse_what_would_lose_one(tools, tmp_path):
+    assert tools.write("notes.txt", "one\n") == "wrote notes.txt"
+    assert (tmp_path / "notes.txt").read_text() == "one\n"
+    tools.write("notes.txt", "two\n")
+    assert (tmp_path / "notes.txt").read_text() == "two\n"
+    (tmp_path / "archive").mkdir()
+    assert tools.move("notes.txt", "archive") == "moved notes.txt to archive/notes.txt"
+    assert (tmp_path / "archive" / "notes.txt").read_text() == "two\n"
+    (tmp_path / "other.txt").write_text("keep")
+    with pytest.raises(FileExistsError):
+        tools.move("other.txt", "archive/notes.txt")
+    assert (tmp_path / "other.txt").read_text() == "keep"
+    assert tools.delete("other.txt") == "deleted other.txt"
+    assert not (tmp_path / "other.txt").exists()
+    with pytest.raises(FileNotFoundError, match="directory"):
+        tools.delete("archive")
+    assert not [p for p in tmp_path.rglob(".mahtab-*")]
+
+
+def test_json_files_are_read_and_written_whole(tools, tmp_path):
+    assert tools.write_json("settings.json", {"n": 1, "name": "ü"}) == "wrote settings.json"
+    assert tools.read_json("settings.json") == {"n": 1, "name": "ü"}
+    with pytest.raises(TypeError):
+        tools.write_json("settings.json", {"f": object()})
+    assert tools.read_json("settings.json") == {"n": 1, "name": "ü"}
+
+
 def test_skills_come_from_the_user_and_the_project(tools, tmp_path):
     user = tmp_path / "config" / "mahtab" / "skills"
     project = tmp_path / ".mahtab" / "skills"

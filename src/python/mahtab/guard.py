@@ -3,8 +3,9 @@
 The model's code runs with the user's rights, and text in the data it reads
 (a cell, a file, a DataFrame) can steer it. So before a block runs, its
 syntax tree is read for four kinds of action: running shell commands,
-deleting or overwriting files (other than with the toolbox's edit and
-create), reaching the network, and installing packages. Imports under
+deleting or overwriting files (the toolbox's write, write_json, move and
+delete included; its edit and create, which change one text or make a new
+module, not), reaching the network, and installing packages. Imports under
 other names, ``from x import y as z``, ``getattr(module, "name")`` and
 ``__import__``/``importlib.import_module`` are followed. It is a reading of
 the code, not a sandbox: what it cannot see (code built at run time) it
@@ -35,6 +36,8 @@ _FILE_CALLS = {
     "shutil.copytree", "os.open",
 }  # fmt: skip
 _FILE_METHODS = {"write_text", "write_bytes", "unlink", "rmdir", "touch"}
+# The toolbox's functions that replace, move or delete files, called by name.
+_TOOLBOX_FILE_CALLS = {"write", "write_json", "move", "delete"}
 _OPEN_CALLS = {"open", "io.open", "codecs.open"}
 
 _NETWORK_MODULES = {
@@ -170,6 +173,8 @@ class _Reader(ast.NodeVisitor):
             self.found("shell", name, node)
         elif name in _FILE_CALLS:
             self.found("files", name, node)
+        elif name.rsplit(".", 1)[-1] in _TOOLBOX_FILE_CALLS and module in ("", "tools", "mahtab.tools"):
+            self.found("files", name + "()", node)
         elif name in _OPEN_CALLS and _opens_for_writing(node):
             self.found("files", "%s(..., %r)" % (name, _mode(node) or "?"), node)
         elif any(name == m or name.startswith(m + ".") for m in _NETWORK_MODULES):

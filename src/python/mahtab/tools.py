@@ -11,15 +11,18 @@ messages that say what to do, so the model can correct itself.
 import difflib
 import fnmatch
 import importlib
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 __all__ = [
     "describe", "peek", "peek_raw", "grep", "grep_raw", "partition", "files", "grep_files", "git", "read",
-    "edit", "create", "skill", "skills", "claude_sessions",
+    "read_json", "edit", "create", "write", "write_json", "move", "delete", "skill", "skills",
+    "claude_sessions",
 ]  # fmt: skip
 
 # Most matches grep lists before it says how many more there were.
@@ -431,6 +434,56 @@ def create(name, content=""):
     _ask_before_writing("create %s" % path)
     _write(target, content)
     return "created %s" % path
+
+
+def write(path, text):
+    """Writes ``text`` as the whole of the file ``path`` (made or replaced);
+    the guard asks first."""
+    target = _path(path)
+    _ask_before_writing("write %s" % path)
+    _write(target, str(text))
+    reloaded = _reload_modules_of(target)
+    return "wrote %s%s" % (path, " (reloaded %s)" % ", ".join(reloaded) if reloaded else "")
+
+
+def read_json(path):
+    """The value in the JSON file ``path``."""
+    with open(_path(path), encoding="utf-8") as file:
+        return json.load(file)
+
+
+def write_json(path, value, indent=2):
+    """Writes ``value`` to ``path`` as JSON (made or replaced; the guard asks
+    first); a value JSON cannot hold is an error and nothing is written."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
+    _ask_before_writing("write %s" % path)
+    _write(_path(path), text)
+    return "wrote %s" % path
+
+
+def move(source, destination):
+    """Moves (renames) the file ``source`` to ``destination``, a path or a
+    directory; never replaces an existing file. The guard asks first."""
+    target = _path(destination)
+    if os.path.isdir(target):
+        target = os.path.join(target, os.path.basename(_path(source)))
+    if os.path.exists(target):
+        raise FileExistsError("%s exists already; delete() it first or choose another name" % target)
+    if not os.path.isfile(_path(source)):
+        raise FileNotFoundError("no file %s" % source)
+    _ask_before_writing("move %s to %s" % (source, destination))
+    shutil.move(_path(source), target)
+    return "moved %s to %s" % (source, os.path.relpath(target))
+
+
+def delete(path):
+    """Deletes the file ``path`` (not a directory). The guard asks first."""
+    target = _path(path)
+    if not os.path.isfile(target):
+        raise FileNotFoundError("no file %s%s" % (path, " (it is a directory)" if os.path.isdir(target) else ""))
+    _ask_before_writing("delete %s" % path)
+    os.remove(target)
+    return "deleted %s" % path
 
 
 def _skill_dirs():
