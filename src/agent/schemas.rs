@@ -101,7 +101,7 @@ pub fn triage_plan(agents: &[&str], tools: &[&str]) -> AnswerSchema {
     };
     AnswerSchema {
         name: "triage_plan",
-        description: "How to handle the request: hand it to an agent, call one tool, or reply.",
+        description: "How to handle the request: hand it to an agent, call tools, reply, or stop.",
         schema: json!({
             "type": "object",
             "anyOf": [
@@ -113,7 +113,20 @@ pub fn triage_plan(agents: &[&str], tools: &[&str]) -> AnswerSchema {
                     ("tool", json!({ "type": "string", "enum": tools })),
                     ("input", text()),
                 ]),
+                choice("tools", &[(
+                    "tool_calls",
+                    json!({
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 5,
+                        "items": object(&[
+                            ("tool", json!({ "type": "string", "enum": tools })),
+                            ("input", text()),
+                        ]),
+                    }),
+                )]),
                 choice("respond", &[("response", text())]),
+                choice("done", &[("response", text())]),
             ],
         }),
     }

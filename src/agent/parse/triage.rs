@@ -25,17 +25,40 @@ pub fn parse_plan(text: &str, request: &str, agents: Agents) -> Decision {
         Some(other) => other.to_string(),
     };
     match field("action").to_ascii_lowercase().as_str() {
-        "tool" => {
-            let name = field("tool");
-            if PLANNER_TOOLS.contains(&name.as_str()) {
-                Decision::Tool {
-                    code: format!("print({})", tool_call(&name, &field("input"))),
-                }
-            } else {
+        "tool" | "tools" => {
+            // One call ("tool", "input"), or several ("tool_calls"): each a
+            // line that prints its result; a tool the toolbox lacks is left out.
+            let listed = match plan.get("tool_calls") {
+                Some(Value::Array(calls)) => calls.clone(),
+                _ => vec![plan.clone()],
+            };
+            let lines: Vec<String> = listed
+                .iter()
+                .filter_map(|call| {
+                    let name = call.get("tool")?.as_str()?.trim();
+                    let input = match call.get("input") {
+                        Some(Value::String(text)) => text.trim().to_owned(),
+                        Some(Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    };
+                    PLANNER_TOOLS
+                        .contains(&name)
+                        .then(|| format!("print({})", tool_call(name, &input)))
+                })
+                .collect();
+            if lines.is_empty() {
                 fallback()
+            } else {
+                Decision::Tool {
+                    code: lines.join("\n"),
+                }
             }
         }
         "respond" if !field("response").is_empty() => Decision::Respond(field("response")),
+        "done" => Decision::Done(match field("response") {
+            response if response.is_empty() => field("reasoning"),
+            response => response,
+        }),
         _ => {
             let agent = agents.parse(&field("agent")).unwrap_or(Agent::Default);
             let task = match field("task") {

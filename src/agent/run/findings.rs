@@ -166,10 +166,12 @@ impl Agents {
 pub enum Decision {
     /// Hand `task` to `agent`.
     Delegate { agent: Agent, task: String },
-    /// Run this one toolbox call.
+    /// Run these toolbox calls (one line each).
     Tool { code: String },
     /// Reply with this text; there is no work to do.
     Respond(String),
+    /// The work done already meets the request: end, with this answer.
+    Done(String),
 }
 
 /// What the triage graph carries between its nodes.

@@ -5,9 +5,9 @@
 //!
 //! ```text
 //! pre_plan (patterns, no model) -> classify (a quick model call) -> plan (a full one)
-//!     each phase that decides: -> delegate | tool | respond
+//!     each phase that decides: -> delegate | tool | respond (or done)
 //! delegate (default, analyst or planner runs) -> [repair] -> review
-//! tool (one toolbox call)                     -> [repair] -> review
+//! tool (toolbox calls)                         -> [repair] -> review
 //! review -> (not met, reviews left) -> pre_plan ... | end
 //! ```
 //!
@@ -116,7 +116,7 @@ fn decided(state: &AgentState) -> Option<Route> {
     Some(match state.triage.decision.as_ref()? {
         Decision::Delegate { .. } => Route::To("delegate"),
         Decision::Tool { .. } => Route::To("tool"),
-        Decision::Respond(_) => Route::To("respond"),
+        Decision::Respond(_) | Decision::Done(_) => Route::To("respond"),
     })
 }
 

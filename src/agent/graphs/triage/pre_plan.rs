@@ -107,7 +107,8 @@ fn looks_like_path(text: &str) -> bool {
 pub(super) fn describe(decision: &Decision) -> String {
     match decision {
         Decision::Delegate { agent, .. } => format!("the {} agent takes it", agent.name()),
-        Decision::Tool { code } => format!("runs {}", code.lines().next().unwrap_or_default()),
+        Decision::Tool { code } => format!("runs {}", code.lines().collect::<Vec<_>>().join("; ")),
         Decision::Respond(_) => "a reply, no work needed".to_owned(),
+        Decision::Done(_) => "done: the work so far meets the request".to_owned(),
     }
 }

@@ -216,11 +216,28 @@ fn classifications_and_plans_are_read_leniently() {
         ),
         Decision::Respond("Hi!".into())
     );
+    // Several calls in order; one the toolbox lacks is left out.
+    let plan = r#"{"action": "tools", "tool_calls": [{"tool": "read", "input": "'a.txt'"}, {"tool": "rm_rf", "input": "'/'"}, {"tool": "grep_files", "input": "'TODO'"}]}"#;
+    assert_eq!(
+        parse_plan(plan, "req", WITHOUT_CLAUDE),
+        Decision::Tool {
+            code: "print(read('a.txt'))\nprint(grep_files('TODO'))".into()
+        }
+    );
+    assert_eq!(
+        parse_plan(
+            r#"{"action": "done", "response": "", "reasoning": "x is 3 already"}"#,
+            "req",
+            WITHOUT_CLAUDE
+        ),
+        Decision::Done("x is 3 already".into())
+    );
     let fallback = Decision::Delegate {
         agent: Agent::Default,
         task: "req".into(),
     };
     for unreadable in [
+        r#"{"action": "tools", "tool_calls": [{"tool": "rm_rf", "input": "/"}]}"#,
         "no idea",
         r#"{"action": "tool", "tool": "rm_rf", "input": "/"}"#,
         r#"{"action": "respond", "response": ""}"#,
@@ -432,6 +449,17 @@ fn a_missing_variable_the_request_names_is_reviewed_without_a_judge() {
     );
     assert_eq!(state.triage.reviews, 1);
     assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_plan_may_say_the_work_so_far_is_done() {
+    let plan = r#"{"action": "tool", "tool": "describe", "input": "x"}"#;
+    let done = r#"{"action": "done", "response": "x is described above.", "reasoning": "met"}"#;
+    let mut script = Script::new(&[UNSURE, plan, NOT_DONE, UNSURE, done], ok);
+    let state = run(&mut script, "sum up x over time", 3, true);
+    assert_eq!(script.nodes.last(), Some(&"respond"));
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.answer, "x is described above.");
 }
 
 fn fails_without_numpy(code: &str) -> Execution {

@@ -104,15 +104,21 @@ pub(super) fn respond<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
 ) -> Result<(), AgentError> {
-    let Some(Decision::Respond(text)) = state.triage.decision.clone() else {
-        return Err(AgentError::Graph("respond without a reply".into()));
+    let (text, outcome) = match state.triage.decision.clone() {
+        Some(Decision::Respond(text)) => (text, Outcome::Answered),
+        // The plan found the work already done meets the request.
+        Some(Decision::Done(text)) if !state.executions.is_empty() => (text, Outcome::Complete),
+        Some(Decision::Done(text)) => (text, Outcome::Answered),
+        _ => return Err(AgentError::Graph("respond without a reply".into())),
     };
-    effects.emit(AgentEvent::Answer(text.clone()));
-    state
-        .conversation
-        .push(ChatMessage::assistant(text.clone()));
-    state.answer = text;
-    state.outcome = Some(Outcome::Answered);
+    if !text.trim().is_empty() {
+        effects.emit(AgentEvent::Answer(text.clone()));
+        state
+            .conversation
+            .push(ChatMessage::assistant(text.clone()));
+        state.answer = text;
+    }
+    state.outcome = Some(outcome);
     Ok(())
 }
 
