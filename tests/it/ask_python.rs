@@ -85,6 +85,28 @@ async fn ask_returns_what_the_run_did_beside_the_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn judgements_go_to_the_judge_model() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprint(6 * 7)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute("ask('Print six times seven.', judge_model='small-judge')")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let models: Vec<String> = llm
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|request| request["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(models, ["fake-model", "small-judge"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn ask_inside_a_function_runs_its_code_in_the_namespace() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("Setting it.\n```python\nfrom_agent = 7\n```".into()),

@@ -43,6 +43,7 @@ use super::options::{AskOptions, GraphKind};
 pub struct ConfigFile {
     provider: Option<String>,
     model: Option<String>,
+    judge_model: Option<String>,
     max_turns: Option<u32>,
     graph: Option<String>,
     informer: Option<bool>,
@@ -149,6 +150,7 @@ impl ConfigFile {
         AskOptions {
             provider: self.provider.clone(),
             model: self.model.clone(),
+            judge_model: self.judge_model.clone(),
             max_turns: self.max_turns.filter(|n| *n > 0),
             graph: self.graph.as_deref().and_then(|g| g.parse().ok()),
             informer: self.informer.unwrap_or(false),
@@ -221,7 +223,7 @@ mod tests {
     #[test]
     fn entries_stand_for_their_environment_variables() {
         let file = ConfigFile::parse(
-            "provider = \"openai\"\nmodel = \"m\"\nmax_turns = 2\ngraph = \"analyst\"\nlocal_model = false\n\
+            "provider = \"openai\"\nmodel = \"m\"\njudge_model = \"j\"\nmax_turns = 2\ngraph = \"analyst\"\nlocal_model = false\n\
              [openai]\nbase_url = \"http://h/v1\"\napi_key = \"sk-1\"\n[claude]\nbin = \"/c\"\n",
         )
         .unwrap();
@@ -237,6 +239,7 @@ mod tests {
         );
         let options = file.options();
         assert_eq!(options.max_turns, Some(2));
+        assert_eq!(options.judge_model.as_deref(), Some("j"));
         assert_eq!(options.graph, Some(GraphKind::Analyst));
         assert_eq!(options.provider.as_deref(), Some("openai"));
         assert!(!options.informer);

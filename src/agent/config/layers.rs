@@ -178,6 +178,14 @@ pub(crate) fn overview(settings: &Settings) -> String {
             settings.source(|o| o.model.is_some(), Some("MAHTAB_MODEL")),
         ),
         (
+            "judge model",
+            options
+                .judge_model
+                .clone()
+                .unwrap_or_else(|| "the model".into()),
+            settings.source(|o| o.judge_model.is_some(), None),
+        ),
+        (
             "graph",
             match (graph, options.informer) {
                 (GraphKind::Planner, true) => "planner, with the informer".to_owned(),

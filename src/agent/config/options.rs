@@ -74,6 +74,11 @@ pub struct AskOptions {
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(deserialize_with = "non_empty")]
     pub provider: Option<String>,
+    /// The model (of the same provider) for the judgements the kernel reads:
+    /// reviews, plans, classifications; a cheaper one than `model` will do.
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(deserialize_with = "non_empty")]
+    pub judge_model: Option<String>,
     #[arg(long, value_parser = positive)]
     #[serde(deserialize_with = "positive_number")]
     pub max_turns: Option<u32>,
@@ -139,6 +144,7 @@ impl AskOptions {
     pub fn or(mut self, defaults: &AskOptions) -> AskOptions {
         self.model = self.model.or_else(|| defaults.model.clone());
         self.provider = self.provider.or_else(|| defaults.provider.clone());
+        self.judge_model = self.judge_model.or_else(|| defaults.judge_model.clone());
         self.max_turns = self.max_turns.or(defaults.max_turns);
         self.graph = self.graph.or(defaults.graph);
         self.informer |= defaults.informer;
@@ -307,14 +313,14 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
+[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
-pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, max_turns=None, \
+pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, judge_model=None, max_turns=None, \
 graph=None, informer=False, no_exec=False, once=False, confirm=False, new=False, allow=None, \
 trace=False, on_token=None, on_code_block=None, on_execution=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
+[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -435,10 +441,11 @@ mod tests {
     #[test]
     fn reads_every_option() {
         let cell = ask(
-            "%%ask --model m1 --provider=openai --max-turns 3 --graph analyst --no-exec --confirm --new\nq",
+            "%%ask --model m1 --provider=openai --judge-model j1 --max-turns 3 --graph analyst --no-exec --confirm --new\nq",
         );
         let o = cell.options;
         assert_eq!(o.model.as_deref(), Some("m1"));
+        assert_eq!(o.judge_model.as_deref(), Some("j1"));
         assert_eq!(o.provider.as_deref(), Some("openai"));
         assert_eq!(o.max_turns, Some(3));
         assert_eq!(o.graph, Some(GraphKind::Analyst));

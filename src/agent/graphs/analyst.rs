@@ -307,6 +307,7 @@ mod tests {
     fn settings(execute: bool) -> Settings {
         Settings {
             model: "test-model".into(),
+            judge_model: None,
             max_tokens: 1000,
             context_tokens: 100_000,
             execute,

@@ -379,6 +379,7 @@ mod tests {
     fn settings() -> Settings {
         Settings {
             model: "test-model".into(),
+            judge_model: None,
             max_tokens: 1000,
             context_tokens: 100_000,
             execute: true,
@@ -852,6 +853,19 @@ open('sales.csv')
         assert!(told.contains("no total yet"), "{told}");
         assert!(told.contains("Next: sum the column."), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn judgements_go_to_the_judge_model_and_the_work_to_the_model() {
+        let mut script = Script::new(&["```python\nprint(x)\n```", DONE], ok);
+        let mut state = AgentState::new("print x", Vec::new(), 5);
+        let settings = Settings {
+            judge_model: Some("small-model".into()),
+            ..settings()
+        };
+        run(&mut script, &mut state, settings);
+        let models: Vec<&str> = script.requests.iter().map(|r| r.model.as_str()).collect();
+        assert_eq!(models, ["test-model", "small-model"]);
     }
 
     #[test]

@@ -126,6 +126,7 @@ mod tests {
     fn settings() -> Settings {
         Settings {
             model: "test-model".into(),
+            judge_model: None,
             max_tokens: 1000,
             context_tokens: 100_000,
             execute: true,

@@ -13,6 +13,9 @@ use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, 
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub model: String,
+    /// The model for judgements the kernel reads (verdicts, plans,
+    /// classifications), when not `model`.
+    pub judge_model: Option<String>,
     pub max_tokens: u32,
     /// The model's context window: what is sent is kept within it.
     pub context_tokens: usize,
@@ -42,6 +45,7 @@ impl Settings {
             state,
             effects,
             self,
+            &self.model,
             system,
             self.max_tokens,
             Showing::Prose,
@@ -62,8 +66,17 @@ impl Settings {
         let showing = Showing::ProseAndCode {
             turn: state.turn + 1,
         };
-        let answer =
-            ask_model(state, effects, self, system, self.max_tokens, showing, None).await?;
+        let answer = ask_model(
+            state,
+            effects,
+            self,
+            &self.model,
+            system,
+            self.max_tokens,
+            showing,
+            None,
+        )
+        .await?;
         state.blocks_shown = answer.blocks_shown;
         Ok(answer)
     }
@@ -81,7 +94,7 @@ impl Settings {
         schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
         let request = ChatRequest {
-            model: self.model.clone(),
+            model: self.judge_model().to_owned(),
             system,
             messages: budget::fit(
                 "",
@@ -98,6 +111,11 @@ impl Settings {
         Ok(answer)
     }
 
+    /// The model judgements go to.
+    fn judge_model(&self) -> &str {
+        self.judge_model.as_deref().unwrap_or(&self.model)
+    }
+
     /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
     /// that the kernel reads rather than shows, in the shape of `schema`
     /// where the provider enforces it.
@@ -112,6 +130,7 @@ impl Settings {
             state,
             effects,
             self,
+            self.judge_model(),
             system,
             JUDGEMENT_TOKENS,
             Showing::Hidden,
@@ -126,6 +145,7 @@ async fn ask_model<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: &Settings,
+    model: &str,
     system: String,
     max_tokens: u32,
     showing: Showing,
@@ -138,7 +158,7 @@ async fn ask_model<E: Effects>(
         max_tokens,
     );
     let request = ChatRequest {
-        model: settings.model.clone(),
+        model: model.to_owned(),
         system,
         messages,
         max_tokens,

@@ -130,7 +130,11 @@ impl HttpProvider {
         on_text: &mut (dyn FnMut(&str) + Send),
         on_retry: &mut (dyn FnMut(&LlmError, Duration) + Send),
     ) -> Result<ChatOutcome, LlmError> {
-        request.model = self.model.clone();
+        // A request names its model when it is not the provider's own (the
+        // judge model); else the provider's.
+        if request.model.is_empty() {
+            request.model = self.model.clone();
+        }
         if self.schema_refused() {
             request.schema = None;
         }

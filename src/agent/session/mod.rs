@@ -262,6 +262,7 @@ impl AgentSession {
         let max_tokens = local_spec.map_or(MAX_TOKENS, |spec| spec.max_tokens);
         let node_settings = NodeSettings {
             model: provider.model().to_owned(),
+            judge_model: options.judge_model.clone(),
             max_tokens,
             context_tokens: match context_tokens(&settings, &provider, local_spec) {
                 Some(tokens) => tokens,
@@ -417,6 +418,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
     // The drawing depends only on the graph's shape, not on these.
     let settings = NodeSettings {
         model: String::new(),
+        judge_model: None,
         max_tokens: 0,
         context_tokens: 0,
         execute: true,

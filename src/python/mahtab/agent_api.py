@@ -110,6 +110,7 @@ class AgentApi:
         *,
         model=None,
         provider=None,
+        judge_model=None,
         max_turns=None,
         graph=None,
         no_exec=False,
@@ -137,6 +138,7 @@ class AgentApi:
         options = {
             "model": model,
             "provider": provider,
+            "judge_model": judge_model,
             "max_turns": max_turns,
             "graph": graph,
             "no_exec": no_exec,
