@@ -45,11 +45,13 @@ impl Settings {
             state,
             effects,
             self,
-            &self.model,
             system,
-            self.max_tokens,
-            Showing::Prose,
-            None,
+            Call {
+                model: &self.model,
+                max_tokens: self.max_tokens,
+                showing: Showing::Prose,
+                schema: None,
+            },
         )
         .await
     }
@@ -70,11 +72,13 @@ impl Settings {
             state,
             effects,
             self,
-            &self.model,
             system,
-            self.max_tokens,
-            showing,
-            None,
+            Call {
+                model: &self.model,
+                max_tokens: self.max_tokens,
+                showing,
+                schema: None,
+            },
         )
         .await?;
         state.blocks_shown = answer.blocks_shown;
@@ -130,14 +134,25 @@ impl Settings {
             state,
             effects,
             self,
-            self.judge_model(),
             system,
-            JUDGEMENT_TOKENS,
-            Showing::Hidden,
-            Some(schema),
+            Call {
+                model: self.judge_model(),
+                max_tokens: JUDGEMENT_TOKENS,
+                showing: Showing::Hidden,
+                schema: Some(schema),
+            },
         )
         .await
     }
+}
+
+/// What one model call asks for besides the system prompt and the
+/// conversation.
+struct Call<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    showing: Showing,
+    schema: Option<AnswerSchema>,
 }
 
 /// One model call over the conversation so far; its usage is counted.
@@ -145,12 +160,15 @@ async fn ask_model<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: &Settings,
-    model: &str,
     system: String,
-    max_tokens: u32,
-    showing: Showing,
-    schema: Option<AnswerSchema>,
+    call: Call<'_>,
 ) -> Result<ChatOutcome, AgentError> {
+    let Call {
+        model,
+        max_tokens,
+        showing,
+        schema,
+    } = call;
     let messages = budget::fit(
         &system,
         &state.conversation,
