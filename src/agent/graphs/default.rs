@@ -869,6 +869,32 @@ open('sales.csv')
     }
 
     #[test]
+    fn a_named_result_that_came_out_nan_is_not_done_without_a_review() {
+        let mut script = Script::new(
+            &[
+                "```python\nm = readings.mean()\n```",
+                "```python\nm = np.nanmean(readings)\n```",
+            ],
+            |code| Execution {
+                changes: vec![if code.contains("nanmean") {
+                    "m: float = 3.75 (changed)".to_owned()
+                } else {
+                    "m: float = nan (new)".to_owned()
+                }],
+                ..ok(code)
+            },
+        );
+        let mut state = AgentState::new("Store the mean of readings in `m`.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("`m` is NaN"), "{told}");
+        assert!(told.contains("np.nanmean(a)"), "{told}");
+        // Two calls, no review: the second result is there and a number.
+        assert_eq!(script.requests.len(), 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
     fn no_exec_shows_code_but_runs_nothing() {
         let mut script = Script::new(&["```python\nimport os\n```"], ok);
         let mut state = AgentState::new("show me", Vec::new(), 5);

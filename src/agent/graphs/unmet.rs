@@ -2,7 +2,7 @@
 //! pandas saying a change went to a copy, a variable the request asked to
 //! change itself that was rebound instead (its original object goes back
 //! under its name), a variable or file the request names that does not
-//! exist, a figure it asks for that was not shown. Every graph that judges
+//! exist or came out NaN or None, a figure it asks for that was not shown. Every graph that judges
 //! its own work checks these first; a small model's review misses them.
 
 use crate::agent::parse::{checks, in_place};
@@ -60,6 +60,28 @@ pub async fn unmet<E: Effects>(
                 format!("{} does not exist yet", absent.join(", ")),
                 "run code that creates it as the request says".to_owned(),
             ));
+        }
+        for name in &targets.names {
+            match checks::empty_value(&state.executions, name) {
+                Some("NaN") => {
+                    return found((
+                        format!("`{name}` is NaN"),
+                        "compute it so that missing values are skipped (np.nanmean(a), \
+                         np.nansum(a); a pandas Series' .mean() and .sum() skip them) or \
+                         fill or drop them first"
+                            .to_owned(),
+                    ));
+                }
+                Some(_) => {
+                    return found((
+                        format!("`{name}` is None"),
+                        "store the value itself: a method called with inplace=True, and \
+                         list.sort() or list.append(), return None"
+                            .to_owned(),
+                    ));
+                }
+                None => {}
+            }
         }
     }
     let figure_shown = state.executions.iter().any(|e| e.rich_outputs > 0);

@@ -214,6 +214,25 @@ const FIGURE_WORDS: [&str; 10] = [
     "heatmap",
 ];
 
+/// What `name` was last set to, when that is no result at all: `"NaN"`
+/// (missing values not skipped) or `"None"` (the result of a method that
+/// changes in place), read from the change lines (`n: float = nan (new)`).
+pub fn empty_value(executions: &[Execution], name: &str) -> Option<&'static str> {
+    let line = executions
+        .iter()
+        .rev()
+        .flat_map(|e| e.changes.iter().rev())
+        .find(|line| line.split_once(": ").is_some_and(|(n, _)| n == name))?;
+    let described = line
+        .rsplit_once(" (")
+        .map_or(line.as_str(), |(text, _)| text);
+    match described.rsplit_once(" = ")?.1 {
+        "nan" | "np.float64(nan)" | "np.float32(nan)" | "<NA>" => Some("NaN"),
+        "None" => Some("None"),
+        _ => None,
+    }
+}
+
 /// Whether `request` asks for a figure to be shown.
 pub fn wants_figure(request: &str) -> bool {
     request.split(|c: char| !c.is_alphanumeric()).any(|word| {
@@ -346,6 +365,29 @@ pub fn may_be_unfixable(error_line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_value_that_is_nan_or_none_is_found_from_the_latest_change() {
+        let ran = |changes: &[&str]| Execution {
+            code: String::new(),
+            output: String::new(),
+            shown: None,
+            failed: false,
+            finished: false,
+            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+            rich_outputs: 0,
+        };
+        let nan = [ran(&[
+            "m: float64 shape () dtype float64 = np.float64(nan) (new)",
+        ])];
+        assert_eq!(empty_value(&nan, "m"), Some("NaN"));
+        let none = [ran(&["df: NoneType = None (changed)"])];
+        assert_eq!(empty_value(&none, "df"), Some("None"));
+        // The latest change counts; other names and real values do not.
+        let fixed = [nan[0].clone(), ran(&["m: float = 3.75 (changed)"])];
+        assert_eq!(empty_value(&fixed, "m"), None);
+        assert_eq!(empty_value(&nan, "other"), None);
+    }
 
     #[test]
     fn common_errors_come_with_a_hint_and_the_specific_one_wins() {
