@@ -93,7 +93,9 @@ pub fn in_place_rewrite(name: &str, kind: &str, code: &str) -> Option<String> {
     let value = code
         .lines()
         .rev()
-        .find_map(|line| assigned_value(line, name))?;
+        .find_map(|line| assigned_value(line, name))
+        // A value that goes on over more lines is not rewritten from one.
+        .filter(|value| balanced(value))?;
     match kind {
         "list" => Some(format!("{name}[:] = {value}")),
         "DataFrame" | "Series" => {
@@ -297,6 +299,11 @@ mod tests {
         assert_eq!(rewrite("df['a'] = df['a'].fillna(0)"), None);
         // Other types are left to the general advice.
         assert_eq!(in_place_rewrite("d", "dict", "d = {}"), None);
+        // So is a value written over several lines.
+        assert_eq!(
+            in_place_rewrite("xs", "list", "xs = [\n    x * 2 for x in xs\n]"),
+            None
+        );
     }
 
     #[test]
