@@ -308,6 +308,15 @@ pub fn observation(report: &str) -> String {
     format!("Observation:\n{}", report.trim_end())
 }
 
+/// Added to a planner's observation when the step ran the code of an
+/// earlier one (`step`, from 1) with the same outcome.
+pub fn planner_repeated(step: usize) -> String {
+    format!(
+        "\nThis is the code of step {step} again, with the same result: running it again will not \
+change anything. Take a different action."
+    )
+}
+
 /// What the model is told after a failed attempt, so the next one fixes it.
 pub fn fix_request(report: &str, hint: Option<&str>) -> String {
     match hint {

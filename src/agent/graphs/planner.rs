@@ -183,7 +183,28 @@ async fn act<E: Effects>(
                 state.outcome = Some(Outcome::Answered); // --no-exec: shown, not run
                 return Ok(());
             }
-            ran.report
+            let mut report = ran.report;
+            let last = state.executions.last().cloned().expect("the action ran");
+            if last.failed
+                && let Some(hint) = checks::error_hint(checks::error_line(&last.output))
+            {
+                report.push_str(&format!("\nHint: {hint}."));
+            }
+            // The same code with the same outcome as an earlier step will
+            // not change: said once, and the second time the run stops.
+            let earlier = &state.executions[..state.executions.len() - 1];
+            if let Some(step) = earlier
+                .iter()
+                .position(|e| e.code.trim() == last.code.trim() && e.output == last.output)
+            {
+                state.repeats += 1;
+                if state.repeats > 1 {
+                    state.outcome = Some(Outcome::Repeating);
+                    return Ok(());
+                }
+                report.push_str(&prompts::planner_repeated(step + 1));
+            }
+            report
         }
         Some(refusal) => {
             let turn = state.turn;
@@ -345,6 +366,34 @@ mod tests {
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.answer, "stored");
         assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn a_step_that_repeats_an_earlier_one_is_told_so_then_the_run_stops() {
+        let query = "Action: python\nAction Input:\n```python\nquery(x)\n```";
+        let import = "Action: python\nAction Input:\n```python\nimport pandas as pd\n```";
+        let mut script = Script::new(&[query, import, query, import], |code| {
+            let failed = code.contains("query");
+            Execution {
+                output: if failed {
+                    "NameError: name 'query' is not defined".into()
+                } else {
+                    String::new()
+                },
+                failed,
+                ..ok(code)
+            }
+        });
+        let mut state = AgentState::new("filter x", Vec::new(), 8);
+        run(&mut script, &mut state, false, true);
+        // The first failure comes with a hint; the third step, a repeat of
+        // the first, is told so; the fourth repeats too, and the run stops.
+        let first = latest(&script.requests[1]);
+        assert!(first.contains("Hint: define or import the name"), "{first}");
+        let third = latest(&script.requests[3]);
+        assert!(third.contains("code of step 1 again"), "{third}");
+        assert_eq!(state.outcome, Some(Outcome::Repeating));
+        assert_eq!(script.requests.len(), 4);
     }
 
     #[test]
