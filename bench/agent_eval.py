@@ -27,7 +27,7 @@ asserts nothing, and exits 0 unless --strict finds an unsolved task.
 Usage: .venv/bin/python bench/agent_eval.py [--local [coder-1.5b|coder-0.5b]]
             [--graphs single,default,analyst,planner,triage] [--only NAME,...]
             [--kinds pandas,...] [--limit N] [--max-turns N] [--repeat N]
-            [--replay] [--timeout 300] [--json OUT] [--strict] [--kernels DIR]
+            [--replay] [--timeout 300] [--json OUT] [--strict] [--kernels DIR] [--show]
 """
 
 import argparse
@@ -218,8 +218,30 @@ def execute(kc, code, timeout, user_expressions=None, store_history=True):
     return reply, messages
 
 
-def run_task(ksm, env, graph, task, timeout, max_turns=None):
-    """One task with one graph in a fresh kernel; its Result."""
+def transcript(messages):
+    """What the run showed in its cell, as text: the streamed words and the
+    plain text of each panel (the last version of each updated one)."""
+    parts, panels = [], {}
+    for m in messages:
+        kind, content = m["msg_type"], m["content"]
+        if kind == "stream":
+            parts.append(content["text"])
+        elif kind in ("display_data", "update_display_data", "execute_result", "error"):
+            text = (f"{content['ename']}: {content['evalue']}" if kind == "error"
+                    else content.get("data", {}).get("text/plain", ""))
+            display = content.get("transient", {}).get("display_id")
+            if kind == "update_display_data" and display in panels:
+                parts[panels[display]] = text + "\n"
+            else:
+                if display:
+                    panels[display] = len(parts)
+                parts.append(text + "\n")
+    return "".join(parts)
+
+
+def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
+    """One task with one graph in a fresh kernel; its Result (with `show`,
+    the cell's transcript goes to stderr)."""
     with tempfile.TemporaryDirectory(prefix="mahtab-eval-") as cwd:
         for name, text in task.files.items():
             Path(cwd, name).write_text(text)
@@ -245,6 +267,9 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None):
                    "import json as _eval_json\nprint(_eval_json.dumps(_eval_answer.trace))")
             reply, messages = execute(kc, ask, timeout)
             seconds = perf_counter() - started
+            if show:
+                print(f"--- {graph} · {task.name}\n{transcript(messages).rstrip()}\n---",
+                      file=sys.stderr, flush=True)
             images = sum(1 for m in messages
                          if m["msg_type"] == "display_data" and "image/png" in m["content"]["data"])
             result = Result(graph, task.name, task.kind, False, seconds, images=images)
@@ -394,6 +419,8 @@ def parse_args():
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a task is not solved")
+    parser.add_argument("--show", action="store_true",
+                        help="print each task's cell (streamed text and panels) to stderr")
     parser.add_argument("--kernels", type=Path, default=VENV_KERNELS,
                         help="the kernelspecs directory holding `mahtab` (default: the project venv's);"
                              " a copy of the binary there keeps a long run apart from rebuilds")
@@ -446,7 +473,7 @@ def main():
         for repeat in range(args.repeat):
             for graph in args.graphs:
                 for task in tasks:
-                    result = run_task(ksm, env, graph, task, args.timeout, args.max_turns)
+                    result = run_task(ksm, env, graph, task, args.timeout, args.max_turns, args.show)
                     result.repeat = repeat
                     mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
                     print(f"  {graph:<8} {task.name:<24} {result.seconds:6.1f}s  {mark}",
