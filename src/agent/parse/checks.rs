@@ -369,13 +369,8 @@ mod tests {
     #[test]
     fn a_named_value_that_is_nan_or_none_is_found_from_the_latest_change() {
         let ran = |changes: &[&str]| Execution {
-            code: String::new(),
-            output: String::new(),
-            shown: None,
-            failed: false,
-            finished: false,
             changes: changes.iter().map(|c| (*c).to_owned()).collect(),
-            rich_outputs: 0,
+            ..crate::agent::script::ok("")
         };
         let nan = [ran(&[
             "m: float64 shape () dtype float64 = np.float64(nan) (new)",

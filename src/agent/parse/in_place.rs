@@ -57,14 +57,9 @@ pub fn rebound_though_asked_in_place(
     executions: &[Execution],
     namespace_names: &[String],
 ) -> Vec<Rebound> {
-    let lower = request.to_lowercase();
-    if !IN_PLACE_WORDS.iter().any(|words| lower.contains(words)) {
+    let Some(named) = asked_in_place(request, namespace_names) else {
         return Vec::new();
-    }
-    let named: Vec<&str> = request
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|word| namespace_names.iter().any(|name| name == word))
-        .collect();
+    };
     let mut rebound: Vec<Rebound> = Vec::new();
     for execution in executions {
         for line in &execution.changes {
@@ -82,6 +77,21 @@ pub fn rebound_though_asked_in_place(
         }
     }
     rebound
+}
+
+/// The user's variables (`namespace_names`) a request names, when it asks
+/// for a value to change itself; None when it does not ask that.
+fn asked_in_place<'a>(request: &'a str, namespace_names: &[String]) -> Option<Vec<&'a str>> {
+    let lower = request.to_lowercase();
+    IN_PLACE_WORDS
+        .iter()
+        .any(|words| lower.contains(words))
+        .then(|| {
+            request
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|word| namespace_names.iter().any(|name| name == word))
+                .collect()
+        })
 }
 
 /// `code`'s one-line rebinding of `name` (of type `kind`, as the change
@@ -207,14 +217,9 @@ pub fn changed_in_place_as_asked(
     executions: &[Execution],
     namespace_names: &[String],
 ) -> Vec<String> {
-    let lower = request.to_lowercase();
-    if !IN_PLACE_WORDS.iter().any(|words| lower.contains(words)) {
+    let Some(named) = asked_in_place(request, namespace_names) else {
         return Vec::new();
-    }
-    let named: Vec<&str> = request
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|word| namespace_names.iter().any(|name| name == word))
-        .collect();
+    };
     let mut changed: Vec<String> = Vec::new();
     for line in executions.iter().flat_map(|e| e.changes.iter()) {
         let Some((name, _)) = line.split_once(": ") else {
@@ -236,16 +241,13 @@ pub fn changed_in_place_as_asked(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::script::ok;
 
     fn ran(code: &str, changes: &[&str]) -> Execution {
         Execution {
-            code: code.to_owned(),
             output: String::new(),
-            shown: None,
-            failed: false,
-            finished: false,
             changes: changes.iter().map(|c| (*c).to_owned()).collect(),
-            rich_outputs: 0,
+            ..ok(code)
         }
     }
 
