@@ -71,6 +71,11 @@ async fn the_planner_calls_a_tool_runs_python_and_finishes_with_an_answer() {
         "{observation}"
     );
     assert!(llm.last_message(2).contains("6"));
+    // The model stops where an observation would begin: it is the kernel's.
+    assert_eq!(
+        llm.requests.lock().unwrap()[0]["stop"],
+        serde_json::json!(["\nObservation:"])
+    );
     let system = llm.requests.lock().unwrap()[0]["messages"][0]["content"]
         .as_str()
         .unwrap()

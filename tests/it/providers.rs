@@ -47,6 +47,7 @@ fn request() -> ChatRequest {
         max_tokens: 100,
         sampling: Default::default(),
         schema: None,
+        stop: &[],
     }
 }
 

@@ -26,6 +26,9 @@ use crate::agent::run::{
     Action, AgentError, AgentEvent, AgentState, CodeBlock, Effects, Execution, Outcome,
 };
 
+/// Where the model's step ends: at an observation it starts to write.
+const OBSERVATION_STOP: &[&str] = &["\nObservation:"];
+
 /// The planner graph; with `informer`, the informer runs first.
 pub fn planner_graph<E: Effects>(
     settings: Settings,
@@ -96,7 +99,11 @@ async fn plan_step<E: Effects>(
         &state.skills,
         informer.then_some(state.key_information.as_slice()),
     );
-    let answer = settings.answer(state, effects, system).await?;
+    // The observation is the kernel's to write: a model that goes on to
+    // write its own is stopped there (it would be cut when read anyway).
+    let answer = settings
+        .answer_until(state, effects, system, OBSERVATION_STOP)
+        .await?;
     state.record_answer(answer.text);
     let mut action = parse_action(&state.answer);
     if let Action::Unclear(text) = &action {
@@ -120,11 +127,12 @@ async fn plan_step<E: Effects>(
         && !state.executions.is_empty()
         && !state.nudged_after_review
         && state.turn < state.max_turns
-        && let Some(unmet) = unmet(state, effects, &[]).await
+        && let Some(unmet) = unmet(state, effects, &last_step(state)).await
     {
         // A final answer while a variable, file or figure the request names
-        // is missing: sent back once, with why (mid-way steps are not
-        // checked: exploring first is the planner's way).
+        // is missing, or the last step changed a copy: sent back once, with
+        // why (mid-way steps are not checked: exploring first is the
+        // planner's way).
         state.nudged_after_review = true;
         state
             .conversation
@@ -144,6 +152,18 @@ async fn plan_step<E: Effects>(
     }
     state.action = Some(action);
     Ok(())
+}
+
+/// The step before the final answer, when it ran without failing: what the
+/// answer rests on, for the checks that read a step's code and output.
+fn last_step(state: &AgentState) -> Vec<Execution> {
+    state
+        .executions
+        .last()
+        .filter(|last| !last.failed)
+        .cloned()
+        .into_iter()
+        .collect()
 }
 
 /// The tool node: performs the planner's action and tells it what happened.
@@ -366,6 +386,37 @@ mod tests {
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.answer, "stored");
         assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn a_final_answer_after_a_step_that_changed_a_copy_is_sent_back_with_the_fix() {
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\npeople[\"age\"].fillna(38.0, inplace=True)\n```",
+                "Final Answer: filled",
+                "Action: python\nAction Input:\n```python\npeople[\"age\"] = people[\"age\"].fillna(38.0)\n```",
+                "Final Answer: filled now",
+            ],
+            |code| Execution {
+                output: if code.contains("inplace") {
+                    "<agent>:1: ChainedAssignmentError: A value is being set on a copy".into()
+                } else {
+                    String::new()
+                },
+                ..ok(code)
+            },
+        );
+        let mut state = AgentState::new("Fill the missing ages in people.", Vec::new(), 6);
+        run(&mut script, &mut state, false, true);
+        let told = latest(&script.requests[2]);
+        assert!(
+            told.starts_with("Observation:")
+                && told.contains("people[\"age\"] = people[\"age\"].fillna(38.0)"),
+            "{told}"
+        );
+        assert_eq!(script.executed.len(), 2);
+        assert_eq!(state.answer, "filled now");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 
     #[test]

@@ -41,6 +41,17 @@ impl Settings {
         effects: &mut E,
         system: String,
     ) -> Result<ChatOutcome, AgentError> {
+        self.answer_until(state, effects, system, &[]).await
+    }
+
+    /// Like [`Settings::answer`], with the model stopping at any of `stop`.
+    pub(crate) async fn answer_until<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        stop: &'static [&'static str],
+    ) -> Result<ChatOutcome, AgentError> {
         ask_model(
             state,
             effects,
@@ -51,6 +62,7 @@ impl Settings {
                 max_tokens: self.max_tokens,
                 showing: Showing::Prose,
                 schema: None,
+                stop,
             },
         )
         .await
@@ -78,6 +90,7 @@ impl Settings {
                 max_tokens: self.max_tokens,
                 showing,
                 schema: None,
+                stop: &[],
             },
         )
         .await?;
@@ -109,6 +122,7 @@ impl Settings {
             max_tokens: JUDGEMENT_TOKENS,
             sampling: self.sampling,
             schema: Some(schema),
+            stop: &[],
         };
         let answer = effects.chat(request, Showing::Hidden).await?;
         state.usage.add(answer.usage);
@@ -140,6 +154,7 @@ impl Settings {
                 max_tokens: JUDGEMENT_TOKENS,
                 showing: Showing::Hidden,
                 schema: Some(schema),
+                stop: &[],
             },
         )
         .await
@@ -153,6 +168,7 @@ struct Call<'a> {
     max_tokens: u32,
     showing: Showing,
     schema: Option<AnswerSchema>,
+    stop: &'static [&'static str],
 }
 
 /// One model call over the conversation so far; its usage is counted.
@@ -168,6 +184,7 @@ async fn ask_model<E: Effects>(
         max_tokens,
         showing,
         schema,
+        stop,
     } = call;
     let messages = budget::fit(
         &system,
@@ -182,6 +199,7 @@ async fn ask_model<E: Effects>(
         max_tokens,
         sampling: settings.sampling,
         schema,
+        stop,
     };
     let answer = effects.chat(request, showing).await?;
     state.usage.add(answer.usage);

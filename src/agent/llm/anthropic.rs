@@ -35,6 +35,9 @@ pub fn request_body(request: &ChatRequest) -> Value {
             "cache_control": { "type": "ephemeral" },
         }]);
     }
+    if !request.stop.is_empty() {
+        body["stop_sequences"] = json!(request.stop);
+    }
     // The Messages API takes a temperature but no seed.
     if let Some(temperature) = request.sampling.temperature {
         body["temperature"] = json!(temperature);
@@ -288,8 +291,15 @@ mod tests {
                 seed: Some(7),
             },
             schema: None,
+            stop: &[],
         });
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+        assert!(body.get("stop_sequences").is_none());
+        let stopping = request_body(&ChatRequest {
+            stop: &["\nObservation:"],
+            ..ChatRequest::default()
+        });
+        assert_eq!(stopping["stop_sequences"], json!(["\nObservation:"]));
         assert_eq!(
             body["system"],
             json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
@@ -360,6 +370,7 @@ mod tests {
             messages: vec![ChatMessage::user("judge")],
             max_tokens: 50,
             schema: Some(verdict_schema()),
+            stop: &[],
             ..ChatRequest::default()
         });
         assert_eq!(

@@ -249,6 +249,7 @@ mod tests {
             max_tokens: 10,
             sampling: Default::default(),
             schema: None,
+            stop: &[],
         };
         let cli = ClaudeCli {
             program: "claude".into(),

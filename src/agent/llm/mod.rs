@@ -68,6 +68,9 @@ pub struct ChatRequest {
     /// The shape the answer must have, for answers the kernel reads rather
     /// than shows (a verdict, a plan); `None` for free text.
     pub schema: Option<AnswerSchema>,
+    /// Text at which the model stops writing (the planner's `Observation:`,
+    /// which is the kernel's to write), where the provider takes it.
+    pub stop: &'static [&'static str],
 }
 
 /// A JSON schema for an answer, which a provider enforces where it can

@@ -68,6 +68,11 @@ pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
     if let Some(seed) = request.sampling.seed {
         body["seed"] = json!(seed);
     }
+    // OpenAI's own reasoning models refuse `stop`; the answer is cut at the
+    // same text when it is read.
+    if !request.stop.is_empty() && limit == TokenLimit::MaxTokens {
+        body["stop"] = json!(request.stop);
+    }
     if let Some(schema) = &request.schema {
         // Not `strict`: OpenAI's strict mode refuses optional fields, and
         // llama.cpp turns any schema into a grammar regardless.
@@ -293,6 +298,7 @@ mod tests {
             max_tokens: 100,
             sampling: Default::default(),
             schema: None,
+            stop: &[],
         };
         let body = request_body(&request, TokenLimit::MaxTokens);
         assert_eq!(
@@ -307,6 +313,20 @@ mod tests {
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["max_tokens"], 100);
         assert!(body.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn stop_text_goes_to_compatible_servers_but_not_to_openais_own_api() {
+        let request = ChatRequest {
+            stop: &["\nObservation:"],
+            ..ChatRequest::default()
+        };
+        let body = request_body(&request, TokenLimit::MaxTokens);
+        assert_eq!(body["stop"], json!(["\nObservation:"]));
+        let body = request_body(&request, TokenLimit::MaxCompletionTokens);
+        assert!(body.get("stop").is_none());
+        let body = request_body(&ChatRequest::default(), TokenLimit::MaxTokens);
+        assert!(body.get("stop").is_none());
     }
 
     #[test]
@@ -347,6 +367,7 @@ mod tests {
             max_tokens: 100,
             sampling: Default::default(),
             schema: None,
+            stop: &[],
         };
         let limit = TokenLimit::for_server("https://api.openai.com/v1");
         let body = request_body(&request, limit);

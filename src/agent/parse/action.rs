@@ -96,7 +96,7 @@ fn classify(name: &str, input: &str) -> Action {
         "python" | "python_repl" | "code" | "run" | "execute" | "py" => {
             let code = match code_blocks(input).into_iter().next() {
                 Some(block) => block.code,
-                None => input.trim_matches('`').trim().to_owned(),
+                None => without_repeated_prefix(input.trim_matches('`').trim()),
             };
             Action::Python(code)
         }
@@ -107,6 +107,19 @@ fn classify(name: &str, input: &str) -> Action {
             input: input.to_owned(),
         },
     }
+}
+
+/// Unfenced code whose later lines each start `Action Input:` again (a small
+/// model's way to write several lines), without those prefixes.
+fn without_repeated_prefix(code: &str) -> String {
+    let lines: Vec<&str> = code
+        .lines()
+        .map(|line| match line_starting(line, "action input:") {
+            Some((_, rest)) => rest,
+            None => line,
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// The first line of `text` that starts with `prefix` (case aside, after
@@ -252,6 +265,13 @@ mod tests {
         // An action before a final answer is still taken first.
         let both = "Action: python\nAction Input: print(1)\nFinal Answer: 1";
         assert_eq!(parse_action(both), Action::Python("print(1)".into()));
+        // Unfenced lines each given their own `Action Input:` (recorded from
+        // the 1.5B coder model) are one block.
+        let lines = "Action: python\nAction Input: n = len(s.unique())\nAction Input: print(n)";
+        assert_eq!(
+            parse_action(lines),
+            Action::Python("n = len(s.unique())\nprint(n)".into())
+        );
     }
 
     #[test]
