@@ -10,7 +10,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
 use super::ports::{Output, Ports};
-use super::run::{Context, KeyInformation, Repair, Targets};
+use super::run::{Context, KeyInformation, Repair, RunChanges, Targets};
 use crate::exception::PythonException;
 
 /// A call into the agent scope: its arguments, the method that serves it,
@@ -173,6 +173,16 @@ pub struct Restored {
 impl ScopeCall for Restore<'_> {
     const METHOD: &'static str = "restore";
     type Reply = Restored;
+}
+
+/// What the run changed, for its "changed" panel; from this call on the
+/// run can be undone (`%ask_undo`).
+#[derive(Debug, Serialize)]
+pub struct Changes {}
+
+impl ScopeCall for Changes {
+    const METHOD: &'static str = "changes";
+    type Reply = RunChanges;
 }
 
 /// The user's variables and last error, for the triage's pre-plan.

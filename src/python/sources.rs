@@ -58,6 +58,7 @@ const PACKAGE: &[Source] = &[
     module!("runtime"),
     module!("streams"),
     module!("tools"),
+    module!("undo"),
 ];
 
 fn find(name: &str) -> Option<&'static Source> {

@@ -36,7 +36,7 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
         .iter()
         .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["code", "output", "summary"]);
+    assert_eq!(kinds, ["code", "output", "changes", "summary"]);
     assert!(
         panels[0].content["data"]["text/plain"]
             .as_str()
@@ -55,7 +55,9 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
             .unwrap()
             .contains("42")
     );
-    let summary = panels[2].content["data"]["text/plain"].as_str().unwrap();
+    let changed = panels[2].content["data"]["text/plain"].as_str().unwrap();
+    assert!(changed.contains("added    answer: int = 42"), "{changed}");
+    let summary = panels[3].content["data"]["text/plain"].as_str().unwrap();
     assert!(
         summary.contains("fake-model") && summary.contains("1 turn"),
         "{summary}"
@@ -347,7 +349,10 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
         .filter(|m| is_panel(m))
         .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["code", "error", "code", "output", "summary"]);
+    assert_eq!(
+        kinds,
+        ["code", "error", "code", "output", "changes", "summary"]
+    );
 
     // The retry was shown the error; the fixed code's result is the user's.
     let requests = llm.requests.lock().unwrap().clone();
@@ -930,7 +935,7 @@ async fn a_code_block_shows_as_soon_as_it_is_complete_while_the_answer_goes_on()
         .collect();
     // Each block once: the first shown early (above), the second when the
     // answer ended; both ran after it.
-    assert_eq!(kinds, ["output", "code", "output", "summary"]);
+    assert_eq!(kinds, ["output", "code", "output", "changes", "summary"]);
     assert_eq!(
         panel_texts(&iopub, "code"),
         ["[code, turn 1]\nprint(x + 1)"]

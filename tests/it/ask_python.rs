@@ -125,7 +125,7 @@ async fn ask_inside_a_function_runs_its_code_in_the_namespace() {
         .filter(|m| is_panel(m))
         .map(|m| m.content["metadata"]["mahtab"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["code", "output", "summary"]);
+    assert_eq!(kinds, ["code", "output", "changes", "summary"]);
     let (_, iopub) = kernel.execute("(from_agent, result)").await;
     assert_eq!(result_text(&iopub), "(7, 'Setting it.')");
 }

@@ -23,3 +23,4 @@ mod structured;
 mod support;
 mod tools;
 mod triage;
+mod undo;

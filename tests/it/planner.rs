@@ -35,7 +35,7 @@ async fn the_planner_calls_a_tool_runs_python_and_finishes_with_an_answer() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert_eq!(
         panel_kinds(&iopub),
-        ["code", "output", "code", "output", "summary"]
+        ["code", "output", "code", "output", "changes", "summary"]
     );
     assert_eq!(
         panel_texts(&iopub, "code"),

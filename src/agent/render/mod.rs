@@ -17,7 +17,7 @@ use crate::agent::graph::RunEnd;
 use crate::agent::llm::Usage;
 use crate::agent::parse::prose::review_words;
 use crate::agent::ports::Ports;
-use crate::agent::run::{AgentEvent, AgentState, Execution, Outcome, Plan};
+use crate::agent::run::{AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges};
 
 /// One IOPub message of a run: its type and content.
 #[derive(Debug, Clone, PartialEq)]
@@ -400,6 +400,39 @@ pub fn graph_list(graphs: &[(&str, &str)]) -> Shown {
         text.push_str(&format!("  {name:<8} {what}\n"));
     }
     stream(&text)
+}
+
+/// The "changed" panel: the names the run added, changed and removed and
+/// the files it wrote, and how to undo them; None when it changed nothing.
+pub fn changes(changes: &RunChanges) -> Option<Shown> {
+    let groups = [
+        ("added", &changes.added),
+        ("changed", &changes.changed),
+        ("removed", &changes.removed),
+        ("files", &changes.files),
+    ];
+    if groups.iter().all(|(_, lines)| lines.is_empty()) {
+        return None;
+    }
+    let mut plain = String::from("[changed]");
+    let mut markdown = String::from("**changed**");
+    for (title, lines) in groups {
+        for line in lines {
+            plain.push_str(&format!("\n  {title:<8} {line}"));
+            markdown.push_str(&format!("\n- {title}: `{}`", line.replace('`', "'")));
+        }
+    }
+    let undo = if changes.not_restorable.is_empty() {
+        "%ask_undo puts it back".to_owned()
+    } else {
+        format!(
+            "%ask_undo puts it back, except {}",
+            changes.not_restorable.join(", ")
+        )
+    };
+    plain.push_str(&format!("\n  ({undo})"));
+    markdown.push_str(&format!("\n\n*{undo}*"));
+    Some(panel(plain, markdown, json!({ "kind": "changes" })))
 }
 
 /// How to set up a provider, when none is configured.

@@ -215,6 +215,18 @@ fn the_run_around_the_work() {
             "graph list",
             graph_list(&[("default", "the loop"), ("rlm", "the search")]),
         ),
+        (
+            "changed",
+            changes(&RunChanges {
+                added: vec!["total: int = 6".into()],
+                changed: vec!["sales: DataFrame 3x2 -> DataFrame 3x3".into()],
+                removed: vec!["tmp (was list len 2 = [1, 2])".into()],
+                files: vec!["report.csv (created)".into()],
+                not_restorable: vec!["model (a Model cannot be copied)".into()],
+            })
+            .expect("a panel"),
+        ),
     ]);
     insta::assert_snapshot!(panels);
+    assert!(changes(&RunChanges::default()).is_none());
 }

@@ -14,4 +14,4 @@ pub use findings::{
     Action, Agent, Agents, Context, Decision, KeyInformation, Outcome, Plan, Repair, Targets,
     Triage, Verdict,
 };
-pub use state::{AgentState, CodeBlock, Execution, Skill};
+pub use state::{AgentState, CodeBlock, Execution, RunChanges, Skill};

@@ -1,6 +1,6 @@
 //! The state one `%%ask` run works on, and the results its nodes record.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::findings::{Action, KeyInformation, Outcome, Plan, Triage, Verdict};
 use crate::agent::llm::{ChatMessage, Usage};
@@ -153,4 +153,22 @@ impl AgentState {
             namespace_at_start: None,
         }
     }
+}
+
+/// What a run changed, as the Python scope reports it at the end: lines of
+/// text for each kind of change; all empty when nothing changed
+/// (or nothing is kept, as in an `rlm()` search's own namespace).
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct RunChanges {
+    #[serde(default)]
+    pub added: Vec<String>,
+    #[serde(default)]
+    pub changed: Vec<String>,
+    #[serde(default)]
+    pub removed: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// What `%ask_undo` could not put back, and why.
+    #[serde(default)]
+    pub not_restorable: Vec<String>,
 }

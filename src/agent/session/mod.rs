@@ -32,7 +32,7 @@ use crate::agent::run::limits::{
     ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
     TRIAGE_DEFAULT_MAX_REVIEWS,
 };
-use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Skill};
+use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, RunChanges, Skill};
 use crate::agent::scope;
 use crate::exception::PythonException;
 
@@ -354,6 +354,9 @@ impl AgentSession {
         let elapsed = started.elapsed();
         match result {
             Ok(end) => {
+                if !searching && let Some(panel) = render::changes(&run_changes(ports).await) {
+                    publish(ports, panel);
+                }
                 let summary = render::summary(
                     provider.name(),
                     provider.model(),
@@ -483,6 +486,16 @@ async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
             Vec::new()
         }
     }
+}
+
+/// What the run changed in the namespace and in files.
+async fn run_changes<P: Ports>(ports: &P) -> RunChanges {
+    scope::call(ports, &scope::Changes {})
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!("%%ask: no changes: {e}");
+            RunChanges::default()
+        })
 }
 
 /// The skills installed for the model, by name.

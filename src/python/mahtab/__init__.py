@@ -16,7 +16,7 @@ Modules, each with one job:
   the requests the kernel hands to Python;
 - ``agent_api``: ``ask()``, ``rlm()`` and ``%%ask`` cells; on the first run
   they load ``agent_scope``, ``agent_code``, ``namespace``, ``context``,
-  ``tools`` and ``guard``;
+  ``tools``, ``guard`` and ``undo`` (what runs changed, ``%ask_undo``);
 - ``reprs``, ``paths``, ``import_hooks``: bounded reprs, the Jupyter data
   directory, patching a module when it is first imported.
 """

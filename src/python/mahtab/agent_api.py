@@ -52,14 +52,26 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 def is_agent_cell(code):
     """Whether the agent serves ``code``: an ``%%ask`` cell or an
-    ``%ask_config`` or ``%ask_graph`` line (the rule of the kernel's own
-    parser)."""
+    ``%ask_config``, ``%ask_graph`` or ``%ask_undo`` line (the rule of the
+    kernel's own parser)."""
+    return any(_magic_args(code, magic) is not None for magic in ("%%ask", "%ask_config", "%ask_graph", "%ask_undo"))
+
+
+def undo_args(code):
+    """The arguments of an ``%ask_undo`` cell, or None for another cell;
+    UsageError when more lines follow it."""
+    args = _magic_args(code, "%ask_undo")
+    if args is not None and code.strip().count("\n"):
+        raise UsageError("%ask_undo goes in a cell of its own\nusage: %ask_undo [N]")
+    return args
+
+
+def _magic_args(code, magic):
     first = code.lstrip("\r\n").split("\n", 1)[0].rstrip()
-    for magic in ("%%ask", "%ask_config", "%ask_graph"):
-        rest = first[len(magic) :]
-        if first.startswith(magic) and (not rest or rest[0].isspace()):
-            return True
-    return False
+    rest = first[len(magic) :]
+    if first.startswith(magic) and (not rest or rest[0].isspace()):
+        return rest.strip()
+    return None
 
 
 class AskAnswer(str):
@@ -96,6 +108,7 @@ class AgentApi:
         # The user's last failed cell, for "explain the last error".
         self.last_failure = None
         self._agent_runs = 0  # agent runs under way on this thread, nested
+        self._undo_history = None
         # ask() and rlm() are at hand in every cell, like display(), and importable.
         builtins.ask = self.ask
         builtins.rlm = self.rlm
@@ -151,7 +164,8 @@ class AgentApi:
             "on_token": callbacks.wants_tokens,
         }
         request = {"kind": "ask", "prompt": str(prompt), "options": options}
-        result = self._agent_request(request, AgentScope(self, self.user_ns, callbacks))
+        scope = AgentScope(self, self.user_ns, callbacks, self.undo_history().journal())
+        result = self._agent_request(request, scope)
         return AskAnswer(result["answer"], result.get("trace"), result.get("result"))
 
     def rlm(self, query, context, *, max_turns=None, max_depth=RLM_MAX_DEPTH, model=None, provider=None, _depth=0):
@@ -200,7 +214,7 @@ class AgentApi:
         if scope is None:
             from mahtab.agent_scope import AgentScope  # loaded on the first run
 
-            scope = AgentScope(self, self.user_ns)
+            scope = AgentScope(self, self.user_ns, journal=self.undo_history().journal())
         # A run started from inside another run's code shows indented.
         request["indent"] = self._agent_runs
         self._agent_runs += 1
@@ -208,12 +222,35 @@ class AgentApi:
             result = json.loads(self.bridge.ask(dumps(request), scope))
         finally:
             self._agent_runs -= 1
+            # A run that failed or was stopped can be undone too.
+            if scope.journal is not None:
+                scope.journal.finish(scope.namespace)
         error = result.get("error")
         if error is not None:
             if error["ename"] == "KeyboardInterrupt":
                 raise KeyboardInterrupt(error["evalue"])
             raise _AGENT_ERRORS.get(error["ename"], AskError)(error["evalue"]) from None
         return result
+
+    def undo_history(self):
+        """The agent runs ``%ask_undo`` can undo (made on first use)."""
+        if self._undo_history is None:
+            from mahtab.undo import UndoHistory
+
+            self._undo_history = UndoHistory()
+        return self._undo_history
+
+    def ask_undo(self, line=""):
+        """``%ask_undo [N]``: puts back what the last N agent runs changed in
+        the namespace and the files their tools wrote, except what the user's
+        own code changed since."""
+        from mahtab.undo import parse_count
+
+        try:
+            count = parse_count(line)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        print(self.undo_history().undo(self.user_ns, count))
 
     def note_cell(self, code, store_history, reply=None):
         """Remembers a cell the user ran, and whether it failed, for the

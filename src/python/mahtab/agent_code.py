@@ -96,7 +96,7 @@ def _guard(runtime, code, allow):
     return "Not run: the user did not allow this code to %s. Do it another way, or ask the user." % what
 
 
-def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None, originals=None):
+def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None, originals=None, journal=None):
     """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
     with ``confirm`` (the user agreed to the block already), each file
     write of the toolbox asks the user first; without, code that would
@@ -114,7 +114,8 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     "finished": whether it called FINAL(), "changes": what it did to the
     namespace, a line per name}. ``originals``, if given, keeps the object
     each name the code rebound had before the run's first rebinding of it
-    (see ``AgentScope.restore``).
+    (see ``AgentScope.restore``). ``journal``, if given (an
+    ``undo.RunJournal``), keeps what the code changes as it was before.
     """
     # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a
     # cell; the code as written names its file and is what a debugger and
@@ -126,11 +127,12 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
                 "finished": False, "changes": []}
     captured = []
     displayed = []
-    saved = sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write
+    saved = sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write, tools.file_journal
     saved_builtins = namespace.get("__builtins__", builtins)
     sys.stdout = sys.stderr = _Capture(captured, output)
     runtime._agent_displays = displayed
     tools.confirm_write = functools.partial(_confirm_write, runtime) if confirm else None
+    tools.file_journal = journal.file_written if journal is not None else None
     finished = False
     before = dict(namespace)
     tree, prints = None, {}
@@ -143,6 +145,8 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         tree = compile(code, filename, "exec", flags=flags)
         prints = fingerprints(tree, namespace)
+        if journal is not None:
+            journal.before_block(tree, namespace)
         body = list(tree.body)
         last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
         runtime.bridge.user_code_starting()
@@ -180,11 +184,13 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     finally:
         namespace["__builtins__"] = saved_builtins
         runtime._agent_code_finished()
-        sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write = saved
+        sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write, tools.file_journal = saved
     try:
         changes = namespace_changes(before, namespace, tree, prints)
     except Exception:  # a value whose description fails says nothing of the run
         changes = []
+    if journal is not None:
+        journal.after_block(before, namespace)
     if originals is not None:
         for name, value in before.items():
             if name in namespace and namespace[name] is not value and not name.startswith("_"):

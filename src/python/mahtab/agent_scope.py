@@ -72,10 +72,13 @@ class AgentScope:
     """What an agent run may do in Python. The kernel's agent calls these
     methods on the thread that asked for the run (JSON text in and out)."""
 
-    def __init__(self, runtime, namespace, callbacks=None):
+    def __init__(self, runtime, namespace, callbacks=None, journal=None):
         self.runtime = runtime
         self.namespace = namespace
         self.callbacks = callbacks or AskCallbacks()
+        # What the run's code changes, for its "changed" panel and for
+        # %ask_undo (None: not kept, as for an rlm() search's own namespace).
+        self.journal = journal
         # What the run's code rebound, as it was before: a request to
         # change a value itself may need its original object back.
         self.originals = {}
@@ -91,6 +94,7 @@ class AgentScope:
             request.get("allow") or (),
             output,
             self.originals,
+            self.journal,
         )
         self.callbacks.executed(result, index)
         return dumps(result)
@@ -137,6 +141,13 @@ class AgentScope:
                 self.namespace[name] = self.originals.pop(name)
                 restored.append(name)
         return dumps({"names": restored})
+
+    def changes(self, args):
+        """What the run changed (names added, changed and removed, files
+        written), for its "changed" panel; the run can be undone from now on."""
+        if self.journal is None:
+            return dumps({})
+        return dumps(self.journal.finish(self.namespace))
 
     def triage_context(self, args):
         names = [name for name in self.namespace if is_user_variable(self.namespace, name)]

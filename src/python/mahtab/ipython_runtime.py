@@ -153,6 +153,7 @@ _ASK_HELP = """see the README's %%ask section.
           [--allow shell,files,network,install] [--trace]
     <your request>
 
+    %ask_undo [N]   puts back what the last N agent runs changed
     %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--informer] [--allow KINDS] | --reset
 
     %ask_graph [default|analyst|planner|triage|rlm]
@@ -215,9 +216,16 @@ class IPythonRuntime(BaseRuntime):
         ask.__doc__ = "Sends the cell to the agent: " + _ASK_HELP
         ask_config.__doc__ = "Sets or shows the defaults of %%ask: " + _ASK_HELP
         ask_graph.__doc__ = "Draws an agent graph (Mermaid), or lists them: " + _ASK_HELP
+        self.shell.register_magic_function(self._ask_undo_magic, "line", "ask_undo")
         self.shell.register_magic_function(ask, "cell", "ask")
         self.shell.register_magic_function(ask_config, "line", "ask_config")
         self.shell.register_magic_function(ask_graph, "line", "ask_graph")
+
+    def _ask_undo_magic(self, line=""):
+        """%ask_undo [N]: puts back what the last N agent runs (%%ask, ask())
+        changed in the namespace and the files their tools wrote, except
+        what your own cells changed since."""
+        self.ask_undo(line)
 
     def _connect_info(self, line=""):
         """Shows how another client (a console, say) can join this kernel."""

@@ -157,6 +157,10 @@ def fingerprint(value):
                     bounded_repr(sample, 4000), str(getattr(value, "dtypes", "")))
         if shape is not None and not callable(shape):
             return (type(value), tuple(shape), bounded_repr(value, 4000))
+        # An object's repr rarely shows its attributes; they are its contents.
+        attributes = getattr(value, "__dict__", None)
+        if isinstance(attributes, dict) and not isinstance(value, (types.ModuleType, type)):
+            return (type(value), bounded_repr(value, 4000), bounded_repr(attributes, 4000))
         return (type(value), bounded_repr(value, 4000))
     except Exception:  # a value that cannot say: treat it as changed
         return object()

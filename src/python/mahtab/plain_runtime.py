@@ -10,7 +10,7 @@ import linecache
 import sys
 import types
 
-from mahtab.agent_api import is_agent_cell
+from mahtab.agent_api import is_agent_cell, undo_args
 from mahtab.debugger import loaded_source_files
 from mahtab.display import PlainDisplay, mime_bundle
 from mahtab.introspection import PlainIntrospection
@@ -77,6 +77,10 @@ class Runtime(PlainDisplay, PlainIntrospection, BaseRuntime):
         return dumps(reply)
 
     def _run_cell(self, code, execution_count, silent):
+        undo = undo_args(code)
+        if undo is not None:
+            self.ask_undo(undo)
+            return
         if is_agent_cell(code):
             self.bridge.user_code_starting()
             self.ask_cell(code)

@@ -55,6 +55,10 @@ GIT_TIMEOUT = 30
 # kernel for the duration of agent code; None: write without asking).
 confirm_write = None
 
+# Told each file's path before a file tool changes it, so the run can be
+# undone (set by the kernel for the duration of agent code; None: not told).
+file_journal = None
+
 
 def _text(value):
     """A text tool's input as one string: lists and tuples are lines."""
@@ -367,9 +371,14 @@ def read(path, start=1, end=None):
     return "\n".join("%*d| %s" % (width, number, lines[number - 1]) for number in range(start, end + 1))
 
 
-def _ask_before_writing(action):
+def _ask_before_writing(action, *paths):
+    """Asks the user, when the run asked to confirm writes; then tells the
+    run's journal which files are about to change."""
     if confirm_write is not None and not confirm_write(action):
         raise PermissionError("the user declined: " + action)
+    if file_journal is not None:
+        for path in paths:
+            file_journal(path)
 
 
 def _write(path, content):
@@ -416,7 +425,7 @@ def edit(path, old, new):
             "the text to replace occurs %d times in %s; include more of its surroundings "
             "so it occurs exactly once" % (count, path)
         )
-    _ask_before_writing("edit %s" % path)
+    _ask_before_writing("edit %s" % path, target)
     _write(target, content.replace(old, new, 1))
     reloaded = _reload_modules_of(target)
     return "edited %s%s" % (path, " (reloaded %s)" % ", ".join(reloaded) if reloaded else "")
@@ -431,7 +440,7 @@ def create(name, content=""):
     target = _path(path)
     if os.path.exists(target):
         raise FileExistsError("%s exists already; edit() it instead" % path)
-    _ask_before_writing("create %s" % path)
+    _ask_before_writing("create %s" % path, target)
     _write(target, content)
     return "created %s" % path
 
@@ -440,7 +449,7 @@ def write(path, text):
     """Writes ``text`` as the whole of the file ``path`` (made or replaced);
     the guard asks first."""
     target = _path(path)
-    _ask_before_writing("write %s" % path)
+    _ask_before_writing("write %s" % path, target)
     _write(target, str(text))
     reloaded = _reload_modules_of(target)
     return "wrote %s%s" % (path, " (reloaded %s)" % ", ".join(reloaded) if reloaded else "")
@@ -456,7 +465,7 @@ def write_json(path, value, indent=2):
     """Writes ``value`` to ``path`` as JSON (made or replaced; the guard asks
     first); a value JSON cannot hold is an error and nothing is written."""
     text = json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
-    _ask_before_writing("write %s" % path)
+    _ask_before_writing("write %s" % path, _path(path))
     _write(_path(path), text)
     return "wrote %s" % path
 
@@ -471,7 +480,7 @@ def move(source, destination):
         raise FileExistsError("%s exists already; delete() it first or choose another name" % target)
     if not os.path.isfile(_path(source)):
         raise FileNotFoundError("no file %s" % source)
-    _ask_before_writing("move %s to %s" % (source, destination))
+    _ask_before_writing("move %s to %s" % (source, destination), _path(source), target)
     shutil.move(_path(source), target)
     return "moved %s to %s" % (source, os.path.relpath(target))
 
@@ -481,7 +490,7 @@ def delete(path):
     target = _path(path)
     if not os.path.isfile(target):
         raise FileNotFoundError("no file %s%s" % (path, " (it is a directory)" if os.path.isdir(target) else ""))
-    _ask_before_writing("delete %s" % path)
+    _ask_before_writing("delete %s" % path, target)
     os.remove(target)
     return "deleted %s" % path
 

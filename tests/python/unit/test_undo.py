@@ -1,0 +1,161 @@
+"""The undo journal on its own, with real pandas and NumPy values: what a
+run's blocks change is kept as it was (copies within the budget), the
+"changed" summary says what happened, and undo puts it back except what the
+user changed since."""
+
+import ast
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mahtab import tools
+from mahtab.undo import UndoHistory, parse_count
+
+
+def run_block(journal, code, namespace):
+    """What run_agent_code does around a block, without a kernel."""
+    tree = ast.parse(code)
+    journal.before_block(tree, namespace)
+    before = dict(namespace)
+    saved = tools.file_journal
+    tools.file_journal = journal.file_written
+    try:
+        exec(compile(tree, "<agent>", "exec"), namespace)
+    finally:
+        tools.file_journal = saved
+    journal.after_block(before, namespace)
+
+
+def fresh_namespace():
+    namespace = {"__builtins__": __builtins__}
+    exec("import pandas as pd", namespace)
+    return namespace
+
+
+def test_a_run_is_summed_up_and_undone():
+    history = UndoHistory()
+    namespace = fresh_namespace()
+    namespace["sales"] = pd.DataFrame({"qty": [1, 2, None]})
+    namespace["items"] = [1, 2]
+    namespace["old"] = "keep me"
+    original = namespace["sales"]
+    journal = history.journal()
+    run_block(journal, "sales.fillna(0, inplace=True)\nitems.append(3)\ntotal = 7", namespace)
+    run_block(journal, "del old\nsales['double'] = sales['qty'] * 2", namespace)
+    summary = journal.finish(namespace)
+    assert summary["added"] == ["total: int = 7"]
+    assert [line.split(":")[0] for line in summary["changed"]] == ["items", "sales"]
+    assert "DataFrame 3x1" in summary["changed"][1] and "-> DataFrame 3x2" in summary["changed"][1]
+    assert summary["removed"] == ["old (was str len 7 = 'keep me')"]
+    assert summary["not_restorable"] == []
+    assert history.runs == [journal]
+
+    report = history.undo(namespace)
+    assert "Undid the last run: items, old, sales, total." == report
+    assert "total" not in namespace and namespace["old"] == "keep me"
+    assert namespace["items"] == [1, 2]
+    assert list(namespace["sales"].columns) == ["qty"] and namespace["sales"]["qty"].isna().sum() == 1
+    # A copy came back: the changed object stays as the run left it.
+    assert namespace["sales"] is not original
+    assert history.runs == [] and history.used == 0
+
+
+def test_a_rebound_name_gets_its_own_object_back():
+    history = UndoHistory()
+    namespace = fresh_namespace()
+    frame = pd.DataFrame({"a": [1, None]})
+    namespace["df"] = frame
+    journal = history.journal()
+    run_block(journal, "df = df.dropna()", namespace)
+    journal.finish(namespace)
+    history.undo(namespace)
+    assert namespace["df"] is frame
+
+
+def test_what_the_user_changed_since_is_left_alone():
+    history = UndoHistory()
+    namespace = fresh_namespace()
+    namespace["a"] = np.zeros(3)
+    journal = history.journal()
+    run_block(journal, "a[0] = 5\nb = 1\nc = 2", namespace)
+    journal.finish(namespace)
+    namespace["a"][1] = 9  # the user's own cell, after the run
+    namespace["b"] = 10
+    report = history.undo(namespace)
+    assert report.splitlines() == [
+        "Undid the last run: c.",
+        "  left as they are (changed since by your code): a, b",
+    ]
+    assert namespace["a"].tolist() == [5, 9, 0] and namespace["b"] == 10 and "c" not in namespace
+
+
+def test_nothing_changed_is_not_a_run_to_undo():
+    history = UndoHistory()
+    namespace = fresh_namespace()
+    namespace["x"] = [1]
+    journal = history.journal()
+    run_block(journal, "print(len(x))\nx.sort()", namespace)
+    assert journal.finish(namespace) == {"added": [], "changed": [], "removed": [], "files": [],
+                                         "not_restorable": []}
+    assert history.runs == []
+    assert history.undo(namespace).startswith("Nothing to undo")
+
+
+def test_values_over_the_budget_or_uncopyable_are_listed():
+    history = UndoHistory(budget=10_000)
+    namespace = fresh_namespace()
+    namespace["big"] = np.zeros(100_000)
+
+    class Box:
+        def __init__(self):
+            self.items = []
+
+    namespace["box"] = Box()
+    journal = history.journal()
+    run_block(journal, "big[0] = 1\nbox.items.append(1)\nbox.x = 1", namespace)
+    summary = journal.finish(namespace)
+    assert any(line.startswith("big (too large to keep (0.8 MB))") for line in summary["not_restorable"]), summary
+    assert any(line.startswith("box (a Box cannot be copied)") for line in summary["not_restorable"]), summary
+    report = history.undo(namespace)
+    assert "could not restore: big (too large to keep (0.8 MB)), box (a Box cannot be copied)" in report
+
+
+def test_undo_n_goes_back_newest_first_and_old_runs_are_forgotten_within_the_budget():
+    history = UndoHistory(runs=3)
+    namespace = fresh_namespace()
+    namespace["n"] = 0
+    for step in range(1, 5):
+        journal = history.journal()
+        run_block(journal, "n = %d" % step, namespace)
+        journal.finish(namespace)
+    assert len(history.runs) == 3
+    report = history.undo(namespace, 5)
+    assert report.count("Undid") == 3
+    assert namespace["n"] == 1  # the first run was forgotten
+
+
+def test_files_the_tools_write_move_and_delete_are_put_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("old\n")
+    (tmp_path / "gone.txt").write_text("bye\n")
+    history = UndoHistory()
+    namespace = fresh_namespace()
+    namespace.update(write=tools.write, delete=tools.delete, move=tools.move)
+    journal = history.journal()
+    run_block(journal, "write('notes.txt', 'new')\nwrite('made.txt', 'x')\ndelete('gone.txt')", namespace)
+    summary = journal.finish(namespace)
+    assert summary["files"] == ["gone.txt (deleted)", "made.txt (created)", "notes.txt (written)"]
+    (tmp_path / "made.txt").write_text("the user's own edit")
+    report = history.undo(namespace)
+    assert (tmp_path / "notes.txt").read_text() == "old\n"
+    assert (tmp_path / "gone.txt").read_text() == "bye\n"
+    assert (tmp_path / "made.txt").read_text() == "the user's own edit"
+    assert "left as they are (changed since by your code): made.txt" in report
+
+
+def test_undo_counts_are_read_strictly():
+    assert parse_count("") == 1 and parse_count(" 3 ") == 3
+    for bad in ("0", "-1", "two", "1 2"):
+        with pytest.raises(ValueError, match="usage: %ask_undo"):
+            parse_count(bad)
