@@ -1,7 +1,8 @@
 //! The guard on agent code through the kernel, with a scripted model over
 //! real HTTP: code that would run shell commands asks first (and runs only
 //! on "y"), is refused with a message the model sees when nobody can be
-//! asked, and runs without asking once `%ask_config --allow` says so.
+//! asked, and runs without asking once `%ask_config --allow` says so; and
+//! `--approve always|risky|never`, which says when code asks at all.
 
 use serde_json::json;
 
@@ -128,4 +129,79 @@ async fn the_toolboxs_file_changes_ask_like_any_other() {
         told.contains("delete or overwrite files (delete(), line 1)"),
         "{told}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approve_never_runs_flagged_code_without_asking_and_ask_takes_it_too() {
+    let dir = crate::support::TempDir::new("guard-approve-never");
+    let (first, second) = (dir.0.join("first"), dir.0.join("second"));
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(shell_block(&first)),
+        Reply::Answer(DONE.into()),
+        Reply::Answer(shell_block(&second)),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%ask_config --approve never").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let overview = crate::support::stream_text(&iopub, "stdout");
+    assert!(
+        overview.contains("approve    never: agent code runs without asking  [%ask_config]"),
+        "{overview}"
+    );
+    // No stdin, yet nothing is refused: nothing asks.
+    let (reply, _) = kernel.execute("%%ask\ntouch the file").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(first.exists());
+    kernel.execute("%ask_config --reset").await;
+    let (reply, _) = kernel
+        .execute("ask('touch the other file', approve='never')")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(second.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approve_always_asks_before_every_block_and_without_stdin_the_model_hears_why_not() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nflag = 'ran'\n```".into()),
+        Reply::Answer(DONE.into()),
+        Reply::Answer("```python\nflag = 'ran'\n```".into()),
+        Reply::Answer("I could not run it.".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    // Harmless code asks too, and "y" runs it.
+    let msg_id = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": "%%ask --approve always\nset the flag", "allow_stdin": true }),
+        )
+        .await;
+    let request = kernel.next_stdin().await;
+    assert_eq!(parent_id(&request), msg_id);
+    assert_eq!(request.content["prompt"], "Run this code? [y/N] ");
+    kernel.input_reply(&request, "y").await;
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    kernel.iopub_for(&msg_id).await;
+    let (_, iopub) = kernel.execute("flag").await;
+    assert_eq!(result_text(&iopub), "'ran'");
+
+    // Where no one can answer, the block is refused and the model told.
+    kernel.execute("del flag").await;
+    let (reply, _) = kernel
+        .execute("%%ask --approve always --max-turns 2\nset the flag")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let told = llm.last_message(3);
+    assert!(
+        told.contains("no one can approve it") && told.contains("--approve risky"),
+        "{told}"
+    );
+    let (_, iopub) = kernel.execute("'flag' in globals()").await;
+    assert_eq!(result_text(&iopub), "False");
 }

@@ -288,6 +288,32 @@ def test_every_graph_runs_end_to_end_with_the_local_model(local_kernel) -> None:
     assert local_kernel.execute("1 + 1").assert_ok().result()["text/plain"] == "2"
 
 
+def test_undo_puts_back_what_the_local_models_code_changed(local_kernel, settings_file) -> None:
+    # Whatever the model's code does to the namespace, the "changed" panel
+    # lists it and %ask_undo puts it back: sampled afresh until a run
+    # changed something (as in the test above).
+    deadline = time.monotonic() + ASK_TIMEOUT
+    changed, asks = [], []
+    while not changed and len(asks) < ASK_ATTEMPTS and time.monotonic() < deadline:
+        sample_with_seed(settings_file, len(asks))
+        local_kernel.execute("prices = [3, 1, 2]").assert_ok()
+        ask = local_kernel.execute(
+            "%%ask --max-turns 1 --new\nReply with exactly this text:\n\n"
+            "```python\nprices.sort()\ntotal = sum(prices)\n```",
+            timeout=deadline - time.monotonic(),
+        )
+        asks.append(ask)
+        check_ask_cell(local_kernel, ask)
+        changed = [p["data"]["text/plain"] for p in panels(ask, "changes")]
+    assert changed, f"a run of the model's code changed something ({len(asks)} attempts)\n{asks[-1].describe()}"
+    panel = changed[0]
+    added = [line.split()[1].rstrip(":") for line in panel.splitlines() if line.strip().startswith("added ")]
+    undo = local_kernel.execute("%ask_undo").assert_ok()
+    assert undo.stdout.startswith("Undid the last run: "), undo.describe()
+    after = local_kernel.execute(f"(prices, [n for n in {added!r} if n in globals()])").assert_ok()
+    assert after.result()["text/plain"] == "([3, 1, 2], [])", f"{panel}\n{after.describe()}"
+
+
 def test_interrupting_the_local_model_stops_the_cell_and_the_kernel_lives_on(local_kernel) -> None:
     msg_id = local_kernel.kc.execute("%%ask\nWrite a very long essay about the history of the Python language.")
     local_kernel.wait_for(

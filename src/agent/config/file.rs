@@ -11,6 +11,7 @@
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //! temperature = 0            # how the model samples (the local model: 0, seed 0)
 //! seed = 0
+//! approve = "risky"          # when agent code asks first: always, risky (what the guard flags), never
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
 //!
 //! [openai]
@@ -35,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::options::{AskOptions, GraphKind};
+use super::options::{Approval, AskOptions, GraphKind};
 
 /// The settings file's contents.
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +52,7 @@ pub struct ConfigFile {
     context_tokens: Option<u64>,
     temperature: Option<f64>,
     seed: Option<u64>,
+    approve: Option<String>,
     allow: Option<Vec<String>>,
     #[serde(default)]
     anthropic: Endpoint,
@@ -142,6 +144,11 @@ impl ConfigFile {
         if let Some(allow) = &file.allow {
             super::options::parse_allow(&allow.join(",")).map_err(|e| format!("allow: {e}"))?;
         }
+        if let Some(approve) = &file.approve {
+            approve
+                .parse::<Approval>()
+                .map_err(|e| format!("approve: {e}"))?;
+        }
         Ok(file)
     }
 
@@ -154,6 +161,7 @@ impl ConfigFile {
             max_turns: self.max_turns.filter(|n| *n > 0),
             graph: self.graph.as_deref().and_then(|g| g.parse().ok()),
             informer: self.informer.unwrap_or(false),
+            approve: self.approve.as_deref().and_then(|a| a.parse().ok()),
             allow: self
                 .allow
                 .as_ref()

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::choice::{self as config, Choice};
 use super::file::{self as config_file, ConfigFile, ConfigFileError};
-use super::options::{AskOptions, ConfigChange, GraphKind};
+use super::options::{Approval, AskOptions, ConfigChange, GraphKind};
 use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::WireFormat;
 use crate::agent::run::limits::{
@@ -199,14 +199,21 @@ pub(crate) fn overview(settings: &Settings) -> String {
             settings.source(|o| o.max_turns.is_some(), None),
         ),
         (
-            "allowed",
-            match options.allow.as_deref() {
-                None | Some([]) => {
-                    "nothing: agent code asks before shell, files, network, install".to_owned()
-                }
-                Some(kinds) => kinds.join(", "),
+            "approve",
+            match options.approval() {
+                Approval::Always => "always: agent code asks before every block".to_owned(),
+                Approval::Risky => "risky: agent code asks before what the guard flags".to_owned(),
+                Approval::Never => "never: agent code runs without asking".to_owned(),
             },
-            settings.source(|o| o.allow.is_some(), None),
+            settings.source(|o| o.approve.is_some(), None),
+        ),
+        (
+            "allowed",
+            match options.allowed_kinds().as_slice() {
+                [] => "nothing: agent code asks before shell, files, network, install".to_owned(),
+                kinds => kinds.join(", "),
+            },
+            settings.source(|o| o.allow.is_some() || o.approve.is_some(), None),
         ),
     ];
     let mut text = String::from("%%ask settings (options on the %%ask line override them):\n");

@@ -40,6 +40,44 @@ impl GraphKind {
     }
 }
 
+/// When agent code needs the user's approval before it runs (`--approve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Approval {
+    /// Before every block (what `--confirm` asks for).
+    Always,
+    /// Only for what the guard flags (shell, files, network, installs),
+    /// unless `--allow` names that kind.
+    #[default]
+    Risky,
+    /// Never: every block runs (`--allow all`).
+    Never,
+}
+
+impl Approval {
+    pub fn name(self) -> &'static str {
+        match self {
+            Approval::Always => "always",
+            Approval::Risky => "risky",
+            Approval::Never => "never",
+        }
+    }
+}
+
+impl FromStr for Approval {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name.trim() {
+            "always" => Ok(Approval::Always),
+            "risky" => Ok(Approval::Risky),
+            "never" => Ok(Approval::Never),
+            other => Err(format!(
+                "--approve takes always, risky or never, not {other:?}"
+            )),
+        }
+    }
+}
+
 impl FromStr for GraphKind {
     type Err = String;
 
@@ -94,9 +132,14 @@ pub struct AskOptions {
     /// second turn: the single-shot baseline the evaluation compares with.
     #[arg(long)]
     pub once: bool,
-    /// Ask the user before running each code block.
+    /// Ask the user before running each code block (`--approve always`).
     #[arg(long)]
     pub confirm: bool,
+    /// When agent code asks the user first: always, risky (what the guard
+    /// flags; the default) or never.
+    #[arg(long)]
+    #[serde(deserialize_with = "parsed")]
+    pub approve: Option<Approval>,
     #[arg(long = "new")]
     #[serde(rename = "new")]
     pub new_conversation: bool,
@@ -149,7 +192,27 @@ impl AskOptions {
         self.graph = self.graph.or(defaults.graph);
         self.informer |= defaults.informer;
         self.allow = self.allow.or_else(|| defaults.allow.clone());
+        self.approve = self.approve.or(defaults.approve);
         self
+    }
+
+    /// When this run's code asks first: `--confirm` is `always`; unset is
+    /// `risky`.
+    pub fn approval(&self) -> Approval {
+        if self.confirm {
+            Approval::Always
+        } else {
+            self.approve.unwrap_or_default()
+        }
+    }
+
+    /// What the run's code may do without asking: every kind the guard
+    /// knows with `never`, else what `--allow` names.
+    pub fn allowed_kinds(&self) -> Vec<String> {
+        match self.approval() {
+            Approval::Never => GUARDED_KINDS.iter().map(|k| (*k).to_owned()).collect(),
+            Approval::Always | Approval::Risky => self.allow.clone().unwrap_or_default(),
+        }
     }
 }
 
@@ -313,14 +376,14 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
+[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--approve always|risky|never] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, judge_model=None, max_turns=None, \
-graph=None, informer=False, no_exec=False, once=False, confirm=False, new=False, allow=None, \
+graph=None, informer=False, no_exec=False, once=False, confirm=False, approve=None, new=False, allow=None, \
 trace=False, on_token=None, on_code_block=None, on_execution=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
+[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--approve always|risky|never] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -605,6 +668,38 @@ mod tests {
         };
         assert_eq!(set.allow, Some(vec!["files".to_owned()]));
         assert!(parse_cell("%%ask --allow everything\nq").unwrap().is_err());
+    }
+
+    #[test]
+    fn approve_says_when_code_asks_first_and_confirm_is_always() {
+        let cell = ask("%%ask --approve never\nq");
+        assert_eq!(cell.options.approval(), Approval::Never);
+        assert_eq!(cell.options.allowed_kinds().len(), GUARDED_KINDS.len());
+        let cell = ask("%%ask --allow shell\nq");
+        assert_eq!(cell.options.approval(), Approval::Risky);
+        assert_eq!(cell.options.allowed_kinds(), ["shell"]);
+        // --confirm is --approve always, whatever a default says.
+        let defaults = AskOptions {
+            approve: Some(Approval::Never),
+            ..AskOptions::default()
+        };
+        let cell = ask("%%ask --confirm\nq");
+        assert_eq!(cell.options.or(&defaults).approval(), Approval::Always);
+        assert_eq!(
+            ask("%%ask\nq").options.or(&defaults).approval(),
+            Approval::Never
+        );
+        let Ok(ConfigChange::Set(set)) = config("%ask_config --approve always") else {
+            panic!("expected settings");
+        };
+        assert_eq!(set.approve, Some(Approval::Always));
+        let err = parse_cell("%%ask --approve sometimes\nq")
+            .unwrap()
+            .unwrap_err();
+        assert!(err.to_string().contains("always, risky or never"), "{err}");
+        let from_ask = AskOptions::from_json(&serde_json::json!({"approve": "risky"})).unwrap();
+        assert_eq!(from_ask.approve, Some(Approval::Risky));
+        assert!(AskOptions::from_json(&serde_json::json!({"approve": "yes"})).is_err());
     }
 
     #[test]

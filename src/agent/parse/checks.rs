@@ -339,7 +339,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
 /// Whether a block's output says it was not run (the guard's refusal, the
 /// user's no), which the kernel words so.
 pub fn refused(output: &str) -> bool {
-    output.starts_with("Not run:") || output.starts_with("The user chose not to run")
+    output.starts_with("Not run:")
 }
 
 /// Errors about the world outside the code (a file, a package, a

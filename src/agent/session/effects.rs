@@ -33,6 +33,15 @@ async fn forward_token<P: Ports>(ports: &P, text: String) {
     }
 }
 
+/// What the model is told of a block the user did not approve.
+const DECLINED: &str = "Not run: the user chose not to run this code.";
+
+/// What the model is told of a block that needed approval where no one can
+/// give it (a frontend that takes no input, such as nbclient).
+const NO_ONE_TO_ASK: &str = "Not run: every block needs the user's approval in this run \
+(approve = always), and this frontend takes no input, so no one can approve it. Answer in words \
+instead, and tell the user that %ask_config --approve risky lets code run without asking.";
+
 /// The effects of one run: the graph's view of the kernel's ports.
 pub(super) struct RunEffects<'a, P> {
     pub(super) ports: &'a P,
@@ -86,9 +95,10 @@ impl<P: Ports> RunEffects<'_, P> {
         }
     }
 
-    /// Asks the user whether to run the block just shown; only "y" or "yes"
-    /// agrees.
-    async fn user_agrees(&self) -> Result<bool, AgentError> {
+    /// Asks the user whether to run the block just shown (through the
+    /// kernel's stdin channel, which every frontend answers): the refusal
+    /// the model is told, or None when the user typed "y" or "yes".
+    async fn refusal(&self) -> Result<Option<&'static str>, AgentError> {
         let question = scope::Input {
             prompt: "Run this code? [y/N] ",
             password: false,
@@ -96,11 +106,9 @@ impl<P: Ports> RunEffects<'_, P> {
         match scope::call(self.ports, &question).await {
             Ok(typed) => {
                 let text = typed.value.trim().to_ascii_lowercase();
-                Ok(text == "y" || text == "yes")
+                Ok((text != "y" && text != "yes").then_some(DECLINED))
             }
-            Err(e) if e.kind() == ExceptionKind::NoInput => Err(AgentError::Python(
-                PythonException::new(&e.ename, "--confirm needs a frontend that takes input"),
-            )),
+            Err(e) if e.kind() == ExceptionKind::NoInput => Ok(Some(NO_ONE_TO_ASK)),
             Err(e) => Err(e.into()),
         }
     }
@@ -207,12 +215,14 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
-        if self.confirm && !self.user_agrees().await? {
+        if self.confirm
+            && let Some(refusal) = self.refusal().await?
+        {
             return Ok(Execution {
                 code: code.to_owned(),
-                output: "The user chose not to run this code.".into(),
+                output: refusal.into(),
                 shown: None,
-                failed: false,
+                failed: refusal == NO_ONE_TO_ASK,
                 finished: false,
                 changes: Vec::new(),
                 rich_outputs: 0,

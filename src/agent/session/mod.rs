@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::agent::config::layers::{self as settings, Settings};
 use crate::agent::config::options::{
-    self, AgentCell, AskOptions, DrawnGraph, GraphKind, UsageError,
+    self, AgentCell, Approval, AskOptions, DrawnGraph, GraphKind, UsageError,
 };
 use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
@@ -287,8 +287,8 @@ impl AgentSession {
             provider: &provider,
             claude: claude.as_ref(),
             model: ModelChoice::Configured,
-            confirm: cell_options.confirm,
-            allow: options.allow.clone().unwrap_or_default(),
+            confirm: options.approval() == Approval::Always,
+            allow: options.allowed_kinds(),
             trace: Vec::new(),
             first_texts: Vec::new(),
             started: Vec::new(),

@@ -129,6 +129,7 @@ class AgentApi:
         no_exec=False,
         once=False,
         confirm=False,
+        approve=None,
         new=False,
         allow=None,
         trace=False,
@@ -142,8 +143,10 @@ class AgentApi:
         the model's final answer (without its code) is returned, a str whose
         ``.trace`` tells the nodes the run went through, with their time,
         turns and tokens (``trace=True`` also shows it in the cell).
-        ``on_token``, ``on_code_block`` and ``on_execution`` are called as the
-        run goes (see AskCallbacks)."""
+        ``approve`` ("always", "risky" or "never") says when the agent's code
+        asks first, as ``%%ask --approve`` does. ``on_token``,
+        ``on_code_block`` and ``on_execution`` are called as the run goes
+        (see AskCallbacks)."""
         __tracebackhide__ = True
         from mahtab.agent_scope import AgentScope, AskCallbacks  # loaded on the first run
 
@@ -157,6 +160,7 @@ class AgentApi:
             "no_exec": no_exec,
             "once": once,
             "confirm": confirm,
+            "approve": approve,
             "new": new,
             "allow": allow,
             "trace": trace,
