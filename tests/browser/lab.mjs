@@ -144,8 +144,17 @@ try {
   const ask = cellStartingWith('%%ask');
   await expectVisible(ask.locator('[data-mime-type="application/vnd.jupyter.stdout"]').getByText('Here is the code.'),
     'the streamed %%ask text', ASK_TIMEOUT);
+  // The cell asks for approval (--approve always) before its code runs.
+  const approval = ask.locator('.jp-Stdin-input');
+  await expectVisible(approval, 'the approval question of %%ask', ASK_TIMEOUT);
+  const question = await ask.locator('.jp-Stdin-prompt').innerText();
+  if (!question.includes('Run this code?')) throw new Error(`the approval question reads: ${question}`);
+  await approval.fill('y');
+  await approval.press('Enter');
   const markdown = ask.locator('.jp-RenderedMarkdown');
   await expectVisible(markdown.getByText('fake-model'), 'the summary panel of %%ask', ASK_TIMEOUT);
+  const changed = markdown.filter({ has: page.locator('strong', { hasText: /^changed$/ }) });
+  await expectVisible(changed.getByText('answer: int = 42'), 'the "changed" panel of %%ask', 1000);
   console.log(`%%ask cell as shown:\n${(await ask.locator('.jp-OutputArea').innerText()).slice(0, 2000)}`);
   await expectVisible(markdown.filter({ has: page.locator('strong', { hasText: /^code$/ }) }).locator('pre code'),
     'the rendered code panel', 1000);

@@ -3,7 +3,8 @@ loopback (random port and token) and Debian's Chromium driven by Playwright
 (tests/browser/lab.mjs) open a copy of the basics notebook with a %%ask cell
 added (its model a scripted server in the OpenAI format), pick the mahtab
 kernel, run every cell and check what the page shows:
-the pandas table, the plot, the widget, input(), the %%ask panels, the
+the pandas table, the plot, the widget, input(), the %%ask panels (the
+approval question answered in the page, the "changed" panel), the
 stop button interrupting a long cell, and the debugger stopping a cell at a
 breakpoint set in its gutter. Screenshots go to target/test-artifacts/.
 Also: scripts/lab.sh (`scripts/demo.sh --lab`) serves the demo notebooks on
@@ -46,8 +47,9 @@ LAB_START_TIMEOUT = 60
 BROWSER_TIMEOUT = 240
 LAB_EXIT_TIMEOUT = 20
 
+# `--approve always`: the browser answers the question before the code runs.
 ASK_CELL = (
-    "%%ask --max-turns 1\n"
+    "%%ask --max-turns 1 --approve always\n"
     "Write one Python code block that assigns 6*7 to a variable named answer and prints it."
 )
 
