@@ -79,6 +79,7 @@ impl Effects for Script {
                 input_tokens: 10,
                 output_tokens: 5,
                 cost_usd: None,
+                ..Default::default()
             },
             blocks_shown: 0,
             truncated: std::mem::take(&mut self.truncate_first),

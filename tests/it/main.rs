@@ -5,6 +5,7 @@
 
 mod ask;
 mod ask_python;
+mod cost;
 mod data_stack;
 mod execute;
 mod fake_claude;

@@ -226,7 +226,8 @@ async fn any_chunking_of_the_stream_gives_the_same_answer() {
             Usage {
                 input_tokens: anthropic::INPUT_TOKENS,
                 output_tokens: anthropic::OUTPUT_TOKENS,
-                cost_usd: None
+                cost_usd: None,
+                ..Default::default()
             }
         );
     }
@@ -714,7 +715,8 @@ async fn openai_format_rate_limited_then_a_stream_split_anywhere_with_usage() {
         Usage {
             input_tokens: 31,
             output_tokens: 9,
-            cost_usd: None
+            cost_usd: None,
+            ..Default::default()
         }
     );
     let requests = llm.requests.lock().unwrap().clone();

@@ -22,6 +22,9 @@
 //! api_key = "..."
 //! base_url = "https://api.anthropic.com"
 //!
+//! [prices]                   # dollars per million tokens, over the list prices (by the model's name)
+//! "gpt-4o" = { input = 2.5, output = 10, cache_read = 1.25 }
+//!
 //! [claude]
 //! bin = "/usr/local/bin/claude"
 //! agent = false              # the triage graph may not hand work to the CLI
@@ -32,11 +35,13 @@
 //! the file. The file is read for every `%%ask`, so edits apply at once.
 //! Errors name the file and line but never quote its values (keys live here).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::options::{Approval, AskOptions, GraphKind};
+use crate::agent::llm::prices::{Price, Prices};
 
 /// The settings file's contents.
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +65,8 @@ pub struct ConfigFile {
     openai: Endpoint,
     #[serde(default)]
     claude: Claude,
+    #[serde(default)]
+    prices: BTreeMap<String, Price>,
 }
 
 /// `local_model = true | false | "coder-0.5b"`.
@@ -168,6 +175,11 @@ impl ConfigFile {
                 .and_then(|kinds| super::options::parse_allow(&kinds.join(",")).ok()),
             ..AskOptions::default()
         }
+    }
+
+    /// The price list, with the file's own prices over the list prices.
+    pub fn prices(&self) -> Prices {
+        Prices::new(self.prices.clone())
     }
 
     /// The file's value for the environment variable `name`, if it sets one.

@@ -12,6 +12,7 @@ use super::file::{self as config_file, ConfigFile, ConfigFileError};
 use super::options::{Approval, AskOptions, ConfigChange, GraphKind};
 use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::WireFormat;
+use crate::agent::llm::prices::Prices;
 use crate::agent::run::limits::{
     ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, TRIAGE_DEFAULT_MAX_REVIEWS,
 };
@@ -35,6 +36,11 @@ impl Settings {
     /// A cell's options with the defaults filled in.
     pub(crate) fn options_for(&self, cell: &AskOptions) -> AskOptions {
         cell.clone().or(&self.session).or(&self.file.options())
+    }
+
+    /// What calls cost: the list prices and the settings file's own.
+    pub(crate) fn prices(&self) -> Prices {
+        self.file.prices()
     }
 
     /// A setting that has an environment variable: the file's value, else

@@ -60,6 +60,8 @@ pub fn request_body(request: &ChatRequest) -> Value {
 #[derive(Debug, Default)]
 pub struct StreamState {
     input_tokens: u64,
+    cache_read_tokens: u64,
+    cache_write_tokens: u64,
 }
 
 /// A `content_block_delta` event, the one that comes once per token: read
@@ -124,9 +126,12 @@ impl StreamState {
         match kind {
             "message_start" => {
                 let usage = &data["message"]["usage"];
+                self.cache_write_tokens =
+                    usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+                self.cache_read_tokens = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
                 self.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0)
-                    + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0)
-                    + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+                    + self.cache_write_tokens
+                    + self.cache_read_tokens;
                 vec![]
             }
             "content_block_delta" => {
@@ -145,6 +150,8 @@ impl StreamState {
                 let mut events = vec![ChatEvent::Usage(Usage {
                     input_tokens: self.input_tokens,
                     output_tokens: data["usage"]["output_tokens"].as_u64().unwrap_or(0),
+                    cache_read_tokens: self.cache_read_tokens,
+                    cache_write_tokens: self.cache_write_tokens,
                     cost_usd: None,
                 })];
                 if data["delta"]["stop_reason"] == "max_tokens" {
@@ -270,6 +277,26 @@ mod tests {
     }
 
     #[test]
+    fn prompt_cache_reads_and_writes_are_counted_apart() {
+        let stream = concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":200,\"cache_read_input_tokens\":3000,\"output_tokens\":1}}}\n\n",
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":5}}\n\n",
+        );
+        assert_eq!(
+            events(stream, 11)[0],
+            ChatEvent::Usage(Usage {
+                input_tokens: 3210,
+                output_tokens: 5,
+                cache_read_tokens: 3000,
+                cache_write_tokens: 200,
+                cost_usd: None,
+            })
+        );
+    }
+
+    #[test]
     fn deltas_with_escapes_other_kinds_and_odd_shapes() {
         let stream = concat!(
             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\\n\\\"b\\\"\"}}\n\n",
@@ -320,6 +347,7 @@ mod tests {
                 input_tokens: 25,
                 output_tokens: 15,
                 cost_usd: None,
+                ..Default::default()
             }),
             ChatEvent::Done,
         ];
@@ -425,6 +453,7 @@ mod tests {
                 input_tokens: 310,
                 output_tokens: 12,
                 cost_usd: None,
+                ..Default::default()
             })));
             assert_eq!(found.last(), Some(&ChatEvent::Done));
             assert!(!found.contains(&ChatEvent::Truncated));

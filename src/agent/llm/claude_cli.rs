@@ -221,11 +221,15 @@ pub fn parse_line(line: &str, streamed: bool) -> Vec<ChatEvent> {
                 events.push(ChatEvent::Text(text.to_owned()));
             }
             let usage = &value["usage"];
+            let cache_read_tokens = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+            let cache_write_tokens = usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
             events.push(ChatEvent::Usage(Usage {
                 input_tokens: usage["input_tokens"].as_u64().unwrap_or(0)
-                    + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0)
-                    + usage["cache_read_input_tokens"].as_u64().unwrap_or(0),
+                    + cache_read_tokens
+                    + cache_write_tokens,
                 output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+                cache_read_tokens,
+                cache_write_tokens,
                 cost_usd: value["total_cost_usd"].as_f64(),
             }));
             events.push(ChatEvent::Done);
@@ -282,7 +286,8 @@ mod tests {
             ChatEvent::Usage(Usage {
                 input_tokens: 5,
                 output_tokens: 2,
-                cost_usd: Some(0.01)
+                cost_usd: Some(0.01),
+                ..Default::default()
             })
         );
         assert_eq!(events[1], ChatEvent::Done);

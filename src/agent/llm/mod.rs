@@ -8,6 +8,7 @@ pub mod claude_cli;
 pub mod http;
 pub mod local;
 pub mod openai;
+pub mod prices;
 pub mod sse;
 pub mod window;
 
@@ -98,8 +99,13 @@ pub struct Sampling {
 /// Token counts (and cost, where the provider reports it) of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Usage {
+    /// All input, cached or not.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of the input, what was read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of the input, what was written to the prompt cache.
+    pub cache_write_tokens: u64,
     pub cost_usd: Option<f64>,
 }
 
@@ -107,6 +113,8 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),

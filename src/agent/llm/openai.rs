@@ -117,6 +117,15 @@ struct ChunkUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+/// OpenAI's count of the prompt tokens read from its cache.
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
 }
 
 /// Translates one SSE event of the stream.
@@ -147,7 +156,8 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
             events.push(ChatEvent::Usage(Usage {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
-                cost_usd: None,
+                cache_read_tokens: usage.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+                ..Usage::default()
             }));
         }
         return events;
@@ -184,7 +194,11 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
         events.push(ChatEvent::Usage(Usage {
             input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
             output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
-            cost_usd: None,
+            cache_read_tokens: usage
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            ..Usage::default()
         }));
     }
     events
@@ -290,6 +304,24 @@ mod tests {
     }
 
     #[test]
+    fn cached_prompt_tokens_are_counted() {
+        let stream = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2000,\"completion_tokens\":9,\"prompt_tokens_details\":{\"cached_tokens\":1536}}}\n\ndata: [DONE]\n\n";
+        let usage = events(stream, 13).into_iter().find_map(|e| match e {
+            ChatEvent::Usage(usage) => Some(usage),
+            _ => None,
+        });
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: 2000,
+                output_tokens: 9,
+                cache_read_tokens: 1536,
+                ..Usage::default()
+            })
+        );
+    }
+
+    #[test]
     fn request_body_has_system_first_and_asks_for_usage() {
         let request = ChatRequest {
             model: "m".into(),
@@ -389,6 +421,7 @@ mod tests {
                 input_tokens: 24,
                 output_tokens: 2,
                 cost_usd: None,
+                ..Default::default()
             }),
             ChatEvent::Done,
         ];

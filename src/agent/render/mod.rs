@@ -278,12 +278,29 @@ pub fn summary(
 pub fn usage_text(usage: &Usage) -> String {
     let cost = usage
         .cost_usd
-        .map(|c| format!(" · ${c:.4}"))
+        .map(|c| format!(" · {}", dollars(c)))
         .unwrap_or_default();
+    let cache = match (usage.cache_read_tokens, usage.cache_write_tokens) {
+        (0, 0) => String::new(),
+        (read, 0) => format!(" ({read} from cache)"),
+        (0, written) => format!(" ({written} written to cache)"),
+        (read, written) => format!(" ({read} from cache, {written} written to it)"),
+    };
     format!(
-        "{} in / {} out tokens{cost} · ",
+        "{} in{cache} / {} out tokens{cost} · ",
         usage.input_tokens, usage.output_tokens
     )
+}
+
+/// A cost in dollars: four decimals, or two significant digits for less
+/// than a hundredth of a cent (a small model's call).
+fn dollars(cost: f64) -> String {
+    if cost >= 0.0001 || cost <= 0.0 {
+        format!("${cost:.4}")
+    } else {
+        let decimals = (-cost.log10()).ceil() as usize + 1;
+        format!("${cost:.decimals$}")
+    }
 }
 
 /// One node of a run, and how long it took.
@@ -475,6 +492,14 @@ mod tests {
     use super::*;
     use crate::agent::run::Verdict;
 
+    #[test]
+    fn costs_read_in_dollars_down_to_small_calls() {
+        assert_eq!(dollars(0.0540), "$0.0540");
+        assert_eq!(dollars(1.23456), "$1.2346");
+        assert_eq!(dollars(0.0000117), "$0.000012");
+        assert_eq!(dollars(0.0), "$0.0000");
+    }
+
     fn plain(shown: &Shown) -> &str {
         shown.content["data"]["text/plain"].as_str().unwrap()
     }
@@ -611,6 +636,7 @@ mod tests {
             input_tokens: 7,
             output_tokens: 3,
             cost_usd: None,
+            ..Default::default()
         };
         let step = |node, ms| TraceStep {
             node,
@@ -679,6 +705,7 @@ mod tests {
             input_tokens: 12,
             output_tokens: 5,
             cost_usd: Some(0.5),
+            ..Default::default()
         };
         let shown = summary(
             "openai",
@@ -696,6 +723,7 @@ mod tests {
             input_tokens: 40,
             output_tokens: 9,
             cost_usd: None,
+            ..Default::default()
         };
         let shown = summary(
             "openai",

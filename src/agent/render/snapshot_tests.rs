@@ -160,7 +160,9 @@ fn the_run_around_the_work() {
     state.usage = Usage {
         input_tokens: 1200,
         output_tokens: 80,
+        cache_read_tokens: 800,
         cost_usd: Some(0.0042),
+        ..Default::default()
     };
     let steps = [
         TraceStep {
@@ -184,6 +186,7 @@ fn the_run_around_the_work() {
         input_tokens: 5000,
         output_tokens: 300,
         cost_usd: None,
+        ..Default::default()
     };
     let panels = shown(&[
         (

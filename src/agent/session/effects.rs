@@ -7,6 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::agent::graph::Observer;
+use crate::agent::llm::prices::Prices;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError};
 use crate::agent::parse::code::complete_code_blocks;
 use crate::agent::ports::Ports;
@@ -50,8 +51,10 @@ pub(super) struct RunEffects<'a, P> {
     pub(super) claude: Option<&'a Provider>,
     /// Which of the two answers the calls now.
     pub(super) model: ModelChoice,
-    /// Ask before running each block (`--confirm`).
+    /// Ask before running each block (`--approve always`).
     pub(super) confirm: bool,
+    /// What calls cost, for providers that do not say.
+    pub(super) prices: Prices,
     /// What agent code may do without asking (`--allow`).
     pub(super) allow: Vec<String>,
     /// The nodes visited so far, each with its time.
@@ -152,6 +155,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         let (token_sender, mut tokens) = tokio::sync::mpsc::unbounded_channel::<String>();
         let asked = Instant::now();
         let mut first_text = None;
+        let model;
         let result = {
             let mut on_text = |text: &str| {
                 if first_text.is_none() && !text.is_empty() {
@@ -186,6 +190,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 (ModelChoice::ClaudeCli, Some(claude)) => claude,
                 _ => self.provider,
             };
+            // The model that answers: the request's, else the provider's own.
+            model = match request.model.as_str() {
+                "" => provider.model().to_owned(),
+                named => named.to_owned(),
+            };
             let chat = provider.chat(request, &mut on_text, &mut on_retry);
             tokio::pin!(chat);
             let mut tick = tokio::time::interval(STREAM_COALESCE);
@@ -208,9 +217,15 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         if let Some(first) = first_text {
             self.first_texts.push(first);
         }
+        let mut outcome = result?;
+        if outcome.usage.cost_usd.is_none()
+            && let Some(price) = self.prices.of(&model)
+        {
+            outcome.usage.cost_usd = Some(price.cost(&outcome.usage));
+        }
         Ok(ChatOutcome {
             blocks_shown,
-            ..result?
+            ..outcome
         })
     }
 

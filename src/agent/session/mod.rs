@@ -288,6 +288,7 @@ impl AgentSession {
             claude: claude.as_ref(),
             model: ModelChoice::Configured,
             confirm: options.approval() == Approval::Always,
+            prices: settings.prices(),
             allow: options.allowed_kinds(),
             trace: Vec::new(),
             first_texts: Vec::new(),
