@@ -25,10 +25,14 @@ pub fn estimate_tokens(text: &str) -> usize {
     text.len() / 3 + 1
 }
 
+/// What an image of at most 768 pixels a side costs, about (Anthropic
+/// counts width x height / 750; OpenAI 85 plus 170 a 512-pixel tile).
+const IMAGE_TOKENS: usize = 800;
+
 fn cost(messages: &[ChatMessage]) -> usize {
     messages
         .iter()
-        .map(|m| estimate_tokens(&m.content) + PER_MESSAGE)
+        .map(|m| estimate_tokens(&m.content) + PER_MESSAGE + m.images.len() * IMAGE_TOKENS)
         .sum()
 }
 
@@ -80,6 +84,7 @@ fn merged(messages: &[ChatMessage]) -> Vec<ChatMessage> {
             Some(last) if last.role == message.role => {
                 last.content.push_str("\n\n");
                 last.content.push_str(&message.content);
+                last.images.extend(message.images.iter().cloned());
             }
             _ => out.push(message.clone()),
         }

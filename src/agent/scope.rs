@@ -70,6 +70,9 @@ pub struct CodeRun {
     pub shown: String,
     /// How many rich outputs reached the user.
     pub rich_outputs: usize,
+    /// The figures among them, as downscaled base64 PNGs.
+    #[serde(default)]
+    pub images: Vec<String>,
     pub failed: bool,
     /// The code called `FINAL(answer)`.
     #[serde(default)]

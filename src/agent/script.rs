@@ -183,6 +183,7 @@ pub fn ok(code: &str) -> Execution {
         finished: false,
         changes: Vec::new(),
         rich_outputs: 0,
+        images: Vec::new(),
     }
 }
 
@@ -201,6 +202,7 @@ pub fn fails_once(code: &str) -> Execution {
         finished: false,
         changes: Vec::new(),
         rich_outputs: 0,
+        images: Vec::new(),
     }
 }
 

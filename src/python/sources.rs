@@ -44,6 +44,7 @@ const PACKAGE: &[Source] = &[
     module!("debugger"),
     module!("display"),
     module!("event_loop"),
+    module!("figures"),
     module!("guard"),
     module!("import_hooks"),
     module!("introspection"),

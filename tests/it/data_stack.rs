@@ -36,12 +36,61 @@ async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
         .count();
     assert_eq!(images, 1, "{:?}", types(&iopub));
     assert_eq!(panel_texts(&iopub, "output"), ["[output]\ndrawn"]);
-    assert!(llm.last_prompt().contains("[displayed: <Figure"));
+    // A model that does not see images reads the figure in words.
+    let review = llm.last_prompt();
+    assert!(
+        review.contains("[displayed: figure: figure 640x480 px, 1 axes; axes 1: x unlabelled; y unlabelled; 1 line x 0..2 y 1..9]"),
+        "{review}"
+    );
+    let requests = llm.requests.lock().unwrap().clone();
+    assert!(
+        requests.iter().all(|r| r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["content"].is_string())),
+        "no image parts for a text-only model"
+    );
     // Nothing of it is left for the user's next cell.
     let (_, iopub) = kernel.execute("1 + 1").await;
     assert_eq!(
         types(&iopub),
         ["status", "execute_input", "execute_result", "status"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_sees_images_gets_the_figure_itself() {
+    let plot = "```python\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['a', 'b'], [3, 5])\nax.set_title('Totals')\nplt.show()\n```";
+    let llm = FakeLlm::start(vec![Reply::Answer(plot.into()), Reply::Answer(DONE.into())]).await;
+    let mut env = llm.env();
+    env.push(("MAHTAB_VISION", "1".into()));
+    let mut kernel = Kernel::start_with_env(&env).await;
+    let (reply, _) = kernel.execute("%%ask\nshow me the totals").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // The review got the figure as an image part after its words.
+    let requests = llm.requests.lock().unwrap().clone();
+    let review = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let parts = review["content"].as_array().expect("content parts");
+    assert_eq!(parts[0]["type"], "text");
+    let text = parts[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("figure: figure 640x480 px, 1 axes; axes 1: title 'Totals'; x unlabelled (ticks a, b); y unlabelled; 2 bars values 3..5"),
+        "{text}"
+    );
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert_eq!(parts[1]["type"], "image_url");
+    let url = parts[1]["image_url"]["url"].as_str().unwrap();
+    // A PNG's signature, base64.
+    assert!(
+        url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{}",
+        &url[..40]
     );
 }
 

@@ -11,6 +11,7 @@
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //! temperature = 0            # how the model samples (the local model: 0, seed 0)
 //! seed = 0
+//! vision = true              # the model sees images: figures go to it (found out for Anthropic and OpenAI)
 //! approve = "risky"          # when agent code asks first: always, risky (what the guard flags), never
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
 //!
@@ -57,6 +58,7 @@ pub struct ConfigFile {
     context_tokens: Option<u64>,
     temperature: Option<f64>,
     seed: Option<u64>,
+    vision: Option<bool>,
     approve: Option<String>,
     allow: Option<Vec<String>>,
     #[serde(default)]
@@ -204,6 +206,7 @@ impl ConfigFile {
             "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
             "MAHTAB_TEMPERATURE" => self.temperature.map(|t| t.to_string()),
             "MAHTAB_SEED" => self.seed.map(|n| n.to_string()),
+            "MAHTAB_VISION" => self.vision.map(|b| b.to_string()),
             _ => None,
         };
         value.filter(|v| !v.is_empty())

@@ -141,6 +141,7 @@ async fn code<E: Effects>(
             finished: false,
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
         });
         state
             .conversation
@@ -313,6 +314,7 @@ mod tests {
             execute,
             once: false,
             sampling: Default::default(),
+            vision: false,
         }
     }
 
@@ -334,6 +336,7 @@ mod tests {
             finished: false,
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
         }
     }
 

@@ -385,6 +385,7 @@ mod tests {
             execute: true,
             once: false,
             sampling: Default::default(),
+            vision: false,
         }
     }
 

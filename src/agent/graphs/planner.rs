@@ -244,6 +244,7 @@ async fn act<E: Effects>(
                     finished: false,
                     changes: Vec::new(),
                     rich_outputs: 0,
+                    images: Vec::new(),
                 },
             });
             refusal
@@ -320,6 +321,7 @@ mod tests {
             execute,
             once: false,
             sampling: Default::default(),
+            vision: false,
         }
     }
 

@@ -132,6 +132,7 @@ mod tests {
             execute: true,
             once: false,
             sampling: Default::default(),
+            vision: false,
         }
     }
 
@@ -159,6 +160,7 @@ mod tests {
             finished: code.contains("FINAL("),
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
             ..ok(code)
         }
     }

@@ -25,6 +25,8 @@ pub struct Settings {
     pub once: bool,
     /// How the model samples (temperature, seed).
     pub sampling: Sampling,
+    /// The model sees images: the figures agent code shows go to it.
+    pub vision: bool,
 }
 
 /// Answers of judging steps (reflect, plan) are short JSON (a verdict's
@@ -110,15 +112,17 @@ impl Settings {
         review: String,
         schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
+        let mut message = ChatMessage::user(review);
+        if self.vision {
+            // The judge sees the figures it judges; the next call that
+            // writes code gets them with the conversation.
+            message.images = state.new_figures();
+            state.images_sent += message.images.len();
+        }
         let request = ChatRequest {
             model: self.judge_model().to_owned(),
             system,
-            messages: budget::fit(
-                "",
-                &[ChatMessage::user(review)],
-                self.context_tokens,
-                JUDGEMENT_TOKENS,
-            ),
+            messages: budget::fit("", &[message], self.context_tokens, JUDGEMENT_TOKENS),
             max_tokens: JUDGEMENT_TOKENS,
             sampling: self.sampling,
             schema: Some(schema),
@@ -186,6 +190,9 @@ async fn ask_model<E: Effects>(
         schema,
         stop,
     } = call;
+    if settings.vision {
+        state.attach_new_figures();
+    }
     let messages = budget::fit(
         &system,
         &state.conversation,
@@ -274,6 +281,7 @@ pub(crate) async fn run_pending<E: Effects>(
                         finished: false,
                         changes: Vec::new(),
                         rich_outputs: 0,
+                        images: Vec::new(),
                     },
                 });
             }

@@ -19,10 +19,32 @@ pub const API_VERSION: &str = "2023-06-01";
 
 /// The JSON body of a streaming `POST {base}/v1/messages`.
 pub fn request_body(request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| {
+            if message.images.is_empty() {
+                return json!({ "role": message.role, "content": message.content });
+            }
+            // Figures as base64 image blocks, before the text about them.
+            let mut parts: Vec<Value> = message
+                .images
+                .iter()
+                .map(|png| {
+                    json!({
+                        "type": "image",
+                        "source": { "type": "base64", "media_type": "image/png", "data": png },
+                    })
+                })
+                .collect();
+            parts.push(json!({ "type": "text", "text": message.content }));
+            json!({ "role": message.role, "content": parts })
+        })
+        .collect();
     let mut body = json!({
         "model": request.model,
         "max_tokens": request.max_tokens,
-        "messages": request.messages,
+        "messages": messages,
         "stream": true,
     });
     if !request.system.is_empty() {
@@ -274,6 +296,23 @@ mod tests {
         let found = events(stream, 7);
         assert_eq!(found.last(), Some(&ChatEvent::Truncated));
         assert!(!events(RECORDED, 7).contains(&ChatEvent::Truncated));
+    }
+
+    #[test]
+    fn figures_go_as_base64_image_blocks_before_the_text() {
+        let mut report = ChatMessage::user("[output]");
+        report.images = vec!["iVBORw0KGgo=".into()];
+        let body = request_body(&ChatRequest {
+            messages: vec![report],
+            ..ChatRequest::default()
+        });
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {"type": "text", "text": "[output]"},
+            ]}])
+        );
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub enum Role {
 pub struct ChatMessage {
     pub role: Role,
     pub content: String,
+    /// Figures for a model that sees images (base64 PNGs); never saved with
+    /// the conversation, and sent only in a run's own messages.
+    #[serde(skip)]
+    pub images: Vec<String>,
 }
 
 impl ChatMessage {
@@ -34,6 +38,7 @@ impl ChatMessage {
         Self {
             role: Role::User,
             content: content.into(),
+            images: Vec::new(),
         }
     }
 
@@ -41,6 +46,7 @@ impl ChatMessage {
         Self {
             role: Role::Assistant,
             content: content.into(),
+            images: Vec::new(),
         }
     }
 }

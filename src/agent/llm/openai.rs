@@ -46,6 +46,23 @@ pub fn is_openai_platform(base_url: &str) -> bool {
     base_url.starts_with("https://api.openai.com")
 }
 
+/// Whether OpenAI's model `model` takes images: GPT-4o, GPT-4.1, GPT-5,
+/// GPT-4 Turbo, o1, o3 and o4-mini do; o1-mini and o3-mini do not.
+pub fn takes_images(model: &str) -> bool {
+    const TEXT_ONLY: [&str; 2] = ["o1-mini", "o3-mini"];
+    const SEEING: [&str; 8] = [
+        "gpt-4o",
+        "chatgpt-4o",
+        "gpt-4.1",
+        "gpt-5",
+        "gpt-4-turbo",
+        "o1",
+        "o3",
+        "o4-mini",
+    ];
+    !TEXT_ONLY.iter().any(|m| model.starts_with(m)) && SEEING.iter().any(|m| model.starts_with(m))
+}
+
 /// The JSON body of a streaming `POST {base}/chat/completions`.
 pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
@@ -53,7 +70,16 @@ pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
         messages.push(json!({ "role": "system", "content": request.system }));
     }
     for message in &request.messages {
-        messages.push(json!({ "role": message.role, "content": message.content }));
+        if message.images.is_empty() {
+            messages.push(json!({ "role": message.role, "content": message.content }));
+            continue;
+        }
+        // Figures go as data URLs after the text (the vision models' form).
+        let mut parts = vec![json!({ "type": "text", "text": message.content })];
+        parts.extend(message.images.iter().map(|png| {
+            json!({ "type": "image_url", "image_url": { "url": format!("data:image/png;base64,{png}") } })
+        }));
+        messages.push(json!({ "role": message.role, "content": parts }));
     }
     let mut body = json!({
         "model": request.model,
@@ -345,6 +371,28 @@ mod tests {
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["max_tokens"], 100);
         assert!(body.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn figures_go_as_data_urls_after_the_text() {
+        let mut report = ChatMessage::user("[output]\n[displayed: figure: ...]");
+        report.images = vec!["iVBORw0KGgo=".into()];
+        let request = ChatRequest {
+            messages: vec![ChatMessage::user("plot it"), report],
+            ..ChatRequest::default()
+        };
+        let body = request_body(&request, TokenLimit::MaxTokens);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": "plot it"})
+        );
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "text", "text": "[output]\n[displayed: figure: ...]"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ])
+        );
     }
 
     #[test]

@@ -494,6 +494,7 @@ mod tests {
             finished: false,
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
         }
     }
 

@@ -556,6 +556,7 @@ mod tests {
             finished: false,
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
         };
         let error = event(&AgentEvent::Executed {
             turn: 1,
@@ -572,6 +573,7 @@ mod tests {
             finished: false,
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
         };
         let output = event(&AgentEvent::Executed {
             turn: 1,
@@ -672,6 +674,7 @@ mod tests {
             finished: false,
             changes: changes.iter().map(|c| (*c).to_owned()).collect(),
             rich_outputs: usize::from(code.contains("plot")),
+            images: Vec::new(),
         };
         state.executions = vec![
             ran(
@@ -750,6 +753,7 @@ mod tests {
             finished: false,
             changes: Vec::new(),
             rich_outputs: 0,
+            images: Vec::new(),
         };
         let (plain, markdown) = failed_attempts(&[attempt("a", "E1"), attempt("", "E2")]);
         assert_eq!(

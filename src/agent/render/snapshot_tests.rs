@@ -29,6 +29,7 @@ fn execution(output: &str, failed: bool) -> Execution {
         finished: false,
         changes: vec!["total = 6 (int, new)".into()],
         rich_outputs: 0,
+        images: Vec::new(),
     }
 }
 
@@ -81,6 +82,7 @@ fn code_and_its_outcome() {
                 execution: Execution {
                     shown: Some("[a figure was shown above]".into()),
                     rich_outputs: 1,
+                    images: Vec::new(),
                     ..execution("<Figure size 640x480 with 1 Axes>", false)
                 },
             }),

@@ -8,6 +8,9 @@ use std::sync::LazyLock;
 /// Turns of the default graph.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
 
+/// Figures a run sends to a model that sees images, at most.
+pub const MAX_IMAGES_PER_RUN: usize = 4;
+
 /// Attempts at the code before the analyst graph gives up.
 pub const ANALYST_MAX_ATTEMPTS: u32 = 3;
 

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::findings::{Action, KeyInformation, Outcome, Plan, Triage, Verdict};
-use crate::agent::llm::{ChatMessage, Usage};
+use super::limits;
+use crate::agent::llm::{ChatMessage, Role, Usage};
 
 /// A skill the model may load with `skill(name)`: its name and description.
 pub type Skill = (String, String);
@@ -32,6 +33,9 @@ pub struct Execution {
     pub changes: Vec<String>,
     /// How many rich outputs (figures, tables) it showed the user.
     pub rich_outputs: usize,
+    /// The figures it showed, as downscaled base64 PNGs (for a model that
+    /// sees images).
+    pub images: Vec<String>,
 }
 
 impl Execution {
@@ -98,9 +102,44 @@ pub struct AgentState {
     /// The namespace summary the run's prompts show: the one of its first
     /// prompt, so the system prompt stays the same from call to call.
     pub namespace_at_start: Option<String>,
+    /// How many of `executions` have given their figures to the model
+    /// already, and how many figures went (within a run's budget).
+    pub images_from: usize,
+    pub images_sent: usize,
 }
 
 impl AgentState {
+    /// For a model that sees images: the figures of the executions since
+    /// the last call, within the run's budget, attached to the latest user
+    /// message (the report about them, or what followed it).
+    pub fn attach_new_figures(&mut self) {
+        let images = self.new_figures();
+        self.images_from = self.executions.len();
+        if images.is_empty() {
+            return;
+        }
+        if let Some(last) = self
+            .conversation
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == Role::User)
+        {
+            self.images_sent += images.len();
+            last.images.extend(images);
+        }
+    }
+
+    /// The figures of the executions since the last call that took them,
+    /// as many as the run's budget has left (counted once sent).
+    pub fn new_figures(&self) -> Vec<String> {
+        let left = limits::MAX_IMAGES_PER_RUN.saturating_sub(self.images_sent);
+        self.executions[self.images_from.min(self.executions.len())..]
+            .iter()
+            .flat_map(|execution| execution.images.iter().cloned())
+            .take(left)
+            .collect()
+    }
+
     /// The namespace summary for a prompt: `fresh` for the run's first,
     /// the first one's after that. What the code changed reaches the model
     /// in each execution report; a system prompt that stays the same is
@@ -144,6 +183,8 @@ impl AgentState {
             usage: Usage::default(),
             outcome: None,
             namespace_names: Vec::new(),
+            images_from: 0,
+            images_sent: 0,
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,

@@ -241,6 +241,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 finished: false,
                 changes: Vec::new(),
                 rich_outputs: 0,
+                images: Vec::new(),
             });
         }
         // What the code writes shows while it runs (see `live`).
@@ -285,6 +286,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     finished: run.finished,
                     changes: run.changes,
                     rich_outputs: run.rich_outputs,
+                    images: run.images,
                 })
             }
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
@@ -439,6 +441,7 @@ pub(super) fn failed_run(code: &str, error: &PythonException) -> Execution {
         finished: false,
         changes: Vec::new(),
         rich_outputs: 0,
+        images: Vec::new(),
     }
 }
 

@@ -24,7 +24,7 @@ use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
     Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
-use crate::agent::llm::Usage;
+use crate::agent::llm::{ChatMessage, Usage};
 use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
@@ -39,7 +39,7 @@ use crate::exception::PythonException;
 use effects::RunEffects;
 use indent::Indented;
 use memory::{Conversation, answered_part};
-use provider::{Provider, Providers, context_tokens, sampling, secrets};
+use provider::{Provider, Providers, context_tokens, sampling, secrets, sees_images};
 
 /// What an interrupted run raises in Python.
 const INTERRUPTED: &str = "the %%ask run was interrupted";
@@ -271,6 +271,7 @@ impl AgentSession {
             execute: !cell_options.no_exec,
             once: cell_options.once,
             sampling: sampling(&settings, local_spec.is_some()),
+            vision: sees_images(&settings, &provider, local_spec.is_some()),
         };
         // The triage may hand work to the claude CLI, unless it is the
         // run's own provider already.
@@ -334,7 +335,11 @@ impl AgentSession {
             if result.is_err() {
                 own = answered_part(own);
             }
-            conversation.extend_from_slice(own);
+            // Figures were for this run's calls; later runs get the words.
+            conversation.extend(own.iter().map(|message| ChatMessage {
+                images: Vec::new(),
+                ..message.clone()
+            }));
             let memory = self
                 .conversation
                 .memory
@@ -428,6 +433,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         execute: true,
         once: false,
         sampling: Default::default(),
+        vision: false,
     };
     let turns = 1;
     let (name, diagram) = match graph {

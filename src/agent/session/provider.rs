@@ -283,6 +283,31 @@ pub(super) fn context_tokens(
     }
 }
 
+/// Whether the model sees images (the figures agent code shows go to it):
+/// `MAHTAB_VISION` (`vision` in the settings file) where set; else every
+/// Claude model on Anthropic's API, OpenAI's own models that take images,
+/// and not the local model, the claude CLI or another OpenAI-compatible
+/// server's model (which the setting can vouch for).
+pub(super) fn sees_images(settings: &Settings, provider: &Provider, local: bool) -> bool {
+    if let Some(said) = settings.var("MAHTAB_VISION").and_then(|v| match v.trim() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }) {
+        return said;
+    }
+    match provider {
+        Provider::Cli(_) => false,
+        Provider::Http(_) if local => false,
+        Provider::Http(http) => match http.format {
+            WireFormat::Anthropic => true,
+            WireFormat::OpenAi => {
+                openai::is_openai_platform(&http.base_url) && openai::takes_images(&http.model)
+            }
+        },
+    }
+}
+
 /// How the model samples: `MAHTAB_TEMPERATURE` and `MAHTAB_SEED` (or
 /// `temperature` and `seed` in the settings file) where set; the local
 /// model answers at temperature 0 with seed 0 otherwise (its answers are

@@ -6,6 +6,7 @@ Loaded with the agent, on its first run.
 """
 
 import ast
+import base64
 import builtins
 import functools
 import inspect
@@ -18,10 +19,13 @@ import traceback
 
 from mahtab import guard, tools
 from mahtab.display import mime_bundle
+from mahtab.figures import FigureWatch, downscaled_png
 from mahtab.namespace import fingerprints, namespace_changes
 from mahtab.reprs import clip_middle
 
 AGENT_OUTPUT_LIMIT = 10_000
+# Figures of one block whose images go to a model that sees images.
+IMAGES_PER_BLOCK = 2
 # Innermost frames of a failed agent block kept for the model and the user.
 AGENT_TRACEBACK_FRAMES = 5
 
@@ -134,6 +138,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     tools.confirm_write = functools.partial(_confirm_write, runtime) if confirm else None
     tools.file_journal = journal.file_written if journal is not None else None
     finished = False
+    watch = FigureWatch().__enter__()
     before = dict(namespace)
     tree, prints = None, {}
     namespace["__builtins__"] = _agent_builtins(namespace)
@@ -161,7 +166,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
                 data, _ = mime_bundle(value)
                 if set(data) - {"text/plain"}:
                     runtime.publish("display_data", {"data": data, "metadata": {}, "transient": {}})
-                    displayed.append(data.get("text/plain", ", ".join(sorted(data))))
+                    displayed.append(data)
                 else:
                     captured.append(data.get("text/plain", "") + "\n")
     except KeyboardInterrupt:
@@ -185,6 +190,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         namespace["__builtins__"] = saved_builtins
         runtime._agent_code_finished()
         sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write, tools.file_journal = saved
+        watch.__exit__(None, None, None)
     try:
         changes = namespace_changes(before, namespace, tree, prints)
     except Exception:  # a value whose description fails says nothing of the run
@@ -196,16 +202,37 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
             if name in namespace and namespace[name] is not value and not name.startswith("_"):
                 originals.setdefault(name, value)
     shown = "".join(captured)
-    told = shown + "".join("[displayed: %s]\n" % d for d in displayed)
+    said, images = _displayed_for_the_model(displayed, watch)
+    told = shown + "".join("[displayed: %s]\n" % d for d in said)
     return {
         "output": clip_middle(told, AGENT_OUTPUT_LIMIT),
         "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
         "rich_outputs": len(displayed),
+        "images": images,
         "failed": failed,
         "error": error,
         "finished": finished,
         "changes": changes,
     }
+
+
+def _displayed_for_the_model(displayed, watch):
+    """What the model is told of each output the code displayed (a figure
+    described in words), and the figures' images (downscaled PNGs, base64;
+    at most ``IMAGES_PER_BLOCK``)."""
+    said, images, figures = [], [], 0
+    for data in displayed:
+        text = data.get("text/plain", ", ".join(sorted(data)))
+        png = data.get("image/png")
+        if png is None:
+            said.append(text)
+            continue
+        description = watch.describe(figures)
+        figures += 1
+        said.append("figure: %s" % description if description else text)
+        if len(images) < IMAGES_PER_BLOCK:
+            images.append(downscaled_png(png if isinstance(png, str) else base64.b64encode(png).decode("ascii")))
+    return said, images
 
 
 # Where installed packages and the standard library live: their frames in a

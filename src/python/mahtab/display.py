@@ -93,7 +93,7 @@ class PlainDisplay:
                 data, md = mime_bundle(obj)
             md.update(metadata or {})
             if self._agent_displays is not None:
-                self._agent_displays.append(data.get("text/plain", ", ".join(sorted(data))))
+                self._agent_displays.append(data)
             msg_type = "update_display_data" if update else "display_data"
             self.publish(msg_type, {"data": data, "metadata": md, "transient": transient})
         if display_id is not None and not update:

@@ -34,7 +34,7 @@ class KernelDisplayPublisher(DisplayPublisher):
         content = {"data": data, "metadata": metadata or {}, "transient": transient or {}}
         noted = getattr(self.runtime, "_agent_displays", None)
         if noted is not None:
-            noted.append(data.get("text/plain", ", ".join(sorted(data))))
+            noted.append(data)
         self.runtime.publish("update_display_data" if update else "display_data", content)
 
     def clear_output(self, wait=False):

@@ -33,7 +33,7 @@ class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
 
     def __init__(self, bridge):
         self.bridge = bridge
-        self._agent_displays = None  # a list while agent code runs
+        self._agent_displays = None  # a list of mime bundles while agent code runs
         self.comm_manager = install_comms(self)
         sys.stdout = KernelStream(bridge, "stdout")
         sys.stderr = KernelStream(bridge, "stderr")

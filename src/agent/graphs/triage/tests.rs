@@ -48,6 +48,7 @@ fn settings(execute: bool) -> Settings {
         execute,
         once: false,
         sampling: Default::default(),
+        vision: false,
     }
 }
 
@@ -477,6 +478,7 @@ fn fails_without_numpy(code: &str) -> Execution {
         finished: false,
         changes: Vec::new(),
         rich_outputs: 0,
+        images: Vec::new(),
     }
 }
 
