@@ -260,14 +260,16 @@ def kernel(tmp_path: Path):
 
 
 @contextlib.contextmanager
-def kernel_with_model(tmp_path: Path, answers: list[str]):
+def kernel_with_model(tmp_path: Path, answers: list[str], **extra_env: str):
     """A fresh kernel whose %%ask talks to a scripted model (fake_llm.FakeLlm,
-    which it yields with the kernel), with no provider of the machine's."""
+    which it yields with the kernel), with no provider of the machine's;
+    ``extra_env`` goes to the kernel's environment too."""
     from fake_llm import FakeLlm
 
     llm = FakeLlm(answers)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "MAHTAB_"))}
     env.update(llm.env(), JUPYTER_DATA_DIR=str(tmp_path / "data"), IPYTHONDIR=str(tmp_path / "ipython"))
+    env.update(extra_env)
     km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=KERNEL_STARTUP_TIMEOUT, cwd=str(tmp_path), env=env)
     try:
         yield Kernel(km, kc), llm
