@@ -1,9 +1,10 @@
 """%%ask end to end through the real kernel with the real local model: with
-no provider configured the kernel serves SmolLM2-135M (llama.cpp, installed
-in the project's environment) and talks to it. The model is small and often
-wrong, so these tests check structure (streamed text, code and output
-panels, the shared namespace, interrupts, stopping the model at shutdown),
-not its answers."""
+no provider configured the kernel serves the embedded coder model
+(Qwen2.5-Coder-1.5B through llama.cpp, both installed by the project's
+scripts) and talks to it. A small model is often wrong, so these tests check
+structure (streamed text, code and output panels, the shared namespace, the
+"changed" panel and undo, interrupts, stopping the model at shutdown), not
+its answers."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab
 
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER", "MAHTAB_MODEL")
 
-# Loading the model and a turn of a 135M model on 2 cores take seconds, not minutes.
+# Loading the model and a short turn of the 1.5B model on 2 cores take seconds,
+# not minutes (when nothing else keeps the cores busy).
 ASK_TIMEOUT = 240
 
 # The kernel stops the model's server at shutdown; this is ample for that.
