@@ -183,7 +183,7 @@ async fn code<E: Effects>(
         close_with_answer(state, effects, &answer);
     } else if ran.failed {
         let failure = state.executions.last().cloned().expect("a block failed");
-        let hint = checks::error_hint(checks::error_line(&failure.output));
+        let hint = checks::failure_hint(&failure.output);
         state.failed_attempts.push(failure);
         state
             .conversation

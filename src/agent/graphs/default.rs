@@ -288,7 +288,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         if checks::may_be_unfixable(&error) {
             return Precheck::Judge { failed: true };
         }
-        let next = match checks::error_hint(&error) {
+        let next = match checks::failure_hint(&failed.output) {
             Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
             None => "fix the cause of the error and run the corrected code".to_owned(),
         };

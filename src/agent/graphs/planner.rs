@@ -206,7 +206,7 @@ async fn act<E: Effects>(
             let mut report = ran.report;
             let last = state.executions.last().cloned().expect("the action ran");
             if last.failed
-                && let Some(hint) = checks::error_hint(checks::error_line(&last.output))
+                && let Some(hint) = checks::failure_hint(&last.output)
             {
                 report.push_str(&format!("\nHint: {hint}."));
             }

@@ -279,6 +279,27 @@ pub fn error_line(output: &str) -> &str {
         .trim()
 }
 
+/// Like [`error_hint`], for a failed block's whole `output`: the line of
+/// code the traceback shows can say more than the error (a column picked
+/// before `groupby` makes the grouping column's KeyError, though the table
+/// has that column).
+pub fn failure_hint(output: &str) -> Option<&'static str> {
+    let error = error_line(output);
+    if let Some(key) = error
+        .strip_prefix("KeyError: ")
+        .map(|key| key.trim_matches(['\'', '"']))
+        && ["'", "\""]
+            .iter()
+            .any(|quote| output.contains(&format!("].groupby({quote}{key}{quote}")))
+    {
+        return Some(
+            "a column was picked before groupby, so the column to group by is not in it: \
+             group the table and pick the column after (table.groupby('key')['value'].sum())",
+        );
+    }
+    error_hint(error)
+}
+
 /// What a common error means and how it is usually fixed, for a small
 /// model that reads the error and sends the same code again. `error_line`
 /// is the error's last line (see [`error_line`]).
@@ -410,6 +431,14 @@ mod tests {
                 .contains("(a * b).idxmax()")
         );
         assert_eq!(error_hint("ZeroDivisionError: division by zero"), None);
+        // Recorded from the 1.5B coder model: the traceback's line says why.
+        let grouped = "Traceback (most recent call last):\n  File \"<agent>\", line 4, in <module>\n    sales['qty'].groupby('fruit').sum().plot(kind='bar')\n  ... 4 frames in pandas\nKeyError: 'fruit'";
+        assert!(failure_hint(grouped).unwrap().contains("group the table"));
+        assert!(
+            failure_hint("KeyError: 'plums'")
+                .unwrap()
+                .contains("print the keys")
+        );
     }
 
     fn names(request: &str) -> Vec<String> {
