@@ -95,6 +95,34 @@ async fn a_model_that_sees_images_gets_the_figure_itself() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_says_its_model_takes_images_gets_the_figures() {
+    let plot =
+        "```python\nimport matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.show()\n```";
+    // llama.cpp's /props for a model served with a vision projector.
+    let props = serde_json::json!({
+        "default_generation_settings": {"n_ctx": 32768},
+        "modalities": {"vision": true, "audio": false},
+    });
+    let llm = FakeLlm::start_with_props(
+        vec![Reply::Answer(plot.into()), Reply::Answer(DONE.into())],
+        Some(props),
+    )
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute("%%ask\nshow me the line").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let requests = llm.requests.lock().unwrap().clone();
+    let review = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let parts = review["content"].as_array().expect("content parts");
+    assert_eq!(parts[1]["type"], "image_url", "{parts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_model_sees_a_dataframes_columns_dtypes_and_first_values() {
     let llm = FakeLlm::start(vec![Reply::Answer("Noted.".into())]).await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;

@@ -123,6 +123,13 @@ impl FakeLlm {
     /// `None` nothing (as many OpenAI-compatible servers do). Questions
     /// about the window are not recorded as requests.
     pub async fn start_with_window(script: Vec<Reply>, window: Option<u64>) -> Self {
+        let props = window.map(|n_ctx| json!({"default_generation_settings": {"n_ctx": n_ctx}}));
+        Self::start_with_props(script, props).await
+    }
+
+    /// [`FakeLlm::start`], answering `GET /props` with `props` (llama.cpp's
+    /// form: its window, its modalities), or 404 with `None`.
+    pub async fn start_with_props(script: Vec<Reply>, props: Option<Value>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let root_url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -133,23 +140,20 @@ impl FakeLlm {
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
                 let _ = socket.set_nodelay(true);
-                let (script, seen, seen_heads, events) = (
+                let (script, seen, seen_heads, events, props) = (
                     script.clone(),
                     seen.clone(),
                     seen_heads.clone(),
                     events.clone(),
+                    props.clone(),
                 );
                 tokio::spawn(async move {
                     let Some((head, body)) = read_request(&mut socket).await else {
                         return;
                     };
                     if head.method == "GET" || head.path == "/api/show" {
-                        let reply = match (head.path.as_str(), window) {
-                            ("/props", Some(n_ctx)) => Reply::Status(
-                                200,
-                                json!({"default_generation_settings": {"n_ctx": n_ctx}})
-                                    .to_string(),
-                            ),
+                        let reply = match (head.path.as_str(), &props) {
+                            ("/props", Some(props)) => Reply::Status(200, props.to_string()),
                             _ => Reply::Status(404, "{\"error\":\"no such path\"}".into()),
                         };
                         let _ =

@@ -1,7 +1,10 @@
-//! The context window an OpenAI-compatible server serves, asked of the
-//! server: llama.cpp says it in `GET /props`, vLLM in `GET /v1/models`
-//! (`max_model_len`), Ollama in `POST /api/show` (its `num_ctx`). A server
-//! that says nothing gets a guess, which the run reports as one.
+//! What an OpenAI-compatible server says of the model it serves: its
+//! context window and whether it takes images. llama.cpp says both in
+//! `GET /props` (`n_ctx`, `modalities.vision`), vLLM the window in
+//! `GET /v1/models` (`max_model_len`), Ollama both in `POST /api/show`
+//! (`num_ctx`, `capabilities`). What a server does not say stays unknown:
+//! the window is then a guess the run reports as one, and images are not
+//! sent.
 
 use std::time::Duration;
 
@@ -10,38 +13,69 @@ use serde_json::{Value, json};
 /// How long each question to the server may take.
 const ASK_LIMIT: Duration = Duration::from_secs(2);
 
-/// The window served at `base_url` (`http://host:port/v1`) for `model`, if
-/// the server says.
-pub async fn served_window(base_url: &str, model: &str) -> Option<usize> {
-    let client = super::http::shared_client().ok()?;
+/// What a server said of a model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Served {
+    pub window: Option<usize>,
+    pub vision: Option<bool>,
+}
+
+/// The window served at `base_url` (`http://host:port/v1`) for `model`, and
+/// whether the model takes images, as far as the server says.
+pub async fn ask_server(base_url: &str, model: &str) -> Served {
+    let Ok(client) = super::http::shared_client() else {
+        return Served::default();
+    };
     let base = base_url.trim_end_matches('/');
     let root = base.strip_suffix("/v1").unwrap_or(base);
-    if let Some(window) = get(&client, format!("{root}/props"))
-        .await
-        .as_ref()
-        .and_then(llama_cpp)
-    {
-        return Some(window);
+    if let Some(props) = get(&client, format!("{root}/props")).await {
+        let served = Served {
+            window: llama_cpp(&props),
+            vision: llama_cpp_vision(&props),
+        };
+        if served.window.is_some() {
+            return served;
+        }
     }
     if let Some(window) = get(&client, format!("{base}/models"))
         .await
         .as_ref()
         .and_then(|models| listed(models, model))
     {
-        return Some(window);
+        return Served {
+            window: Some(window),
+            vision: None,
+        };
     }
-    let shown = client
-        .post(format!("{root}/api/show"))
+    let Some(shown) = post(
+        &client,
+        format!("{root}/api/show"),
+        json!({ "model": model }),
+    )
+    .await
+    else {
+        return Served::default();
+    };
+    Served {
+        window: ollama(&shown),
+        vision: ollama_vision(&shown),
+    }
+}
+
+/// The JSON a `POST url` with `body` answers with, if it answers with JSON.
+async fn post(client: &reqwest::Client, url: String, body: Value) -> Option<Value> {
+    let response = client
+        .post(url)
         .header("content-type", "application/json")
-        .body(json!({ "model": model }).to_string())
+        .body(body.to_string())
         .timeout(ASK_LIMIT)
         .send()
         .await
         .ok()?;
-    if !shown.status().is_success() {
+    if !response.status().is_success() {
         return None;
     }
-    ollama(&serde_json::from_slice(&shown.bytes().await.ok()?).ok()?)
+    serde_json::from_slice(&response.bytes().await.ok()?).ok()
 }
 
 /// The JSON a `GET url` answers with, if it answers with JSON.
@@ -64,6 +98,18 @@ fn positive(value: &Value) -> Option<usize> {
 /// top level in some versions).
 fn llama_cpp(props: &Value) -> Option<usize> {
     positive(&props["default_generation_settings"]["n_ctx"]).or_else(|| positive(&props["n_ctx"]))
+}
+
+/// llama.cpp's `/props`: `modalities.vision` (a server started with a
+/// vision projector).
+fn llama_cpp_vision(props: &Value) -> Option<bool> {
+    props["modalities"]["vision"].as_bool()
+}
+
+/// Ollama's `/api/show`: whether `capabilities` lists `vision`.
+fn ollama_vision(shown: &Value) -> Option<bool> {
+    let capabilities = shown["capabilities"].as_array()?;
+    Some(capabilities.iter().any(|c| c == "vision"))
 }
 
 /// `/v1/models`: vLLM's `max_model_len` for this model (or the only one).
@@ -108,6 +154,21 @@ mod tests {
         );
         let shown = json!({"parameters": "stop \"<|im_end|>\"\nnum_ctx 8192"});
         assert_eq!(ollama(&shown), Some(8192));
+        // Whether the model takes images, where the server says.
+        assert_eq!(
+            llama_cpp_vision(&json!({"modalities": {"vision": true, "audio": false}})),
+            Some(true)
+        );
+        assert_eq!(llama_cpp_vision(&props), None);
+        assert_eq!(
+            ollama_vision(&json!({"capabilities": ["completion", "vision"]})),
+            Some(true)
+        );
+        assert_eq!(
+            ollama_vision(&json!({"capabilities": ["completion"]})),
+            Some(false)
+        );
+        assert_eq!(ollama_vision(&shown), None);
         assert_eq!(ollama(&json!({"parameters": "temperature 0"})), None);
     }
 }

@@ -88,7 +88,7 @@ pub struct AgentSession {
     conversation: Conversation,
     /// What the runs of this session used.
     usage: Mutex<SessionUsage>,
-    /// The embedded local model and what servers said of their windows.
+    /// The embedded local model and what servers said of their models.
     providers: Providers,
 }
 
@@ -271,7 +271,10 @@ impl AgentSession {
             execute: !cell_options.no_exec,
             once: cell_options.once,
             sampling: sampling(&settings, local_spec.is_some()),
-            vision: sees_images(&settings, &provider, local_spec.is_some()),
+            vision: match sees_images(&settings, &provider, local_spec.is_some()) {
+                Some(said) => said,
+                None => self.providers.served_vision(&provider).await,
+            },
         };
         // The triage may hand work to the claude CLI, unless it is the
         // run's own provider already.

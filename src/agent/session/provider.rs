@@ -67,12 +67,12 @@ impl Provider {
 }
 
 /// The providers a session has set up: the embedded local model's server,
-/// once started, and what each OpenAI-compatible server said of its context
-/// window (by URL and model; `None`: it did not say, and a guess is used).
+/// once started, and what each OpenAI-compatible server said of its model
+/// (by URL and model: its context window, whether it takes images).
 #[derive(Default)]
 pub(super) struct Providers {
     pub(super) local_model: tokio::sync::Mutex<Option<LocalModel>>,
-    windows: tokio::sync::Mutex<std::collections::HashMap<String, Option<usize>>>,
+    served: tokio::sync::Mutex<std::collections::HashMap<String, window::Served>>,
 }
 
 impl Providers {
@@ -109,14 +109,14 @@ impl Providers {
         let Provider::Http(http) = provider else {
             return budget::DEFAULT_CONTEXT_TOKENS;
         };
+        let mut served = self.served.lock().await;
         let key = format!("{} {}", http.base_url, http.model);
-        let mut windows = self.windows.lock().await;
-        if let Some(known) = windows.get(&key) {
-            return known.unwrap_or(budget::DEFAULT_CONTEXT_TOKENS);
+        if let Some(known) = served.get(&key) {
+            return known.window.unwrap_or(budget::DEFAULT_CONTEXT_TOKENS);
         }
-        let served = window::served_window(&http.base_url, &http.model).await;
-        windows.insert(key, served);
-        served.unwrap_or_else(|| {
+        let said = window::ask_server(&http.base_url, &http.model).await;
+        served.insert(key, said);
+        said.window.unwrap_or_else(|| {
             publish(
                 ports,
                 render::stream(&format!(
@@ -128,6 +128,22 @@ impl Providers {
             );
             budget::DEFAULT_CONTEXT_TOKENS
         })
+    }
+
+    /// Whether an OpenAI-compatible server says its model takes images,
+    /// asked of it once per session (with the window).
+    pub(super) async fn served_vision(&self, provider: &Provider) -> bool {
+        let Provider::Http(http) = provider else {
+            return false;
+        };
+        let mut served = self.served.lock().await;
+        let key = format!("{} {}", http.base_url, http.model);
+        if let Some(known) = served.get(&key) {
+            return known.vision.unwrap_or(false);
+        }
+        let said = window::ask_server(&http.base_url, &http.model).await;
+        served.insert(key, said);
+        said.vision.unwrap_or(false)
     }
 
     /// The local model `provider` is, if it is the one the kernel serves.
@@ -285,25 +301,27 @@ pub(super) fn context_tokens(
 
 /// Whether the model sees images (the figures agent code shows go to it):
 /// `MAHTAB_VISION` (`vision` in the settings file) where set; else every
-/// Claude model on Anthropic's API, OpenAI's own models that take images,
-/// and not the local model, the claude CLI or another OpenAI-compatible
-/// server's model (which the setting can vouch for).
-pub(super) fn sees_images(settings: &Settings, provider: &Provider, local: bool) -> bool {
+/// Claude model on Anthropic's API and OpenAI's own models that take images
+/// do, and the local model and the claude CLI do not. `None` for another
+/// OpenAI-compatible server's model: the server is asked
+/// ([`Providers::served_vision`]).
+pub(super) fn sees_images(settings: &Settings, provider: &Provider, local: bool) -> Option<bool> {
     if let Some(said) = settings.var("MAHTAB_VISION").and_then(|v| match v.trim() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
     }) {
-        return said;
+        return Some(said);
     }
     match provider {
-        Provider::Cli(_) => false,
-        Provider::Http(_) if local => false,
+        Provider::Cli(_) => Some(false),
+        Provider::Http(_) if local => Some(false),
         Provider::Http(http) => match http.format {
-            WireFormat::Anthropic => true,
-            WireFormat::OpenAi => {
-                openai::is_openai_platform(&http.base_url) && openai::takes_images(&http.model)
+            WireFormat::Anthropic => Some(true),
+            WireFormat::OpenAi if openai::is_openai_platform(&http.base_url) => {
+                Some(openai::takes_images(&http.model))
             }
+            WireFormat::OpenAi => None,
         },
     }
 }
