@@ -41,6 +41,13 @@ class _Absent:
 
 ABSENT = _Absent()
 
+
+class _Forgotten:
+    """An old object let go for the budget's sake."""
+
+
+_FORGOTTEN = _Forgotten()
+
 # Values a block cannot change in place: the object itself is their record.
 _NEVER_CHANGED = (int, float, complex, str, bytes, bool, type(None), range, frozenset, tuple,
                   types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)
@@ -226,14 +233,17 @@ class RunJournal:
             self.after[name] = (now, now_print)
             if before.value is ABSENT:
                 added.append("%s: %s" % (name, _brief(now)))
-            elif now is ABSENT:
-                removed.append("%s (was %s)" % (name, _brief(_old_value(before))))
+                continue
+            old = _old_value(before)
+            if now is ABSENT:
+                removed.append("%s (was %s)" % (name, _brief(old)))
             else:
-                old = _old_value(before)
                 old_text = "changed in place" if old is ABSENT else _brief(old)
                 changed.append("%s: %s -> %s" % (name, old_text, _brief(now)))
-                if before.copy is None and before.unchanged_object() is ABSENT:
-                    not_restorable.append("%s (%s)" % (name, before.note or "changed in place"))
+            if now is not before.value:
+                self._settle_rebound(before)
+            if before.copy is None and before.unchanged_object() is ABSENT:
+                not_restorable.append("%s (%s)" % (name, before.note or "changed in place"))
         files = []
         for path, kept in sorted(self.files.items()):
             kept.after = _file_hash(path)
@@ -253,6 +263,26 @@ class RunJournal:
         if self.after or self.files:
             self.history.push(self)
         return self.summary
+
+    def _settle_rebound(self, before):
+        """A name the run rebound or deleted: only the journal keeps its old
+        object alive now, so that object counts against the budget too (a
+        copy, when there is one, stands for it), or is let go."""
+        if before.copy is not None:
+            # One of the two is enough: the object itself when it is as it
+            # was (its cost is the copy's), else the copy.
+            if before.unchanged_object() is ABSENT:
+                before.value, before.print = before.copy, fingerprint(before.copy)
+            before.copy = None
+            return
+        if isinstance(before.value, _NEVER_CHANGED):
+            return
+        size = _size(before.value, self.history.budget)
+        if self.history.reserve(size):
+            before.cost += size
+        else:
+            before.value, before.print = _FORGOTTEN, None
+            before.note = "too large to keep (%s)" % _megabytes(size)
 
     def undo(self, namespace):
         """Puts this run's changes back; what was restored, what was left

@@ -159,3 +159,17 @@ def test_undo_counts_are_read_strictly():
     for bad in ("0", "-1", "two", "1 2"):
         with pytest.raises(ValueError, match="usage: %ask_undo"):
             parse_count(bad)
+
+
+def test_a_large_rebound_object_is_let_go_rather_than_kept_past_the_budget():
+    history = UndoHistory(budget=10_000)
+    namespace = fresh_namespace()
+    namespace["big"] = np.zeros(100_000)
+    namespace["small"] = [1, 2, 3]
+    original = namespace["small"]
+    journal = history.journal()
+    run_block(journal, "big = big + 1\nsmall = small + [4]", namespace)
+    summary = journal.finish(namespace)
+    assert summary["not_restorable"] == ["big (too large to keep (0.8 MB))"], summary
+    assert "Undid the last run: small." in history.undo(namespace)
+    assert namespace["small"] is original and namespace["big"][0] == 1
