@@ -59,6 +59,13 @@ async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
     );
 }
 
+/// The content parts of the review's message (the second request's last).
+fn review_parts(llm: &FakeLlm) -> Vec<serde_json::Value> {
+    let requests = llm.requests.lock().unwrap();
+    let review = requests[1]["messages"].as_array().unwrap().last().unwrap();
+    review["content"].as_array().expect("content parts").clone()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_that_sees_images_gets_the_figure_itself() {
     let plot = "```python\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['a', 'b'], [3, 5])\nax.set_title('Totals')\nplt.show()\n```";
@@ -69,14 +76,7 @@ async fn a_model_that_sees_images_gets_the_figure_itself() {
     let (reply, _) = kernel.execute("%%ask\nshow me the totals").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     // The review got the figure as an image part after its words.
-    let requests = llm.requests.lock().unwrap().clone();
-    let review = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    let parts = review["content"].as_array().expect("content parts");
+    let parts = review_parts(&llm);
     assert_eq!(parts[0]["type"], "text");
     let text = parts[0]["text"].as_str().unwrap();
     assert!(
@@ -111,14 +111,7 @@ async fn a_server_that_says_its_model_takes_images_gets_the_figures() {
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
     let (reply, _) = kernel.execute("%%ask\nshow me the line").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    let requests = llm.requests.lock().unwrap().clone();
-    let review = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    let parts = review["content"].as_array().expect("content parts");
+    let parts = review_parts(&llm);
     assert_eq!(parts[1]["type"], "image_url", "{parts:?}");
 }
 

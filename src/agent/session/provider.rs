@@ -109,23 +109,19 @@ impl Providers {
         let Provider::Http(http) = provider else {
             return budget::DEFAULT_CONTEXT_TOKENS;
         };
-        let mut served = self.served.lock().await;
-        let key = format!("{} {}", http.base_url, http.model);
-        if let Some(known) = served.get(&key) {
-            return known.window.unwrap_or(budget::DEFAULT_CONTEXT_TOKENS);
-        }
-        let said = window::ask_server(&http.base_url, &http.model).await;
-        served.insert(key, said);
+        let (said, first_asked) = self.served_by(http).await;
         said.window.unwrap_or_else(|| {
-            publish(
-                ports,
-                render::stream(&format!(
-                    "(the server at {} does not say its context window: {} tokens assumed; \
-                     context_tokens in the settings file sets it)\n",
-                    http.base_url,
-                    budget::DEFAULT_CONTEXT_TOKENS
-                )),
-            );
+            if first_asked {
+                publish(
+                    ports,
+                    render::stream(&format!(
+                        "(the server at {} does not say its context window: {} tokens assumed; \
+                         context_tokens in the settings file sets it)\n",
+                        http.base_url,
+                        budget::DEFAULT_CONTEXT_TOKENS
+                    )),
+                );
+            }
             budget::DEFAULT_CONTEXT_TOKENS
         })
     }
@@ -136,14 +132,20 @@ impl Providers {
         let Provider::Http(http) = provider else {
             return false;
         };
+        self.served_by(http).await.0.vision.unwrap_or(false)
+    }
+
+    /// What the server of `http` says of its model, asked the first time
+    /// (then `true` comes with it) and remembered for the session.
+    async fn served_by(&self, http: &HttpProvider) -> (window::Served, bool) {
         let mut served = self.served.lock().await;
         let key = format!("{} {}", http.base_url, http.model);
         if let Some(known) = served.get(&key) {
-            return known.vision.unwrap_or(false);
+            return (*known, false);
         }
         let said = window::ask_server(&http.base_url, &http.model).await;
         served.insert(key, said);
-        said.vision.unwrap_or(false)
+        (said, true)
     }
 
     /// The local model `provider` is, if it is the one the kernel serves.
