@@ -13,6 +13,8 @@
 //! - [`install`]: writing and removing the kernelspec.
 //! - [`launcher`]: starting under Jupyter Enterprise Gateway (its kernel
 //!   launcher protocol).
+//! - [`mcp`]: `mahtab mcp`, an MCP server that is a client of a running
+//!   kernel (through [`zmtp`] and [`wire`] only, never the kernel's code).
 //! - [`exception`]: a Python exception as it crosses the kernel, one type
 //!   for cells, the agent's calls into Python and `%%ask` failures.
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
@@ -26,6 +28,7 @@ pub mod exception;
 pub mod install;
 pub mod kernel;
 pub mod launcher;
+pub mod mcp;
 pub mod private_files;
 pub mod python;
 pub mod wire;

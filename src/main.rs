@@ -124,6 +124,14 @@ enum Commands {
         #[arg(long)]
         python: Option<PathBuf>,
     },
+    /// Serve the Model Context Protocol over stdio for a running mahtab
+    /// kernel, so a coding agent works in the notebook's live namespace.
+    Mcp {
+        /// The running kernel's connection file (Jupyter's runtime folder
+        /// has one per kernel: `jupyter --runtime-dir`).
+        #[arg(long, value_name = "CONNECTION_FILE")]
+        existing: PathBuf,
+    },
     /// Remove the kernelspec.
     Uninstall {
         #[command(flatten)]
@@ -256,6 +264,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Commands::LocalModel { model, dir, python } => install_local_model(&model, dir, python),
+        Commands::Mcp { existing } => serve_mcp(&existing),
         Commands::Uninstall {
             location,
             name,
@@ -287,6 +296,25 @@ fn install_local_model(model: &str, dir: Option<PathBuf>, python: Option<PathBuf
         .with_context(|| format!("cannot run {}", python.display()))?;
     anyhow::ensure!(status.success(), "the local model was not installed");
     Ok(())
+}
+
+fn serve_mcp(connection_file: &std::path::Path) -> Result<()> {
+    // Not a kernel: Ctrl-C ends it, and its log goes to stderr (stdout is
+    // the protocol's).
+    accept_sigint_in_current_thread();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MAHTAB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(mahtab::mcp::serve(connection_file))
 }
 
 fn run_kernel(connection_file: PathBuf, python: Option<PathBuf>, debugger: bool) -> Result<()> {

@@ -50,6 +50,7 @@ const PACKAGE: &[Source] = &[
     module!("introspection"),
     module!("ipython_runtime"),
     module!("ipython_shell"),
+    module!("mcp_queries"),
     module!("messages"),
     module!("namespace"),
     module!("paths"),

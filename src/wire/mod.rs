@@ -221,7 +221,18 @@ impl Codec {
 
     /// Encodes `out` with the given `msg_id`, for senders that track replies.
     pub fn encode_with_id(&self, out: &Outgoing, msg_id: &str) -> Vec<Bytes> {
-        let header = serde_json::json!({
+        self.encode_request(out, msg_id, None)
+    }
+
+    /// Encodes a request as a client sends it: with the given `msg_id` and,
+    /// for a subshell's request, its `subshell_id` in the header (JEP 91).
+    pub fn encode_request(
+        &self,
+        out: &Outgoing,
+        msg_id: &str,
+        subshell_id: Option<&str>,
+    ) -> Vec<Bytes> {
+        let mut header = serde_json::json!({
             "msg_id": msg_id,
             "msg_type": out.msg_type,
             "session": self.session,
@@ -229,6 +240,9 @@ impl Codec {
             "date": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
             "version": PROTOCOL_VERSION,
         });
+        if let Some(id) = subshell_id {
+            header["subshell_id"] = Value::String(id.to_owned());
+        }
         let json = [
             to_bytes(&header),
             to_bytes(&out.parent_header),

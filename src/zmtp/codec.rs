@@ -187,6 +187,8 @@ pub fn compatible(ours: &'static str, theirs: &str) -> Result<(), ProtocolError>
         "ROUTER" => matches!(theirs, "DEALER" | "REQ" | "ROUTER"),
         "XPUB" => matches!(theirs, "SUB" | "XSUB"),
         "REP" => matches!(theirs, "REQ" | "DEALER"),
+        "DEALER" => matches!(theirs, "ROUTER" | "REP" | "DEALER"),
+        "SUB" => matches!(theirs, "PUB" | "XPUB"),
         _ => false,
     };
     if ok {
@@ -284,5 +286,8 @@ mod tests {
         compatible("REP", "REQ").unwrap();
         assert!(compatible("XPUB", "DEALER").is_err());
         assert!(compatible("ROUTER", "PUB").is_err());
+        compatible("DEALER", "ROUTER").unwrap();
+        compatible("SUB", "XPUB").unwrap();
+        assert!(compatible("SUB", "ROUTER").is_err());
     }
 }

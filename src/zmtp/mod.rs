@@ -1,7 +1,8 @@
 //! ZeroMQ's transport, the listening side the kernel needs: ZMTP 3.0 with
 //! the NULL mechanism over TCP or Unix sockets, and the three socket kinds
 //! a Jupyter kernel binds: ROUTER (shell, control, stdin), XPUB (IOPub) and
-//! REP (heartbeat, served as a ROUTER that echoes).
+//! REP (heartbeat, served as a ROUTER that echoes). Also the connecting
+//! side a client of a kernel needs (DEALER, SUB), for `mahtab mcp`.
 //!
 //! Why not a general ZeroMQ library: the kernel needs two guarantees the
 //! pure-Rust `zeromq` crate (0.7) does not give. Its XPUB awaits each
@@ -16,11 +17,13 @@
 //! tests talk to it with the `zeromq` crate.
 
 pub mod codec;
+mod connect;
 mod listener;
 mod peer;
 mod router;
 mod xpub;
 
+pub use connect::{Connection, Sender};
 pub use listener::{Endpoint, Listener, MAX_MESSAGE_BYTES};
 pub use peer::{Offered, QUEUE_BYTES, QUEUE_MESSAGES};
 pub use router::{Client, Router, RouterSender};
