@@ -32,21 +32,22 @@ CALL_LIMIT = 60.0
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(kernel: Kernel):
-    """An initialised MCP session with `mahtab mcp` for `kernel`."""
+async def mcp_session(kernel: Kernel, stateless: bool = False):
+    """An MCP session with `mahtab mcp` for `kernel`: initialised (protocol
+    2025-11-25), or with `stateless` the newest protocol's discovery."""
     binary = KernelSpecManager().get_kernel_spec(KERNEL_NAME).argv[0]
     params = StdioServerParameters(command=binary, args=["mcp", "--existing", kernel.km.connection_file])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            await (session.discover() if stateless else session.initialize())
             yield session
 
 
-def run(kernel: Kernel, steps) -> None:
+def run(kernel: Kernel, steps, stateless: bool = False) -> None:
     """Runs the async `steps(session)` against a fresh MCP session."""
 
     async def main() -> None:
-        async with mcp_session(kernel) as session:
+        async with mcp_session(kernel, stateless) as session:
             await steps(session)
 
     anyio.run(main)
@@ -93,6 +94,17 @@ def test_tools_are_listed_and_execute_runs_in_the_namespace_the_notebook_sees(ke
     )
     assert shown["parent_header"]["session"] != kernel.kc.session.session
     assert kernel.execute("x").assert_ok().result()["text/plain"] == "41"
+
+
+def test_the_newest_protocol_without_initialize_works_too(kernel: Kernel) -> None:
+    async def steps(session: ClientSession) -> None:
+        assert session.protocol_version == "2026-07-28"
+        progress: list[str] = []
+        result = await call(session, "execute", progress, code="import time\nprint('hello')\ntime.sleep(0.5)")
+        assert not result.is_error and "hello" in text(result), text(result)
+        assert "hello" in progress, progress
+
+    run(kernel, steps, stateless=True)
 
 
 def test_execute_variables_and_inspect_answer_while_a_notebook_cell_runs(kernel: Kernel, tmp_path: Path) -> None:

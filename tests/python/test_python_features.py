@@ -1027,6 +1027,8 @@ def test_connect_info_names_the_connection_file_but_not_the_key(kernel: Kernel) 
     ex = kernel.execute("%connect_info").assert_ok()
     assert f"jupyter console --existing {kernel.km.connection_file}\n" in ex.stdout, ex.describe()
     assert kernel.km.session.key.decode() not in ex.stdout, "the key was printed"
+    if KERNEL_NAME == "mahtab":
+        assert f"mahtab mcp --existing {kernel.km.connection_file}\n" in ex.stdout, ex.describe()
 
 
 # -- 12. VS Code -------------------------------------------------------------------------------

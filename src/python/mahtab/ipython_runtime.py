@@ -238,7 +238,9 @@ class IPythonRuntime(BaseRuntime):
         print(
             "Connection file: %s\n\nAnother client can join this kernel with:\n"
             "    jupyter console --existing %s\n\n"
-            "The file holds the key that signs the kernel's messages: keep it private." % (path, path)
+            "A coding agent can work in it over MCP with the server command:\n"
+            "    mahtab mcp --existing %s\n\n"
+            "The file holds the key that signs the kernel's messages: keep it private." % (path, path, path)
         )
 
     def shutdown(self):
