@@ -51,8 +51,10 @@ def client_round_trip(kc) -> float:
 
 
 async def measure(km, kc, cells: int) -> dict[str, list[float]]:
-    binary = KernelSpecManager().get_kernel_spec("mahtab").argv[0]
-    params = StdioServerParameters(command=binary, args=["mcp", "--existing", km.connection_file])
+    # What comes before `kernel` in the kernelspec: the binary, or the wheel's `python -m mahtab`.
+    argv = KernelSpecManager().get_kernel_spec("mahtab").argv
+    start = argv[: argv.index("kernel")]
+    params = StdioServerParameters(command=start[0], args=[*start[1:], "mcp", "--existing", km.connection_file])
     figures: dict[str, list[float]] = {"mcp": [], "jupyter_client": []}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

@@ -3,7 +3,8 @@
 # real binary on real sockets, once with IPython in the kernel's environment
 # and once with plain Python), then the Python tests that drive the installed
 # kernelspec through real Jupyter clients (jupyter_kernel_test, jupyter console,
-# nbclient, JupyterLab in headless Chromium, and Jupyter Enterprise Gateway).
+# nbclient, JupyterLab in headless Chromium, and Jupyter Enterprise Gateway),
+# and the wheel (`pip install mahtab`) in a fresh environment without Rust.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -23,6 +24,18 @@ echo "==> cargo test (release: the same build the Python tests use), IPython env
 MAHTAB_TEST_PYTHON="$root/.venv/bin/python" cargo test --release
 echo "==> integration tests again, plain-Python environment"
 MAHTAB_TEST_PYTHON="$root/.venv-plain/bin/python" cargo test --release --test it -- --skip data_stack::
+
+echo "==> the wheel, built and installed into a fresh environment without Rust, tested there"
+bash scripts/wheel-env.sh .venv-wheel/bin/python -m pytest tests/wheel -q -p no:cacheprovider
+echo "==> client tests (subshells, conformance, debugger, %%ask, guard, MCP, reliability) against the wheel's kernel"
+# The wheel's kernelspec under the name the tests use, found first.
+rm -rf target/wheel-kernelspec
+.venv-wheel/bin/mahtab install --prefix target/wheel-kernelspec --name mahtab > /dev/null
+JUPYTER_PATH="$root/target/wheel-kernelspec/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
+    IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider \
+    tests/python/test_subshells.py tests/python/test_conformance.py tests/python/test_debugger.py \
+    tests/python/test_agent_controls.py tests/python/test_guard.py tests/python/test_mcp.py \
+    tests/python/test_reliability.py
 
 # Chromium and playwright-core, for the JupyterLab test.
 bash scripts/browser-env.sh

@@ -57,6 +57,8 @@ pub enum InstallError {
     BadName(String),
     #[error("cannot find the user's home directory (HOME is not set)")]
     NoHome,
+    #[error("{python} has no mahtab package: pip install mahtab in that environment first")]
+    NoModule { python: String },
     #[error("no kernelspec {name:?} in {dir}")]
     NotInstalled { name: String, dir: PathBuf },
     #[error("{action} {path}: {source}")]
@@ -65,6 +67,18 @@ pub enum InstallError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// How this process came to run mahtab, and so how its kernelspecs start
+/// the kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launcher {
+    /// The `mahtab` binary, which starts CPython on a thread of its own.
+    Binary,
+    /// `python -m mahtab` (the wheel's extension module): the hosting
+    /// interpreter's main thread runs the cells, and the kernel's channels
+    /// run on a thread beside it. `python` is its `sys.executable`.
+    PythonModule { python: PathBuf },
 }
 
 /// A Python environment as it describes itself.
@@ -79,6 +93,9 @@ pub struct PythonEnv {
     /// Whether debugpy is installed there (the kernel's debugger drives it).
     #[serde(default)]
     pub debugpy: bool,
+    /// Whether the `mahtab` package (the wheel) is installed there.
+    #[serde(default)]
+    pub has_mahtab: bool,
 }
 
 impl PythonEnv {
@@ -90,7 +107,8 @@ impl PythonEnv {
                 "-c",
                 "import json, sys, importlib.util; print(json.dumps({'executable': sys.executable, \
                  'prefix': sys.prefix, 'version': '%d.%d' % sys.version_info[:2], \
-                 'debugpy': importlib.util.find_spec('debugpy') is not None}))",
+                 'debugpy': importlib.util.find_spec('debugpy') is not None, \
+                 'has_mahtab': importlib.util.find_spec('mahtab') is not None}))",
             ])
             .output()
             .map_err(|source| InstallError::PythonNotRunnable {
@@ -128,11 +146,14 @@ pub struct InstallOptions {
     pub location: Location,
     pub name: String,
     pub display_name: String,
-    /// The Python environment to embed; `python3` on PATH when `None`.
+    /// The Python environment to run cells in; when `None`, `python3` on
+    /// PATH for the binary, the hosting interpreter for the module.
     pub python: Option<PathBuf>,
     /// A kernelspec for Jupyter Enterprise Gateway rather than for a local
     /// Jupyter client.
     pub gateway: Option<Gateway>,
+    /// What the kernelspec starts: this binary, or the Python module.
+    pub launcher: Launcher,
 }
 
 /// How Enterprise Gateway starts the kernel (its "process proxy").
@@ -296,19 +317,49 @@ pub fn kernel_json(mahtab: &Path, python: &Path, display_name: &str, debugger: b
     spec
 }
 
+/// The kernelspec of a kernel started as `python -m mahtab` (the wheel's):
+/// the environment's own interpreter runs the kernel module.
+pub fn module_kernel_json(python: &Path, display_name: &str, debugger: bool) -> Value {
+    let mut spec = kernel_json(Path::new("mahtab"), python, display_name, debugger);
+    let python = python.display().to_string();
+    let mut argv = vec![python.as_str(), "-m", "mahtab", "kernel"];
+    if debugger {
+        argv.push("--debugger");
+    }
+    argv.extend(["-f", "{connection_file}"]);
+    spec["argv"] = serde_json::json!(argv);
+    spec
+}
+
 /// Installs the kernelspec; returns its directory.
 pub fn install(options: &InstallOptions) -> Result<PathBuf, InstallError> {
     check_name(&options.name)?;
-    let python = options.python.as_deref().unwrap_or(Path::new("python3"));
+    let python = match (&options.python, &options.launcher) {
+        (Some(python), _) => python.as_path(),
+        (None, Launcher::PythonModule { python }) => python.as_path(),
+        (None, Launcher::Binary) => Path::new("python3"),
+    };
     let env = PythonEnv::probe(python)?;
-    env.check_version()?;
+    let mut spec = match &options.launcher {
+        Launcher::Binary => {
+            env.check_version()?;
+            let mahtab = std::env::current_exe().map_err(|source| InstallError::Io {
+                action: "cannot locate",
+                path: PathBuf::from("the mahtab binary"),
+                source,
+            })?;
+            kernel_json(&mahtab, &env.executable, &options.display_name, env.debugpy)
+        }
+        Launcher::PythonModule { .. } => {
+            if !env.has_mahtab {
+                return Err(InstallError::NoModule {
+                    python: env.executable.display().to_string(),
+                });
+            }
+            module_kernel_json(&env.executable, &options.display_name, env.debugpy)
+        }
+    };
     let dir = kernels_dir(&options.location, Some(&env))?.join(&options.name);
-    let mahtab = std::env::current_exe().map_err(|source| InstallError::Io {
-        action: "cannot locate",
-        path: PathBuf::from("the mahtab binary"),
-        source,
-    })?;
-    let mut spec = kernel_json(&mahtab, &env.executable, &options.display_name, env.debugpy);
     if let Some(gateway) = &options.gateway {
         spec = gateway_kernel_json(spec, gateway, &dir);
     }
@@ -372,6 +423,34 @@ pub fn uninstall(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wheels_kernelspec_is_the_module_kernelspec_of_its_python() {
+        // pip installs kernelspec/wheel's data as it is; `python` there is
+        // what jupyter_client replaces with its own interpreter.
+        let path = "kernelspec/wheel/data/share/jupyter/kernels/mahtab/kernel.json";
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap();
+        let shipped: Value = serde_json::from_str(&text).unwrap();
+        let spec = module_kernel_json(Path::new("python"), "Mahtab (Python + AI)", true);
+        assert_eq!(shipped, spec);
+        assert_eq!(spec["argv"][0], "python");
+        assert_eq!(spec["argv"][3], "kernel");
+    }
+
+    #[test]
+    fn a_gateway_starts_the_module_with_launch() {
+        let spec = module_kernel_json(Path::new("/env/bin/python"), "M", false);
+        let gateway = gateway_kernel_json(spec, &Gateway::Distributed, Path::new("/k"));
+        let argv: Vec<&str> = gateway["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(argv[..4], ["/env/bin/python", "-m", "mahtab", "launch"]);
+        assert!(!argv.contains(&"{connection_file}"));
+    }
 
     #[test]
     fn kernel_json_names_binary_and_python_and_never_python3() {

@@ -20,11 +20,14 @@
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
 //! - [`private_files`]: files and directories only their owner may use.
 //!
-//! The `mahtab` binary (`main.rs`) is a thin command line over these.
+//! - [`cli`]: the command line, shared by the `mahtab` binary (`main.rs`)
+//!   and the wheel's extension module (`extension.rs`, `python -m mahtab`).
 
 pub mod agent;
 pub mod cell_files;
+pub mod cli;
 pub mod exception;
+mod extension;
 pub mod install;
 pub mod kernel;
 pub mod launcher;

@@ -30,6 +30,15 @@ pub(super) fn spawn(
     ready: tokio::sync::watch::Sender<RuntimeState>,
     wake_fd: Option<OwnedFd>,
 ) {
+    if let Some(host) = super::hosted::take_host() {
+        // Python is up, and its main thread waits for this loop.
+        let job = move || run(config, sink, input, agents, commands, ready, wake_fd);
+        if host.send(Box::new(job)).is_ok() {
+            return;
+        }
+        tracing::error!("the hosting thread is gone: Python cannot run");
+        return;
+    }
     std::thread::Builder::new()
         .name("mahtab-python".into())
         .stack_size(python_stack_size())
@@ -78,8 +87,11 @@ fn run(
     ready: tokio::sync::watch::Sender<RuntimeState>,
     wake_fd: Option<OwnedFd>,
 ) {
+    let hosted = super::hosted::active();
     let buffer = StreamBuffer::start(sink);
-    let runtime = initialize(&config).and_then(|()| {
+    // Hosted, CPython is up and this thread (its main one) holds no GIL.
+    let started = if hosted { Ok(()) } else { initialize(&config) };
+    let runtime = started.and_then(|()| {
         let connection_file = config
             .connection_file
             .as_ref()
@@ -92,7 +104,13 @@ fn run(
                 connection_file.clone(),
             )
         };
-        let runtime = Python::attach(|py| load_runtime(py, bridge).map_err(|e| describe(py, &e)));
+        let runtime = Python::attach(|py| {
+            load_runtime(py, bridge).map_err(|e| {
+                let error = super::pyerr::python_error(py, &e);
+                tracing::debug!("Python's start failed:\n{}", error.traceback.join("\n"));
+                describe(py, &e)
+            })
+        });
         // After the runtime's imports, which may have set Python's own handler.
         interrupt::install_on_interpreter_thread();
         runtime
@@ -122,7 +140,7 @@ fn run(
     // takes it again for as long as it runs.
     // SAFETY: this thread holds the GIL after Py_InitializeFromConfig (or none,
     // if initialisation failed, in which case we skip this).
-    if runtime.is_ok() {
+    if runtime.is_ok() && !hosted {
         unsafe {
             pyo3::ffi::PyEval_SaveThread();
         }

@@ -5,7 +5,8 @@
 //! Python runs on one dedicated OS thread (`interpreter`): CPython delivers
 //! `KeyboardInterrupt` only to the thread that initialised it, so every cell
 //! of the main shell runs there, one at a time, in the order requests
-//! arrive. Each kernel subshell has a Python thread of its own
+//! arrive. Run by `python -m mahtab`, that thread is the hosting
+//! interpreter's main thread (`hosted`). Each kernel subshell has a Python thread of its own
 //! (`subshell`). The modules, leaves first: `commands` (what goes to a
 //! Python thread and back), `gil`, `pyerr`, `async_exc`, `output` and
 //! `fd_capture`; `subshell_interrupts` and `interrupt`; `subshell`,
@@ -19,6 +20,7 @@ mod commands;
 mod fd_capture;
 mod gil;
 mod handle;
+mod hosted;
 mod init;
 mod inline;
 mod interpreter;
@@ -36,6 +38,7 @@ pub use commands::{
 };
 pub use fd_capture::{original_stderr, preserve_stderr};
 pub use handle::{PythonHandle, linked_python_version};
+pub use hosted::run_hosted;
 pub use inline::{AgentHost, InlinePython};
 pub use interrupt::{
     Interrupter, accept_sigint_in_current_thread, block_sigint_in_current_thread, sigint_taken_over,

@@ -35,6 +35,7 @@ const PACKAGE: &[Source] = &[
         file: "mahtab/__init__.py",
         text: include_str!("mahtab/__init__.py"),
     },
+    module!("__main__"),
     module!("agent_api"),
     module!("agent_code"),
     module!("agent_scope"),
@@ -132,12 +133,28 @@ impl EmbeddedPackage {
     }
 }
 
-/// Puts the package's finder first on `sys.meta_path`.
+/// Puts the package's finder first on `sys.meta_path`. Run by `python -m
+/// mahtab`, the package was imported from the wheel's files before: those
+/// modules are dropped (all but the extension module running now), so the
+/// kernel runs the package it was built with, as the binary does.
 pub(super) fn install(py: Python<'_>) -> PyResult<()> {
     let finder = Bound::new(py, EmbeddedPackage)?;
-    py.import("sys")?
-        .getattr("meta_path")?
+    let sys = py.import("sys")?;
+    sys.getattr("meta_path")?
         .call_method1("insert", (0, finder))?;
+    let modules = sys.getattr("modules")?;
+    let names: Vec<String> = modules
+        .call_method0("keys")?
+        .try_iter()?
+        .map(|name| name?.extract())
+        .collect::<PyResult<_>>()?;
+    let extension = format!("{PACKAGE_NAME}._kernel");
+    for name in names {
+        let ours = name == PACKAGE_NAME || name.starts_with(&format!("{PACKAGE_NAME}."));
+        if ours && name != extension {
+            modules.del_item(name)?;
+        }
+    }
     Ok(())
 }
 

@@ -31,12 +31,19 @@ pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="mahtab mcp is m
 CALL_LIMIT = 60.0
 
 
+def mcp_command(connection_file: str) -> dict:
+    """`mahtab mcp` for the kernelspec's mahtab: the binary's, or the wheel's
+    `python -m mahtab` (what comes before `kernel` in its argv)."""
+    argv = KernelSpecManager().get_kernel_spec(KERNEL_NAME).argv
+    start = argv[: argv.index("kernel")]
+    return {"command": start[0], "args": [*start[1:], "mcp", "--existing", connection_file]}
+
+
 @contextlib.asynccontextmanager
 async def mcp_session(kernel: Kernel, stateless: bool = False):
     """An MCP session with `mahtab mcp` for `kernel`: initialised (protocol
     2025-11-25), or with `stateless` the newest protocol's discovery."""
-    binary = KernelSpecManager().get_kernel_spec(KERNEL_NAME).argv[0]
-    params = StdioServerParameters(command=binary, args=["mcp", "--existing", kernel.km.connection_file])
+    params = StdioServerParameters(**mcp_command(kernel.km.connection_file))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await (session.discover() if stateless else session.initialize())

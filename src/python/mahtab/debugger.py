@@ -27,7 +27,7 @@ def own_source_files():
     """The files of this package, loaded or not (the agent's modules load on
     first use). The kernel loads them from memory, so they have names, not
     paths: the debugger matches those as patterns."""
-    names = getattr(sys.modules[__package__].__loader__, "file_names", None)
+    names = getattr(__loader__, "file_names", None)
     if names is not None:
         return ["**/" + name for name in names()]
     folder = os.path.dirname(os.path.abspath(__file__))
