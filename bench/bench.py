@@ -6,6 +6,8 @@ kernel:
 
   mahtab     the kernelspec installed in the project venv
              (.venv/share/jupyter/kernels/mahtab); skipped if absent
+  wheel      the wheel's kernel (python -m mahtab) in .venv-wheel, made by
+             scripts/wheel-env.sh; skipped if absent
   ipykernel  the venv's python -m ipykernel_launcher
   echo       bench/echo_kernel.py, a pyzmq kernel that does nothing and so
              shows the floor set by the client, sockets and message encoding
@@ -18,7 +20,7 @@ report, not a test: nothing is asserted, and a kernel that fails is killed and
 reported.
 See bench/README.md for what each figure means.
 
-Usage: .venv/bin/python bench/bench.py [--kernels mahtab,ipykernel,echo]
+Usage: .venv/bin/python bench/bench.py [--kernels mahtab,wheel,ipykernel,echo]
                                         [--cells 500] [--lines 200000] [--json OUT]
 """
 
@@ -45,6 +47,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 VENV = BENCH_DIR.parent / ".venv"
 VENV_PYTHON = VENV / "bin" / "python"
 VENV_KERNELS = VENV / "share" / "jupyter" / "kernels"
+# The wheel's environment (scripts/wheel-env.sh), for the `wheel` kernel.
+WHEEL_PYTHON = BENCH_DIR.parent / ".venv-wheel" / "bin" / "python"
 
 # Every wait is bounded; a kernel that exceeds one is killed and reported.
 START_TIMEOUT = 60.0
@@ -79,11 +83,20 @@ class Kernel:
 
 KERNELS = {
     "mahtab": Kernel("mahtab", "mahtab", runs_code=True),
+    "wheel": Kernel("wheel", "bench-mahtab-wheel", runs_code=True),
     "ipykernel": Kernel("ipykernel", "bench-ipykernel", runs_code=True),
     "echo": Kernel("echo", "bench-echo", runs_code=False),
 }
 
 BENCH_SPECS = {
+    # The wheel's kernel as its kernelspec starts it, with the wheel
+    # environment's interpreter.
+    "bench-mahtab-wheel": {
+        "argv": [str(WHEEL_PYTHON), "-m", "mahtab", "kernel", "--debugger", "-f", "{connection_file}"],
+        "display_name": "mahtab wheel (bench)",
+        "language": "python",
+        "interrupt_mode": "signal",
+    },
     "bench-ipykernel": {
         "argv": [str(VENV_PYTHON), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "ipykernel (bench)",
@@ -103,6 +116,8 @@ def kernel_spec_manager(jupyter_path):
     manager that sees only those and the ones installed in the venv."""
     kernels_dir = jupyter_path / "kernels"
     for spec_name, spec in BENCH_SPECS.items():
+        if spec_name == "bench-mahtab-wheel" and not WHEEL_PYTHON.exists():
+            continue  # reported as skipped
         spec_dir = kernels_dir / spec_name
         spec_dir.mkdir(parents=True)
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
@@ -537,7 +552,8 @@ def main():
         for name in args.kernels:
             kernel = KERNELS[name]
             if kernel.spec_name not in ksm.find_kernel_specs():
-                notes[name] = f"skipped: no kernelspec {kernel.spec_name!r} in {VENV_KERNELS}"
+                where = "(bash scripts/wheel-env.sh makes it)" if name == "wheel" else f"in {VENV_KERNELS}"
+                notes[name] = f"skipped: no kernelspec {kernel.spec_name!r} {where}"
                 raws[name] = {"skipped": notes[name]}
                 continue
             print(f"benchmarking {name}", file=sys.stderr, flush=True)

