@@ -12,8 +12,15 @@ rm -rf target/wheels
 .venv/bin/python -m maturin build --release --strip --quiet -i .venv/bin/python -o target/wheels
 wheel="$(ls target/wheels/mahtab-*.whl)"
 
-# PATH without cargo, rustc or rustup.
-clean_path="$(printf '%s' "$PATH" | tr ':' '\n' | grep -v -e '\.cargo' -e 'rustup' | paste -sd: -)"
+# PATH without the folders that hold cargo, rustc or rustup.
+clean_path=""
+IFS=: read -ra folders <<< "$PATH"
+for folder in "${folders[@]}"; do
+    if [[ -e "$folder/cargo" || -e "$folder/rustc" || -e "$folder/rustup" ]]; then
+        continue
+    fi
+    clean_path="${clean_path:+$clean_path:}$folder"
+done
 base="$(.venv/bin/python -c 'import sys; print(sys._base_executable)')"
 echo "==> a fresh .venv-wheel with $(basename "$wheel")"
 rm -rf .venv-wheel

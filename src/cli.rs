@@ -203,11 +203,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>, launcher: Launcher) -> Resu
         } => {
             // A gateway forwards only KERNEL_* variables from its clients.
             for (name, value) in crate::launcher::kernel_prefixed_settings(std::env::vars()) {
-                // SAFETY: no other thread exists yet (the runtime and Python
-                // start below), so nothing reads the environment meanwhile.
+                // SAFETY: no other thread reads the environment meanwhile:
+                // from the binary none exists yet (the runtime and Python
+                // start below); run by `python -m mahtab`, Python's only
+                // thread is the one in this call. (Its `os.environ` was
+                // read at its start, so cells do not see these there.)
                 unsafe { std::env::set_var(name, value) };
             }
             init_logging();
+            warn_if_python_is_ignored(&launcher, python.as_deref());
             for (option, value) in [
                 (
                     "spark-context-initialization-mode",
@@ -304,8 +308,14 @@ fn install_local_model(model: &str, dir: Option<PathBuf>, python: Option<PathBuf
 
 fn serve_mcp(connection_file: &std::path::Path) -> Result<()> {
     // Not a kernel: Ctrl-C ends it, and its log goes to stderr (stdout is
-    // the protocol's).
+    // the protocol's). Run by `python -m mahtab`, Python's own handler
+    // would only set a flag no Python code ever looks at.
     accept_sigint_in_current_thread();
+    // SAFETY: restores the default action of SIGINT; no handler of ours is
+    // replaced.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -328,6 +338,7 @@ fn run_kernel(
     debugger: bool,
 ) -> Result<()> {
     init_logging();
+    warn_if_python_is_ignored(launcher, python.as_deref());
     let text = std::fs::read_to_string(&connection_file)
         .with_context(|| format!("cannot read connection file {}", connection_file.display()))?;
     let connection: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text)
@@ -338,6 +349,18 @@ fn run_kernel(
         debugger,
     };
     serve(launcher, move || crate::kernel::run(connection, python))
+}
+
+/// Run by `python -m mahtab`, cells run in that interpreter, whatever
+/// `--python` says.
+fn warn_if_python_is_ignored(launcher: &Launcher, python: Option<&std::path::Path>) {
+    if let (Launcher::PythonModule { python: running }, Some(asked)) = (launcher, python) {
+        tracing::warn!(
+            "--python {} is ignored: cells run in {}, the interpreter running this module",
+            asked.display(),
+            running.display()
+        );
+    }
 }
 
 /// Logs to the real stderr: a kernel's stdout is not a user channel, and
@@ -370,8 +393,19 @@ where
     match launcher {
         Launcher::Binary => serve_until_shutdown(start()),
         Launcher::PythonModule { .. } => {
-            match crate::python::run_hosted(move || serve_until_shutdown(start())) {
-                Ok(Ok(finished)) => finished,
+            let kernel = move || {
+                let finished = serve_until_shutdown(start());
+                // As the binary does: once the kernel has ended (its reply
+                // to shutdown sent), the process ends, even if a cell still
+                // holds Python or user threads would keep it alive.
+                if let Err(e) = &finished {
+                    use std::io::Write;
+                    let _ = writeln!(crate::python::original_stderr(), "mahtab: {e:#}");
+                }
+                std::process::exit(i32::from(finished.is_err()));
+            };
+            match crate::python::run_hosted(kernel) {
+                Ok(Ok(())) => Ok(()),
                 Ok(Err(_)) => Err(anyhow::anyhow!("the kernel's thread panicked")),
                 Err(e) => Err(e).context("cannot start the kernel's thread"),
             }

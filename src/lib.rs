@@ -18,6 +18,7 @@
 //! - [`exception`]: a Python exception as it crosses the kernel, one type
 //!   for cells, the agent's calls into Python and `%%ask` failures.
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
+//! - [`text`]: cutting text at byte positions without splitting a character.
 //! - [`private_files`]: files and directories only their owner may use.
 //!
 //! - [`cli`]: the command line, shared by the `mahtab` binary (`main.rs`)
@@ -34,5 +35,6 @@ pub mod launcher;
 pub mod mcp;
 pub mod private_files;
 pub mod python;
+pub mod text;
 pub mod wire;
 pub mod zmtp;

@@ -6,6 +6,7 @@
 //! shortened first, then the oldest are dropped.
 
 use super::llm::{ChatMessage, Role};
+use crate::text::{ceil_char_boundary, floor_char_boundary};
 
 /// A model's context window when nothing more is known.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 8_192;
@@ -98,28 +99,14 @@ fn shortened(text: &str, limit: usize) -> String {
         return text.to_owned();
     }
     let half = limit / 2;
-    let head_end = floor_boundary(text, half);
-    let tail_start = ceil_boundary(text, text.len() - half);
+    let head_end = floor_char_boundary(text, half);
+    let tail_start = ceil_char_boundary(text, text.len() - half);
     format!(
         "{}\n... [{} characters left out] ...\n{}",
         &text[..head_end],
         text[head_end..tail_start].chars().count(),
         &text[tail_start..]
     )
-}
-
-fn floor_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-fn ceil_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
 }
 
 #[cfg(test)]

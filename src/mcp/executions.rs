@@ -13,6 +13,9 @@ use super::outputs::Outputs;
 
 /// How many executions are kept for `read_output`.
 pub const KEPT: usize = 32;
+/// How long the kernel's idle may trail its reply (the idle comes first
+/// unless IOPub dropped it).
+const IDLE_AFTER_REPLY: Duration = Duration::from_secs(2);
 
 /// One cell run for the client.
 pub struct Execution {
@@ -78,12 +81,36 @@ impl Execution {
         }
     }
 
-    /// Follows the request's IOPub messages to its end.
+    /// Follows the request's IOPub messages to its end: the kernel's idle
+    /// for it, or (should IOPub have dropped that message for a slow
+    /// reader) a short while after its reply.
     async fn follow(self: Arc<Self>, mut pending: Pending) {
-        while let Some(message) = pending.next_output().await {
+        let mut replied: Option<tokio::time::Instant> = None;
+        let Some(mut reply) = pending.take_reply() else {
+            return self.finish(Some("the reply was already taken"));
+        };
+        loop {
+            let message = tokio::select! {
+                message = pending.next_output() => message,
+                answer = &mut reply, if replied.is_none() => {
+                    if answer.is_err() {
+                        break;
+                    }
+                    replied = Some(tokio::time::Instant::now() + IDLE_AFTER_REPLY);
+                    continue;
+                }
+                () = sleep_until_or_never(replied) => {
+                    tracing::debug!("execution {}: no idle after the reply; taken as ended", self.id);
+                    self.finish(None);
+                    return;
+                }
+            };
+            let Some(message) = message else { break };
+            // Decoding and shrinking a figure happens before the lock.
+            let image = Outputs::image_of(&message.header.msg_type, &message.content);
             let line = self
                 .outputs()
-                .add(&message.header.msg_type, &message.content);
+                .add(&message.header.msg_type, &message.content, image);
             if line.is_some() {
                 *self
                     .latest_line
@@ -96,12 +123,26 @@ impl Execution {
                 return;
             }
         }
-        // The kernel went away mid-cell.
+        self.finish(Some("the kernel stopped before the cell ended"));
+    }
+
+    /// Marks the cell ended (with `error`, if it did not end by itself).
+    fn finish(&self, error: Option<&str>) {
         let mut outputs = self.outputs();
-        outputs.error = Some("the kernel stopped before the cell ended".into());
+        if let Some(error) = error {
+            outputs.error = Some(error.into());
+        }
         outputs.done = true;
         drop(outputs);
         self.changes.send_modify(|count| *count += 1);
+    }
+}
+
+/// Sleeps until `deadline`, or for ever without one.
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -118,7 +159,6 @@ pub enum Waited {
 #[derive(Default)]
 pub struct Executions {
     kept: Mutex<VecDeque<Arc<Execution>>>,
-    next_id: Mutex<u64>,
 }
 
 impl Executions {
@@ -126,13 +166,22 @@ impl Executions {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts following the execute request `pending`.
-    pub fn start(&self, pending: Pending) -> Arc<Execution> {
-        let id = {
-            let mut next = self.next_id.lock().unwrap_or_else(PoisonError::into_inner);
-            *next += 1;
-            *next
+    /// Sends a cell with `send` and follows it, unless one of ours still
+    /// runs (then its id): the check and the start are one step, so two
+    /// calls at once cannot both start a cell.
+    pub fn start(
+        &self,
+        send: impl FnOnce() -> anyhow::Result<Pending>,
+    ) -> Result<anyhow::Result<Arc<Execution>>, u64> {
+        let mut kept = self.kept();
+        if let Some(running) = kept.iter().find(|execution| !execution.done()) {
+            return Err(running.id);
+        }
+        let pending = match send() {
+            Ok(pending) => pending,
+            Err(e) => return Ok(Err(e)),
         };
+        let id = kept.back().map_or(1, |last| last.id + 1);
         let execution = Arc::new(Execution {
             id,
             started: Instant::now(),
@@ -141,12 +190,11 @@ impl Executions {
             latest_line: Mutex::new(None),
         });
         tokio::spawn(execution.clone().follow(pending));
-        let mut kept = self.kept();
         if kept.len() == KEPT {
             kept.pop_front();
         }
         kept.push_back(execution.clone());
-        execution
+        Ok(Ok(execution))
     }
 
     pub fn get(&self, id: u64) -> Option<Arc<Execution>> {

@@ -9,21 +9,25 @@ use anyhow::{Context, Result};
 /// The longest side a figure keeps (what the agent's own figures keep).
 pub const MAX_SIDE: u32 = 768;
 
-/// The largest picture decoded at all (width times height); bigger ones
-/// are passed on as they are rather than holding gigabytes in memory.
+/// The largest picture decoded at all (width times height): a bigger one is
+/// left out rather than holding gigabytes in memory.
 const MAX_PIXELS: u64 = 64 << 20;
 
-/// `png` with its longer side at most `max_side` pixels: the same bytes
-/// when it already fits.
-pub fn downscale_png(png_bytes: &[u8], max_side: u32) -> Result<Vec<u8>> {
+/// `png` with its longer side at most `max_side` pixels; `None` when it
+/// already fits.
+pub fn downscale_png(png_bytes: &[u8], max_side: u32) -> Result<Option<Vec<u8>>> {
     let mut decoder = png::Decoder::new(Cursor::new(png_bytes));
     // 8 bits a sample, palettes expanded: one layout to average over.
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
     let mut reader = decoder.read_info().context("not a PNG image")?;
     let (width, height) = (reader.info().width, reader.info().height);
-    if width.max(height) <= max_side || u64::from(width) * u64::from(height) > MAX_PIXELS {
-        return Ok(png_bytes.to_vec());
+    if width.max(height) <= max_side {
+        return Ok(None);
     }
+    anyhow::ensure!(
+        u64::from(width) * u64::from(height) <= MAX_PIXELS,
+        "a {width}x{height} picture is too large to shrink"
+    );
     let size = reader
         .output_buffer_size()
         .context("the PNG image is too large")?;
@@ -49,7 +53,7 @@ pub fn downscale_png(png_bytes: &[u8], max_side: u32) -> Result<Vec<u8>> {
     let mut writer = encoder.write_header()?;
     writer.write_image_data(&small)?;
     writer.finish()?;
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Averages each output pixel's block of input pixels.
@@ -116,7 +120,7 @@ mod tests {
         // 4x2 RGB: the left half black, the right half white.
         let row: Vec<u8> = [[0u8; 3], [0; 3], [255; 3], [255; 3]].concat();
         let source = png_of(4, 2, png::ColorType::Rgb, &[row.clone(), row].concat());
-        let (width, height, pixels) = decode(&downscale_png(&source, 2).unwrap());
+        let (width, height, pixels) = decode(&downscale_png(&source, 2).unwrap().unwrap());
         assert_eq!((width, height), (2, 1));
         assert_eq!(pixels, vec![0, 0, 0, 255, 255, 255]);
     }
@@ -124,7 +128,7 @@ mod tests {
     #[test]
     fn a_small_picture_is_kept_as_it_is() {
         let source = png_of(2, 2, png::ColorType::Grayscale, &[0, 50, 100, 150]);
-        assert_eq!(downscale_png(&source, 768).unwrap(), source);
+        assert_eq!(downscale_png(&source, 768).unwrap(), None);
     }
 
     #[test]
@@ -136,7 +140,7 @@ mod tests {
             png::ColorType::Rgba,
             &[10, 20, 30, 255, 30, 40, 50, 255, 90, 90, 90, 0],
         );
-        let (width, height, pixels) = decode(&downscale_png(&source, 2).unwrap());
+        let (width, height, pixels) = decode(&downscale_png(&source, 2).unwrap().unwrap());
         assert_eq!((width, height), (2, 1));
         assert_eq!(pixels.len(), 8);
         assert_eq!(&pixels[..4], &[10, 20, 30, 255]);

@@ -38,7 +38,15 @@ struct Waiter {
     iopub: Option<mpsc::UnboundedSender<Message>>,
 }
 
-type Waiters = Arc<Mutex<HashMap<String, Waiter>>>;
+/// The requests waiting for the kernel, and whether it is gone (then no
+/// request may wait: nothing would ever answer it).
+#[derive(Default)]
+struct Registry {
+    waiting: HashMap<String, Waiter>,
+    closed: bool,
+}
+
+type Waiters = Arc<Mutex<Registry>>;
 
 /// A connected client.
 pub struct KernelClient {
@@ -46,6 +54,8 @@ pub struct KernelClient {
     shell: Sender,
     control: Sender,
     waiters: Waiters,
+    /// Told once a channel to the kernel has closed.
+    gone: Arc<tokio::sync::Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -67,6 +77,12 @@ impl Pending {
             .context("the kernel went away before it replied")
     }
 
+    /// The reply's receiver, for a caller that waits for it beside the
+    /// IOPub messages (once; `None` after).
+    pub fn take_reply(&mut self) -> Option<oneshot::Receiver<Message>> {
+        self.reply.take()
+    }
+
     /// The next IOPub message this request caused; `None` once the kernel
     /// has gone away.
     pub async fn next_output(&mut self) -> Option<Message> {
@@ -76,12 +92,22 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        lock(&self.waiters).remove(&self.msg_id);
+        lock(&self.waiters).waiting.remove(&self.msg_id);
     }
 }
 
-fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
+fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, Registry> {
     waiters.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The kernel is gone: every waiter learns it from its closed channels, and
+/// no request waits from now on.
+fn close(waiters: &Waiters, gone: &tokio::sync::Notify) {
+    let mut registry = lock(waiters);
+    registry.closed = true;
+    registry.waiting.clear();
+    gone.notify_waiters();
+    gone.notify_one();
 }
 
 impl KernelClient {
@@ -117,10 +143,27 @@ impl KernelClient {
         let waiters = Waiters::default();
         let (shell_sender, control_sender) = (shell.sender(), control.sender());
         let (welcomed, welcome) = oneshot::channel();
+        let gone = Arc::new(tokio::sync::Notify::new());
         let tasks = vec![
-            tokio::spawn(read_replies(shell, codec.clone(), waiters.clone())),
-            tokio::spawn(read_replies(control, codec.clone(), waiters.clone())),
-            tokio::spawn(read_iopub(iopub, codec.clone(), waiters.clone(), welcomed)),
+            tokio::spawn(read_replies(
+                shell,
+                codec.clone(),
+                waiters.clone(),
+                gone.clone(),
+            )),
+            tokio::spawn(read_replies(
+                control,
+                codec.clone(),
+                waiters.clone(),
+                gone.clone(),
+            )),
+            tokio::spawn(read_iopub(
+                iopub,
+                codec.clone(),
+                waiters.clone(),
+                gone.clone(),
+                welcomed,
+            )),
         ];
         // Until the kernel has taken the subscription, what a request
         // publishes could be missed: it says so with `iopub_welcome` (JEP 65).
@@ -132,6 +175,7 @@ impl KernelClient {
             shell: shell_sender,
             control: control_sender,
             waiters,
+            gone,
             tasks,
         })
     }
@@ -147,13 +191,20 @@ impl KernelClient {
         let msg_id = uuid::Uuid::new_v4().to_string();
         let (reply_tx, reply_rx) = oneshot::channel();
         let (iopub_tx, iopub_rx) = mpsc::unbounded_channel();
-        lock(&self.waiters).insert(
-            msg_id.clone(),
-            Waiter {
-                reply: Some(reply_tx),
-                iopub: Some(iopub_tx),
-            },
-        );
+        {
+            let mut registry = lock(&self.waiters);
+            anyhow::ensure!(
+                !registry.closed,
+                "the kernel has gone away (restarted or shut down)"
+            );
+            registry.waiting.insert(
+                msg_id.clone(),
+                Waiter {
+                    reply: Some(reply_tx),
+                    iopub: Some(iopub_tx),
+                },
+            );
+        }
         let pending = Pending {
             msg_id: msg_id.clone(),
             reply: Some(reply_rx),
@@ -183,6 +234,16 @@ impl KernelClient {
             .await
             .with_context(|| format!("no {msg_type} reply within {CONTROL_LIMIT:?}"))??;
         Ok(reply.content)
+    }
+
+    /// Resolves once a channel to the kernel has closed (it was shut down
+    /// or restarted).
+    pub async fn gone(&self) {
+        let notified = self.gone.notified();
+        if lock(&self.waiters).closed {
+            return;
+        }
+        notified.await;
     }
 
     /// Asks the kernel for a subshell of its own (JEP 91); its id.
@@ -228,7 +289,12 @@ fn decode(codec: &Codec, frames: Vec<bytes::Bytes>, channel: &str) -> Option<Mes
     }
 }
 
-async fn read_replies(mut socket: Connection, codec: Arc<Codec>, waiters: Waiters) {
+async fn read_replies(
+    mut socket: Connection,
+    codec: Arc<Codec>,
+    waiters: Waiters,
+    gone: Arc<tokio::sync::Notify>,
+) {
     while let Some(frames) = socket.recv().await {
         let Some(message) = decode(&codec, frames, "reply") else {
             continue;
@@ -237,20 +303,21 @@ async fn read_replies(mut socket: Connection, codec: Arc<Codec>, waiters: Waiter
             continue;
         };
         let reply = lock(&waiters)
+            .waiting
             .get_mut(parent)
             .and_then(|waiter| waiter.reply.take());
         if let Some(reply) = reply {
             let _ = reply.send(message);
         }
     }
-    // The kernel is gone: every waiter learns it from its closed channels.
-    lock(&waiters).clear();
+    close(&waiters, &gone);
 }
 
 async fn read_iopub(
     mut socket: Connection,
     codec: Arc<Codec>,
     waiters: Waiters,
+    gone: Arc<tokio::sync::Notify>,
     welcomed: oneshot::Sender<()>,
 ) {
     let mut welcomed = Some(welcomed);
@@ -268,11 +335,12 @@ async fn read_iopub(
             continue;
         };
         if let Some(iopub) = lock(&waiters)
+            .waiting
             .get(parent)
             .and_then(|waiter| waiter.iopub.as_ref())
         {
             let _ = iopub.send(message);
         }
     }
-    lock(&waiters).clear();
+    close(&waiters, &gone);
 }

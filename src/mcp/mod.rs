@@ -25,19 +25,38 @@ pub async fn serve(connection_file: &Path) -> Result<()> {
         .create_subshell()
         .await
         .context("the kernel must offer subshells (mahtab does)")?;
-    let look = kernel.create_subshell().await?;
+    let look = match kernel.create_subshell().await {
+        Ok(look) => look,
+        Err(e) => {
+            delete_subshells(&kernel, [work]).await;
+            return Err(e);
+        }
+    };
     let tools = server::KernelTools::new(kernel.clone(), work.clone(), look.clone());
     let service = tools
         .serve(rmcp::transport::stdio())
         .await
         .context("the MCP client did not initialise")?;
-    let ended = service.waiting().await;
-    for id in [work, look] {
+    let cancel = service.cancellation_token();
+    let ended = tokio::select! {
+        ended = service.waiting() => ended,
+        () = kernel.gone() => {
+            // A restarted kernel has new subshells and a new namespace: the
+            // client starts the server again.
+            cancel.cancel();
+            anyhow::bail!("the kernel has gone away (restarted or shut down)");
+        }
+    };
+    delete_subshells(&kernel, [work, look]).await;
+    ended.context("the MCP session failed")?;
+    Ok(())
+}
+
+async fn delete_subshells<const N: usize>(kernel: &kernel::KernelClient, ids: [String; N]) {
+    for id in ids {
         let request = json!({ "subshell_id": id });
         if let Err(e) = kernel.control("delete_subshell_request", request).await {
             tracing::debug!("subshell {id} not deleted: {e:#}");
         }
     }
-    ended.context("the MCP session failed")?;
-    Ok(())
 }

@@ -8,11 +8,15 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::images;
+use crate::text::floor_char_boundary;
 
-/// The most text kept of one execution; past it the rest is counted, not kept.
+/// The most stream text kept of one execution (bytes); past it the rest is
+/// counted, not kept.
 const KEPT_CHARS: usize = 8 << 20;
 /// The most pictures kept of one execution (the first ones).
 const KEPT_IMAGES: usize = 4;
+/// The most text kept of one display (a result's repr, a panel).
+const DISPLAY_CHARS: usize = 64 << 10;
 
 /// A PNG figure, base64, ready for an MCP image content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +29,9 @@ enum Part {
     Stream {
         name: String,
         text: String,
+        /// The text ended with a carriage return: the line is overwritten
+        /// if more text comes that does not start a new line.
+        pending_return: bool,
     },
     Display {
         id: Option<String>,
@@ -39,7 +46,7 @@ pub struct Outputs {
     parts: Vec<Part>,
     /// `clear_output(wait=True)`: clear when the next output comes.
     clear_pending: bool,
-    /// Characters that did not fit [`KEPT_CHARS`].
+    /// Bytes of stream text that did not fit [`KEPT_CHARS`].
     pub dropped_chars: usize,
     /// The exception's name and value, once the code raised.
     pub error: Option<String>,
@@ -49,9 +56,21 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// Takes one IOPub message of the execution; returns a line worth
-    /// telling a waiting client (the latest output line), if any.
-    pub fn add(&mut self, msg_type: &str, content: &Value) -> Option<String> {
+    /// The picture a display message carries, made small: the slow part of
+    /// taking a message, done before [`Outputs::add`] (and its lock).
+    pub fn image_of(msg_type: &str, content: &Value) -> Option<Image> {
+        match msg_type {
+            "execute_result" | "display_data" | "update_display_data" => {
+                content["data"]["image/png"].as_str().and_then(small_png)
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes one IOPub message of the execution, with its picture from
+    /// [`Outputs::image_of`]; returns a line worth telling a waiting client
+    /// (the latest output line), if any.
+    pub fn add(&mut self, msg_type: &str, content: &Value, image: Option<Image>) -> Option<String> {
         match msg_type {
             "stream" => {
                 let name = content["name"].as_str().unwrap_or("stdout");
@@ -65,14 +84,15 @@ impl Outputs {
                 let id = content["transient"]["display_id"]
                     .as_str()
                     .map(str::to_owned);
-                let (text, image) = self.display(content, msg_type == "execute_result");
+                let image = image.filter(|_| self.image_count() < KEPT_IMAGES);
+                let (text, image) = self.display(content, msg_type == "execute_result", image);
                 let line = last_line(&text);
                 self.parts.push(Part::Display { id, text, image });
                 line
             }
             "update_display_data" => {
                 let id = content["transient"]["display_id"].as_str()?;
-                let (text, image) = self.display(content, false);
+                let (text, image) = self.display(content, false, image);
                 let line = last_line(&text);
                 for part in &mut self.parts {
                     if let Part::Display {
@@ -151,27 +171,30 @@ impl Outputs {
             Some(Part::Stream {
                 name: last,
                 text: kept,
+                pending_return,
             }) if last == name => {
-                append_with_returns(kept, text);
+                append_with_returns(kept, pending_return, text);
             }
             _ => {
-                let mut kept = String::new();
-                append_with_returns(&mut kept, text);
+                let (mut kept, mut pending_return) = (String::new(), false);
+                append_with_returns(&mut kept, &mut pending_return, text);
                 self.parts.push(Part::Stream {
                     name: name.to_owned(),
                     text: kept,
+                    pending_return,
                 });
             }
         }
     }
 
-    /// A display's text and picture.
-    fn display(&self, content: &Value, result: bool) -> (String, Option<Image>) {
+    /// A display's text (bounded) and picture.
+    fn display(
+        &self,
+        content: &Value,
+        result: bool,
+        image: Option<Image>,
+    ) -> (String, Option<Image>) {
         let data = &content["data"];
-        let image = data["image/png"]
-            .as_str()
-            .filter(|_| self.image_count() < KEPT_IMAGES)
-            .and_then(small_png);
         let plain = data["text/plain"]
             .as_str()
             .or_else(|| data["text/markdown"].as_str())
@@ -188,6 +211,14 @@ impl Outputs {
         } else {
             plain.to_owned()
         };
+        if text.len() > DISPLAY_CHARS {
+            let cut = floor_char_boundary(&text, DISPLAY_CHARS);
+            let left_out = text.len() - cut;
+            text.truncate(cut);
+            text.push_str(&format!(
+                "\n[... {left_out} more bytes of this display not kept]"
+            ));
+        }
         if let Some(count) = content["execution_count"].as_u64().filter(|_| result) {
             text = format!("Out[{count}]: {text}");
         }
@@ -230,26 +261,40 @@ fn small_png(base64_text: &str) -> Option<Image> {
     let engine = base64::engine::general_purpose::STANDARD;
     // Jupyter sends base64 with or without line breaks.
     let compact: String = base64_text.split_whitespace().collect();
-    let bytes = engine.decode(compact).ok()?;
-    let small = images::downscale_png(&bytes, images::MAX_SIDE).ok()?;
-    Some(Image {
-        base64: engine.encode(small),
-    })
+    let bytes = engine.decode(&compact).ok()?;
+    let base64 = match images::downscale_png(&bytes, images::MAX_SIDE).ok()? {
+        Some(small) => engine.encode(small),
+        None => compact,
+    };
+    Some(Image { base64 })
 }
 
 /// Appends `text` as a terminal shows it: a carriage return not followed by
-/// a newline goes back to the start of the line (progress bars).
-fn append_with_returns(kept: &mut String, text: &str) {
-    let mut pieces = text.split('\r');
+/// a newline goes back to the start of the line (progress bars). One that
+/// ends a message waits for the next (`pending_return`): the line stays
+/// until text that does not start a new line overwrites it.
+fn append_with_returns(kept: &mut String, pending_return: &mut bool, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    let back_to_line_start = |kept: &mut String| {
+        let line_start = kept.rfind('\n').map_or(0, |at| at + 1);
+        kept.truncate(line_start);
+    };
+    if std::mem::take(pending_return) && !text.starts_with('\n') {
+        back_to_line_start(kept);
+    }
+    let mut pieces = text.split('\r').peekable();
     if let Some(first) = pieces.next() {
         kept.push_str(first);
     }
-    for piece in pieces {
-        if piece.starts_with('\n') {
+    while let Some(piece) = pieces.next() {
+        if piece.is_empty() && pieces.peek().is_none() {
+            *pending_return = true;
+        } else if piece.starts_with('\n') {
             kept.push_str(piece);
         } else {
-            let line_start = kept.rfind('\n').map_or(0, |at| at + 1);
-            kept.truncate(line_start);
+            back_to_line_start(kept);
             kept.push_str(piece);
         }
     }
@@ -260,17 +305,6 @@ fn last_line(text: &str) -> Option<String> {
     let line = text.lines().rev().find(|line| !line.trim().is_empty())?;
     let cut = floor_char_boundary(line, 200);
     Some(line[..cut].to_owned())
-}
-
-/// The largest char boundary at or below `at`.
-pub fn floor_char_boundary(text: &str, at: usize) -> usize {
-    if at >= text.len() {
-        return text.len();
-    }
-    (0..=at)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0)
 }
 
 /// `text` without terminal colour codes (IPython colours its tracebacks).
@@ -299,22 +333,40 @@ mod tests {
 
     use super::*;
 
+    fn add(outputs: &mut Outputs, msg_type: &str, content: &Value) -> Option<String> {
+        outputs.add(msg_type, content, Outputs::image_of(msg_type, content))
+    }
+
     #[test]
     fn streams_results_and_errors_read_in_order() {
         let mut outputs = Outputs::default();
-        outputs.add("execute_input", &json!({"execution_count": 3}));
-        outputs.add("stream", &json!({"name": "stdout", "text": "a\n"}));
-        outputs.add("stream", &json!({"name": "stdout", "text": "b\n"}));
-        outputs.add(
+        add(
+            &mut outputs,
+            "execute_input",
+            &json!({"execution_count": 3}),
+        );
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "a\n"}),
+        );
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "b\n"}),
+        );
+        add(
+            &mut outputs,
             "execute_result",
             &json!({"execution_count": 3, "data": {"text/plain": "42"}}),
         );
-        let line = outputs.add(
+        let line = add(
+            &mut outputs,
             "error",
             &json!({"ename": "ValueError", "evalue": "bad",
                     "traceback": ["\u{1b}[0;31mValueError\u{1b}[0m: bad"]}),
         );
-        outputs.add("status", &json!({"execution_state": "idle"}));
+        add(&mut outputs, "status", &json!({"execution_state": "idle"}));
         assert_eq!(outputs.text(), "a\nb\nOut[3]: 42\nValueError: bad\n");
         assert_eq!(line.as_deref(), Some("ValueError: bad"));
         assert_eq!(outputs.error.as_deref(), Some("ValueError: bad"));
@@ -325,12 +377,38 @@ mod tests {
     #[test]
     fn carriage_returns_overwrite_the_line_as_a_terminal_does() {
         let mut outputs = Outputs::default();
-        outputs.add("stream", &json!({"name": "stderr", "text": "start\n 10%"}));
-        outputs.add(
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stderr", "text": "start\n 10%"}),
+        );
+        add(
+            &mut outputs,
             "stream",
             &json!({"name": "stderr", "text": "\r 50%\r100%\r\ndone\n"}),
         );
         assert_eq!(outputs.text(), "start\n100%\ndone\n");
+        // A return that ends a message waits: the line stays until text
+        // that is not a newline comes.
+        let mut outputs = Outputs::default();
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "1/3\r"}),
+        );
+        assert_eq!(outputs.text(), "1/3");
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "2/3\r"}),
+        );
+        assert_eq!(outputs.text(), "2/3");
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "\ndone\n"}),
+        );
+        assert_eq!(outputs.text(), "2/3\ndone\n");
     }
 
     #[test]
@@ -338,13 +416,21 @@ mod tests {
         let mut outputs = Outputs::default();
         let shown =
             |text: &str| json!({"data": {"text/plain": text}, "transient": {"display_id": "p"}});
-        outputs.add("display_data", &shown("thinking"));
-        outputs.add("stream", &json!({"name": "stdout", "text": "x\n"}));
-        outputs.add("update_display_data", &shown("answer: 4"));
+        add(&mut outputs, "display_data", &shown("thinking"));
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "x\n"}),
+        );
+        add(&mut outputs, "update_display_data", &shown("answer: 4"));
         assert_eq!(outputs.text(), "answer: 4\nx\n");
-        outputs.add("clear_output", &json!({"wait": true}));
+        add(&mut outputs, "clear_output", &json!({"wait": true}));
         assert_eq!(outputs.text(), "answer: 4\nx\n");
-        outputs.add("stream", &json!({"name": "stdout", "text": "y\n"}));
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": "y\n"}),
+        );
         assert_eq!(outputs.text(), "y\n");
     }
 
@@ -358,11 +444,10 @@ mod tests {
         writer.finish().unwrap();
         let png_base64 = base64::engine::general_purpose::STANDARD.encode(&png_bytes);
         let mut outputs = Outputs::default();
-        outputs.add(
-            "display_data",
-            &json!({"data": {"image/png": png_base64, "text/plain": "<Figure size 640x480 with 1 Axes>"}}),
-        );
-        outputs.add(
+        let figure = json!({"data": {"image/png": png_base64, "text/plain": "<Figure size 640x480 with 1 Axes>"}});
+        add(&mut outputs, "display_data", &figure);
+        add(
+            &mut outputs,
             "display_data",
             &json!({"data": {"image/png": "not base64!"}}),
         );
@@ -374,10 +459,30 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_display_is_cut() {
+        let mut outputs = Outputs::default();
+        let big = "x".repeat(DISPLAY_CHARS * 2);
+        add(
+            &mut outputs,
+            "execute_result",
+            &json!({"data": {"text/plain": big}}),
+        );
+        let text = outputs.text();
+        assert!(text.len() < DISPLAY_CHARS + 100);
+        assert!(text.contains(&format!(
+            "[... {DISPLAY_CHARS} more bytes of this display not kept]"
+        )));
+    }
+
+    #[test]
     fn text_past_the_limit_is_counted_not_kept() {
         let mut outputs = Outputs::default();
         let big = "é".repeat(KEPT_CHARS);
-        outputs.add("stream", &json!({"name": "stdout", "text": big}));
+        add(
+            &mut outputs,
+            "stream",
+            &json!({"name": "stdout", "text": big}),
+        );
         assert!(outputs.text().len() <= KEPT_CHARS);
         assert!(outputs.dropped_chars >= KEPT_CHARS / 2);
     }

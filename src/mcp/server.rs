@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::executions::{Execution, Executions, Waited};
 use super::kernel::{Channel, KernelClient};
-use super::outputs::floor_char_boundary;
+use crate::text::floor_char_boundary;
 
 /// How long `execute` waits for a cell by default before it answers that
 /// the cell still runs (clients' own limits are often a minute or more).
@@ -41,8 +41,8 @@ const PROGRESS_GAP: Duration = Duration::from_millis(250);
 const INTERRUPT_WAIT: Duration = Duration::from_secs(10);
 /// How long a question about the namespace may take.
 const QUERY_LIMIT: Duration = Duration::from_secs(30);
-/// The most text one answer shows; longer output is shown as its start and
-/// its end, and `read_output` reads the rest.
+/// The most text one answer shows (bytes); longer output is shown as its
+/// start and its end, and `read_output` reads the rest.
 const SHOWN_CHARS: usize = 12_000;
 
 const INSTRUCTIONS: &str = "These tools work in a live Jupyter kernel (mahtab, Python) that a \
@@ -58,8 +58,9 @@ pub struct KernelTools {
     kernel: Arc<KernelClient>,
     /// The subshell that runs `execute` and `ask` cells.
     work: Arc<str>,
-    /// The subshell that answers `variables` and `inspect`.
-    look: Arc<str>,
+    /// The subshell that answers `variables` and `inspect` (replaced when
+    /// one of them hangs: a value's own code may never return).
+    look: Arc<std::sync::Mutex<Arc<str>>>,
     executions: Arc<Executions>,
     tool_router: ToolRouter<Self>,
 }
@@ -88,8 +89,8 @@ struct AskArgs {
 struct ReadOutputArgs {
     /// The execution's number, from `execute` or `ask`.
     execution: u64,
-    /// Where in its text to start reading (characters); without it, the
-    /// start and the end of the text are shown.
+    /// Where in its text to start reading (a byte offset, as the last
+    /// answer gives it); without it, the start and the end are shown.
     offset: Option<usize>,
     /// Seconds to wait for a running cell to end first (default 30).
     wait: Option<f64>,
@@ -107,7 +108,7 @@ impl KernelTools {
         Self {
             kernel,
             work: work.into(),
-            look: look.into(),
+            look: Arc::new(std::sync::Mutex::new(look.into())),
             executions: Arc::default(),
             tool_router: Self::tool_router(),
         }
@@ -216,6 +217,13 @@ impl KernelTools {
 }
 
 impl KernelTools {
+    fn look_subshell(&self) -> Arc<str> {
+        self.look
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Runs `code` as a cell on the work subshell and follows it for `wait`
     /// seconds.
     async fn run_cell(
@@ -224,13 +232,6 @@ impl KernelTools {
         wait: f64,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        if let Some(running) = self.executions.running() {
-            return Ok(failure(format!(
-                "execution {id} is still running: read_output with execution={id} follows it, \
-                 interrupt stops it",
-                id = running.id
-            )));
-        }
         let content = json!({
             "code": code,
             "silent": false,
@@ -239,11 +240,19 @@ impl KernelTools {
             "allow_stdin": false,
             "stop_on_error": true,
         });
-        let pending = self
-            .kernel
-            .send(Channel::Shell, "execute_request", content, Some(&self.work))
-            .map_err(kernel_error)?;
-        let execution = self.executions.start(pending);
+        let send = || {
+            self.kernel
+                .send(Channel::Shell, "execute_request", content, Some(&self.work))
+        };
+        let execution = match self.executions.start(send) {
+            Ok(started) => started.map_err(kernel_error)?,
+            Err(id) => {
+                return Ok(failure(format!(
+                    "execution {id} is still running: read_output with execution={id} follows it, \
+                     interrupt stops it"
+                )));
+            }
+        };
         let ended = follow(&execution, seconds(wait), context).await;
         Ok(report(&execution, ended, None))
     }
@@ -257,14 +266,28 @@ impl KernelTools {
             "user_expressions": { "answer": expression },
             "allow_stdin": false,
         });
+        let look = self.look_subshell();
         let mut pending = self
             .kernel
-            .send(Channel::Shell, "execute_request", content, Some(&self.look))
+            .send(Channel::Shell, "execute_request", content, Some(&look))
             .map_err(kernel_error)?;
-        let reply = tokio::time::timeout(QUERY_LIMIT, pending.reply())
-            .await
-            .map_err(|_| McpError::internal_error("the kernel did not answer in time", None))?
-            .map_err(kernel_error)?;
+        let reply = match tokio::time::timeout(QUERY_LIMIT, pending.reply()).await {
+            Ok(reply) => reply.map_err(kernel_error)?,
+            Err(_) => {
+                // That subshell is stuck in the value's code; later questions
+                // go to a fresh one.
+                let fresh = self.kernel.create_subshell().await.map_err(kernel_error)?;
+                *self
+                    .look
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.into();
+                return Ok(failure(format!(
+                    "no answer within {} s (the value's own code may hang); later questions go to \
+                     a fresh subshell",
+                    QUERY_LIMIT.as_secs()
+                )));
+            }
+        };
         let answer = &reply.content["user_expressions"]["answer"];
         Ok(match answer["data"]["text/plain"].as_str() {
             Some(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
@@ -300,7 +323,7 @@ async fn follow(
     let deadline = tokio::time::Instant::now() + limit;
     let mut changes = execution.changes();
     let mut told = 0.0;
-    let mut last_told = std::time::Instant::now() - PROGRESS_GAP;
+    let mut last_told: Option<std::time::Instant> = None;
     loop {
         let waited = tokio::select! {
             waited = execution.wait_step(&mut changes, deadline, HEARTBEAT) => waited,
@@ -314,14 +337,16 @@ async fn follow(
         let Some(token) = &token else { continue };
         // A line of output, at most one every PROGRESS_GAP; or a heartbeat.
         let message = match waited {
-            Waited::Output if last_told.elapsed() < PROGRESS_GAP => continue,
+            Waited::Output if last_told.is_some_and(|told| told.elapsed() < PROGRESS_GAP) => {
+                continue;
+            }
             Waited::Output => match execution.take_latest_line() {
                 Some(line) => line,
                 None => continue,
             },
             _ => format!("running for {} s", execution.started.elapsed().as_secs()),
         };
-        last_told = std::time::Instant::now();
+        last_told = Some(std::time::Instant::now());
         told += 1.0;
         let progress = ProgressNotificationParam::new(token.clone(), told).with_message(message);
         if let Err(e) = context.peer.notify_progress(progress).await {
@@ -353,7 +378,7 @@ fn report(execution: &Execution, ended: bool, offset: Option<usize>) -> CallTool
     shown.push_str(&bounded(&text, offset, id));
     if outputs.dropped_chars > 0 {
         shown.push_str(&format!(
-            "\n[{} more characters of output were not kept]",
+            "\n[{} more bytes of output were not kept]",
             outputs.dropped_chars
         ));
     }
@@ -379,7 +404,7 @@ fn bounded(text: &str, offset: Option<usize>, id: u64) -> String {
         let mut out = text[start..end].to_owned();
         if end < text.len() {
             out.push_str(&format!(
-                "\n[{} more characters: read_output with execution={id}, offset={end}]",
+                "\n[{} more bytes: read_output with execution={id}, offset={end}]",
                 text.len() - end
             ));
         }
@@ -391,7 +416,7 @@ fn bounded(text: &str, offset: Option<usize>, id: u64) -> String {
     let head_end = floor_char_boundary(text, SHOWN_CHARS / 2);
     let tail_start = floor_char_boundary(text, text.len() - SHOWN_CHARS / 2);
     format!(
-        "{}\n[... {} characters left out: read_output with execution={id}, offset={head_end} \
+        "{}\n[... {} bytes left out: read_output with execution={id}, offset={head_end} \
          reads them ...]\n{}",
         &text[..head_end],
         tail_start - head_end,
@@ -450,7 +475,7 @@ mod tests {
             .unwrap()
             .trim_end_matches(']');
         let rest = bounded(&text, Some(next.parse().unwrap()), 1);
-        assert!(!rest.contains("more characters"));
+        assert!(!rest.contains("more bytes"));
         assert_eq!(
             first.chars().filter(|&c| c == 'é').count() + rest.chars().count(),
             text.chars().count()

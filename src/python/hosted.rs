@@ -51,10 +51,16 @@ pub fn run_hosted<T: Send + 'static>(
     let kernel = std::thread::Builder::new()
         .name("mahtab-kernel".into())
         .spawn(move || {
-            let result = kernel();
-            // Python never started (the kernel failed first): stop waiting.
-            host().take();
-            result
+            // However the kernel ends (a panic too), the host stops waiting
+            // for an interpreter loop it would never get.
+            struct StopWaiting;
+            impl Drop for StopWaiting {
+                fn drop(&mut self) {
+                    host().take();
+                }
+            }
+            let _stop_waiting = StopWaiting;
+            kernel()
         });
     let kernel = match kernel {
         Ok(kernel) => kernel,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import queue
 import re
 import struct
 from pathlib import Path
@@ -114,6 +115,21 @@ def test_the_newest_protocol_without_initialize_works_too(kernel: Kernel) -> Non
     run(kernel, steps, stateless=True)
 
 
+def notebook_cell_running(kernel: Kernel, msg_id: str) -> bool:
+    """Whether the notebook's cell `msg_id` has not gone idle (IOPub read so far)."""
+    while True:
+        try:
+            kernel.logs["iopub"].append(kernel.kc.get_iopub_msg(timeout=0.05))
+        except queue.Empty:
+            break
+    return not any(
+        m["parent_header"].get("msg_id") == msg_id
+        and m["msg_type"] == "status"
+        and m["content"]["execution_state"] == "idle"
+        for m in kernel.logs["iopub"]
+    )
+
+
 def test_execute_variables_and_inspect_answer_while_a_notebook_cell_runs(kernel: Kernel, tmp_path: Path) -> None:
     notebook_cell = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.02)\nnotebook_done = True"
     msg_id = kernel.kc.execute(notebook_cell, allow_stdin=False)
@@ -124,8 +140,8 @@ def test_execute_variables_and_inspect_answer_while_a_notebook_cell_runs(kernel:
     async def steps(session: ClientSession) -> None:
         result = await call(session, "execute", code="y = [1, 2, 3]\nlen(y)")
         assert re.search(r"Out\[\d+\]: 3", text(result)), text(result)
-        # The notebook's cell cannot have ended: it waits for the file.
-        assert not (tmp_path / "go").exists()
+        # The notebook's cell is still running: it has not gone idle.
+        assert notebook_cell_running(kernel, msg_id)
         listed = text(await call(session, "variables"))
         assert "y: list len=3 = [1, 2, 3]" in listed, listed
         described = text(await call(session, "inspect", expression="y"))
@@ -175,10 +191,10 @@ def test_long_output_shows_its_start_and_end_and_the_rest_is_read_later(kernel: 
         shown = text(result)
         assert "line 00000" in shown and "line 02999" in shown
         assert "line 01500" not in shown
-        offset = int(re.search(r"characters left out: read_output with execution=\d+, offset=(\d+)", shown).group(1))
+        offset = int(re.search(r"bytes left out: read_output with execution=\d+, offset=(\d+)", shown).group(1))
         rest = text(await call(session, "read_output", execution=execution_id(result), offset=offset))
         assert "line 01000" in rest, rest[:300]
-        assert "more characters: read_output" in rest
+        assert "more bytes: read_output" in rest
         unknown = await call(session, "read_output", execution=999)
         assert unknown.is_error and "there is no execution 999" in text(unknown)
 
@@ -226,3 +242,28 @@ def test_ask_runs_the_agent_and_its_approval_rules_hold(tmp_path: Path) -> None:
         told = llm.requests[3]["messages"][-1]["content"]
         assert "Not run: every block needs the user's approval" in told, told
         assert kernel.execute("(z, 'flag' in globals())").result()["text/plain"] == "(7, False)"
+
+
+def test_the_server_ends_when_its_kernel_goes_away(tmp_path: Path) -> None:
+    from jupyter_client.manager import start_new_kernel
+    from mcp.shared.exceptions import MCPError
+
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, cwd=str(tmp_path))
+    kernel = Kernel(km, kc)
+
+    async def steps(session: ClientSession) -> None:
+        assert not (await call(session, "execute", code="1 + 1")).is_error
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+        # A restarted or stopped kernel ends the server (its client starts a
+        # new one); a call fails at once instead of waiting for ever.
+        with anyio.fail_after(CALL_LIMIT):
+            with pytest.raises(MCPError):
+                result = await call(session, "execute", code="2 + 2")
+                raise AssertionError(f"answered after the kernel went away: {text(result)}")
+
+    try:
+        run(kernel, steps)
+    finally:
+        if km.is_alive():
+            km.shutdown_kernel(now=True)

@@ -130,6 +130,6 @@ def local_model(args):
             model = candidate
             break
     if model is None and not package:
-        model = _assemble_installed_model(args["file"], searched[0])
+        model = _assemble_installed_model(args["file"], os.path.join(jupyter_data_dir(), "mahtab", "models"))
     server = importlib.util.find_spec("xllamacpp") is not None
     return {"python": sys.executable, "server": server, "model": model, "searched": searched}

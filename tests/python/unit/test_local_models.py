@@ -66,6 +66,6 @@ def test_missing_or_other_versions_of_the_packages_give_none(site: Path, tmp_pat
 def test_a_wrong_checksum_installs_nothing(site: Path, tmp_path: Path) -> None:
     distribution(site, "tiny-part1", "1.0", b"corrupted")
     model = model_of([b"expected!"], ["tiny-part1"])
-    with pytest.raises(SystemExit, match="nothing was installed"):
+    with pytest.raises(local_models.ModelError, match="nothing was installed"):
         local_models.assemble_installed(model, tmp_path / "models", say=lambda text: None)
     assert list((tmp_path / "models").iterdir()) == []
