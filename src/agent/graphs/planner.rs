@@ -124,7 +124,6 @@ async fn plan_step<E: Effects>(
         action = Action::Finish(text.clone());
     }
     if let Action::Finish(_) = &action
-        && !state.executions.is_empty()
         && !state.nudged_after_review
         && state.turn < state.max_turns
         && let Some(unmet) = unmet(state, effects, &last_step(state)).await
@@ -132,7 +131,8 @@ async fn plan_step<E: Effects>(
         // A final answer while a variable, file or figure the request names
         // is missing, or the last step changed a copy: sent back once, with
         // why (mid-way steps are not checked: exploring first is the
-        // planner's way).
+        // planner's way). Also with no step at all: small models answer
+        // "3" to "store the count in n" and stop.
         state.nudged_after_review = true;
         state
             .conversation
@@ -387,6 +387,25 @@ mod tests {
         assert_eq!(script.executed, ["print(len(x))", "n = 3"]);
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.answer, "stored");
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn a_final_answer_with_no_step_while_the_named_variable_is_missing_is_sent_back_once() {
+        let mut script = Script::new(
+            &[
+                "Final Answer: 3",
+                "Action: python\nAction Input:\n```python\nn = 3\n```",
+                "Final Answer: stored",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Count them; store it in `n`.", Vec::new(), 6);
+        run(&mut script, &mut state, false, true);
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("`n` does not exist yet"), "{told}");
+        assert_eq!(script.executed, ["n = 3"]);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_roles_alternate(&script);
     }
 
