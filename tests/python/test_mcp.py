@@ -185,6 +185,29 @@ def test_a_long_cell_reports_progress_is_followed_and_interrupted(kernel: Kernel
     run(kernel, steps)
 
 
+def test_two_execute_calls_at_once_start_one_cell(kernel: Kernel) -> None:
+    """rmcp serves calls concurrently: of two `execute` calls sent together,
+    one runs and the other is told which cell is running, never both."""
+
+    async def steps(session: ClientSession) -> None:
+        results: list[types.CallToolResult] = []
+
+        async def one(code: str) -> None:
+            results.append(await call(session, "execute", code=code))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, "import time\ntime.sleep(1)\nfirst = 1")
+            group.start_soon(one, "import time\ntime.sleep(1)\nsecond = 2")
+        refused = [r for r in results if r.is_error]
+        ran = [r for r in results if not r.is_error]
+        assert len(refused) == 1 and len(ran) == 1, [text(r) for r in results]
+        assert re.search(r"execution \d+ is still running", text(refused[0])), text(refused[0])
+        both = text(await call(session, "execute", code="('first' in globals()) + ('second' in globals())"))
+        assert re.search(r"Out\[\d+\]: 1\n", both), both
+
+    run(kernel, steps)
+
+
 def test_long_output_shows_its_start_and_end_and_the_rest_is_read_later(kernel: Kernel) -> None:
     async def steps(session: ClientSession) -> None:
         result = await call(session, "execute", code="for i in range(3000):\n    print('line %05d' % i)")
