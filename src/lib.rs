@@ -38,3 +38,8 @@ pub mod python;
 pub mod text;
 pub mod wire;
 pub mod zmtp;
+
+// The unit tests embed Python: when pyo3 leaves libpython unlinked (see
+// build.rs), they link it themselves.
+#[cfg(test)]
+include!(concat!(env!("OUT_DIR"), "/link_libpython.rs"));

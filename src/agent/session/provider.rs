@@ -253,7 +253,11 @@ fn local_model_missing<P: Ports>(
         "{}\nOr use the local model with no key. Missing: {}.\nInstall it with: {}",
         config::HOW_TO_CONFIGURE,
         missing.join("; "),
-        local::INSTALL_HINT
+        if found.from_wheel {
+            local::WHEEL_INSTALL_HINT
+        } else {
+            local::INSTALL_HINT
+        }
     );
     publish(ports, render::setup(&how));
     PythonException::new(

@@ -132,4 +132,17 @@ def local_model(args):
     if model is None and not package:
         model = _assemble_installed_model(args["file"], os.path.join(jupyter_data_dir(), "mahtab", "models"))
     server = importlib.util.find_spec("xllamacpp") is not None
-    return {"python": sys.executable, "server": server, "model": model, "searched": searched}
+    return {"python": sys.executable, "server": server, "model": model, "searched": searched,
+            "from_wheel": _installed_by_pip()}
+
+
+def _installed_by_pip():
+    """Whether this environment has mahtab's wheel (then ``pip install
+    "mahtab[local]"`` is the way to the local model)."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("mahtab")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
