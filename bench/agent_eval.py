@@ -8,16 +8,19 @@ checker, a Python expression that inspects the namespace or the files (never
 the model's text). Beside the graphs, `single` is the single-shot baseline:
 the same model answers once and its code runs once, with no review
 (`ask(..., once=True, max_turns=1)`). Per graph the report gives the tasks
-solved, the mean turns, the tokens, the time to the first text of the first
-model call and of the later ones, and the time per task (mean, and median of
-the solved ones); --json keeps every task's figures. With --repeat N each
-task runs N times and the solved count shows its range.
+solved, the mean turns, the tokens, the times to the first text of the
+conversation's turns (the first call of the run, with nothing cached; each
+task's first turn; its second, with the share of that prompt the model
+server's cache held) and of the hidden calls (reviews, plans,
+classifications), and the time per task (mean, and median of the solved
+ones); --json keeps every task's figures and calls. With --repeat N each task
+runs N times and the solved count shows its range.
 
 The provider is whatever the kernel would use: the environment and the
 settings file, as for any %%ask cell. --local runs every kernel against one
 local model server (Qwen2.5-Coder-1.5B by default; --local coder-0.5b for the
-smaller one) that this script starts once, so no task pays for loading the
-model; the kernels use it as their embedded model (same context, answer
+smaller one) that this script starts afresh for each graph, so no task pays
+for loading the model and each graph's first call finds nothing cached; the kernels use it as their embedded model (same context, answer
 length, temperature 0 and seed 0), through MAHTAB_LOCAL_MODEL_URL. --replay
 instead starts a replay provider on loopback that answers each task with its
 reference solution, in the part each graph's nodes expect: that checks the
@@ -38,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from queue import Empty
@@ -85,8 +88,9 @@ class Result:
     images: int = 0
     error: str = ""
     repeat: int = 0
-    # Seconds to the first text of each model call, in order.
-    first_text: tuple = ()
+    # Each model call, in order: {"shown", "first_text_seconds",
+    # "input_tokens", "cached_tokens"} (the kernel's trace).
+    calls: list = field(default_factory=list)
 
 
 # -- the replay provider --------------------------------------------------------
@@ -280,7 +284,7 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
                               if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
             trace = json.loads(printed.strip().splitlines()[-1])
             result.turns = trace["turns"]
-            result.first_text = tuple(trace.get("first_text_seconds", ()))
+            result.calls = trace.get("calls", [])
             result.input_tokens = trace["input_tokens"]
             result.output_tokens = trace["output_tokens"]
             check, _ = execute(kc, "", CHECK_TIMEOUT, {"ok": f"bool({task.check})"})
@@ -313,8 +317,12 @@ def summarize(results, graphs):
             continue
         repeats = sorted({r.repeat for r in mine})
         solved_per_repeat = [sum(r.solved for r in mine if r.repeat == k) for k in repeats]
-        firsts = [r.first_text[0] for r in mine if r.first_text]
-        laters = [t for r in mine for t in r.first_text[1:]]
+        turns = [[c for c in r.calls if c["shown"]] for r in mine]
+        first_turns = [t[0] for t in turns if t]
+        second_turns = [t[1] for t in turns if len(t) > 1]
+        hidden = [c for r in mine for c in r.calls if not c["shown"]]
+        # The graph's first call: its server was started afresh.
+        cold = next((r.calls[0] for r in mine if r.repeat == 0 and r.calls), None)
         solved_times = [r.seconds for r in mine if r.solved]
         rows.append({
             "graph": graph,
@@ -325,25 +333,38 @@ def summarize(results, graphs):
             "repeats": len(repeats),
             "mean_turns": statistics.mean(r.turns for r in mine),
             "tokens": sum(r.input_tokens + r.output_tokens for r in mine) // len(repeats),
-            "first_text": statistics.mean(firsts) if firsts else None,
-            "later_first_text": statistics.mean(laters) if laters else None,
+            "cold_first_text": cold and cold["first_text_seconds"],
+            "first_turn_text": mean_first_text(first_turns),
+            "second_turn_text": mean_first_text(second_turns),
+            "second_turn_cached": (sum(c["cached_tokens"] for c in second_turns)
+                                   / max(1, sum(c["input_tokens"] for c in second_turns))
+                                   if second_turns else None),
+            "hidden_text": mean_first_text(hidden),
             "mean_seconds": statistics.mean(r.seconds for r in mine),
             "median_solved_seconds": statistics.median(solved_times) if solved_times else None,
         })
     return rows
 
 
+def mean_first_text(calls):
+    seconds = [c["first_text_seconds"] for c in calls if c["first_text_seconds"] is not None]
+    return statistics.mean(seconds) if seconds else None
+
+
 def print_report(rows, results, provider):
     print(f"\nagent evaluation · {provider}\n")
     seconds = lambda value: "-" if value is None else f"{value:.1f}s"  # noqa: E731
-    print(f"{'graph':<8} {'solved':>11} {'turns':>6} {'tokens':>9} {'1st text':>9} {'later':>7} "
-          f"{'per task':>9} {'median ok':>10}")
+    percent = lambda value: "-" if value is None else f"{value:.0%}"  # noqa: E731
+    print(f"{'graph':<8} {'solved':>11} {'turns':>6} {'tokens':>9} {'cold':>6} {'turn 1':>7} {'turn 2':>7} "
+          f"{'cached':>7} {'hidden':>7} {'per task':>9} {'median ok':>10}")
     for row in rows:
         solved = f"{row['solved']:g}/{row['tasks']}"
         if row["solved_min"] != row["solved_max"]:
             solved += f" ({row['solved_min']}-{row['solved_max']})"
         print(f"{row['graph']:<8} {solved:>11} {row['mean_turns']:>6.1f} {row['tokens']:>9,} "
-              f"{seconds(row['first_text']):>9} {seconds(row['later_first_text']):>7} "
+              f"{seconds(row['cold_first_text']):>6} {seconds(row['first_turn_text']):>7} "
+              f"{seconds(row['second_turn_text']):>7} {percent(row['second_turn_cached']):>7} "
+              f"{seconds(row['hidden_text']):>7} "
               f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10}")
     failed = [r for r in results if not r.solved]
     if failed:
@@ -351,8 +372,10 @@ def print_report(rows, results, provider):
         for r in failed:
             again = f" (run {r.repeat + 1})" if any(x.repeat for x in results) else ""
             print(f"  {r.graph:<8} {r.task:<24} {r.error or 'the check is false'}{again}")
-    print("\n(turns and times are means per task, tokens totals per run of the suite; 1st text: the first"
-          "\n model call's time to its first text; later: the later calls'; median ok: of solved tasks)")
+    print("\n(turns and times are means per task, tokens totals per run of the suite; times to the first"
+          "\n text: cold, the graph's first call with nothing cached; turn 1 and turn 2, each task's first and"
+          "\n second turns of the conversation; cached, the share of turn 2's prompt the server had cached;"
+          "\n hidden, the reviews, plans and classifications; median ok: of solved tasks)")
 
 
 class LocalServer:
@@ -472,6 +495,11 @@ def main():
     try:
         for repeat in range(args.repeat):
             for graph in args.graphs:
+                if local and results:
+                    # Afresh for each graph: its first call finds nothing cached.
+                    local.close()
+                    local = LocalServer(args.local)
+                    env.update(local.env())
                 for task in tasks:
                     result = run_task(ksm, env, graph, task, args.timeout, args.max_turns, args.show)
                     result.repeat = repeat

@@ -131,7 +131,13 @@ def test_the_local_model_runs_a_slice_of_the_suite_beside_the_single_shot_baseli
     # Every task reached the model and came back, whatever the model made
     # of it: a report, not a judgement of the model.
     assert all(r["error"] == "" or r["error"].startswith(("check", "0 figures")) for r in results), results
-    assert all(r["turns"] >= 1 and r["input_tokens"] > 0 and r["first_text"] for r in results), results
+    assert all(r["turns"] >= 1 and r["input_tokens"] > 0 and r["calls"] for r in results), results
+    # Each call says whether it was a turn of the conversation and what the
+    # server had cached; the first is a turn, with its time to the first text.
+    assert all(r["calls"][0]["shown"] and r["calls"][0]["first_text_seconds"] > 0 for r in results), results
+    assert all(0 <= c["cached_tokens"] <= c["input_tokens"] for r in results for c in r["calls"]), results
     assert all(r["turns"] == 1 for r in results if r["graph"] == "single"), results
     assert report["provider"].startswith("local model coder-1.5b"), report["provider"]
-    assert "1st text" in printed and "median ok" in printed, printed
+    assert "turn 2" in printed and "cached" in printed and "median ok" in printed, printed
+    # Each graph started with a fresh server: its first call had nothing cached.
+    assert all(row["cold_first_text"] > 0 for row in report["summary"]), report["summary"]

@@ -310,6 +310,18 @@ pub struct TraceStep {
     pub took: Duration,
 }
 
+/// One model call of a run, for the trace: whether its text was shown (a
+/// turn of the conversation) or hidden (a review, plan or classification),
+/// how long its first text took, and how much of its prompt the provider's
+/// cache held (what tells whether the prompt's prefix stayed stable).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelCall {
+    pub shown: bool,
+    pub first_text: Option<Duration>,
+    pub input_tokens: u64,
+    pub cached_tokens: u64,
+}
+
 /// Each node visited, in order of first visit, with its visits and time.
 fn per_node(steps: &[TraceStep]) -> Vec<(&'static str, usize, Duration)> {
     let mut nodes: Vec<(&'static str, usize, Duration)> = Vec::new();
@@ -384,12 +396,24 @@ pub fn result_json(state: &AgentState) -> Value {
 /// The trace as `ask()` returns it.
 pub fn trace_json(
     steps: &[TraceStep],
-    first_texts: &[Duration],
+    calls: &[ModelCall],
     state: &AgentState,
     elapsed: Duration,
 ) -> Value {
     json!({
-        "first_text_seconds": first_texts.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+        "first_text_seconds": calls
+            .iter()
+            .filter_map(|call| call.first_text.map(|first| first.as_secs_f64()))
+            .collect::<Vec<_>>(),
+        "calls": calls
+            .iter()
+            .map(|call| json!({
+                "shown": call.shown,
+                "first_text_seconds": call.first_text.map(|first| first.as_secs_f64()),
+                "input_tokens": call.input_tokens,
+                "cached_tokens": call.cached_tokens,
+            }))
+            .collect::<Vec<_>>(),
         "steps": steps
             .iter()
             .map(|s| json!({ "node": s.node, "seconds": s.took.as_secs_f64() }))
@@ -656,11 +680,26 @@ mod tests {
              generate   ×2  1.50 s\n  reflect    ×1  0.25 s"
         );
         assert_eq!(shown.content["metadata"]["mahtab"]["kind"], "trace");
-        let firsts = [Duration::from_millis(400), Duration::from_millis(100)];
-        let json = trace_json(&steps, &firsts, &state, Duration::from_millis(1750));
+        let call = |shown, first_ms: Option<u64>, cached_tokens| ModelCall {
+            shown,
+            first_text: first_ms.map(Duration::from_millis),
+            input_tokens: 900,
+            cached_tokens,
+        };
+        let calls = [
+            call(true, Some(400), 0),
+            call(false, None, 0),
+            call(true, Some(100), 800),
+        ];
+        let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
         assert_eq!(json["steps"][1]["node"], "reflect");
         assert_eq!(json["turns"], 2);
         assert_eq!(json["first_text_seconds"], serde_json::json!([0.4, 0.1]));
+        assert_eq!(
+            json["calls"][2],
+            serde_json::json!({"shown": true, "first_text_seconds": 0.1, "input_tokens": 900, "cached_tokens": 800})
+        );
+        assert_eq!(json["calls"][1]["first_text_seconds"], Value::Null);
     }
 
     #[test]

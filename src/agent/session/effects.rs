@@ -59,8 +59,8 @@ pub(super) struct RunEffects<'a, P> {
     pub(super) allow: Vec<String>,
     /// The nodes visited so far, each with its time.
     pub(super) trace: Vec<render::TraceStep>,
-    /// How long each model call took to its first text, in order.
-    pub(super) first_texts: Vec<Duration>,
+    /// Each model call so far, in order.
+    pub(super) calls: Vec<render::ModelCall>,
     /// When the nodes running now started, outermost first (a triage node
     /// runs another graph's nodes inside it).
     pub(super) started: Vec<Instant>,
@@ -214,10 +214,13 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .finish();
-        if let Some(first) = first_text {
-            self.first_texts.push(first);
-        }
         let mut outcome = result?;
+        self.calls.push(render::ModelCall {
+            shown: showing != Showing::Hidden,
+            first_text,
+            input_tokens: outcome.usage.input_tokens,
+            cached_tokens: outcome.usage.cache_read_tokens,
+        });
         if outcome.usage.cost_usd.is_none()
             && let Some(price) = self.prices.of(&model)
         {

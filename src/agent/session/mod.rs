@@ -295,7 +295,7 @@ impl AgentSession {
             prices: settings.prices(),
             allow: options.allowed_kinds(),
             trace: Vec::new(),
-            first_texts: Vec::new(),
+            calls: Vec::new(),
             started: Vec::new(),
             status: None,
             last_error: None,
@@ -382,7 +382,7 @@ impl AgentSession {
                 Ok(json!({
                     "answer": without_code(&state.answer),
                     "finished": finished,
-                    "trace": render::trace_json(&effects.trace, &effects.first_texts, &state, elapsed),
+                    "trace": render::trace_json(&effects.trace, &effects.calls, &state, elapsed),
                     "result": render::result_json(&state),
                 }))
             }
