@@ -37,11 +37,16 @@ fn link_libpython_when_pyo3_does_not(config: &pyo3_build_config::InterpreterConf
     let name = config
         .lib_name()
         .expect("pyo3 knows the name of the Python library");
-    assert!(
-        config.shared(),
-        "PYO3_BUILD_EXTENSION_MODULE is set, but the Python at PYO3_PYTHON has no shared \
-         libpython to link the mahtab binary to; unset it (scripts/cargo-env.sh does so)"
-    );
+    if !config.shared() {
+        // maturin builds only the extension module, which needs no libpython;
+        // the binary and the tests cannot be linked to a static one this way.
+        println!(
+            "cargo:warning=PYO3_BUILD_EXTENSION_MODULE with a Python that has no shared \
+             libpython: only the extension module (the wheel) can be built"
+        );
+        std::fs::write(&unit_test_link, "").expect("write link_libpython.rs");
+        return;
+    }
     if let Some(lib_dir) = config.lib_dir() {
         println!("cargo:rustc-link-search=native={lib_dir}");
     }
