@@ -9,11 +9,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 from jupyter_client.manager import start_new_kernel
+
+from kernel_messages import execute
 
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_SIZE = 1_117_320_768
@@ -23,23 +24,6 @@ ASK_TIMEOUT = 300
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None, reason="this environment has no mahtab[local]"
 )
-
-
-def execute(kc, code: str, timeout: float) -> tuple[dict, list[dict]]:
-    """Runs `code`; its reply and the IOPub messages up to its idle."""
-    msg_id = kc.execute(code, allow_stdin=False)
-    messages = []
-    deadline = time.monotonic() + timeout
-    while True:
-        message = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        messages.append(message)
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=timeout)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    return reply["content"], messages
 
 
 def test_ask_assembles_the_model_from_the_extra_and_answers_with_it(

@@ -25,9 +25,10 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 
+from kernel_messages import TIMEOUT, execute, text_of
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.prefix) / "bin"
-TIMEOUT = 60
 
 
 @pytest.fixture(autouse=True)
@@ -50,33 +51,6 @@ def test_jupyter_lists_the_kernel_right_after_pip_install() -> None:
     assert Path(spec["resource_dir"]) == Path(sys.prefix) / "share" / "jupyter" / "kernels" / "mahtab"
     assert spec["spec"]["argv"][:4] == ["python", "-m", "mahtab", "kernel"], spec
     assert spec["spec"]["metadata"]["debugger"] is True
-
-
-def execute(kc, code: str, timeout: float = TIMEOUT) -> tuple[dict, list[dict]]:
-    """Runs `code`; its reply and the IOPub messages up to its idle."""
-    msg_id = kc.execute(code, allow_stdin=False)
-    messages = []
-    deadline = time.monotonic() + timeout
-    while True:
-        message = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        messages.append(message)
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=timeout)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    return reply["content"], messages
-
-
-def text_of(messages: list[dict]) -> str:
-    parts = []
-    for m in messages:
-        if m["msg_type"] == "stream":
-            parts.append(m["content"]["text"])
-        elif m["msg_type"] == "execute_result":
-            parts.append(m["content"]["data"]["text/plain"])
-    return "".join(parts)
 
 
 def test_cells_run_in_this_environment_and_an_interrupt_stops_one(tmp_path: Path) -> None:
