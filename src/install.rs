@@ -272,6 +272,17 @@ pub(crate) fn user_data_dir() -> Result<PathBuf, InstallError> {
     Ok(PathBuf::from(home).join(".local/share/jupyter"))
 }
 
+/// Jupyter's runtime directory (connection files and the like), as
+/// jupyter_core finds it on Linux.
+pub(crate) fn runtime_dir() -> std::io::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("JUPYTER_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    user_data_dir()
+        .map(|data| data.join("runtime"))
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()))
+}
+
 fn check_name(name: &str) -> Result<(), InstallError> {
     let valid = !name.is_empty()
         && name

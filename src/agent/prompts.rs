@@ -464,6 +464,24 @@ mod tests {
     }
 
     #[test]
+    fn nothing_of_one_kernel_is_in_the_prefix_every_kernel_shares() {
+        // The shared local model server caches the longest prefix a request
+        // shares with one before it: the instructions and the toolbox are
+        // the same for every kernel and request; skills (a project's own
+        // folder), the namespace and the cells come after them.
+        let one = system("df: DataFrame (3 rows)", &["df = load()".to_owned()], &[]);
+        let skills = [("report".to_owned(), "Write the report".to_owned())];
+        let other = system("", &[], &skills);
+        let stable = format!(
+            "{}\n\n{}",
+            SYSTEM.trim_end(),
+            TOOLBOX.split("{skills}").next().unwrap()
+        );
+        assert!(one.starts_with(&stable) && other.starts_with(&stable));
+        assert!(!stable.contains('{'), "no placeholder in the shared prefix");
+    }
+
+    #[test]
     fn feedback_messages_carry_reasoning_and_next_step() {
         let text = not_done_yet("no plot yet", "draw the histogram");
         assert!(text.contains("no plot yet") && text.contains("draw the histogram"));

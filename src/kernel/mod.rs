@@ -215,7 +215,8 @@ pub async fn serve_until(
     shared.shutdown.cancelled().await;
     shared.python.shutdown(PYTHON_SHUTDOWN_LIMIT).await;
     crate::cell_files::remove_all();
-    agents.shutdown().await;
+    // The local model's server is shared by this user's kernels and stops
+    // by itself when unused: nothing of the agent's to stop here.
     iopub.flush().await;
     tokio::time::sleep(LINGER).await;
     for task in [

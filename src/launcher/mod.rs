@@ -290,7 +290,7 @@ fn write_connection_file(kernel_id: &str, connection: &ConnectionInfo) -> Option
         .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
     let text = serde_json::to_string_pretty(connection).ok()?;
-    let written = runtime_dir().and_then(|dir| {
+    let written = crate::install::runtime_dir().and_then(|dir| {
         crate::private_files::private_dir(&dir)?;
         let path = dir.join(format!("kernel-{safe_id}.json"));
         crate::private_files::create_new(&path, text.as_bytes())?;
@@ -303,16 +303,6 @@ fn write_connection_file(kernel_id: &str, connection: &ConnectionInfo) -> Option
             None
         }
     }
-}
-
-/// Jupyter's runtime directory, as jupyter_core finds it on Linux.
-fn runtime_dir() -> std::io::Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("JUPYTER_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    crate::install::user_data_dir()
-        .map(|data| data.join("runtime"))
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()))
 }
 
 #[cfg(test)]

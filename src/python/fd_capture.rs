@@ -27,14 +27,17 @@ static ORIGINAL_STDERR: OnceLock<RawFd> = OnceLock::new();
 pub fn original_stderr() -> File {
     let fd = ORIGINAL_STDERR.get().copied().unwrap_or(2);
     // SAFETY: dup of a descriptor that stays open for the whole process; the
-    // returned File owns the duplicate.
-    unsafe { File::from_raw_fd(libc::dup(fd)) }
+    // returned File owns the duplicate. Close-on-exec, as every copy: a
+    // process the kernel starts must not hold the kernel's stderr open.
+    unsafe { File::from_raw_fd(libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0)) }
 }
 
 /// Keeps a copy of fd 2 for the kernel's log. Call before starting threads.
 pub fn preserve_stderr() {
     // SAFETY: dup of fd 2, which every process has (or -1, handled below).
-    let fd = unsafe { libc::dup(2) };
+    // Close-on-exec: a process the kernel starts (the shared local model
+    // server, which outlives it) must not keep the kernel's stderr open.
+    let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 0) };
     if fd >= 0 {
         let _ = ORIGINAL_STDERR.set(fd);
     }

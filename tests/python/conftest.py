@@ -291,3 +291,40 @@ def reap(procs: list[psutil.Process], timeout: float) -> list[str]:
         except psutil.NoSuchProcess:
             pass
     return leftovers
+
+
+# -- The shared local model server ----------------------------------------------
+#
+# The kernel's local model server is shared by the user's kernels and outlives
+# them by design (src/agent/llm/local/shared.rs); a test that starts one stops
+# it, so none is left running and no two tests' servers fill the memory.
+
+# The first argument of every shared server's command line (shared::MARKER).
+LOCAL_MODEL_MARKER = "mahtab-local-model-server"
+
+
+def local_model_servers(runtime_dir: Path | None = None) -> list[psutil.Process]:
+    """This user's shared local model servers; with `runtime_dir`, those whose
+    server file is there (the path is on their command line)."""
+    servers = []
+    for proc in psutil.process_iter(["cmdline", "uids"]):
+        cmdline = proc.info["cmdline"] or []
+        if LOCAL_MODEL_MARKER not in cmdline or proc.info["uids"].effective != os.geteuid():
+            continue
+        if runtime_dir is None or any(arg.startswith(f"{runtime_dir}/") for arg in cmdline):
+            servers.append(proc)
+    return servers
+
+
+@pytest.fixture(autouse=True)
+def local_model_servers_stopped():
+    """Stops every shared local model server the test started."""
+    started = time.time()
+    yield
+    mine = []
+    for proc in local_model_servers():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if proc.create_time() >= started - 1:
+                proc.terminate()
+                mine.append(proc)
+    reap(mine, timeout=10)

@@ -3,23 +3,20 @@ no provider configured the kernel serves the embedded coder model
 (Qwen2.5-Coder-1.5B through llama.cpp, both installed by the project's
 scripts) and talks to it. A small model is often wrong, so these tests check
 structure (streamed text, code and output panels, the shared namespace, the
-"changed" panel and undo, interrupts, stopping the model at shutdown), not
-its answers."""
+"changed" panel and undo, interrupts, the model's server shared by kernels),
+not its answers."""
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
-import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from conftest import KERNEL_NAME, Kernel
+from conftest import KERNEL_NAME, Kernel, local_model_servers
 
 pytestmark = pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
 
@@ -28,9 +25,6 @@ PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", 
 # Loading the model and a short turn of the 1.5B model on 2 cores take seconds,
 # not minutes (when nothing else keeps the cores busy).
 ASK_TIMEOUT = 240
-
-# The kernel stops the model's server at shutdown; this is ample for that.
-SERVER_STOP_TIMEOUT = 10
 
 # What the kernel itself streams into an %%ask cell (src/kernel/ask.rs):
 # the start notice, the reflection's verdict, the plan. Not the model's text.
@@ -46,19 +40,28 @@ def settings_file(tmp_path):
 
 
 @pytest.fixture
-def local_kernel(tmp_path, settings_file):
+def local_env(tmp_path, settings_file) -> dict[str, str]:
+    """A kernel's environment: no provider, the settings file, and a Jupyter
+    runtime directory of the test's own (where the shared server is found)."""
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
     env.update(
         IPYTHONDIR=str(tmp_path / "ipython"),
         JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
         MAHTAB_CONFIG=str(settings_file),
     )
-    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, cwd=str(tmp_path), env=env)
+    return env
+
+
+@pytest.fixture
+def local_kernel(tmp_path, local_env):
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, cwd=str(tmp_path), env=local_env)
     try:
         yield Kernel(km, kc)
     finally:
         kc.stop_channels()
-        km.shutdown_kernel()
+        if km.is_alive():
+            km.shutdown_kernel()
 
 
 def panels(execution, kind):
@@ -129,28 +132,6 @@ def top_level_names(sources: list[str]) -> set[str]:
     return names
 
 
-def local_model_servers(kernel_pid: int) -> list[psutil.Process]:
-    """The kernel's llama.cpp server processes (src/agent/llm/local_server.py,
-    run as `python -c <script>`, so its command line holds the script)."""
-    servers = []
-    for child in psutil.Process(kernel_pid).children(recursive=True):
-        try:
-            if any("xllamacpp" in arg for arg in child.cmdline()):
-                servers.append(child)
-        except psutil.NoSuchProcess:
-            pass
-    return servers
-
-
-def running(proc: psutil.Process) -> bool:
-    """Whether `proc` runs. A zombie has ended: the kernel is this process's
-    child, reaped only at teardown."""
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def check_ask_cell(kernel: Kernel, ask) -> list[str]:
     """What the kernel owes any answer of the model: an ok reply, every code
     panel with its run's panel, both formats, the summary, and what the code
@@ -165,7 +146,7 @@ def check_ask_cell(kernel: Kernel, ask) -> list[str]:
     # Blocks run in order up to the first failure; the ones after it are not shown.
     assert blocks == ran, f"each code block shown runs, once\n{ask.describe()}"
     summary = panels(ask, "summary")
-    assert len(summary) == 1 and "local-model" in summary[0]["data"]["text/plain"], ask.describe()
+    assert len(summary) == 1 and "local model Qwen2.5-Coder" in summary[0]["data"]["text/plain"], ask.describe()
 
     defined = sorted(top_level_names(code_that_ran(ask)))
     if defined:
@@ -333,73 +314,26 @@ def test_interrupting_the_local_model_stops_the_cell_and_the_kernel_lives_on(loc
     assert local_kernel.execute("1 + 1").assert_ok().result()["text/plain"] == "2"
 
 
-def test_shutting_the_kernel_down_stops_the_local_model(local_kernel) -> None:
-    km = local_kernel.km
-    msg_id = local_kernel.kc.execute("%%ask\nWrite a very long essay about the history of the Python language.")
-    # Anything of the cell's after the start notice: the model is up by then.
-    local_kernel.wait_for(
-        "iopub",
-        lambda m: m["parent_header"].get("msg_id") == msg_id
-        and m["msg_type"] in ("stream", "display_data", "error")
-        and not m["content"].get("text", "").startswith("(starting the local model"),
-        "the cell's first output from the model",
-        ASK_TIMEOUT,
-    )
-    # Ended first, so the shutdown below is an idle kernel's.
-    km.interrupt_kernel()
-    local_kernel.reply_to(msg_id, timeout=10)
-    kernel = psutil.Process(km.provisioner.pid)
-    # The interrupt was a SIGINT to the kernel's process group; the server has
-    # a group of its own, so it is still there.
-    servers = local_model_servers(kernel.pid)
-    assert len(servers) == 1, f"one local model server runs under the kernel: {servers}"
+def test_a_second_kernel_reuses_the_shared_model_and_its_warm_prompt(local_kernel, local_env, tmp_path) -> None:
+    """The first kernel's %%ask starts the shared server; shut down, the
+    kernel leaves it running, and a new kernel's first %%ask is served by
+    it, its prompt's shared prefix (the instructions and the toolbox) taken
+    from the server's cache."""
+    first = local_kernel.execute("%%ask --max-turns 1\nSay hello.", timeout=ASK_TIMEOUT)
+    summary = panels(first, "summary")[0]["data"]["text/plain"]
+    assert "shared server, started" in summary, first.describe()
+    (server,) = local_model_servers(tmp_path / "runtime")
+    # Ended as jupyter_client ends a kernel: its whole process group.
+    local_kernel.km.shutdown_kernel(now=True)
+    assert server.is_running() and server.status() != psutil.STATUS_ZOMBIE
 
-    # A shutdown_request, not km.shutdown_kernel(): that one SIGTERMs, then
-    # SIGKILLs, the kernel's whole process group after a few seconds, which
-    # would end the server even if the kernel never stopped it.
-    km.request_shutdown()
-    # The kernel kills the server and waits for it before it exits. The server
-    # also gets SIGTERM when the kernel dies (PR_SET_PDEATHSIG), so "gone in the
-    # end" alone would pass with no stop at shutdown: the order tells them apart.
-    # The kernel is looked at first, so a server seen after is one that outlived
-    # it. Polled often: after that signal the server is gone within milliseconds.
-    server, deadline, outlived = servers[0], time.monotonic() + SERVER_STOP_TIMEOUT, False
-    while True:
-        kernel_up = running(kernel)
-        server_up = running(server)
-        outlived = outlived or (server_up and not kernel_up)
-        if not (kernel_up or server_up) or time.monotonic() > deadline:
-            break
-        time.sleep(0.001)
-    for proc, up in ((server, server_up), (kernel, kernel_up)):
-        if up:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                proc.kill()  # so a failure leaves nothing behind
-    after = f"{SERVER_STOP_TIMEOUT} s after the shutdown_request"
-    assert not server_up, f"the local model server (pid {server.pid}) still ran {after}"
-    assert not kernel_up, f"the kernel (pid {kernel.pid}) still ran {after}"
-    assert not outlived, f"the local model server (pid {server.pid}) outlived the kernel: not stopped at shutdown"
-
-
-def test_a_model_server_whose_kernel_is_gone_ends_by_itself(local_kernel, tmp_path) -> None:
-    """A kernel's death also sends its model server SIGTERM, but one that
-    comes while llama.cpp starts can be lost (a gateway stops a kernel with
-    SIGTERM right after its shutdown_request); the server then still ends,
-    because it watches for its kernel. Shown with a parent that sends no
-    signal at all: the server's own command, started by a process that exits
-    at once."""
-    execution = local_kernel.execute("%%ask --max-turns 1\nSay hello.", timeout=ASK_TIMEOUT)
-    execution.assert_ok()
-    (server,) = local_model_servers(local_kernel.km.provisioner.pid)
-    command = server.cmdline()[:-1]  # without the kernel's pid
-    starter = (
-        "import os, subprocess, sys; "
-        "print(subprocess.Popen(sys.argv[1:] + [str(os.getpid())], start_new_session=True,"
-        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"
-    )
-    started = subprocess.run([sys.executable, "-c", starter, *command], capture_output=True, text=True, check=True)
-    orphan = psutil.Process(int(started.stdout))
-    _, alive = psutil.wait_procs([orphan], timeout=ASK_TIMEOUT)
-    for proc in alive:
-        proc.kill()  # so a failure leaves nothing behind
-    assert not alive, "a model server whose kernel is gone keeps running"
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, cwd=str(tmp_path), env=local_env)
+    try:
+        second = Kernel(km, kc).execute("%%ask --max-turns 1 --new\nSay hello.", timeout=ASK_TIMEOUT)
+        summary = panels(second, "summary")[0]["data"]["text/plain"]
+        assert "shared server, reused" in summary, second.describe()
+        assert " from cache)" in summary, f"the first call of a new kernel reused the cached prompt: {summary}"
+        assert [p.pid for p in local_model_servers(tmp_path / "runtime")] == [server.pid]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel()

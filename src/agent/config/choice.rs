@@ -73,6 +73,18 @@ pub fn local_model_choice(
     }
 }
 
+/// How long the shared local model server may go unused before it stops:
+/// `MAHTAB_LOCAL_MODEL_IDLE_MINUTES` (`local_model_idle_minutes` in the
+/// settings file), 15 minutes when unset or not a positive number.
+pub fn local_model_idle(env: impl Fn(&str) -> Option<String>) -> std::time::Duration {
+    env("MAHTAB_LOCAL_MODEL_IDLE_MINUTES")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|minutes| minutes.is_finite() && *minutes > 0.0)
+        .map_or(local::DEFAULT_IDLE, |minutes| {
+            std::time::Duration::from_secs_f64(minutes * 60.0)
+        })
+}
+
 /// A source of settings by variable name (the settings file, the
 /// environment; tests pass a map).
 pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -264,6 +276,11 @@ mod tests {
             Err(ConfigError::UnknownProvider(_))
         ));
         assert!(!local_model_allowed(env(&[("MAHTAB_LOCAL_MODEL", "0")])));
+        assert_eq!(local_model_idle(env(&[])), local::DEFAULT_IDLE);
+        let idle = |v| local_model_idle(env(&[("MAHTAB_LOCAL_MODEL_IDLE_MINUTES", v)]));
+        assert_eq!(idle("0.5"), std::time::Duration::from_secs(30));
+        assert_eq!(idle("-1"), local::DEFAULT_IDLE);
+        assert_eq!(idle("soon"), local::DEFAULT_IDLE);
         assert!(local_model_allowed(env(&[])));
         assert_eq!(
             local_model_choice(env(&[])).unwrap().map(|m| m.key),

@@ -8,6 +8,7 @@
 //! graph = "planner"          # default | analyst | planner | triage
 //! informer = true            # the planner graph describes the variables first
 //! local_model = "coder-1.5b" # the embedded model when nothing else is set (coder-0.5b, smollm2; false: none)
+//! local_model_idle_minutes = 15 # the shared local model server stops after this long unused
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //! temperature = 0            # how the model samples (the local model: 0, seed 0)
 //! seed = 0
@@ -55,6 +56,7 @@ pub struct ConfigFile {
     graph: Option<String>,
     informer: Option<bool>,
     local_model: Option<LocalModelSetting>,
+    local_model_idle_minutes: Option<f64>,
     context_tokens: Option<u64>,
     temperature: Option<f64>,
     seed: Option<u64>,
@@ -203,6 +205,9 @@ impl ConfigFile {
                 LocalModelSetting::On(false) => "0".into(),
                 LocalModelSetting::Named(name) => name.clone(),
             }),
+            "MAHTAB_LOCAL_MODEL_IDLE_MINUTES" => {
+                self.local_model_idle_minutes.map(|m| m.to_string())
+            }
             "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
             "MAHTAB_TEMPERATURE" => self.temperature.map(|t| t.to_string()),
             "MAHTAB_SEED" => self.seed.map(|n| n.to_string()),
@@ -255,6 +260,11 @@ mod tests {
         assert_eq!(file.var("MAHTAB_CLAUDE_BIN").as_deref(), Some("/c"));
         assert_eq!(file.var("MAHTAB_LOCAL_MODEL").as_deref(), Some("0"));
         assert_eq!(file.var("ANTHROPIC_API_KEY"), None);
+        let idle = ConfigFile::parse("local_model_idle_minutes = 0.5\n").unwrap();
+        assert_eq!(
+            idle.var("MAHTAB_LOCAL_MODEL_IDLE_MINUTES").as_deref(),
+            Some("0.5")
+        );
         let named = ConfigFile::parse("local_model = \"coder-0.5b\"\n").unwrap();
         assert_eq!(
             named.var("MAHTAB_LOCAL_MODEL").as_deref(),

@@ -16,6 +16,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::agent::config::choice::{ConfigError, local_model_choice};
 use crate::agent::config::layers::{self as settings, Settings};
 use crate::agent::config::options::{
     self, AgentCell, Approval, AskOptions, DrawnGraph, GraphKind, UsageError,
@@ -24,6 +25,7 @@ use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
     Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
+use crate::agent::llm::local::shared;
 use crate::agent::llm::{ChatMessage, Usage};
 use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
@@ -144,13 +146,6 @@ impl AgentSession {
         }
     }
 
-    /// Stops what the session started (the local model).
-    pub async fn shutdown(&self) {
-        if let Some(model) = self.providers.local_model.lock().await.take() {
-            model.stop().await;
-        }
-    }
-
     async fn cell<P: Ports>(&self, code: &str, ports: &P) -> Result<Value, PythonException> {
         match options::parse_cell(code) {
             Some(Ok(AgentCell::Ask(cell))) => {
@@ -167,7 +162,7 @@ impl AgentSession {
                 };
                 let settings = Settings::now(defaults)
                     .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
-                let overview = settings::overview(&settings) + &self.overview_of_state();
+                let overview = settings::overview(&settings) + &self.overview_of_state(&settings);
                 publish(ports, render::stream(&overview));
                 Ok(json!({}))
             }
@@ -366,9 +361,14 @@ impl AgentSession {
                 if !searching && let Some(panel) = render::changes(&run_changes(ports).await) {
                     publish(ports, panel);
                 }
+                let local_label = self.providers.local_label(&provider).await;
+                let (provider_name, model_name) = match &local_label {
+                    Some(label) => ("local model", label.as_str()),
+                    None => (provider.name(), provider.model()),
+                };
                 let summary = render::summary(
-                    provider.name(),
-                    provider.model(),
+                    provider_name,
+                    model_name,
                     &state,
                     end,
                     elapsed,
@@ -392,7 +392,7 @@ impl AgentSession {
     }
 
     /// What the session has kept and used, for `%ask_config`.
-    fn overview_of_state(&self) -> String {
+    fn overview_of_state(&self, settings: &Settings) -> String {
         let messages = self
             .conversation
             .messages
@@ -411,14 +411,32 @@ impl AgentSession {
         let session = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
         let usage = render::usage_text(&session.usage);
         let usage = usage.trim_end_matches(" · ");
-        format!(
+        let mut overview = format!(
             "  {:<10} {memory}\n  {:<10} {} run{}, {usage}\n",
             "memory",
             "used",
             session.runs,
             if session.runs == 1 { "" } else { "s" },
-        )
+        );
+        if let Some(local) = local_model_overview(settings) {
+            overview.push_str(&format!("  {:<10} {local}\n", "local"));
+        }
+        overview
     }
+}
+
+/// The shared local model server's state, for `%ask_config`, when the
+/// local model is what `%%ask` uses.
+fn local_model_overview(settings: &Settings) -> Option<String> {
+    let no_provider = matches!(
+        settings.choose_provider(&settings.options_for(&AskOptions::default())),
+        Err(ConfigError::NoProvider)
+    );
+    if !no_provider || settings.var("MAHTAB_LOCAL_MODEL_URL").is_some() {
+        return None;
+    }
+    let spec = local_model_choice(|name| settings.var(name)).ok()??;
+    Some(shared::describe(spec))
 }
 
 /// `%ask_graph`: the graph drawn (Mermaid, which JupyterLab renders in

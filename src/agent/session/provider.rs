@@ -9,8 +9,8 @@ use crate::agent::config::layers::Settings;
 use crate::agent::config::options::AskOptions;
 use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::HttpProvider;
-use crate::agent::llm::http::{ApiKey, WireFormat};
-use crate::agent::llm::local::{self, LocalModel};
+use crate::agent::llm::http::WireFormat;
+use crate::agent::llm::local::{self, LocalModel, shared};
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Sampling};
 use crate::agent::llm::{claude_cli, openai, window};
 use crate::agent::ports::Ports;
@@ -89,10 +89,7 @@ impl Providers {
             Ok(Choice::ClaudeCli(cli)) => return Ok(Provider::Cli(cli)),
             Err(config::ConfigError::NoProvider) => {
                 match config::local_model_choice(|name| settings.var(name)) {
-                    Ok(Some(spec)) => {
-                        let shared = settings.var("MAHTAB_LOCAL_MODEL_URL");
-                        self.local_model(ports, spec, shared.as_deref()).await?
-                    }
+                    Ok(Some(spec)) => self.local_model(ports, spec, settings).await?,
                     Ok(None) => return Err(no_provider(ports, config::HOW_TO_CONFIGURE)),
                     Err(e) => return Err(PythonException::new("AskConfigError", e.to_string())),
                 }
@@ -164,61 +161,80 @@ impl Providers {
         }
     }
 
-    /// The embedded model `spec`, started on first use (and started anew
-    /// when a setting picks another). When it is not installed, a panel
-    /// says what is missing and how to get it, or how to set a provider.
+    /// The local model `provider` is, as the summary line names it.
+    pub(super) async fn local_label(&self, provider: &Provider) -> Option<String> {
+        match provider {
+            Provider::Http(http) if http.model == local::LOCAL_MODEL => self
+                .local_model
+                .lock()
+                .await
+                .as_ref()
+                .map(LocalModel::label),
+            _ => None,
+        }
+    }
+
+    /// The embedded model `spec`: this user's shared server of it, the one
+    /// running or one started now, or the server `MAHTAB_LOCAL_MODEL_URL`
+    /// names. When it is not installed, a panel says what is missing and
+    /// how to get it, or how to set a provider.
     pub(super) async fn local_model<P: Ports>(
         &self,
         ports: &P,
         spec: &'static local::ModelSpec,
-        shared: Option<&str>,
+        settings: &Settings,
     ) -> Result<ProviderChoice, PythonException> {
+        let config_error =
+            |e: &dyn std::fmt::Display| PythonException::new("AskConfigError", e.to_string());
         let mut slot = self.local_model.lock().await;
-        if slot.as_ref().is_some_and(|model| model.spec != spec)
-            && let Some(other) = slot.take()
-        {
-            other.stop().await;
-        }
-        if slot.is_none()
-            && let Some(url) = shared
-        {
-            *slot = Some(LocalModel::attach(url, spec));
-        }
-        if slot.is_none() {
-            let find = scope::FindLocalModel {
-                file: spec.file,
-                package: spec.package,
-            };
-            let found = scope::call(ports, &find)
-                .await
-                .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
-            let (true, Some(model)) = (found.server, found.model.as_deref()) else {
-                return Err(local_model_missing(ports, spec, &found));
-            };
-            let python = found.python.as_str();
-            publish(
-                ports,
-                render::stream(&format!(
-                    "(starting the local model, {}; no provider is configured)\n",
-                    spec.name
-                )),
-            );
-            let model = LocalModel::start(
-                std::path::Path::new(python),
-                std::path::Path::new(model),
-                spec,
-            )
-            .await
-            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
-            *slot = Some(model);
-        }
-        let model = slot.as_ref().expect("started above");
-        Ok(ProviderChoice {
+        let model = match settings.var("MAHTAB_LOCAL_MODEL_URL") {
+            Some(url) => LocalModel::attach(&url, spec),
+            None => {
+                let place = shared::Place::of(spec).map_err(|e| {
+                    config_error(&format!("the local model's runtime directory: {e}"))
+                })?;
+                let lock = place.lock().await.map_err(|e| config_error(&e))?;
+                match lock.running().await.map_err(|e| config_error(&e))? {
+                    Some(server) => LocalModel::shared(&server, spec, shared::Origin::Reused),
+                    None => {
+                        let find = scope::FindLocalModel {
+                            file: spec.file,
+                            package: spec.package,
+                        };
+                        let found = scope::call(ports, &find)
+                            .await
+                            .map_err(|e| config_error(&e))?;
+                        let (true, Some(model_file)) = (found.server, found.model.as_deref())
+                        else {
+                            return Err(local_model_missing(ports, spec, &found));
+                        };
+                        publish(
+                            ports,
+                            render::stream(&format!(
+                                "(starting the local model, {}, shared by this user's kernels; \
+                                 no provider is configured)\n",
+                                spec.name
+                            )),
+                        );
+                        let launch = shared::Launch {
+                            python: std::path::Path::new(&found.python),
+                            model_file: std::path::Path::new(model_file),
+                            idle: config::local_model_idle(|name| settings.var(name)),
+                        };
+                        let server = lock.start(&launch).await.map_err(|e| config_error(&e))?;
+                        LocalModel::shared(&server, spec, shared::Origin::Started)
+                    }
+                }
+            }
+        };
+        let choice = ProviderChoice {
             format: WireFormat::OpenAi,
             base_url: model.base_url.clone(),
             model: local::LOCAL_MODEL.to_owned(),
-            key: ApiKey::default(),
-        })
+            key: model.key.clone(),
+        };
+        *slot = Some(model);
+        Ok(choice)
     }
 }
 
