@@ -11,6 +11,22 @@ cd "$root"
 
 bash scripts/python-env.sh
 source scripts/cargo-env.sh
+# The local model's server is shared by a user's kernels and outlives them;
+# the tests stop the ones they start, and this stops any they left behind.
+started="$(date +%s)"
+stop_local_model_servers() {
+    .venv/bin/python - "$started" <<'PY'
+import sys, psutil
+servers = [p for p in psutil.process_iter(["cmdline", "create_time"])
+           if "mahtab-local-model-server" in (p.info["cmdline"] or []) and p.info["create_time"] >= float(sys.argv[1]) - 1]
+for server in servers:
+    print(f"==> stopping a local model server the tests left running (pid {server.pid})")
+    server.terminate()
+for server in psutil.wait_procs(servers, timeout=10)[1]:
+    server.kill()
+PY
+}
+trap stop_local_model_servers EXIT
 echo "==> cargo fmt --check"
 cargo fmt --check
 echo "==> cargo clippy"

@@ -315,14 +315,17 @@ def test_ask_cell_in_the_console(tmp_path: Path) -> None:
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")
 def test_ask_cell_in_the_console_with_the_local_model(tmp_path: Path) -> None:
     connection_file = tmp_path / "kernel.json"
-    console = Console(connection_file, without=PROVIDER_VARIABLES)
+    # A runtime directory of its own: no shared model server is running there.
+    console = Console(connection_file, without=PROVIDER_VARIABLES,
+                      extra_env={"JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")})
     try:
         console.prompt(1, timeout=STARTUP_TIMEOUT)
         ask(console, "Write one Python code block that assigns 6*7 to a variable named answer and prints it.")
 
         seen = console.transcript.getvalue
         console.expect(r"\(starting the local model", "the notice that the local model starts", ASK_TIMEOUT)
-        console.expect(r"local-model · \d+ turn", "the summary line", ASK_TIMEOUT)
+        console.expect(r"shared server, started; mahtab local-model --stop stops it\) · \d+ turn",
+                       "the summary line", ASK_TIMEOUT)
         after = console.prompt(2, timeout=ASK_TIMEOUT)
         assert "SyntaxError" not in after, seen()
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import pytest
 import websocket
+from conftest import local_model_servers
 from fake_llm import FakeLlm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -526,24 +527,41 @@ def test_ask_runs_in_the_remote_kernel_with_settings_from_the_client(gateway: Se
 
 def test_ask_without_a_provider_runs_the_local_model_in_the_remote_kernel(gateway: Server) -> None:
     """Started on the gateway itself, with no model settings at all: %%ask
-    starts the local model inside the remote kernel's environment."""
+    starts the local model inside the remote kernel's environment, as the
+    shared server of the gateway's user, which outlives the kernel and
+    serves the next one (the conftest stops it at the end)."""
     if WHEEL:
         pytest.skip("the wheel's environment has no local extra (tests/wheel checks what %%ask says then)")
     eg = gateway.gateway
     assert eg is not None
+    asked_at = time.time()
     kernel_id, channels = start_kernel(eg)
     try:
         reply, outputs = channels.execute("%%ask --max-turns 1\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
         assert reply["content"]["status"] == "ok", reply["content"]
         assert "(starting the local model" in text_of(outputs), outputs
         (kernel,) = kernel_processes(kernel_id)
-        model_servers = [p for p in kernel.children(recursive=True) if "GGUF" in " ".join(p.cmdline())]
-        assert model_servers, "the local model's server runs under the remote kernel"
+        servers = [p for p in local_model_servers() if p.create_time() >= asked_at - 1]
+        assert len(servers) == 1, "one local model server runs for the gateway's user"
+        # A session of its own: signals to the kernel's process group miss it.
+        assert os.getsid(servers[0].pid) == servers[0].pid != os.getsid(kernel.pid)
     finally:
         channels.close()
         eg.api("DELETE", f"/api/kernels/{kernel_id}")
-    _, alive = psutil.wait_procs(model_servers, timeout=PROCESS_EXIT_TIMEOUT)
-    assert not alive, "the local model's server ends with the kernel"
+    _, alive = psutil.wait_procs([kernel], timeout=PROCESS_EXIT_TIMEOUT)
+    assert not alive, "the kernel ended"
+    assert servers[0].is_running() and servers[0].status() != psutil.STATUS_ZOMBIE
+
+    kernel_id, channels = start_kernel(eg)
+    try:
+        reply, outputs = channels.execute("%%ask --max-turns 1\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        summaries = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "display_data"
+                     and m["content"]["metadata"].get("mahtab", {}).get("kind") == "summary"]
+        assert summaries and "shared server, reused" in summaries[0], outputs
+    finally:
+        channels.close()
+        eg.api("DELETE", f"/api/kernels/{kernel_id}")
 
 
 def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,7 @@ def test_ask_assembles_the_model_from_the_extra_and_answers_with_it(
     monkeypatch.setenv("MAHTAB_CONFIG", os.devnull)
     data = tmp_path / "jupyter-data"
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
+    runtime = data / "runtime"  # the shared model server's file is found here
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     km, kc = start_new_kernel(kernel_name="mahtab", startup_timeout=60, cwd=str(tmp_path))
     try:
@@ -47,7 +50,27 @@ def test_ask_assembles_the_model_from_the_extra_and_answers_with_it(
         assert [p.name for p in model.parent.iterdir()] == [MODEL_FILE], "nothing partial left"
         reply, messages = execute(kc, "6 * 7", 60)
         assert [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"] == ["42"]
+        # The server is this user's, shared by kernels, and outlives this one.
+        status = subprocess.run([Path(sys.executable).with_name("mahtab"), "local-model", "--status"],
+                                capture_output=True, text=True, check=True).stdout
+        assert f"{runtime}/mahtab-local-model-coder-1.5b.json" in status, status
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)
+        stop_servers_of(runtime)
         shutil.rmtree(data, ignore_errors=True)  # 1.1 GB
+
+
+def stop_servers_of(runtime: Path) -> None:
+    """Stops the shared local model servers whose server file is in `runtime`
+    (`mahtab-local-model-server ... SERVER_FILE ...` on their command line)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"mahtab-local-model-server" in args and any(a.startswith(f"{runtime}/".encode()) for a in args):
+            try:
+                os.kill(int(proc.name), 15)
+            except (OSError, ValueError):
+                pass
