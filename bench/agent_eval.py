@@ -391,7 +391,6 @@ class LocalServer:
     SLOTS = 4
 
     def __init__(self, name):
-        import fcntl
         import subprocess
 
         file, context = LOCAL_MODELS[name]
@@ -402,18 +401,14 @@ class LocalServer:
         os.chmod(self.runtime.name, 0o700)
         server_file = Path(self.runtime.name) / f"mahtab-local-model-{name}.json"
         lock_file = server_file.with_suffix(".lock")
-        # The start lock, held by the server (as its fd 3) until it is ready.
-        lock = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        # No kernel runs yet: nobody to hold the start lock against.
         threads = str(min(os.cpu_count() or 2, 4))
         idle_seconds = str(24 * 3600)  # stopped by close(), not by idling
         self.process = subprocess.Popen(
             [str(VENV_PYTHON), "-c", LOCAL_SERVER.read_text(), self.MARKER, name, str(found[0]), threads,
              str(context), str(self.SLOTS), idle_seconds, str(server_file), str(lock_file)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            preexec_fn=lambda: os.dup2(lock, 3),
         )
-        os.close(lock)
         for line in self.process.stdout:
             if line.startswith("READY "):
                 break

@@ -30,8 +30,18 @@ import xllamacpp
 _, model_key, model_path, threads, context, slots, idle, server_file, lock_file = sys.argv[1:10]
 idle = float(idle)
 
-# The start lock, inherited from the kernel that started this server.
-START_LOCK_FD = 3
+
+def inherited_start_lock():
+    """Fd 3 if it is the start lock the starting kernel handed over (checked:
+    started by hand, fd 3 may be anything, and is not to be closed)."""
+    try:
+        held, lock = os.fstat(3), os.stat(lock_file)
+    except OSError:
+        return None
+    return 3 if (held.st_dev, held.st_ino) == (lock.st_dev, lock.st_ino) else None
+
+
+start_lock = inherited_start_lock()
 # Seconds between looks at the server's counters and the model file.
 POLL = max(0.2, min(5.0, idle / 10))
 
@@ -60,16 +70,19 @@ def leave():
     """Removes the server file, if it is still this server's (under the start
     lock, so a kernel starting a successor never loses its file), and exits."""
     try:
-        fd = os.open(lock_file, os.O_RDWR | os.O_NOFOLLOW)
-        deadline = time.monotonic() + 2
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    break  # a kernel holds it long: remove anyway, checked by pid
-                time.sleep(0.02)
+        lock = os.open(lock_file, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        lock = None
+    deadline = time.monotonic() + 2
+    while lock is not None:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                break  # a kernel holds it long: the pid check below still holds
+            time.sleep(0.02)
+    try:
         with open(server_file) as f:
             if json.load(f).get("pid") == os.getpid():
                 os.unlink(server_file)
@@ -132,7 +145,8 @@ write_private(
     }),
 )
 del key
-os.close(START_LOCK_FD)
+if start_lock is not None:
+    os.close(start_lock)
 print("READY", url, flush=True)
 # The kernel that started this server stops reading: nothing more goes to
 # its pipe (a write there after it is gone would end this process).
