@@ -70,17 +70,39 @@ def test_peek_shows_the_start_and_says_how_much_more(tools):
 
 
 def test_grep_numbers_matching_lines_and_shows_context(tools):
-    assert tools.grep(LOG, r"ERROR").splitlines() == [
+    assert str(tools.grep(LOG, r"ERROR")).splitlines() == [
         "8: ERROR at step 7",
         "15: ERROR at step 14",
         "22: ERROR at step 21",
         "29: ERROR at step 28",
     ]
-    with_context = tools.grep(LOG, r"step 14", context=1).splitlines()
+    with_context = repr(tools.grep(LOG, r"step 14", context=1)).splitlines()
     assert with_context == ["14- line 13", "15: ERROR at step 14", "16- line 15"]
-    assert tools.grep(LOG, "nothing like this") == "(no line matches 'nothing like this')"
+    assert repr(tools.grep(LOG, "nothing like this")) == "(no line matches 'nothing like this')"
     with pytest.raises(re.error):
         tools.grep(LOG, "(unclosed")
+
+
+def test_grep_returns_the_matching_lines_as_a_list(tools):
+    # As models use it: the first match is a line, not its first character;
+    # no match is an empty, false result.
+    found = tools.grep(LOG, r"ERROR")
+    assert found[0] == "ERROR at step 7" and found[-1] == "ERROR at step 28"
+    assert len(found) == 4 and found.numbers == [8, 15, 22, 29]
+    assert [line.split()[-1] for line in found] == ["7", "14", "21", "28"]
+    assert not tools.grep(LOG, "nothing like this")
+    assert tools.grep(LOG, "step 14", context=1) == ["ERROR at step 14"]
+
+
+def test_grep_takes_its_arguments_in_either_order(tools):
+    # grep on the command line takes the pattern first; so do small models.
+    assert tools.grep("ERROR", LOG) == tools.grep(LOG, "ERROR")
+    assert tools.grep("ERROR", LOG.splitlines()) == tools.grep(LOG, "ERROR")
+    assert tools.grep_raw("ERROR", LOG) == tools.grep_raw(LOG, "ERROR")
+    # A pattern that is no string, beside a text of many lines, is an error
+    # that shows the call.
+    with pytest.raises(TypeError, match=r"grep\(text, 'ERROR'\)"):
+        tools.grep(LOG, 3)
 
 
 def test_the_raw_variants_return_data_to_compute_with(tools):
@@ -97,12 +119,14 @@ def test_a_text_search_given_a_file_name_says_what_to_call(tools, tmp_path):
         with pytest.raises(ValueError, match=r"grep_files\('ERROR', 'app.log'\)"):
             search("ERROR", "app.log")
     # A pattern that only looks like a file name is searched for as ever.
-    assert tools.grep("see app.log", "app.log") == "1: see app.log"
+    assert repr(tools.grep("see app.log", "app.log")) == "1: see app.log"
 
 
 def test_grep_bounds_what_it_lists(tools):
     many = "\n".join("hit %d" % i for i in range(500))
-    lines = tools.grep(many, "hit").splitlines()
+    found = tools.grep(many, "hit")
+    assert len(found) == 500, "every match is in the list"
+    lines = str(found).splitlines()
     assert len(lines) == tools.GREP_LIMIT + 1
     assert lines[-1] == "... [300 more matches; narrow the pattern]"
 
@@ -290,4 +314,4 @@ def test_claude_sessions_are_text_to_grep(tools, tmp_path, monkeypatch):
     (project / "s1.jsonl").write_text('{"type": "user", "text": "fix the parser"}\n')
     text = tools.claude_sessions()
     assert text.startswith("# proj/s1.jsonl\n")
-    assert tools.grep(text, "parser") == '2: {"type": "user", "text": "fix the parser"}'
+    assert repr(tools.grep(text, "parser")) == '2: {"type": "user", "text": "fix the parser"}'

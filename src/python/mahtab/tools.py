@@ -209,25 +209,66 @@ def grep_raw(text, pattern):
     """The lines of ``text`` that match the regular expression ``pattern``, as
     a list of ``(number, line)`` pairs (numbers from 1), all of them: for code
     that computes with the matches."""
+    text, pattern = _search_order(text, pattern, "grep_raw")
     _not_a_file_name(text, pattern, "grep_raw")
     regex = re.compile(pattern)
     return [(number, line) for number, line in enumerate(_text(text).splitlines(), 1) if regex.search(line)]
 
 
+class Matches(list):
+    """What grep() found: a list of the matching lines themselves
+    (``grep(log, "ERROR")[0]`` is the first such line, ``len()`` counts them,
+    an empty one is false), shown numbered as grep prints them
+    (``143: ERROR disk full``), with the context lines asked for. ``numbers``
+    holds each line's number (from 1)."""
+
+    def __init__(self, lines, numbers, shown):
+        super().__init__(lines)
+        self.numbers = numbers
+        self._shown = shown
+
+    def __repr__(self):
+        return self._shown
+
+    __str__ = __repr__
+
+
+def _search_order(text, pattern, tool):
+    """``(text, pattern)``, also when the call gave them the other way round,
+    as grep on the command line takes them (``grep("ERROR", log)``): a
+    pattern is one line of text, so a multi-line or non-string "pattern"
+    beside a one-line string is the text."""
+    swapped = isinstance(text, str) and "\n" not in text and (
+        not isinstance(pattern, (str, bytes)) or "\n" in pattern
+    )
+    if swapped:
+        return pattern, text
+    if not isinstance(pattern, str):
+        raise TypeError(
+            "%s(text, pattern) takes the pattern as a string (a regular expression), not %s: "
+            "%s(text, 'ERROR')" % (tool, type(pattern).__name__, tool)
+        )
+    return text, pattern
+
+
 def grep(text, pattern, context=0):
-    """Lines of ``text`` that match the regular expression ``pattern``, each
-    with its line number (``12: ...``), and ``context`` lines around each
-    match (``11- ...``). At most 200 matches are listed."""
+    """The lines of ``text`` that match the regular expression ``pattern``: a
+    list of the lines (``grep(log, "ERROR")[0]`` is the first), printed with
+    each line's number (``12: ...``) and ``context`` lines around each match
+    (``11- ...``); at most 200 matches are printed."""
+    text, pattern = _search_order(text, pattern, "grep")
     _not_a_file_name(text, pattern, "grep")
     regex = re.compile(pattern)
     lines = _text(text).splitlines()
     hits = [number for number, line in enumerate(lines) if regex.search(line)]
+    matched = [lines[number] for number in hits]
+    numbers = [number + 1 for number in hits]
     if not hits:
-        return "(no line matches %r)" % pattern
+        return Matches([], [], "(no line matches %r)" % pattern)
     shown, out, last = hits[:GREP_LIMIT], [], -1
     matching = set(shown)
     for number in shown:
-        start, end = max(0, number - context), min(len(lines), number + context + 1)
+        start, end = max(0, number - int(context)), min(len(lines), number + int(context) + 1)
         if out and context and start > last + 1:
             out.append("--")
         for index in range(max(start, last + 1), end):
@@ -236,7 +277,7 @@ def grep(text, pattern, context=0):
         last = max(last, end - 1)
     if len(hits) > len(shown):
         out.append("... [%d more matches; narrow the pattern]" % (len(hits) - len(shown)))
-    return "\n".join(out)
+    return Matches(matched, numbers, "\n".join(out))
 
 
 def partition(text, n):
