@@ -309,6 +309,20 @@ pub fn review_request(request: &str, executions: &[Execution]) -> String {
     text
 }
 
+/// The values a request names, as they are now, for the review to check
+/// against it (empty when it names none).
+pub fn values_to_check(values: &[KeyInformation]) -> String {
+    if values.is_empty() {
+        return String::new();
+    }
+    let mut text = "\nThe values the request names, as they are now:\n".to_owned();
+    for (_, description) in values {
+        text.push_str(description.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
 /// Asks for a verdict on work that ended with the assistant's answer.
 pub const REVIEW_NOW: &str = "Judge whether the work above meets my request.";
 

@@ -12,6 +12,7 @@ async fn a_rebound_list_gets_its_original_back_and_the_change_in_place_is_done()
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nemails = [e.strip().lower() for e in emails]\n```".into()),
         Reply::Answer("```python\nemails[:] = [e.strip().lower() for e in emails]\n```".into()),
+        Reply::Answer(crate::ask::DONE.into()),
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
@@ -35,8 +36,11 @@ async fn a_rebound_list_gets_its_original_back_and_the_change_in_place_is_done()
         told.contains("write `emails[:] = [e.strip().lower() for e in emails]`"),
         "{told}"
     );
-    // Two calls: no review was needed either time.
-    assert_eq!(llm.request_count(), 2);
+    // The rebinding went back with no review call; the change in place went
+    // to the review, which saw what it did to the list.
+    assert_eq!(llm.request_count(), 3);
+    let review = llm.last_message(2);
+    assert!(review.contains("emails: list len 2"), "{review}");
     let (_, iopub) = kernel.execute("emails is alias, emails").await;
     assert_eq!(result_text(&iopub), "(True, ['ann@x.com', 'bob@x.com'])");
 }

@@ -126,7 +126,7 @@ async fn anthropic_streams_text_and_reports_usage_with_the_right_headers() {
     assert_eq!(stream_text(&iopub, "stdout"), format!("{answer}\n"));
     let summary = summary(&iopub);
     assert!(
-        summary.starts_with("answered · Anthropic fake-model · 1 turn")
+        summary.starts_with("answered · not checked · Anthropic fake-model · 1 turn")
             && summary.contains(&usage_line()),
         "{summary}"
     );

@@ -292,7 +292,8 @@ def test_ask_cell_in_the_console(tmp_path: Path) -> None:
         console.expect(r"\[output\]\r\n", "the output panel of the code")
         console.expect(r"the answer is 42\r\n", "the code's output in its panel")
         console.expect(r"✓ ", "the streamed verdict")
-        console.expect(r"fake-model · 1 turn", "the summary line")
+        console.expect(r"done · checked: answer: int: 42 · OpenAI-compatible server fake-model · 1 turn",
+                       "the summary line, with what the review checked")
         # One cell: the request line did not run as Python on its own.
         after = console.prompt(2)
         assert "SyntaxError" not in after, seen()
@@ -308,8 +309,10 @@ def test_ask_cell_in_the_console(tmp_path: Path) -> None:
         llm.close()
         leftover_kernels = reap_kernel(connection_file)
     assert not leftover_kernels, f"kernel still running after console exit: {leftover_kernels}"
-    # The variable the request names was made: the review needs no model call.
-    assert len(llm.requests) == 1, f"expected one answer and no review call, got {len(llm.requests)} requests"
+    # The answer, then the review that looked at the value the request names.
+    assert len(llm.requests) == 2, f"expected an answer and a review, got {len(llm.requests)} requests"
+    review = llm.requests[1]["messages"][-1]["content"]
+    assert "The values the request names, as they are now:\nanswer: int: 42" in review, review
 
 
 @pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="%%ask is mahtab's")

@@ -14,18 +14,23 @@
 //! answer with no code for a request that needs some is sent back once; a
 //! failed block, or a variable or file the request names that is not there,
 //! means not done without asking; and a turn that only repeats the one
-//! before is told so once, then the run stops. The review sees the request,
-//! the code and its report, not the whole conversation.
+//! before is told so once, then the run stops. They may say "not done";
+//! only the review says "done", having seen the request, the code and its
+//! report (not the whole conversation) and the values the request names as
+//! they are now. What it looked at is kept (`AgentState::checked`) for the
+//! summary line.
 
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::ChatMessage;
+use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::verdict::parse_verdict;
-use crate::agent::parse::{checks, in_place};
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, Verdict};
+use crate::agent::run::{
+    AgentError, AgentEvent, AgentState, Effects, Execution, KeyInformation, Outcome, Verdict,
+};
 use crate::agent::{prompts, schemas};
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
@@ -187,8 +192,17 @@ async fn reflect<E: Effects>(
 ) -> Result<(), AgentError> {
     let verdict = match precheck(state, effects).await {
         Precheck::Judge { failed } => {
+            // The values the request names, as they are now: what "done"
+            // must be checked against (a named variable existing is not it).
+            let names = checks::targets(&state.request).names;
+            let values = if failed || names.is_empty() {
+                Vec::new()
+            } else {
+                effects.describe(&state.request, &names).await
+            };
             let system = prompts::reflect(&state.request);
-            let review = prompts::review_request(&state.request, this_turns_executions(state));
+            let review = prompts::review_request(&state.request, this_turns_executions(state))
+                + &prompts::values_to_check(&values);
             let answer = settings
                 .judge_alone(state, effects, system, review, schemas::verdict())
                 .await?;
@@ -196,6 +210,9 @@ async fn reflect<E: Effects>(
             // A failed block is never done; the review says whether another
             // turn can fix it.
             verdict.is_complete &= !failed;
+            if verdict.is_complete {
+                state.checked = checked(this_turns_executions(state), &values);
+            }
             // "Cannot be done" with nothing failing (a small model reads a
             // warning so) gets one more turn before it is believed.
             if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
@@ -204,7 +221,7 @@ async fn reflect<E: Effects>(
             }
             verdict
         }
-        Precheck::NotDone(verdict) | Precheck::Done(verdict) => verdict,
+        Precheck::NotDone(verdict) => verdict,
         Precheck::Repeated { error } => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
@@ -251,9 +268,6 @@ enum Precheck {
     Judge { failed: bool },
     /// Not done, and why, without asking.
     NotDone(Verdict),
-    /// Done, without asking: what the request names exists, no block
-    /// failed, and a figure it asks for was shown.
-    Done(Verdict),
     /// The turn ran the code of the turn before with the same outcome
     /// (`error`: the error line, when that outcome was a failure).
     Repeated { error: Option<String> },
@@ -297,66 +311,30 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
         return not_done(unmet.reasoning, &unmet.next_action);
     }
-    // Asked to change a variable itself, and it did (nothing rebound, nothing
-    // failed): done; a small model's review tends to doubt a change it
-    // cannot see printed.
-    let changed = in_place::changed_in_place_as_asked(
-        &state.request,
-        this_turns_executions(state),
-        &state.namespace_names,
-    );
-    let targets = checks::targets(&state.request);
-    let wants_figure = checks::wants_figure(&state.request);
-    if !changed.is_empty() && targets.is_empty() && !wants_figure {
-        let answer = made_lines(state, &changed);
-        return Precheck::Done(Verdict {
-            is_complete: true,
-            cannot_fix: false,
-            reasoning: String::new(),
-            next_action: String::new(),
-            answer,
-            parsed: true,
-        });
-    }
-    // What the request names to make is there (and the figure it wants):
-    // done, with no judgement to get wrong. Anything else is for the review.
-    if !targets.is_empty() || wants_figure {
-        let mut made = made_lines(state, &targets.names);
-        for file in &targets.files {
-            made.push_str(&format!("\n{file} written"));
-        }
-        let made = made.trim_start().to_owned();
-        return Precheck::Done(Verdict {
-            is_complete: true,
-            cannot_fix: false,
-            reasoning: String::new(),
-            next_action: String::new(),
-            answer: made,
-            parsed: true,
-        });
-    }
     Precheck::Judge { failed: false }
 }
 
-/// The variables `names`, as the last code that changed them left them
-/// (`n_fruits: int = 3`), one per line.
-fn made_lines(state: &AgentState, names: &[String]) -> String {
-    let mut lines = Vec::new();
-    for name in names {
-        let line = state
-            .executions
-            .iter()
-            .rev()
-            .flat_map(|e| e.changes.iter())
-            .find(|line| line.split_once(':').is_some_and(|(n, _)| n == name));
-        if let Some(line) = line {
-            let line = line
-                .rsplit_once(" (")
-                .map_or(line.as_str(), |(text, _)| text);
-            lines.push(line.to_owned());
-        }
+/// What a review that said "done" looked at, a line each: the values the
+/// request names (`revenue: float: 30.5`), else what the turn's code changed,
+/// else that it looked at the output only.
+fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
+    let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    if !values.is_empty() {
+        return values.iter().map(|(_, about)| first_line(about)).collect();
     }
-    lines.join("\n")
+    let changed: Vec<String> = executions
+        .iter()
+        .flat_map(|e| e.changes.iter())
+        .map(|line| first_line(line))
+        .collect();
+    if !changed.is_empty() {
+        return changed;
+    }
+    let figures: usize = executions.iter().map(|e| e.rich_outputs).sum();
+    if figures > 0 {
+        return vec![format!("{figures} figure(s) or table(s) shown")];
+    }
+    vec!["the printed output".to_owned()]
 }
 
 /// The code the last turn ran, for the review.
@@ -630,27 +608,58 @@ open('sales.csv')
     }
 
     #[test]
-    fn a_named_variable_decides_without_a_review_whether_the_request_is_done() {
+    fn a_named_variable_that_exists_is_judged_by_its_value_never_by_existing() {
         let mut script = Script::new(
-            &["```python\nprint(3)\n```", "```python\ntotal = 3\n```"],
+            &[
+                "```python\nprint(3)\n```",
+                "```python\ntotal = [1, 1, 1]\n```",
+                NOT_DONE,
+                "```python\ntotal = 3\n```",
+                DONE,
+            ],
             |code| Execution {
                 changes: code
                     .strip_prefix("total = ")
-                    .map(|v| vec![format!("total: int = {v} (new)")])
+                    .map(|v| vec![format!("total: {v} (new)")])
                     .unwrap_or_default(),
                 ..ok(code)
             },
         );
         let mut state = AgentState::new("Store the sum in `total`.", Vec::new(), 5);
         run(&mut script, &mut state, settings());
-        // `total` was missing after the first turn: told so, no review call;
-        // there after the second: done, no review call either.
-        let second = &script.requests[1];
-        let last = &second.messages.last().unwrap().content;
+        // `total` missing after the first turn: told so, with no review call.
+        let last = latest(&script.requests[1]);
         assert!(last.contains("`total` does not exist yet"), "{last}");
-        assert_eq!(script.requests.len(), 2);
+        // There after the second: the review sees its value beside the
+        // request, and may say it is not what was asked for.
+        let review = latest(&script.requests[2]);
+        assert!(
+            review.contains("The values the request names, as they are now:\ntotal: list of 3"),
+            "{review}"
+        );
+        assert_eq!(
+            script.described,
+            vec![vec!["total".to_owned()], vec!["total".to_owned()]]
+        );
+        let told = latest(&script.requests[3]);
+        assert!(told.contains("no total yet"), "{told}");
+        // Done only once a review said so, having looked at the value.
+        assert_eq!(script.requests.len(), 5);
         assert_eq!(state.outcome, Some(Outcome::Complete));
-        assert_eq!(state.answer, "total: int = 3");
+        assert_eq!(state.checked, ["total: list of 3"]);
+    }
+
+    #[test]
+    fn a_done_without_named_values_says_what_the_review_looked_at() {
+        let mut script = Script::new(&["```python\nprint(6 * 7)\n```", DONE], |code| Execution {
+            output: "42\n".into(),
+            ..ok(code)
+        });
+        let mut state = AgentState::new("What is six times seven?", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.checked, ["the printed output"]);
+        assert!(script.described.is_empty(), "no value is named");
     }
 
     #[test]
@@ -700,7 +709,7 @@ open('sales.csv')
             AgentState::new("Double the numbers in x (change x itself).", Vec::new(), 5);
         run(&mut script, &mut state, settings());
         // The rebinding was sent back without a review, with the model's own
-        // line said in place; the change in place is done without one too.
+        // line said in place; the change in place went to the review.
         let second = &script.requests[1];
         let last = &second.messages.last().unwrap().content;
         assert!(last.contains("`x` was assigned a new object"), "{last}");
@@ -711,12 +720,14 @@ open('sales.csv')
         );
         assert_eq!(script.restored, ["x"]);
         assert!(last.contains("write `x[:] = [v * 2 for v in x]`"), "{last}");
-        assert_eq!(script.requests.len(), 2);
+        assert_eq!(script.requests.len(), 3);
+        let review = latest(&script.requests[2]);
+        assert!(
+            review.contains("x: list len 3 (changed in place)"),
+            "{review}"
+        );
         assert_eq!(state.outcome, Some(Outcome::Complete));
-        assert!(script.events.iter().any(|e| matches!(
-            e,
-            AgentEvent::Verdict(v) if v.is_complete && v.answer.starts_with("x: list len 3")
-        )));
+        assert_eq!(state.checked, ["x: list len 3 (changed in place)"]);
     }
 
     #[test]
@@ -875,6 +886,7 @@ open('sales.csv')
             &[
                 "```python\nm = readings.mean()\n```",
                 "```python\nm = np.nanmean(readings)\n```",
+                DONE,
             ],
             |code| Execution {
                 changes: vec![if code.contains("nanmean") {
@@ -890,8 +902,9 @@ open('sales.csv')
         let told = latest(&script.requests[1]);
         assert!(told.contains("`m` is NaN"), "{told}");
         assert!(told.contains("np.nanmean(a)"), "{told}");
-        // Two calls, no review: the second result is there and a number.
-        assert_eq!(script.requests.len(), 2);
+        // NaN is sent back with no review call; the number that follows goes
+        // to the review, which says done.
+        assert_eq!(script.requests.len(), 3);
         assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 

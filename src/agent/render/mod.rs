@@ -236,8 +236,11 @@ fn plan_line(plan: &Plan) -> String {
     }
 }
 
-/// The line that ends a run: how it ended, the model, turns, tokens, cost
-/// and time.
+/// How much of what a review checked the summary line shows.
+const CHECKED_SHOWN: usize = 160;
+
+/// The line that ends a run: how it ended (and for an answer, what was
+/// checked before calling it done), the model, turns, tokens, cost and time.
 pub fn summary(
     provider: &str,
     model: &str,
@@ -256,8 +259,19 @@ pub fn summary(
         (None, RunEnd::StepCap { .. }) => "stopped at the step limit",
         (None, RunEnd::Finished { .. }) => "finished",
     };
+    // Why the run believes it is done, or that nothing was checked.
+    let checked = match state.outcome {
+        Some(Outcome::Complete) if !state.checked.is_empty() => {
+            let all = state.checked.join("; ");
+            let end = crate::text::floor_char_boundary(&all, CHECKED_SHOWN);
+            let more = if end < all.len() { "…" } else { "" };
+            format!(" · checked: {}{more}", &all[..end])
+        }
+        Some(Outcome::Complete | Outcome::Answered) => " · not checked".to_owned(),
+        _ => String::new(),
+    };
     let mut line = format!(
-        "{ending} · {provider} {model} · {} turn{} · {}{:.1} s",
+        "{ending}{checked} · {provider} {model} · {} turn{} · {}{:.1} s",
         state.turn,
         if state.turn == 1 { "" } else { "s" },
         usage_text(&state.usage),
@@ -759,8 +773,35 @@ mod tests {
         );
         assert_eq!(
             plain(&shown),
-            "done · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
+            "done · not checked · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
         );
+        // What a review looked at before it said "done", clipped.
+        state.checked = vec!["n: int: 3".into(), "df: DataFrame, 4 rows".into()];
+        let shown = summary(
+            "openai",
+            "m",
+            &state,
+            RunEnd::Finished { steps: 4 },
+            Duration::ZERO,
+            None,
+        );
+        let checked = plain(&shown).to_owned();
+        assert!(
+            checked.starts_with("done · checked: n: int: 3; df: DataFrame, 4 rows · openai m"),
+            "{checked}"
+        );
+        state.checked = vec!["é".repeat(200)];
+        let shown = summary(
+            "openai",
+            "m",
+            &state,
+            RunEnd::Finished { steps: 4 },
+            Duration::ZERO,
+            None,
+        );
+        let clipped = plain(&shown).to_owned();
+        assert!(clipped.contains("é… · openai m"), "{clipped}");
+        state.checked.clear();
         let session = Usage {
             input_tokens: 40,
             output_tokens: 9,

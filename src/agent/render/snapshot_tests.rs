@@ -159,6 +159,7 @@ fn the_run_around_the_work() {
     let mut state = AgentState::new("sum the prices", Vec::new(), 5);
     state.turn = 2;
     state.outcome = Some(Outcome::Complete);
+    state.checked = vec!["total: int: 6".into()];
     state.usage = Usage {
         input_tokens: 1200,
         output_tokens: 80,

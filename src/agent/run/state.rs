@@ -106,6 +106,10 @@ pub struct AgentState {
     /// already, and how many figures went (within a run's budget).
     pub images_from: usize,
     pub images_sent: usize,
+    /// What the review that said "done" looked at, a line each (the values
+    /// the request names, `revenue: float: 30.5`); empty when nothing was
+    /// checked.
+    pub checked: Vec<String>,
 }
 
 impl AgentState {
@@ -185,6 +189,7 @@ impl AgentState {
             namespace_names: Vec::new(),
             images_from: 0,
             images_sent: 0,
+            checked: Vec::new(),
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,
