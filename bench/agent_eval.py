@@ -29,15 +29,27 @@ reference solution, in the part each graph's nodes expect: that checks the
 harness, the tasks and their checkers, not a model. This is a report: it
 asserts nothing, and exits 0 unless --strict finds an unsolved task.
 
+The tasks: `--suite own` (the default) is bench/agent_tasks.py; `--suite
+public` adds DS-1000's Pandas and Numpy problems and DABench's questions,
+converted when the run starts from the benchmark data beside the repository
+(bench/public_tasks.py; each task's reference answer passes its check and a
+wrong one fails it). Every task belongs to one split, drawn once from its name
+with a fixed seed: `--split dev` is what the agent is tuned on, `--split
+held-out` what is reported and never read task by task; `--sample N` takes a
+seeded sample of the chosen tasks, the everyday loop.
+
 Usage: .venv/bin/python bench/agent_eval.py [--local [coder-1.5b|coder-0.5b]]
             [--graphs single,default,analyst,planner,triage] [--only NAME,...]
+            [--suite own,public] [--split dev|held-out|all] [--sample N]
             [--kinds pandas,...] [--limit N] [--max-turns N] [--repeat N]
             [--replay] [--timeout 300] [--json OUT] [--strict] [--kernels DIR] [--show]
 """
 
 import argparse
+import hashlib
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -53,6 +65,8 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
 from agent_tasks import FIGURE_RECORDER, IDENTITIES, TASKS
+from public_tasks import DEFAULT_DIR as DEFAULT_BENCHMARKS
+from public_tasks import public_tasks
 
 BENCH_DIR = Path(__file__).resolve().parent
 VENV_KERNELS = BENCH_DIR.parent / ".venv" / "share" / "jupyter" / "kernels"
@@ -62,6 +76,9 @@ GRAPHS = ("single", "default", "analyst", "planner", "triage")
 START_TIMEOUT = 60.0
 SETUP_TIMEOUT = 60.0
 CHECK_TIMEOUT = 30.0
+
+# The seed of the split into development and held-out tasks (and of --sample).
+SPLIT_SEED = "mahtab-eval-split-1"
 
 # What the harness must not inherit: a replay or local run talks to its own server.
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER",
@@ -259,7 +276,9 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
             kc.start_channels()
             kc.wait_for_ready(timeout=START_TIMEOUT)
             # The checkers' helpers, in cells the agent does not see.
-            for code, what in ((FIGURE_RECORDER, "recorder"), (task.setup, "setup"), (IDENTITIES, "identities")):
+            steps = ((FIGURE_RECORDER, "recorder"), (task.hidden_setup, "checker"), (task.setup, "setup"),
+                     (IDENTITIES, "identities"))
+            for code, what in steps:
                 if code:
                     reply, _ = execute(kc, code, SETUP_TIMEOUT, store_history=what == "setup")
                     if reply["status"] != "ok":
@@ -440,6 +459,14 @@ def parse_args():
     parser.add_argument("--only", default="", help="task names, comma-separated")
     parser.add_argument("--kinds", default="", help="task kinds, comma-separated")
     parser.add_argument("--limit", type=int, default=0, help="at most this many tasks")
+    parser.add_argument("--suite", default="own", help="own (bench/agent_tasks.py), public (DS-1000 and "
+                        "DABench items converted from --benchmarks) or own,public")
+    parser.add_argument("--split", default="all", choices=("dev", "held-out", "all"),
+                        help="the development split (tune on it), the held-out split (report it), or all")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="a seeded sample of this many of the chosen tasks (the everyday loop)")
+    parser.add_argument("--benchmarks", type=Path, default=DEFAULT_BENCHMARKS,
+                        help="the folder holding ds1000/ and dabench/ (default: ../shared/benchmarks)")
     parser.add_argument("--max-turns", type=int, help="each graph's turn limit (default: its own)")
     parser.add_argument("--replay", action="store_true", help="answer with the reference solutions")
     parser.add_argument("--local", nargs="?", const="coder-1.5b", choices=sorted(LOCAL_MODELS),
@@ -461,8 +488,22 @@ def parse_args():
     return args
 
 
+def split_of(task):
+    """The task's split, drawn once from its name with a fixed seed: about
+    half the tasks are held out, never read one by one while tuning."""
+    draw = int(hashlib.sha256(f"{SPLIT_SEED}:{task.name}".encode()).hexdigest(), 16)
+    return "held-out" if draw % 2 else "dev"
+
+
 def chosen_tasks(args):
-    tasks = list(TASKS)
+    tasks = list(TASKS) if "own" in args.suite else []
+    if "public" in args.suite:
+        public = public_tasks(args.benchmarks)
+        if not public:
+            sys.exit(f"no benchmark data in {args.benchmarks} (--benchmarks names the folder)")
+        tasks += public
+    if args.split != "all":
+        tasks = [t for t in tasks if split_of(t) == args.split]
     if args.only:
         names = set(args.only.split(","))
         missing = names - {t.name for t in tasks}
@@ -472,6 +513,8 @@ def chosen_tasks(args):
     if args.kinds:
         kinds = set(args.kinds.split(","))
         tasks = [t for t in tasks if t.kind in kinds]
+    if args.sample:
+        tasks = random.Random(SPLIT_SEED).sample(tasks, min(args.sample, len(tasks)))
     return tasks[: args.limit] if args.limit else tasks
 
 
@@ -497,6 +540,7 @@ def main():
         provider = f"local model {args.local} (temperature 0, seed 0; {os.cpu_count()} cores)"
     else:
         provider = describe_provider(env)
+    provider += f"; {len(tasks)} tasks of suite {args.suite}, split {args.split}"
     results = []
     try:
         for repeat in range(args.repeat):

@@ -27,6 +27,11 @@ class Task:
     check: str
     files: dict = field(default_factory=dict)
     images: int = 0
+    # Run before the setup and kept out of the history: a checker's own
+    # helpers (`_eval_*` names), which the agent must not see.
+    hidden_setup: str = ""
+    # Code that looks like an answer but is wrong: the checker must refuse it.
+    wrong_solution: str = ""
 
 
 SALES = (

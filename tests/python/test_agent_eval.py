@@ -141,3 +141,68 @@ def test_the_local_model_runs_a_slice_of_the_suite_beside_the_single_shot_baseli
     assert "turn 2" in printed and "cached" in printed and "median ok" in printed, printed
     # Each graph started with a fresh server: its first call had nothing cached.
     assert all(row["cold_first_text"] > 0 for row in report["summary"]), report["summary"]
+
+
+# -- the public benchmarks' items -------------------------------------------------
+
+BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
+needs_benchmarks = pytest.mark.skipif(not (BENCHMARKS / "ds1000").is_dir(),
+                                      reason=f"no benchmark data beside the repository ({BENCHMARKS})")
+
+
+def public_tasks():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from public_tasks import public_tasks as convert
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return convert(BENCHMARKS)
+
+
+@needs_benchmarks
+def test_every_public_task_passes_its_reference_and_refuses_a_wrong_answer(tmp_path, monkeypatch) -> None:
+    """Each converted item, with this environment's pandas and numpy: its
+    checker (the problem's own test, or the labels) takes the reference
+    answer and refuses a wrong one, before any run counts it."""
+    tasks = public_tasks()
+    assert len([t for t in tasks if t.name.startswith("ds1000_")]) >= 200, len(tasks)
+    assert len([t for t in tasks if t.name.startswith("dabench_")]) >= 100, len(tasks)
+    wrong = []
+    for task in tasks:
+        outcomes = []
+        for code in (task.solution, task.wrong_solution):
+            folder = tmp_path / f"{task.name}-{len(outcomes)}"
+            folder.mkdir()
+            monkeypatch.chdir(folder)
+            for name, text in task.files.items():
+                (folder / name).write_text(text)
+            names = {"__name__": "__main__"}
+            try:
+                exec(task.hidden_setup, names)
+                exec(task.setup, names)
+                exec(code, names)
+                outcomes.append(eval(task.check, names) is True)
+            except Exception:  # a failing check refuses the answer
+                outcomes.append(False)
+        if outcomes != [True, False]:
+            wrong.append((task.name, outcomes))
+    assert not wrong, wrong
+
+
+@needs_benchmarks
+def test_public_tasks_run_through_the_kernel_and_split_once(tmp_path) -> None:
+    report, printed = run_eval(
+        tmp_path, "--replay", "--strict", "--suite", "public", "--split", "held-out", "--sample", "6",
+        "--graphs", "single,default", timeout=REPLAY_TIMEOUT,
+    )
+    names = {r["task"] for r in report["results"]}
+    assert len(names) == 6 and all(r["solved"] for r in report["results"]), report["results"]
+    assert "split held-out" in report["provider"], report["provider"]
+    # The split is drawn from each task's name with a fixed seed: these six
+    # are held-out tasks wherever and whenever the split is drawn.
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from agent_eval import split_of
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    assert all(split_of(t) == "held-out" for t in public_tasks() if t.name in names)
