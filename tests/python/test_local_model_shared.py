@@ -105,6 +105,10 @@ def test_two_kernels_share_one_server_which_outlives_them(setup) -> None:
     # The second kernel's first answer comes from the same server.
     assert "shared server, reused" in ask(second)
     assert [p.pid for p in setup.servers()] == [server.pid]
+    # %ask_config says which server runs and how to stop it.
+    config = second.execute("%ask_config").assert_ok().stdout
+    assert f"shared by this user's kernels: pid {server.pid} at http://127.0.0.1:" in config, config
+    assert "mahtab local-model --stop stops it" in config, config
     # Shutting both kernels down (jupyter_client ends each one's whole
     # process group) leaves the server for the next kernel.
     for kernel in setup.kernels:
