@@ -12,13 +12,21 @@ cd "$root"
 bash scripts/python-env.sh
 source scripts/cargo-env.sh
 # The local model's server is shared by a user's kernels and outlives them;
-# the tests stop the ones they start, and this stops any they left behind.
-started="$(date +%s)"
+# the tests stop the ones they start, and this stops any they left behind:
+# those whose environment carries this run's mark (kernels, and the servers
+# they start, inherit it), never a server of the user's own.
+export MAHTAB_TEST_RUN="$$-$(date +%s)"
 stop_local_model_servers() {
-    .venv/bin/python - "$started" <<'PY'
-import sys, psutil
-servers = [p for p in psutil.process_iter(["cmdline", "create_time"])
-           if "mahtab-local-model-server" in (p.info["cmdline"] or []) and p.info["create_time"] >= float(sys.argv[1]) - 1]
+    .venv/bin/python - <<'PY'
+import os, psutil
+mark = os.environ["MAHTAB_TEST_RUN"]
+servers = []
+for proc in psutil.process_iter(["cmdline"]):
+    try:
+        if "mahtab-local-model-server" in (proc.info["cmdline"] or []) and proc.environ().get("MAHTAB_TEST_RUN") == mark:
+            servers.append(proc)
+    except psutil.Error:
+        pass
 for server in servers:
     print(f"==> stopping a local model server the tests left running (pid {server.pid})")
     server.terminate()

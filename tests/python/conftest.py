@@ -316,6 +316,11 @@ def local_model_servers(runtime_dir: Path | None = None) -> list[psutil.Process]
     return servers
 
 
+# The kernels the tests start inherit this mark, and so do the servers they
+# start: a server of the user's own, running beside the tests, is never stopped.
+TEST_SESSION = os.environ.setdefault("MAHTAB_TEST_SESSION", f"{os.getpid()}-{time.time()}")
+
+
 @pytest.fixture(autouse=True)
 def local_model_servers_stopped():
     """Stops every shared local model server the test started."""
@@ -323,8 +328,8 @@ def local_model_servers_stopped():
     yield
     mine = []
     for proc in local_model_servers():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if proc.create_time() >= started - 1:
+        with contextlib.suppress(psutil.Error):
+            if proc.create_time() >= started - 1 and proc.environ().get("MAHTAB_TEST_SESSION") == TEST_SESSION:
                 proc.terminate()
                 mine.append(proc)
     reap(mine, timeout=10)

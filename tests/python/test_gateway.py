@@ -562,6 +562,11 @@ def test_ask_without_a_provider_runs_the_local_model_in_the_remote_kernel(gatewa
     finally:
         channels.close()
         eg.api("DELETE", f"/api/kernels/{kernel_id}")
+        # Started by the gateway's kernels, whose environment the gateway
+        # makes: stopped here.
+        for server in servers:
+            server.terminate()
+        psutil.wait_procs(servers, timeout=10)
 
 
 def test_interrupt_restart_and_shutdown_through_the_gateway(gateway: Server) -> None:

@@ -62,6 +62,12 @@ def test_describe_gives_collections_and_text_their_size_and_first_items(tools):
     assert tools.describe(Broken()) == "Broken: <unrepresentable>"
 
 
+def test_describe_gives_a_numpy_scalar_as_its_value(tools):
+    numpy = pytest.importorskip("numpy")
+    assert tools.describe(numpy.float64(30.5), "revenue") == "revenue: float64: np.float64(30.5)"
+    assert tools.describe(numpy.int64(3)) == "int64: np.int64(3)"
+
+
 def test_peek_shows_the_start_and_says_how_much_more(tools):
     assert tools.peek("short") == "short"
     shown = tools.peek("x" * 5000, 100)

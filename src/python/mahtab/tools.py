@@ -87,7 +87,7 @@ def describe(value, name=None):
     try:
         if _is_table(value):
             text = _describe_table(value, kind)
-        elif hasattr(value, "shape") and hasattr(value, "dtype"):
+        elif hasattr(value, "shape") and hasattr(value, "dtype") and tuple(value.shape) != ():
             text = _describe_array(value, kind)
         elif isinstance(value, (str, bytes)):
             lines = value.count("\n" if isinstance(value, str) else b"\n") + 1
