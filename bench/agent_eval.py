@@ -117,6 +117,7 @@ class Result:
 # Which node asks, by a phrase of its system prompt (prompts/*.md).
 NODES = (
     ("You review the work of an assistant", "review"),
+    ("say what the variable it names must hold", "form"),
     ("You decide how to answer a request", "analyst_plan"),
     ("You write Python for a request", "code"),
     ("You examine the results of code", "prose"),
@@ -140,6 +141,8 @@ def replay_answer(body, tasks):
     fenced = f"```python\n{solution}\n```"
     if node == "review":
         return '{"is_complete": true, "reasoning": "the checker decides", "next_action": ""}'
+    if node == "form":
+        return '{"form": "cannot tell"}'
     if node == "analyst_plan":
         return '{"needs_code": true, "needs_evaluation": false, "reasoning": "it needs code"}'
     if node == "classify":

@@ -6,6 +6,9 @@ use crate::agent::run::{Execution, KeyInformation, Skill};
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const CONTEXT: &str = include_str!("../../prompts/context.md");
 const REFLECT: &str = include_str!("../../prompts/reflect.md");
+/// The question of the form a named value must have, asked before the
+/// value is seen.
+pub const EXPECTED_FORM: &str = include_str!("../../prompts/expected_form.md");
 const PLAN: &str = include_str!("../../prompts/plan.md");
 const ANALYST_CODE: &str = include_str!("../../prompts/analyst_code.md");
 const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
@@ -307,6 +310,11 @@ pub fn review_request(request: &str, executions: &[Execution]) -> String {
         ));
     }
     text
+}
+
+/// The expected-form question about the variable `name` of `request`.
+pub fn expected_form_question(request: &str, name: &str) -> String {
+    format!("Request: {}\nVariable: {name}", request.trim())
 }
 
 /// The values a request names, as they are now, for the review to check

@@ -57,6 +57,18 @@ pub fn verdict() -> AnswerSchema {
     }
 }
 
+/// The form a named value must have (see `prompts/expected_form.md`).
+pub fn expected_form() -> AnswerSchema {
+    AnswerSchema {
+        name: "expected_form",
+        description: "What the variable the request names must hold once it is done.",
+        schema: object(&[(
+            "form",
+            json!({ "type": "string", "enum": crate::agent::parse::form::FORM_NAMES }),
+        )]),
+    }
+}
+
 /// The analyst's plan (see `prompts/plan.md`).
 pub fn analyst_plan() -> AnswerSchema {
     AnswerSchema {

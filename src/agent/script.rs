@@ -35,6 +35,24 @@ pub struct Script {
 }
 
 impl Script {
+    /// How `describe` describes `name`.
+    fn description_of(&self, name: &str) -> String {
+        let assign = format!("{name} = ");
+        let value = self.executed.iter().rev().find_map(|code| {
+            code.lines()
+                .rev()
+                .find_map(|line| line.strip_prefix(&assign))
+        });
+        match value.map(str::trim) {
+            Some(number) if number.parse::<i64>().is_ok() => format!("{name}: int: {number}"),
+            Some(list) if list.starts_with('[') => format!(
+                "{name}: list, {} items of int\n{list}",
+                list.matches(',').count() + 1
+            ),
+            _ => format!("{name}: list, 3 items of int"),
+        }
+    }
+
     pub fn new(answers: &[&'static str], run: fn(&str) -> Execution) -> Self {
         Self {
             last_error: None,
@@ -99,7 +117,10 @@ impl Effects for Script {
         }
     }
 
-    /// `x` when no names are given, as if the request named it.
+    /// `x` when no names are given, as if the request named it; a name the
+    /// code ran so far assigned a literal to (`n = 3`, `n = [1, 2]`) is
+    /// described as that value, as `mahtab.tools.describe` would, any other
+    /// as a list of 3.
     async fn describe(&mut self, _request: &str, names: &[String]) -> Vec<KeyInformation> {
         self.described.push(names.to_vec());
         if names.is_empty() {
@@ -107,7 +128,7 @@ impl Effects for Script {
         }
         names
             .iter()
-            .map(|name| (name.clone(), format!("{name}: list of 3")))
+            .map(|name| (name.clone(), self.description_of(name)))
             .collect()
     }
 

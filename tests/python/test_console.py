@@ -309,9 +309,12 @@ def test_ask_cell_in_the_console(tmp_path: Path) -> None:
         llm.close()
         leftover_kernels = reap_kernel(connection_file)
     assert not leftover_kernels, f"kernel still running after console exit: {leftover_kernels}"
-    # The answer, then the review that looked at the value the request names.
-    assert len(llm.requests) == 2, f"expected an answer and a review, got {len(llm.requests)} requests"
-    review = llm.requests[1]["messages"][-1]["content"]
+    # The answer, the form the named value must have (asked before it is
+    # seen), then the review that looked at the value.
+    assert len(llm.requests) == 3, f"expected an answer, a question and a review, got {len(llm.requests)} requests"
+    question = llm.requests[1]["messages"][-1]["content"]
+    assert question.endswith("\nVariable: answer"), question
+    review = llm.requests[2]["messages"][-1]["content"]
     assert "The values the request names, as they are now:\nanswer: int: 42" in review, review
 
 

@@ -249,11 +249,12 @@ def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -
     assert not leftovers, f"kernels still running after jupyter lab stopped: {leftovers}"
     if gateway_kernel is not None:
         assert notebook_kernels == [gateway_kernel], f"the notebook ran on {notebook_kernels}, not on {gateway_kernel}"
-    # The agent asked the model once, with the cell's request, then a review
-    # looked at the value the request names before the run said "done".
-    assert len(llm.requests) == 2, llm.requests
+    # The agent asked the model once, with the cell's request; then the form
+    # the named value must have was asked, and a review looked at the value
+    # before the run said "done".
+    assert len(llm.requests) == 3, llm.requests
     assert "6*7" in llm.requests[0]["messages"][-1]["content"]
-    assert "The values the request names, as they are now:" in llm.requests[1]["messages"][-1]["content"]
+    assert "The values the request names, as they are now:" in llm.requests[2]["messages"][-1]["content"]
 
 
 # -- scripts/lab.sh (what `scripts/demo.sh --lab` runs after building) ---------------

@@ -24,10 +24,10 @@ use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::verdict::parse_verdict;
+use crate::agent::parse::{checks, form};
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, Effects, Execution, KeyInformation, Outcome, Verdict,
 };
@@ -200,26 +200,37 @@ async fn reflect<E: Effects>(
             } else {
                 effects.describe(&state.request, &names).await
             };
-            let system = prompts::reflect(&state.request);
-            let review = prompts::review_request(&state.request, this_turns_executions(state))
-                + &prompts::values_to_check(&values);
-            let answer = settings
-                .judge_alone(state, effects, system, review, schemas::verdict())
-                .await?;
-            let mut verdict = parse_verdict(&answer.text);
-            // A failed block is never done; the review says whether another
-            // turn can fix it.
-            verdict.is_complete &= !failed;
-            if verdict.is_complete {
-                state.checked = checked(this_turns_executions(state), &values);
+            if let Some(why) = contradicted_form(state, effects, &settings, &values).await? {
+                Verdict {
+                    is_complete: false,
+                    cannot_fix: false,
+                    reasoning: why.reasoning,
+                    next_action: why.next_action,
+                    answer: String::new(),
+                    parsed: true,
+                }
+            } else {
+                let system = prompts::reflect(&state.request);
+                let review = prompts::review_request(&state.request, this_turns_executions(state))
+                    + &prompts::values_to_check(&values);
+                let answer = settings
+                    .judge_alone(state, effects, system, review, schemas::verdict())
+                    .await?;
+                let mut verdict = parse_verdict(&answer.text);
+                // A failed block is never done; the review says whether
+                // another turn can fix it.
+                verdict.is_complete &= !failed;
+                if verdict.is_complete {
+                    state.checked = checked(this_turns_executions(state), &values);
+                }
+                // "Cannot be done" with nothing failing (a small model reads a
+                // warning so) gets one more turn before it is believed.
+                if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
+                    state.doubted_cannot_fix = true;
+                    verdict.cannot_fix = false;
+                }
+                verdict
             }
-            // "Cannot be done" with nothing failing (a small model reads a
-            // warning so) gets one more turn before it is believed.
-            if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
-                state.doubted_cannot_fix = true;
-                verdict.cannot_fix = false;
-            }
-            verdict
         }
         Precheck::NotDone(verdict) => verdict,
         Precheck::Repeated { error } => {
@@ -314,6 +325,47 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     Precheck::Judge { failed: false }
 }
 
+/// How many of the values a request names have their form checked.
+const FORM_CHECKS: usize = 3;
+
+/// Why a value the request names plainly has another form than the request
+/// asks for (several values where one was asked for, or one where several
+/// were), if one does. The form is asked of the model once a run, before it
+/// sees the value, and compared by code, so a review that would talk itself
+/// into "done" never sees it.
+async fn contradicted_form<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    values: &[KeyInformation],
+) -> Result<Option<form::Contradiction>, AgentError> {
+    for (name, description) in values.iter().take(FORM_CHECKS) {
+        let known = state.expected_forms.iter().find(|(n, _)| n == name);
+        let expected = match known {
+            Some((_, expected)) => *expected,
+            None => {
+                let question = prompts::expected_form_question(&state.request, name);
+                let answer = settings
+                    .question_alone(
+                        state,
+                        effects,
+                        prompts::EXPECTED_FORM.to_owned(),
+                        question,
+                        schemas::expected_form(),
+                    )
+                    .await?;
+                let expected = form::expected_form(&answer.text);
+                state.expected_forms.push((name.clone(), expected));
+                expected
+            }
+        };
+        if let Some(why) = expected.and_then(|f| form::contradiction(name, f, description)) {
+            return Ok(Some(why));
+        }
+    }
+    Ok(None)
+}
+
 /// What a review that said "done" looked at, a line each: the values the
 /// request names (`revenue: float: 30.5`), else what the turn's code changed,
 /// else that it looked at the output only.
@@ -353,6 +405,8 @@ mod tests {
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const NOT_DONE: &str =
         r#"{"is_complete": false, "reasoning": "no total yet", "next_action": "sum the column"}"#;
+    const ONE_VALUE: &str = r#"{"form": "one number"}"#;
+    const CANNOT_TELL: &str = r#"{"form": "cannot tell"}"#;
 
     fn settings() -> Settings {
         Settings {
@@ -591,7 +645,7 @@ open('sales.csv')
 
     #[test]
     fn an_answer_without_code_to_a_request_that_needs_some_is_sent_back_once() {
-        let mut script = Script::new(&["3", "```python\nn = 3\n```", DONE], ok);
+        let mut script = Script::new(&["3", "```python\nn = 3\n```", ONE_VALUE, DONE], ok);
         let mut state = AgentState::new("Count the fruits and store it in `n`.", Vec::new(), 5);
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["n = 3"]);
@@ -612,41 +666,43 @@ open('sales.csv')
         let mut script = Script::new(
             &[
                 "```python\nprint(3)\n```",
-                "```python\ntotal = [1, 1, 1]\n```",
+                "```python\ntotal = [1, 2, 3]\n```",
+                ONE_VALUE,
+                "```python\ntotal = 7\n```",
                 NOT_DONE,
-                "```python\ntotal = 3\n```",
+                "```python\ntotal = 6\n```",
                 DONE,
             ],
-            |code| Execution {
-                changes: code
-                    .strip_prefix("total = ")
-                    .map(|v| vec![format!("total: {v} (new)")])
-                    .unwrap_or_default(),
-                ..ok(code)
-            },
+            ok,
         );
         let mut state = AgentState::new("Store the sum in `total`.", Vec::new(), 5);
         run(&mut script, &mut state, settings());
         // `total` missing after the first turn: told so, with no review call.
         let last = latest(&script.requests[1]);
         assert!(last.contains("`total` does not exist yet"), "{last}");
-        // There after the second: the review sees its value beside the
-        // request, and may say it is not what was asked for.
-        let review = latest(&script.requests[2]);
+        // There after the second, as a list: the model said, before it saw
+        // the value, that one value is asked for; code compared the two.
+        let asked = latest(&script.requests[2]);
+        assert_eq!(asked, "Request: Store the sum in `total`.\nVariable: total");
+        assert_eq!(script.requests[2].system, prompts::EXPECTED_FORM);
+        let told = latest(&script.requests[3]);
         assert!(
-            review.contains("The values the request names, as they are now:\ntotal: list of 3"),
+            told.contains("`total` must hold one value for this request, but it holds several (list, 3 items of int)"),
+            "{told}"
+        );
+        // One value: the review sees it beside the request (the form is not
+        // asked again), and may still find it wrong.
+        let review = latest(&script.requests[4]);
+        assert!(
+            review.contains("The values the request names, as they are now:\ntotal: int: 7"),
             "{review}"
         );
-        assert_eq!(
-            script.described,
-            vec![vec!["total".to_owned()], vec!["total".to_owned()]]
-        );
-        let told = latest(&script.requests[3]);
-        assert!(told.contains("no total yet"), "{told}");
+        assert!(latest(&script.requests[5]).contains("no total yet"));
         // Done only once a review said so, having looked at the value.
-        assert_eq!(script.requests.len(), 5);
+        assert_eq!(script.requests.len(), 7);
         assert_eq!(state.outcome, Some(Outcome::Complete));
-        assert_eq!(state.checked, ["total: list of 3"]);
+        assert_eq!(state.checked, ["total: int: 6"]);
+        assert_eq!(script.described.len(), 3);
     }
 
     #[test]
@@ -886,6 +942,7 @@ open('sales.csv')
             &[
                 "```python\nm = readings.mean()\n```",
                 "```python\nm = np.nanmean(readings)\n```",
+                CANNOT_TELL,
                 DONE,
             ],
             |code| Execution {
@@ -903,8 +960,8 @@ open('sales.csv')
         assert!(told.contains("`m` is NaN"), "{told}");
         assert!(told.contains("np.nanmean(a)"), "{told}");
         // NaN is sent back with no review call; the number that follows goes
-        // to the review, which says done.
-        assert_eq!(script.requests.len(), 3);
+        // to the form question and the review, which says done.
+        assert_eq!(script.requests.len(), 4);
         assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 

@@ -559,7 +559,7 @@ mod tests {
         assert!(system.contains("inform"), "{system}");
         let second = &script.requests[1];
         assert!(
-            second.system.contains("prices: list of 3"),
+            second.system.contains("prices: list, 3 items of int"),
             "{}",
             second.system
         );

@@ -119,6 +119,32 @@ impl Settings {
             message.images = state.new_figures();
             state.images_sent += message.images.len();
         }
+        self.judge_message(state, effects, system, message, schema)
+            .await
+    }
+
+    /// A short question about the request alone (no figures), answered in
+    /// the shape of `schema` by the model judgements go to.
+    pub(crate) async fn question_alone<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        question: String,
+        schema: AnswerSchema,
+    ) -> Result<ChatOutcome, AgentError> {
+        self.judge_message(state, effects, system, ChatMessage::user(question), schema)
+            .await
+    }
+
+    async fn judge_message<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        message: ChatMessage,
+        schema: AnswerSchema,
+    ) -> Result<ChatOutcome, AgentError> {
         let request = ChatRequest {
             model: self.judge_model().to_owned(),
             system,

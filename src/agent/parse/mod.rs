@@ -1,5 +1,5 @@
 //! Reading model text, as pure functions: code blocks, prose without its
-//! code, lenient JSON, the review's verdict, the analyst's plan, the
+//! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, and the cheap checks on a
 //! request and a turn's outcome. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
@@ -7,6 +7,7 @@
 pub mod action;
 pub mod checks;
 pub mod code;
+pub mod form;
 pub mod in_place;
 pub mod json;
 pub mod plan;

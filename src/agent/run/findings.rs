@@ -57,6 +57,17 @@ pub enum Action {
 /// A variable the informer described: its name and what it found.
 pub type KeyInformation = (String, String);
 
+/// How many values a request asks a variable to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// One number, name or yes/no.
+    One,
+    /// A list, an array, a Series or a dict: a value per item or group.
+    Several,
+    /// A DataFrame.
+    Table,
+}
+
 /// The agents the triage hands work to: the other graphs, and the claude
 /// CLI (the default graph with Claude Code's model) when it is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::findings::{Action, KeyInformation, Outcome, Plan, Triage, Verdict};
+use super::findings::{Action, Form, KeyInformation, Outcome, Plan, Triage, Verdict};
 use super::limits;
 use crate::agent::llm::{ChatMessage, Role, Usage};
 
@@ -110,6 +110,10 @@ pub struct AgentState {
     /// the request names, `revenue: float: 30.5`); empty when nothing was
     /// checked.
     pub checked: Vec<String>,
+    /// The form each value the request names must have, as the model said
+    /// before it saw the value (`None`: it could not tell); asked once a run.
+    #[serde(skip)]
+    pub expected_forms: Vec<(String, Option<Form>)>,
 }
 
 impl AgentState {
@@ -190,6 +194,7 @@ impl AgentState {
             images_from: 0,
             images_sent: 0,
             checked: Vec::new(),
+            expected_forms: Vec::new(),
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,

@@ -1,0 +1,226 @@
+//! The form a value must have for a request (one value, several, a table),
+//! as the model says it before it sees the value, and the form the value
+//! has, read from its description: a check that can fail, made by code.
+//! Only a plain contradiction counts (several values where one was asked
+//! for, one where several were), so a right answer in another shape than
+//! expected (a dict for per-group totals, a one-row Series) passes.
+
+use super::json::json_objects;
+pub use crate::agent::run::Form;
+
+/// The names the prompt offers, as the model writes them, and their forms;
+/// "cannot tell" (or anything else) is no form.
+const FORMS: [(&str, Form); 5] = [
+    ("one number", Form::One),
+    ("text", Form::One),
+    ("true or false", Form::One),
+    ("several values", Form::Several),
+    ("a table", Form::Table),
+];
+
+/// The names the schema allows (`prompts/expected_form.md`).
+pub const FORM_NAMES: [&str; 6] = [
+    "one number",
+    "several values",
+    "a table",
+    "text",
+    "true or false",
+    "cannot tell",
+];
+
+/// The form an answer to the expected-form question names, if any.
+pub fn expected_form(answer: &str) -> Option<Form> {
+    let said = json_objects(answer)
+        .find_map(|value| value.get("form")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| answer.trim().trim_matches('"').to_owned());
+    let said = said.trim().to_ascii_lowercase();
+    FORMS
+        .iter()
+        .find(|(name, _)| said == *name)
+        .map(|(_, form)| *form)
+}
+
+/// What a value holds, from the first line of its description
+/// (`revenue: Series, shape (4,), dtype float64, ...`, `n: int: 3`,
+/// `names: list, 3 items of str`): its form and how many values it holds,
+/// when the description says.
+pub fn held(description: &str) -> Option<(Form, Option<usize>)> {
+    let line = description.lines().next()?;
+    let (_, rest) = line.split_once(": ")?;
+    let kind = rest
+        .split([',', ':', ' '])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    let items = |text: &str| -> Option<usize> {
+        let after = text.split_once(", ")?.1;
+        after.split_whitespace().next()?.parse().ok()
+    };
+    match kind {
+        "DataFrame" => {
+            // "DataFrame, 4 rows x 2 columns"
+            let rows: Option<usize> = items(rest);
+            let columns = rest
+                .split(" x ")
+                .nth(1)
+                .and_then(|c| c.split_whitespace().next()?.parse::<usize>().ok());
+            Some((Form::Table, rows.zip(columns).map(|(r, c)| r * c)))
+        }
+        "Series" | "ndarray" | "Index" => {
+            let shape = rest.split_once("shape (")?.1.split_once(')')?.0;
+            let dims: Vec<usize> = shape
+                .split(',')
+                .filter_map(|d| d.trim().parse().ok())
+                .collect();
+            let count = dims.iter().product();
+            let form = if dims.len() > 1 && kind == "ndarray" {
+                Form::Table
+            } else {
+                Form::Several
+            };
+            Some((form, Some(count)))
+        }
+        "list" | "tuple" | "set" | "frozenset" | "dict" => Some((Form::Several, items(rest))),
+        "int" | "float" | "complex" | "bool" | "str" | "Decimal" | "Fraction" | "Timestamp"
+        | "Timedelta" | "datetime" | "date" | "float64" | "float32" | "int64" | "int32"
+        | "bool_" | "str_" => Some((Form::One, Some(1))),
+        _ => None,
+    }
+}
+
+/// A value's form that plainly contradicts the request's: why, and what to
+/// do instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contradiction {
+    pub reasoning: String,
+    pub next_action: String,
+}
+
+/// Why `description` plainly contradicts `expected` (the value holds many
+/// where one was asked for, or one where many were), if it does.
+pub fn contradiction(name: &str, expected: Form, description: &str) -> Option<Contradiction> {
+    let (form, count) = held(description)?;
+    let what = description
+        .lines()
+        .next()
+        .and_then(|line| line.split_once(": "))
+        .map_or("", |(_, rest)| rest);
+    match (expected, form) {
+        (Form::One, Form::Several | Form::Table) if count.is_some_and(|n| n > 1) => {
+            Some(Contradiction {
+                reasoning: format!(
+                    "`{name}` must hold one value for this request, but it holds several ({what})"
+                ),
+                next_action: format!(
+                    "reduce those values to the one the request asks for (a total is their sum; \
+                     a mean, a count or a maximum likewise) and store that single value in `{name}`"
+                ),
+            })
+        }
+        (Form::Several | Form::Table, Form::One) => Some(Contradiction {
+            reasoning: format!(
+                "`{name}` must hold several values for this request, but it holds one ({what})"
+            ),
+            next_action: format!(
+                "store in `{name}` one value per item or group, as the request asks (a list, a \
+                 Series, a dict or a table), not a single value"
+            ),
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_recorded_from_the_local_model_name_a_form() {
+        // Qwen2.5-Coder-1.5B at temperature 0, with the schema.
+        assert_eq!(expected_form(r#"{"form": "one number"}"#), Some(Form::One));
+        assert_eq!(
+            expected_form(r#"{"form": "several values"}"#),
+            Some(Form::Several)
+        );
+        assert_eq!(expected_form(r#"{"form": "a table"}"#), Some(Form::Table));
+        assert_eq!(
+            expected_form(r#"{"form": "true or false"}"#),
+            Some(Form::One)
+        );
+        assert_eq!(expected_form("text"), Some(Form::One));
+        assert_eq!(expected_form(r#"{"form": "cannot tell"}"#), None);
+        assert_eq!(expected_form("a number, I think"), None);
+    }
+
+    #[test]
+    fn descriptions_say_what_a_value_holds() {
+        // As mahtab.tools.describe writes them.
+        let series =
+            "revenue: Series, shape (4,), dtype float64, min 7.7, max 12.5\nfirst items:\n0 12.0";
+        assert_eq!(held(series), Some((Form::Several, Some(4))));
+        assert_eq!(held("revenue: float: 30.5"), Some((Form::One, Some(1))));
+        assert_eq!(
+            held("revenue: float64: np.float64(30.5)"),
+            Some((Form::One, Some(1)))
+        );
+        assert_eq!(
+            held("top: str, 3 characters, 1 lines; it begins:\nfig"),
+            Some((Form::One, Some(1)))
+        );
+        assert_eq!(
+            held("d: dict, 3 keys: 'a', 'b', 'c'"),
+            Some((Form::Several, Some(3)))
+        );
+        assert_eq!(
+            held("names: list, 2 items of str"),
+            Some((Form::Several, Some(2)))
+        );
+        assert_eq!(
+            held("df: DataFrame, 4 rows x 2 columns, 196 bytes in memory"),
+            Some((Form::Table, Some(8)))
+        );
+        assert_eq!(
+            held("a: ndarray, shape (2, 3), dtype float64"),
+            Some((Form::Table, Some(6)))
+        );
+        assert_eq!(held("f: function"), None);
+    }
+
+    #[test]
+    fn only_a_plain_contradiction_counts() {
+        let series = "revenue: Series, shape (4,), dtype float64, min 7.7, max 12.5";
+        let why = contradiction("revenue", Form::One, series).unwrap();
+        assert!(
+            why.reasoning.contains("must hold one value")
+                && why.reasoning.contains("Series, shape (4,)"),
+            "{why:?}"
+        );
+        assert!(
+            why.next_action.contains("single value in `revenue`"),
+            "{why:?}"
+        );
+        assert!(contradiction("total", Form::Several, "total: int: 3").is_some());
+        // Right answers in other shapes than expected pass.
+        assert_eq!(
+            contradiction(
+                "revenue",
+                Form::One,
+                "revenue: Series, shape (1,), dtype float64"
+            ),
+            None
+        );
+        assert_eq!(
+            contradiction("per", Form::Several, "per: DataFrame, 3 rows x 1 columns"),
+            None
+        );
+        assert_eq!(
+            contradiction("per", Form::Table, "per: Series, shape (3,), dtype int64"),
+            None
+        );
+        assert_eq!(
+            contradiction("top", Form::One, "top: str, 3 characters, 1 lines"),
+            None
+        );
+        assert_eq!(contradiction("x", Form::One, "x: Widget: <Widget>"), None);
+    }
+}
