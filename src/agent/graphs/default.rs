@@ -17,8 +17,11 @@
 //! before is told so once, then the run stops. They may say "not done";
 //! only the review says "done", having seen the request, the code and its
 //! report (not the whole conversation) and the values the request names as
-//! they are now. What it looked at is kept (`AgentState::checked`) for the
-//! summary line.
+//! they are now. Before it, the form each named value must have (one value,
+//! several, a table) is asked of the model once a run, before it sees the
+//! value, and compared with the value by code ([`crate::agent::parse::form`]):
+//! a plain contradiction is not done, with no review. What the review
+//! looked at is kept (`AgentState::checked`) for the summary line.
 
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
