@@ -776,30 +776,25 @@ mod tests {
             "done · not checked · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
         );
         // What a review looked at before it said "done", clipped.
+        let line = |state: &AgentState| {
+            let shown = summary(
+                "openai",
+                "m",
+                state,
+                RunEnd::Finished { steps: 4 },
+                Duration::ZERO,
+                None,
+            );
+            plain(&shown).to_owned()
+        };
         state.checked = vec!["n: int: 3".into(), "df: DataFrame, 4 rows".into()];
-        let shown = summary(
-            "openai",
-            "m",
-            &state,
-            RunEnd::Finished { steps: 4 },
-            Duration::ZERO,
-            None,
-        );
-        let checked = plain(&shown).to_owned();
+        let checked = line(&state);
         assert!(
             checked.starts_with("done · checked: n: int: 3; df: DataFrame, 4 rows · openai m"),
             "{checked}"
         );
         state.checked = vec!["é".repeat(200)];
-        let shown = summary(
-            "openai",
-            "m",
-            &state,
-            RunEnd::Finished { steps: 4 },
-            Duration::ZERO,
-            None,
-        );
-        let clipped = plain(&shown).to_owned();
+        let clipped = line(&state);
         assert!(clipped.contains("é… · openai m"), "{clipped}");
         state.checked.clear();
         let session = Usage {

@@ -150,26 +150,25 @@ impl Providers {
         &self,
         provider: &Provider,
     ) -> Option<&'static local::ModelSpec> {
-        match provider {
-            Provider::Http(http) if http.model == local::LOCAL_MODEL => self
-                .local_model
-                .lock()
-                .await
-                .as_ref()
-                .map(|model| model.spec),
-            _ => None,
-        }
+        self.with_local(provider, |model| model.spec).await
     }
 
     /// The local model `provider` is, as the summary line names it.
     pub(super) async fn local_label(&self, provider: &Provider) -> Option<String> {
+        self.with_local(provider, LocalModel::label).await
+    }
+
+    /// `read` of the local model `provider` is, if it is the one the kernel
+    /// serves.
+    async fn with_local<T>(
+        &self,
+        provider: &Provider,
+        read: impl FnOnce(&LocalModel) -> T,
+    ) -> Option<T> {
         match provider {
-            Provider::Http(http) if http.model == local::LOCAL_MODEL => self
-                .local_model
-                .lock()
-                .await
-                .as_ref()
-                .map(LocalModel::label),
+            Provider::Http(http) if http.model == local::LOCAL_MODEL => {
+                self.local_model.lock().await.as_ref().map(read)
+            }
             _ => None,
         }
     }
