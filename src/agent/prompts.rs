@@ -317,6 +317,11 @@ pub fn expected_form_question(request: &str, name: &str) -> String {
     format!("Request: {}\nVariable: {name}", request.trim())
 }
 
+/// The run's closing answer, for the review to check beside the code.
+pub fn answer_to_check(answer: &str) -> String {
+    format!("\nThe answer given to the user:\n{}\n", answer.trim())
+}
+
 /// The values a request names, as they are now, for the review to check
 /// against it (empty when it names none).
 pub fn values_to_check(values: &[KeyInformation]) -> String {
@@ -330,9 +335,6 @@ pub fn values_to_check(values: &[KeyInformation]) -> String {
     }
     text
 }
-
-/// Asks for a verdict on work that ended with the assistant's answer.
-pub const REVIEW_NOW: &str = "Judge whether the work above meets my request.";
 
 /// An action's result, as the planner graph tells the model.
 pub fn observation(report: &str) -> String {

@@ -326,6 +326,9 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
         ),
         Reply::Answer("```python\ntotal = sum(prices) / count\n```".into()),
         Reply::Answer("```python\ntotal = sum(prices)\nprint(total)\n```".into()),
+        Reply::Answer(
+            r#"{"is_complete": true, "reasoning": "the sum is printed", "next_action": ""}"#.into(),
+        ),
         Reply::Answer("The prices add up to 6.".into()),
         Reply::Answer("In short: 6.".into()),
     ])
@@ -356,7 +359,8 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
 
     // The retry was shown the error; the fixed code's result is the user's.
     let requests = llm.requests.lock().unwrap().clone();
-    // Only the plan, which the kernel reads, was asked for as JSON.
+    // Only the plan and the check, which the kernel reads, were asked for
+    // as JSON: the check of the attempt that ran, before the evaluation.
     let schemas: Vec<&Value> = requests
         .iter()
         .map(|r| &r["response_format"]["json_schema"]["name"])
@@ -367,10 +371,12 @@ async fn the_analyst_graph_plans_retries_failing_code_evaluates_and_explains() {
             &json!("plan"),
             &Value::Null,
             &Value::Null,
+            &json!("verdict"),
             &Value::Null,
             &Value::Null
         ]
     );
+    assert!(text.contains("✓ the sum is printed"), "{text}");
     let retry = requests[2]["messages"].as_array().unwrap();
     let told = retry.last().unwrap()["content"].as_str().unwrap();
     assert!(

@@ -60,6 +60,7 @@ async fn ask_returns_what_the_run_did_beside_the_answer() {
         Reply::Answer(plan.into()),
         Reply::Answer("```python\ntotal = sum(prices) + missing_name\n```".into()),
         Reply::Answer("```python\ntotal = sum(prices)\nprint(total)\n```".into()),
+        Reply::Answer(DONE.into()), // the check of the attempt that ran
         Reply::Answer("The total is 6.".into()),
     ])
     .await;

@@ -185,7 +185,8 @@ async fn the_triage_repairs_a_misspelt_column_without_asking_the_model() {
             r#"{"action": "delegate", "agent": "planner", "task": "sum the prices"}"#,
             "Action: python\nAction Input: print(sales['prcie'].sum())",
             "Final Answer: the column name was wrong.",
-            DONE,
+            DONE, // the planner's check of its task
+            DONE, // the triage's check of the request, after the repair
         ]
         .into_iter()
         .map(|text| Reply::Answer(text.into()))
@@ -213,6 +214,13 @@ async fn the_triage_repairs_a_misspelt_column_without_asking_the_model() {
     );
     assert_eq!(panel_texts(&iopub, "output"), ["[output]\n3.5"]);
     let requests = llm.requests.lock().unwrap().len();
-    assert_eq!(requests, 5, "the repair asked no model");
-    assert!(llm.last_prompt().contains("column 'prcie' is 'price'"));
+    assert_eq!(requests, 6, "the repair asked no model");
+    // The review saw the failure and the repaired code with its result.
+    let review = llm.last_prompt();
+    assert!(
+        review.contains("(it failed)")
+            && review.contains("print(sales['price'].sum())")
+            && review.contains("3.5"),
+        "{review}"
+    );
 }

@@ -25,6 +25,7 @@ async fn the_planner_calls_a_tool_runs_python_and_finishes_with_an_answer() {
         "Thought: first I look at prices.\nAction: describe\nAction Input: prices",
         "Thought: now the sum.\nAction: python\nAction Input:\n```python\ntotal = sum(prices)\nprint(total)\n```",
         "Thought: I know it.\nFinal Answer: The prices add up to 6.",
+        r#"{"is_complete": true, "reasoning": "the sum is 6", "next_action": ""}"#,
     ]))
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;

@@ -97,11 +97,12 @@ async fn a_plan_delegates_a_failure_is_repaired_and_the_review_loops_to_a_confid
         r#"{"action": "delegate", "agent": "planner", "task": "print the prices as JSON", "reasoning": "a small step"}"#,
         "Action: python\nAction Input: print(json.dumps(prices))",
         "Final Answer: printed.",
-        NOT_DONE,
-        // Pass 2: the classification is sure this time.
+        DONE, // the planner's check of its task
+        NOT_DONE, // the triage's check of the request, after the repair
+        // Pass 2: the classification is sure this time, and hands over the
+        // request itself: the default graph's check of it stands.
         r#"{"agent": "default", "confidence": 0.96}"#,
         "```python\nprices_total = sum(prices)\nprint(prices_total)\n```",
-        DONE,
         DONE,
     ]))
     .await;
@@ -151,9 +152,9 @@ async fn a_plan_delegates_a_failure_is_repaired_and_the_review_loops_to_a_confid
             None,
             None,
             named("verdict"),
+            named("verdict"),
             named("classification"),
             None,
-            named("verdict"),
             named("verdict"),
         ]
     );
@@ -165,7 +166,7 @@ async fn a_plan_delegates_a_failure_is_repaired_and_the_review_loops_to_a_confid
         "{classification}"
     );
     // The second pass's classification came after the review's reasons.
-    assert!(llm.last_message(5).contains("the total is missing"));
+    assert!(llm.last_message(6).contains("the total is missing"));
     let summary = &panel_texts(&iopub, "summary")[0];
     assert!(summary.starts_with("done · "), "{summary}");
     let trace = &panel_texts(&iopub, "trace")[0];
@@ -208,9 +209,8 @@ async fn long_review_loops_are_pruned_to_the_context_window() {
         // the system prompt included.
         assert!(chars < 5000 * 3, "request {n} sent {chars} characters");
     }
-    // The last review was shortened in the middle: the request it judges
-    // leads, the latest report ends it.
-    let last = requests.last().unwrap()["messages"].as_array().unwrap();
+    // The last plan was shortened in the middle: the request leads.
+    let last = requests[requests.len() - 2]["messages"].as_array().unwrap();
     let text: Vec<_> = last
         .iter()
         .filter(|m| m["role"] != "system")
@@ -219,6 +219,15 @@ async fn long_review_loops_are_pruned_to_the_context_window() {
     let text = text.join("\n");
     assert!(text.contains("characters left out"), "{text}");
     assert!(text.starts_with("find the odd line in log"), "{text}");
+    // The review reads this pass's work alone, and whole.
+    let review = requests.last().unwrap()["messages"][1]["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        review.starts_with("Request:\nfind the odd line in log")
+            && review.contains("line 00299 of the log"),
+        "{review}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

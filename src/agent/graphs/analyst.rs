@@ -17,8 +17,9 @@
 //! stored, a plot shown: what the code did is the answer), or, when every
 //! attempt failed, with all of them shown.
 
+use super::check::{Work, check};
 use super::steps::{Settings, close_with_answer, node, run_pending};
-use super::unmet::unmet;
+use super::unmet::{Unmet, unmet};
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::checks;
@@ -151,7 +152,10 @@ async fn code<E: Effects>(
     let before = state.executions.len();
     let ran = run_pending(state, effects, settings.execute).await?;
     let unmet = if settings.execute && !ran.failed {
-        unmet(state, effects, &state.executions[before..]).await
+        match unmet(state, effects, &state.executions[before..]).await {
+            Some(unmet) => Some(unmet),
+            None => not_checked(state, effects, &settings, before).await?,
+        }
     } else {
         None
     };
@@ -192,6 +196,32 @@ async fn code<E: Effects>(
         state.conversation.push(ChatMessage::user(ran.report));
     }
     Ok(())
+}
+
+/// Why the attempt since `before` (which ran) is not done yet, when the
+/// check says so; `None` when it passed.
+async fn not_checked<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    before: usize,
+) -> Result<Option<Unmet>, AgentError> {
+    let work = Work {
+        since: before,
+        failed: false,
+        answer: None,
+    };
+    let mut verdict = check(state, effects, settings, work).await?;
+    // Another attempt is the analyst's answer to "cannot be done" too: its
+    // attempts are bounded, and a small model's review says so too soon.
+    verdict.cannot_fix = false;
+    effects.emit(AgentEvent::Verdict(verdict.clone()));
+    let found = (!verdict.is_complete).then(|| Unmet {
+        reasoning: verdict.reasoning.clone(),
+        next_action: verdict.next_action.clone(),
+    });
+    state.verdict = Some(verdict);
+    Ok(found)
 }
 
 async fn evaluate<E: Effects>(
@@ -304,6 +334,8 @@ mod tests {
         r#"{"needs_code": true, "needs_evaluation": false, "reasoning": "a sum"}"#;
     const NO_CODE: &str =
         r#"{"needs_code": false, "needs_evaluation": false, "reasoning": "concept"}"#;
+    const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
+    const ONE_VALUE: &str = r#"{"form": "one number"}"#;
 
     fn settings(execute: bool) -> Settings {
         Settings {
@@ -380,7 +412,12 @@ mod tests {
     #[test]
     fn code_that_runs_is_explained_without_evaluation_when_the_plan_says_so() {
         let mut script = Script::new(
-            &[CODE_ONLY, "```python\nprint(6*7)\n```", "The total is 42."],
+            &[
+                CODE_ONLY,
+                "```python\nprint(6*7)\n```",
+                DONE,
+                "The total is 42.",
+            ],
             ok,
         );
         let mut state = AgentState::new("total?", Vec::new(), ANALYST_MAX_ATTEMPTS);
@@ -401,6 +438,7 @@ mod tests {
             &[
                 CODE_AND_EVALUATE,
                 "```python\nprint(6*7)\n```",
+                DONE,
                 "42 is high for this data.",
                 "Yes, it is unusually high.",
             ],
@@ -424,7 +462,7 @@ mod tests {
                 .content
                 .starts_with(prompts::ANSWER_NOW)
         );
-        assert_eq!(state.usage.input_tokens, 40);
+        assert_eq!(state.usage.input_tokens, 50);
         assert_roles_alternate(&script);
     }
 
@@ -435,6 +473,7 @@ mod tests {
                 CODE_ONLY,
                 "```python\n1/0\n```",
                 "```python\nprint('fixed')\n```",
+                DONE,
                 "Fixed it.",
             ],
             fails_once,
@@ -459,6 +498,8 @@ mod tests {
                 CODE_ONLY,
                 "```python\nprint(len(x))\n```",
                 "```python\nn = 3\n```",
+                ONE_VALUE,
+                DONE,
                 "There are 3.",
             ],
             ok,
@@ -474,22 +515,60 @@ mod tests {
         let told = &retry.messages.last().unwrap().content;
         assert!(told.contains("`n` does not exist yet"), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.checked, ["n: int: 3"]);
         assert_roles_alternate(&script);
     }
 
     #[test]
     fn a_plan_without_explanation_ends_with_what_the_code_did() {
         let plan = r#"{"needs_code": true, "needs_evaluation": false, "needs_explanation": false, "reasoning": "store it"}"#;
-        let mut script = Script::new(&[plan, "```python\nn = 3\n```"], |code| Execution {
-            changes: vec!["n: int = 3 (new)".into()],
-            ..ok(code)
+        let mut script = Script::new(&[plan, "```python\nn = 3\n```", ONE_VALUE, DONE], |code| {
+            Execution {
+                changes: vec!["n: int = 3 (new)".into()],
+                ..ok(code)
+            }
         });
         let mut state = AgentState::new("Store 3 in `n`.", Vec::new(), ANALYST_MAX_ATTEMPTS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "code"]);
-        assert_eq!(script.requests.len(), 2);
+        assert_eq!(script.requests.len(), 4);
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.answer, "n: int = 3");
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn code_that_ran_is_another_attempt_until_the_check_passes() {
+        // One number asked for, a list made: the form check sends it back
+        // without a review; then the review itself says not done once.
+        let not_done = r#"{"is_complete": false, "reasoning": "that is the mean, not the total", "next_action": "sum it", "cannot_fix": true}"#;
+        let mut script = Script::new(
+            &[
+                CODE_ONLY,
+                "```python\ntotal = [1, 2]\n```",
+                ONE_VALUE,
+                "```python\ntotal = 1\n```",
+                not_done,
+                "```python\ntotal = 3\n```",
+                DONE,
+                "The total is 3.",
+            ],
+            ok,
+        );
+        let mut state = AgentState::new(
+            "Store the total in `total`.",
+            Vec::new(),
+            ANALYST_MAX_ATTEMPTS,
+        );
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "code", "code", "explain"]);
+        let told = |i: usize| script.requests[i].messages.last().unwrap().content.clone();
+        assert!(told(3).contains("one value"), "{}", told(3));
+        assert!(told(5).contains("that is the mean"), "{}", told(5));
+        // The form was asked once; a "cannot be done" is one more attempt.
+        assert_eq!(state.expected_forms.len(), 1);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.checked, ["total: int: 3"]);
         assert_roles_alternate(&script);
     }
 
@@ -563,7 +642,7 @@ mod tests {
     #[test]
     fn an_unreadable_plan_still_computes() {
         let mut script = Script::new(
-            &["let me think", "```python\nprint(1)\n```", "It is 1."],
+            &["let me think", "```python\nprint(1)\n```", DONE, "It is 1."],
             ok,
         );
         let mut state = AgentState::new("value?", Vec::new(), ANALYST_MAX_ATTEMPTS);

@@ -15,26 +15,20 @@
 //! failed block, or a variable or file the request names that is not there,
 //! means not done without asking; and a turn that only repeats the one
 //! before is told so once, then the run stops. They may say "not done";
-//! only the review says "done", having seen the request, the code and its
-//! report (not the whole conversation) and the values the request names as
-//! they are now. Before it, the form each named value must have (one value,
-//! several, a table) is asked of the model once a run, before it sees the
-//! value, and compared with the value by code ([`crate::agent::parse::form`]):
-//! a plain contradiction is not done, with no review. What the review
-//! looked at is kept (`AgentState::checked`) for the summary line.
+//! only the check says "done" ([`super::check`]: the form each value the
+//! request names must have, compared by code, then a review of the request
+//! beside the code, its report and those values as they are now).
 
+use super::check::{Work, check};
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
 use crate::agent::llm::ChatMessage;
+use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
-use crate::agent::parse::verdict::parse_verdict;
-use crate::agent::parse::{checks, form};
-use crate::agent::run::{
-    AgentError, AgentEvent, AgentState, Effects, Execution, KeyInformation, Outcome, Verdict,
-};
-use crate::agent::{prompts, schemas};
+use crate::agent::prompts;
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, Verdict};
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
 /// routing mistake cannot loop forever.
@@ -195,45 +189,20 @@ async fn reflect<E: Effects>(
 ) -> Result<(), AgentError> {
     let verdict = match precheck(state, effects).await {
         Precheck::Judge { failed } => {
-            // The values the request names, as they are now: what "done"
-            // must be checked against (a named variable existing is not it).
-            let names = checks::targets(&state.request).names;
-            let values = if failed || names.is_empty() {
-                Vec::new()
-            } else {
-                effects.describe(&state.request, &names).await
+            let since = state.executions.len() - this_turns_executions(state).len();
+            let work = Work {
+                since,
+                failed,
+                answer: None,
             };
-            if let Some(why) = contradicted_form(state, effects, &settings, &values).await? {
-                Verdict {
-                    is_complete: false,
-                    cannot_fix: false,
-                    reasoning: why.reasoning,
-                    next_action: why.next_action,
-                    answer: String::new(),
-                    parsed: true,
-                }
-            } else {
-                let system = prompts::reflect(&state.request);
-                let review = prompts::review_request(&state.request, this_turns_executions(state))
-                    + &prompts::values_to_check(&values);
-                let answer = settings
-                    .judge_alone(state, effects, system, review, schemas::verdict())
-                    .await?;
-                let mut verdict = parse_verdict(&answer.text);
-                // A failed block is never done; the review says whether
-                // another turn can fix it.
-                verdict.is_complete &= !failed;
-                if verdict.is_complete {
-                    state.checked = checked(this_turns_executions(state), &values);
-                }
-                // "Cannot be done" with nothing failing (a small model reads a
-                // warning so) gets one more turn before it is believed.
-                if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
-                    state.doubted_cannot_fix = true;
-                    verdict.cannot_fix = false;
-                }
-                verdict
+            let mut verdict = check(state, effects, &settings, work).await?;
+            // "Cannot be done" with nothing failing (a small model reads a
+            // warning so) gets one more turn before it is believed.
+            if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
+                state.doubted_cannot_fix = true;
+                verdict.cannot_fix = false;
             }
+            verdict
         }
         Precheck::NotDone(verdict) => verdict,
         Precheck::Repeated { error } => {
@@ -326,70 +295,6 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         return not_done(unmet.reasoning, &unmet.next_action);
     }
     Precheck::Judge { failed: false }
-}
-
-/// How many of the values a request names have their form checked.
-const FORM_CHECKS: usize = 3;
-
-/// Why a value the request names plainly has another form than the request
-/// asks for (several values where one was asked for, or one where several
-/// were), if one does. The form is asked of the model once a run, before it
-/// sees the value, and compared by code, so a review that would talk itself
-/// into "done" never sees it.
-async fn contradicted_form<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    settings: &Settings,
-    values: &[KeyInformation],
-) -> Result<Option<form::Contradiction>, AgentError> {
-    for (name, description) in values.iter().take(FORM_CHECKS) {
-        let known = state.expected_forms.iter().find(|(n, _)| n == name);
-        let expected = match known {
-            Some((_, expected)) => *expected,
-            None => {
-                let question = prompts::expected_form_question(&state.request, name);
-                let answer = settings
-                    .question_alone(
-                        state,
-                        effects,
-                        prompts::EXPECTED_FORM.to_owned(),
-                        question,
-                        schemas::expected_form(),
-                    )
-                    .await?;
-                let expected = form::expected_form(&answer.text);
-                state.expected_forms.push((name.clone(), expected));
-                expected
-            }
-        };
-        if let Some(why) = expected.and_then(|f| form::contradiction(name, f, description)) {
-            return Ok(Some(why));
-        }
-    }
-    Ok(None)
-}
-
-/// What a review that said "done" looked at, a line each: the values the
-/// request names (`revenue: float: 30.5`), else what the turn's code changed,
-/// else that it looked at the output only.
-fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
-    let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
-    if !values.is_empty() {
-        return values.iter().map(|(_, about)| first_line(about)).collect();
-    }
-    let changed: Vec<String> = executions
-        .iter()
-        .flat_map(|e| e.changes.iter())
-        .map(|line| first_line(line))
-        .collect();
-    if !changed.is_empty() {
-        return changed;
-    }
-    let figures: usize = executions.iter().map(|e| e.rich_outputs).sum();
-    if figures > 0 {
-        return vec![format!("{figures} figure(s) or table(s) shown")];
-    }
-    vec!["the printed output".to_owned()]
 }
 
 /// The code the last turn ran, for the review.

@@ -5,6 +5,7 @@
 //! [`crate::agent::run::Effects`].
 
 pub mod analyst;
+pub mod check;
 pub mod default;
 pub mod planner;
 pub mod rlm;

@@ -14,6 +14,7 @@
 //! asks it to. Every step counts as a turn; the run ends at `finish` or
 //! after the last turn's action.
 
+use super::check::{Work, check};
 use super::steps::{Settings, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
@@ -25,6 +26,9 @@ use crate::agent::run::limits::PLANNER_TOOLS;
 use crate::agent::run::{
     Action, AgentError, AgentEvent, AgentState, CodeBlock, Effects, Execution, Outcome,
 };
+
+/// How many of the last steps the check before a final answer reviews.
+const CHECKED_STEPS: usize = 3;
 
 /// Where the model's step ends: at an observation it starts to write.
 const OBSERVATION_STOP: &[&str] = &["\nObservation:"];
@@ -143,6 +147,32 @@ async fn plan_step<E: Effects>(
         return Ok(());
     }
     if let Action::Finish(text) = &action {
+        if !state.executions.is_empty() {
+            // Done only once the check passes: the last steps and the final
+            // answer beside the values the request names.
+            let work = Work {
+                since: state.executions.len().saturating_sub(CHECKED_STEPS),
+                failed: false,
+                answer: Some(text.as_str()),
+            };
+            let mut verdict = check(state, effects, &settings, work).await?;
+            verdict.cannot_fix = false; // the turn limit bounds the retries
+            effects.emit(AgentEvent::Verdict(verdict.clone()));
+            let done = verdict.is_complete;
+            let feedback = prompts::not_done_yet(&verdict.reasoning, &verdict.next_action);
+            state.verdict = Some(verdict);
+            if !done {
+                if state.turn >= state.max_turns {
+                    state.outcome = Some(Outcome::MaxTurns);
+                } else {
+                    state
+                        .conversation
+                        .push(ChatMessage::user(prompts::observation(&feedback)));
+                    state.action = None;
+                }
+                return Ok(());
+            }
+        }
         state.answer = text.clone();
         state.outcome = Some(if state.executions.is_empty() {
             Outcome::Answered
@@ -312,6 +342,9 @@ mod tests {
     use crate::agent::graph::RunEnd;
     use crate::agent::script::{Script, assert_roles_alternate, fails_once, latest, ok};
 
+    const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
+    const ONE_VALUE: &str = r#"{"form": "one number"}"#;
+
     fn settings(execute: bool) -> Settings {
         Settings {
             model: "test-model".into(),
@@ -341,6 +374,7 @@ mod tests {
                 "Thought: look\nAction: describe\nAction Input: x",
                 "Thought: compute\nAction: python\nAction Input:\n```python\nprint(x * 42)\n```",
                 "Thought: I know it\nFinal Answer: It is 42.",
+                DONE,
             ],
             ok,
         );
@@ -376,6 +410,8 @@ mod tests {
                 "Final Answer: 3",
                 "Action: python\nAction Input:\n```python\nn = 3\n```",
                 "Final Answer: stored",
+                ONE_VALUE,
+                DONE,
             ],
             ok,
         );
@@ -397,6 +433,8 @@ mod tests {
                 "Final Answer: 3",
                 "Action: python\nAction Input:\n```python\nn = 3\n```",
                 "Final Answer: stored",
+                ONE_VALUE,
+                DONE,
             ],
             ok,
         );
@@ -417,6 +455,7 @@ mod tests {
                 "Final Answer: filled",
                 "Action: python\nAction Input:\n```python\npeople[\"age\"] = people[\"age\"].fillna(38.0)\n```",
                 "Final Answer: filled now",
+                DONE,
             ],
             |code| Execution {
                 output: if code.contains("inplace") {
@@ -438,6 +477,58 @@ mod tests {
         assert_eq!(script.executed.len(), 2);
         assert_eq!(state.answer, "filled now");
         assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn a_final_answer_the_check_finds_short_is_another_step() {
+        let not_done = r#"{"is_complete": false, "reasoning": "only the first row was summed", "next_action": "sum every row"}"#;
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\ntotal = [1, 2]\n```",
+                "Final Answer: stored",
+                ONE_VALUE,
+                "Action: python\nAction Input:\n```python\ntotal = 1\n```",
+                "Final Answer: stored",
+                not_done,
+                "Action: python\nAction Input:\n```python\ntotal = 3\n```",
+                "Final Answer: The total is 3.",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Store the total in `total`.", Vec::new(), 6);
+        run(&mut script, &mut state, false, true);
+        let told = |i: usize| latest(&script.requests[i]);
+        assert!(
+            told(3).starts_with("Observation:") && told(3).contains("one value"),
+            "{}",
+            told(3)
+        );
+        assert!(told(6).contains("only the first row"), "{}", told(6));
+        // The review saw the final answer beside the value.
+        let review = latest(script.requests.last().unwrap());
+        assert!(
+            review.contains("The total is 3.") && review.contains("total: int: 3"),
+            "{review}"
+        );
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.answer, "The total is 3.");
+        assert_eq!(state.checked, ["total: int: 3"]);
+        assert_roles_alternate(&script);
+        // At the last turn, a final answer the check finds short ends the run unfinished.
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\ntotal = 1\n```",
+                "Final Answer: stored",
+                ONE_VALUE,
+                not_done,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Store the total in `total`.", Vec::new(), 2);
+        run(&mut script, &mut state, false, true);
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+        assert!(state.checked.is_empty());
     }
 
     #[test]
@@ -475,6 +566,7 @@ mod tests {
                 "Action: python\nAction Input: 1/0",
                 "Action: frobnicate\nAction Input: x",
                 "Final Answer: could not",
+                DONE,
             ],
             fails_once,
         );
@@ -646,6 +738,7 @@ mod tests {
                 "The mean is probably 2.",
                 "Thought: compute it\nAction: python\nAction Input: print(sum(x) / len(x))",
                 "Final Answer: 42",
+                DONE,
             ],
             ok,
         );

@@ -14,6 +14,7 @@ pub(super) async fn pre_plan<E: Effects>(
     state.triage.decision = None;
     state.triage.agent_outcome = None;
     state.triage.pass_start = state.executions.len();
+    state.checked.clear();
     // Patterns decide the first pass only: a pass that fell short needs a
     // plan that knows why, not the same shortcut again.
     if state.triage.reviews > 0 {

@@ -1,12 +1,13 @@
 //! The triage's review: is the request met, and if not, why, for the next
 //! pass's plan.
 
+use super::work::pass_failure;
+use crate::agent::graphs::check::{Work, check};
 use crate::agent::graphs::steps::{Settings, close_with_answer};
 use crate::agent::graphs::unmet::unmet;
 use crate::agent::llm::{ChatMessage, Role};
-use crate::agent::parse::verdict::parse_verdict;
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Outcome, Verdict};
-use crate::agent::{prompts, schemas};
+use crate::agent::prompts;
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Decision, Effects, Outcome, Verdict};
 
 pub(super) async fn review<E: Effects>(
     state: &mut AgentState,
@@ -14,25 +15,33 @@ pub(super) async fn review<E: Effects>(
     settings: Settings,
     max_reviews: u32,
 ) -> Result<(), AgentError> {
-    // The judge answers a user message; after an agent's answer, one asks.
+    // The agent spoke last: its words are the answer the check reads, and
+    // the run needs no closing answer of the review's.
     let asked = state
         .conversation
         .last()
         .is_some_and(|m| m.role == Role::Assistant);
     // A variable, file or figure the request names that is missing settles
-    // it without a judge.
-    let verdict = match unmet(state, effects, &[]).await {
-        Some(unmet) => Verdict {
+    // it without a judge; the delegated agent's own passed check of this
+    // very request settles it too (and was shown already).
+    let (verdict, shown) = if let Some(unmet) = unmet(state, effects, &[]).await {
+        let verdict = Verdict {
             is_complete: false,
             cannot_fix: false,
             reasoning: unmet.reasoning,
             next_action: unmet.next_action,
             answer: String::new(),
             parsed: true,
-        },
-        None => judge(state, effects, &settings, asked).await?,
+        };
+        (verdict, false)
+    } else if let Some(verdict) = delegated_check(state) {
+        (verdict, true)
+    } else {
+        (judge(state, effects, &settings, asked).await?, false)
     };
-    effects.emit(AgentEvent::Verdict(verdict.clone()));
+    if !shown {
+        effects.emit(AgentEvent::Verdict(verdict.clone()));
+    }
     if verdict.is_complete {
         state.outcome = Some(match state.triage.agent_outcome {
             Some(Outcome::Answered) if state.executions.is_empty() => Outcome::Answered,
@@ -57,25 +66,32 @@ pub(super) async fn review<E: Effects>(
     Ok(())
 }
 
-/// The model's verdict on the pass (`asked`: the agent spoke last, so a
-/// user message asks for the review).
+/// The delegated agent's verdict, when it checked the user's very request
+/// and found it done.
+fn delegated_check(state: &AgentState) -> Option<Verdict> {
+    let same_request = matches!(&state.triage.decision,
+        Some(Decision::Delegate { task, .. }) if task == &state.request);
+    let checked = same_request
+        && state.triage.agent_outcome == Some(Outcome::Complete)
+        && !state.checked.is_empty();
+    state.verdict.clone().filter(|v| checked && v.is_complete)
+}
+
+/// The check of what the pass ran and answered (`asked`: the agent spoke
+/// last, and its words are the answer).
 async fn judge<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: &Settings,
     asked: bool,
 ) -> Result<Verdict, AgentError> {
-    if asked {
-        state
-            .conversation
-            .push(ChatMessage::user(prompts::REVIEW_NOW.to_owned()));
-    }
-    let system = prompts::reflect(&state.request);
-    let answer = settings
-        .judge(state, effects, system, schemas::verdict())
-        .await;
-    if asked {
-        state.conversation.pop();
-    }
-    Ok(parse_verdict(&answer?.text))
+    let answer = asked
+        .then(|| state.conversation.last().map(|m| m.content.clone()))
+        .flatten();
+    let work = Work {
+        since: state.triage.pass_start,
+        failed: pass_failure(state).is_some(),
+        answer: answer.as_deref(),
+    };
+    check(state, effects, settings, work).await
 }

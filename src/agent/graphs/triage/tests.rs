@@ -5,11 +5,11 @@ use super::*;
 use crate::agent::graph::RunEnd;
 use crate::agent::parse::action::tool_call;
 use crate::agent::parse::triage::{parse_classification, parse_plan};
-use crate::agent::prompts;
 use crate::agent::run::{Agent, AgentEvent, Context, Execution, ModelChoice, Outcome};
 use crate::agent::script::{Script, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "met", "next_action": ""}"#;
+const ONE_VALUE: &str = r#"{"form": "one number"}"#;
 const NOT_DONE: &str =
     r#"{"is_complete": false, "reasoning": "no chart yet", "next_action": "plot it"}"#;
 const UNSURE: &str = r#"{"agent": "planner", "confidence": 0.4}"#;
@@ -277,13 +277,12 @@ fn the_claude_agent_is_chosen_only_when_installed() {
 }
 
 #[test]
-fn work_handed_to_claude_goes_to_the_cli_and_the_review_does_not() {
+fn work_handed_to_claude_goes_to_the_cli_and_its_check_of_the_request_stands() {
     let mut script = Script::new(
         &[
             r#"{"agent": "claude", "confidence": 0.95}"#,
             "```python\nprint(6*7)\n```",
-            DONE, // the default graph's own reflection, by the CLI
-            DONE, // the triage review, by the run's provider
+            DONE, // the default graph's own check, by the CLI
         ],
         ok,
     );
@@ -291,10 +290,15 @@ fn work_handed_to_claude_goes_to_the_cli_and_the_review_does_not() {
     assert_eq!(state.outcome, Some(Outcome::Complete));
     assert_eq!(script.executed, ["print(6*7)"]);
     use ModelChoice::{ClaudeCli, Configured};
-    assert_eq!(
-        script.models,
-        [Configured, ClaudeCli, ClaudeCli, Configured]
-    );
+    assert_eq!(script.models, [Configured, ClaudeCli, ClaudeCli]);
+    // Its verdict shows once, and what it checked stands.
+    let verdicts = script
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Verdict(_)))
+        .count();
+    assert_eq!(verdicts, 1);
+    assert_eq!(state.checked, ["the printed output"]);
     assert!(
         statuses(&script)
             .contains(&"triage: the claude agent takes it (confidence 0.95)".to_owned())
@@ -366,7 +370,8 @@ fn an_unsure_classification_leads_to_a_plan_and_a_short_review_loop() {
             UNSURE,
             r#"{"action": "delegate", "agent": "planner", "task": "sum x"}"#,
             "Final Answer: summed.",
-            DONE,
+            DONE, // the planner's check of its task
+            DONE, // the triage's check of the request
         ],
         ok,
     );
@@ -435,7 +440,9 @@ fn a_missing_variable_the_request_names_is_reviewed_without_a_judge() {
             store,
             "Action: python\nAction Input:\n```python\ntotal = 3\n```",
             "Final Answer: stored.",
-            DONE,
+            DONE, // the planner's check of its task ("store it")
+            ONE_VALUE,
+            DONE, // the triage's check of the request, with `total`
         ],
         ok,
     );
@@ -451,6 +458,7 @@ fn a_missing_variable_the_request_names_is_reviewed_without_a_judge() {
     );
     assert_eq!(state.triage.reviews, 1);
     assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.checked, ["total: int: 3"]);
 }
 
 #[test]
@@ -499,13 +507,19 @@ fn a_known_failure_is_repaired_without_the_model_then_reviewed() {
         ]
     );
     assert!(statuses(&script).contains(&"repair: added import numpy as np".to_owned()));
-    let review = &script.requests[2].messages.last().unwrap().content;
-    assert!(review.contains("repaired (added import numpy as np)") && review.contains("[1. 2.]"));
+    // The review sees the failure and the repaired code with its output.
+    let review = latest(&script.requests[2]);
+    assert!(
+        review.contains("(it failed)")
+            && review.contains("import numpy as np\nprint(peek")
+            && review.contains("[1. 2.]"),
+        "{review}"
+    );
     assert_eq!(state.outcome, Some(Outcome::Complete));
 }
 
 #[test]
-fn the_review_after_an_agents_answer_is_asked_for_and_not_kept() {
+fn the_review_after_an_agents_answer_checks_that_answer_and_is_not_kept() {
     let mut script = Script::new(
         &[
             r#"{"agent": "analyst", "confidence": 0.99}"#,
@@ -516,14 +530,11 @@ fn the_review_after_an_agents_answer_is_asked_for_and_not_kept() {
         ok,
     );
     let state = run(&mut script, "what is a list?", 3, true);
-    let review = script.requests.last().unwrap();
+    let review = latest(script.requests.last().unwrap());
     assert!(
-        review
-            .messages
-            .last()
-            .unwrap()
-            .content
-            .starts_with(prompts::REVIEW_NOW)
+        review.contains("Nothing ran.")
+            && review.contains("answer given to the user:\nA list is ordered."),
+        "{review}"
     );
     assert_eq!(
         state.conversation.last().unwrap().content,

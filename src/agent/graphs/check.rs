@@ -1,0 +1,133 @@
+//! The check a run passes before any graph may call it done: the values
+//! the request names are described as they are now, the form each must
+//! have (one value, several, a table) is asked of the model before it sees
+//! them and compared by code ([`crate::agent::parse::form`]), and only then
+//! does a review judge the request beside the code that ran, its output and
+//! those values. What the review looked at is kept (`AgentState::checked`)
+//! for the summary line, so the user sees why the agent believes it.
+
+use super::steps::Settings;
+use crate::agent::parse::form;
+use crate::agent::parse::{checks, verdict::parse_verdict};
+use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
+use crate::agent::{prompts, schemas};
+
+/// How many of the values a request names have their form checked.
+const FORM_CHECKS: usize = 3;
+
+/// What the check is asked to look at besides the request.
+pub struct Work<'a> {
+    /// Where the code under review starts in `state.executions`.
+    pub since: usize,
+    /// Whether the last block failed (never done; the review says whether
+    /// another attempt can fix it).
+    pub failed: bool,
+    /// The run's own closing answer, when it gave one (the planner's).
+    pub answer: Option<&'a str>,
+}
+
+/// The verdict on the work since `work.since`: complete only when the form
+/// check and the review both pass. On "complete", `state.checked` says what
+/// the review looked at.
+pub async fn check<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    work: Work<'_>,
+) -> Result<Verdict, AgentError> {
+    // The values the request names, as they are now: what "done" must be
+    // checked against (a named variable existing is not it).
+    let names = checks::targets(&state.request).names;
+    let values = if work.failed || names.is_empty() {
+        Vec::new()
+    } else {
+        effects.describe(&state.request, &names).await
+    };
+    if let Some(why) = contradicted_form(state, effects, settings, &values).await? {
+        return Ok(Verdict {
+            is_complete: false,
+            cannot_fix: false,
+            reasoning: why.reasoning,
+            next_action: why.next_action,
+            answer: String::new(),
+            parsed: true,
+        });
+    }
+    let since = work.since.min(state.executions.len());
+    let mut review = prompts::review_request(&state.request, &state.executions[since..]);
+    if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
+        review.push_str(&prompts::answer_to_check(answer));
+    }
+    review.push_str(&prompts::values_to_check(&values));
+    let system = prompts::reflect(&state.request);
+    let answer = settings
+        .judge_alone(state, effects, system, review, schemas::verdict())
+        .await?;
+    let mut verdict = parse_verdict(&answer.text);
+    verdict.is_complete &= !work.failed;
+    if verdict.is_complete {
+        state.checked = checked(&state.executions[since..], &values);
+    }
+    Ok(verdict)
+}
+
+/// Why a value the request names plainly has another form than the request
+/// asks for (several values where one was asked for, or one where several
+/// were), if one does. The form is asked of the model once a run, before it
+/// sees the value, and compared by code, so a review that would talk itself
+/// into "done" never sees it.
+async fn contradicted_form<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    values: &[KeyInformation],
+) -> Result<Option<form::Contradiction>, AgentError> {
+    for (name, description) in values.iter().take(FORM_CHECKS) {
+        let known = state.expected_forms.iter().find(|(n, _)| n == name);
+        let expected = match known {
+            Some((_, expected)) => *expected,
+            None => {
+                let question = prompts::expected_form_question(&state.request, name);
+                let answer = settings
+                    .question_alone(
+                        state,
+                        effects,
+                        prompts::EXPECTED_FORM.to_owned(),
+                        question,
+                        schemas::expected_form(),
+                    )
+                    .await?;
+                let expected = form::expected_form(&answer.text);
+                state.expected_forms.push((name.clone(), expected));
+                expected
+            }
+        };
+        if let Some(why) = expected.and_then(|f| form::contradiction(name, f, description)) {
+            return Ok(Some(why));
+        }
+    }
+    Ok(None)
+}
+
+/// What a review that said "done" looked at, a line each: the values the
+/// request names (`revenue: float: 30.5`), else what the code changed, else
+/// the figures it showed, else that it looked at the output only.
+fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
+    let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    if !values.is_empty() {
+        return values.iter().map(|(_, about)| first_line(about)).collect();
+    }
+    let changed: Vec<String> = executions
+        .iter()
+        .flat_map(|e| e.changes.iter())
+        .map(|line| first_line(line))
+        .collect();
+    if !changed.is_empty() {
+        return changed;
+    }
+    let figures: usize = executions.iter().map(|e| e.rich_outputs).sum();
+    if figures > 0 {
+        return vec![format!("{figures} figure(s) or table(s) shown")];
+    }
+    vec!["the printed output".to_owned()]
+}
