@@ -12,6 +12,9 @@ use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
 use crate::agent::{prompts, schemas};
 
+/// How agent code's output tells of a figure it showed (`agent_code.py`).
+const FIGURE_LINE: &str = "[displayed: figure: ";
+
 /// How many of the values a request names have their form checked.
 const FORM_CHECKS: usize = 3;
 
@@ -125,9 +128,56 @@ fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
     if !changed.is_empty() {
         return changed;
     }
+    // A figure is named by what the review read of it (its description,
+    // from the code's output), else counted.
+    let described: Vec<String> = executions
+        .iter()
+        .flat_map(|e| e.output.lines())
+        .filter_map(|line| line.strip_prefix(FIGURE_LINE))
+        .map(|about| about.trim_end_matches(']').to_owned())
+        .collect();
+    if !described.is_empty() {
+        return described;
+    }
     let figures: usize = executions.iter().map(|e| e.rich_outputs).sum();
     if figures > 0 {
         return vec![format!("{figures} figure(s) or table(s) shown")];
     }
     vec!["the printed output".to_owned()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(output: &str, changes: &[&str], rich_outputs: usize) -> Execution {
+        Execution {
+            code: "plot()".into(),
+            output: output.into(),
+            shown: None,
+            failed: false,
+            finished: true,
+            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+            rich_outputs,
+            images: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn what_was_checked_names_values_then_changes_then_figures_then_output() {
+        let values = vec![("total".to_owned(), "total: int: 6\n6".to_owned())];
+        let figure = "[displayed: figure: figure 640x480 px, 1 axes; axes 1: title 'Sales']\n";
+        let executions = [ran(figure, &["s: Series (new)"], 1)];
+        assert_eq!(checked(&executions, &values), ["total: int: 6"]);
+        assert_eq!(checked(&executions, &[]), ["s: Series (new)"]);
+        assert_eq!(
+            checked(&[ran(figure, &[], 1)], &[]),
+            ["figure 640x480 px, 1 axes; axes 1: title 'Sales'"]
+        );
+        assert_eq!(
+            checked(&[ran("[displayed: <table>]\n", &[], 1)], &[]),
+            ["1 figure(s) or table(s) shown"]
+        );
+        assert_eq!(checked(&[ran("6\n", &[], 0)], &[]), ["the printed output"]);
+    }
 }
