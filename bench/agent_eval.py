@@ -107,6 +107,8 @@ class Result:
     images: int = 0
     error: str = ""
     repeat: int = 0
+    # How the run ended, as `ask()` says ("Complete" is a "done" claim).
+    outcome: str = ""
     # Each model call, in order: {"shown", "first_text_seconds",
     # "input_tokens", "cached_tokens"} (the kernel's trace).
     calls: list = field(default_factory=list)
@@ -292,7 +294,8 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
             else:
                 how = f"graph={graph!r}, max_turns={max_turns!r}"
             ask = (f"_eval_answer = ask({task.prompt!r}, {how}, new=True, allow=['files'])\n"
-                   "import json as _eval_json\nprint(_eval_json.dumps(_eval_answer.trace))")
+                   "import json as _eval_json\n"
+                   "print(_eval_json.dumps(dict(_eval_answer.trace, outcome=str(_eval_answer.outcome))))")
             reply, messages = execute(kc, ask, timeout)
             seconds = perf_counter() - started
             if show:
@@ -308,6 +311,7 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
                               if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
             trace = json.loads(printed.strip().splitlines()[-1])
             result.turns = trace["turns"]
+            result.outcome = trace["outcome"]
             result.calls = trace.get("calls", [])
             result.input_tokens = trace["input_tokens"]
             result.output_tokens = trace["output_tokens"]
@@ -348,6 +352,7 @@ def summarize(results, graphs):
         # The graph's first call: its server was started afresh.
         cold = next((r.calls[0] for r in mine if r.repeat == 0 and r.calls), None)
         solved_times = [r.seconds for r in mine if r.solved]
+        claimed = [r for r in mine if r.outcome == "Complete"]
         rows.append({
             "graph": graph,
             "solved": statistics.mean(solved_per_repeat),
@@ -366,6 +371,8 @@ def summarize(results, graphs):
             "hidden_text": mean_first_text(hidden),
             "mean_seconds": statistics.mean(r.seconds for r in mine),
             "median_solved_seconds": statistics.median(solved_times) if solved_times else None,
+            "done_claims": len(claimed) // len(repeats),
+            "done_wrong": sum(not r.solved for r in claimed) // len(repeats),
         })
     return rows
 
@@ -380,7 +387,7 @@ def print_report(rows, results, provider):
     seconds = lambda value: "-" if value is None else f"{value:.1f}s"  # noqa: E731
     percent = lambda value: "-" if value is None else f"{value:.0%}"  # noqa: E731
     print(f"{'graph':<8} {'solved':>11} {'turns':>6} {'tokens':>9} {'cold':>6} {'turn 1':>7} {'turn 2':>7} "
-          f"{'cached':>7} {'hidden':>7} {'per task':>9} {'median ok':>10}")
+          f"{'cached':>7} {'hidden':>7} {'per task':>9} {'median ok':>10} {'done, wrong':>12}")
     for row in rows:
         solved = f"{row['solved']:g}/{row['tasks']}"
         if row["solved_min"] != row["solved_max"]:
@@ -389,7 +396,8 @@ def print_report(rows, results, provider):
               f"{seconds(row['cold_first_text']):>6} {seconds(row['first_turn_text']):>7} "
               f"{seconds(row['second_turn_text']):>7} {percent(row['second_turn_cached']):>7} "
               f"{seconds(row['hidden_text']):>7} "
-              f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10}")
+              f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10} "
+              f"{done_wrong(row):>12}")
     failed = [r for r in results if not r.solved]
     if failed:
         print("\nnot solved:")
@@ -399,7 +407,13 @@ def print_report(rows, results, provider):
     print("\n(turns and times are means per task, tokens totals per run of the suite; times to the first"
           "\n text: cold, the graph's first call with nothing cached; turn 1 and turn 2, each task's first and"
           "\n second turns of the conversation; cached, the share of turn 2's prompt the server had cached;"
-          "\n hidden, the reviews, plans and classifications; median ok: of solved tasks)")
+          "\n hidden, the reviews, plans and classifications; median ok: of solved tasks; done, wrong: the"
+          "\n runs that ended \"done\" (a check passed), and how many of them the task's check found wrong)")
+
+
+def done_wrong(row):
+    """`claims (wrong)`, or "-" for a graph that never says done (single)."""
+    return f"{row['done_claims']} ({row['done_wrong']})" if row["done_claims"] else "-"
 
 
 class LocalServer:
