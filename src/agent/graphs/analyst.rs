@@ -12,10 +12,10 @@
 //! Unlike the default graph it decides up front whether the request needs
 //! code at all and whether the results deserve a critical look, retries
 //! failing code a bounded number of times (code that ran but visibly falls
-//! short, see [`super::unmet`], counts as failing), and ends with a
-//! plain-language answer, unless the plan said none is needed (a value
-//! stored, a plot shown: what the code did is the answer), or, when every
-//! attempt failed, with all of them shown.
+//! short, see [`super::unmet`], or does not pass [`super::check`], counts as
+//! failing), and ends with a plain-language answer, unless the plan said
+//! none is needed (a value stored, a plot shown: what the code did is the
+//! answer), or, when every attempt failed, with all of them shown.
 
 use super::check::{Work, check};
 use super::steps::{Settings, close_with_answer, node, run_pending};

@@ -12,7 +12,8 @@
 //! describes the variables the request names (schema, size, missing values,
 //! a few rows) for the planner's prompt, and again whenever the planner
 //! asks it to. Every step counts as a turn; the run ends at `finish` or
-//! after the last turn's action.
+//! after the last turn's action. A final answer after steps must pass
+//! [`super::check`]; when it does not, the reasons are the next observation.
 
 use super::check::{Work, check};
 use super::steps::{Settings, node, run_pending};
