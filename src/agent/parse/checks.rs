@@ -25,18 +25,13 @@ const REMOVE_WORDS: [&str; 5] = ["delete", "remove", "drop", "del ", "unset"];
 /// The variables and files `request` says will exist when it is done: names
 /// in backticks that the sentence stores into (`store it in \`n\``, `a
 /// variable called total`), and file names after a word of writing (`save
-/// it to out.csv`), and the name of a line that is an assignment left to
-/// fill in (`result = ...  # put the answer here`). Otherwise, a request to
-/// delete or drop something names nothing.
+/// it to out.csv`). A request to delete or drop something names nothing.
 pub fn targets(request: &str) -> Targets {
-    let mut found = Targets::default();
-    for name in request.lines().filter_map(placeholder_assignment) {
-        push_once(&mut found.names, name);
-    }
     let lower = request.to_lowercase();
     if REMOVE_WORDS.iter().any(|word| lower.contains(word)) {
-        return found;
+        return Targets::default();
     }
+    let mut found = Targets::default();
     // A file name's dot is not a sentence's end: split where a dot is
     // followed by a space or the end.
     for sentence in request
@@ -72,15 +67,6 @@ pub fn targets(request: &str) -> Targets {
         }
     }
     found
-}
-
-/// The name `line` assigns a placeholder to (`total = ...`, `total = ...  #
-/// the answer`), if it is such a line: code the request leaves to be filled in.
-fn placeholder_assignment(line: &str) -> Option<&str> {
-    let code = line.split('#').next().unwrap_or_default().trim();
-    let (name, value) = code.split_once('=')?;
-    let name = name.trim();
-    (value.trim() == "..." && is_identifier(name)).then_some(name)
 }
 
 fn push_once(list: &mut Vec<String>, item: &str) {
@@ -493,17 +479,6 @@ mod tests {
     #[test]
     fn a_request_to_remove_names_nothing() {
         assert!(targets("Delete the variable `tmp` and save the rest to out.csv").is_empty());
-    }
-
-    #[test]
-    fn an_assignment_left_to_fill_in_names_its_variable() {
-        let request =
-            "Drop the rows whose price is missing.\nresult = ... # put solution in this variable";
-        assert_eq!(names(request), ["result"]);
-        assert_eq!(names("Fill in:\n    df2 = ...\nthen show it"), ["df2"]);
-        // An assignment with a value, or a comparison, leaves nothing to fill in.
-        assert!(names("Why does x = 5 fail?\ny == ...").is_empty());
-        assert!(names("a.b = ...").is_empty());
     }
 
     #[test]
