@@ -83,7 +83,7 @@ SPLIT_SEED = "mahtab-eval-split-1"
 # What the harness must not inherit: a replay or local run talks to its own server.
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER",
                       "MAHTAB_MODEL", "MAHTAB_CONFIG", "MAHTAB_LOCAL_MODEL", "MAHTAB_LOCAL_MODEL_URL",
-                      "MAHTAB_TEMPERATURE", "MAHTAB_SEED")
+                      "MAHTAB_TEMPERATURE", "MAHTAB_SEED", "MAHTAB_CANDIDATES")
 
 # The local models' files and context windows (src/agent/llm/local.rs).
 LOCAL_MODELS = {
@@ -488,6 +488,9 @@ def parse_args():
     parser.add_argument("--replay", action="store_true", help="answer with the reference solutions")
     parser.add_argument("--local", nargs="?", const="coder-1.5b", choices=sorted(LOCAL_MODELS),
                         help="one local model server for every kernel (default coder-1.5b)")
+    parser.add_argument("--candidates", type=int,
+                        help="other solutions each turn tries beside its own (default: the kernel's: 2 with "
+                             "the local model, else 0)")
     parser.add_argument("--repeat", type=int, default=1, help="run each task this many times")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")
@@ -557,6 +560,9 @@ def main():
         provider = f"local model {args.local} (temperature 0, seed 0; {os.cpu_count()} cores)"
     else:
         provider = describe_provider(env)
+    if args.candidates is not None:
+        env["MAHTAB_CANDIDATES"] = str(args.candidates)
+        provider += f"; {args.candidates} other solutions a turn"
     provider += f"; {len(tasks)} tasks of suite {args.suite}, split {args.split}"
     results = []
     try:

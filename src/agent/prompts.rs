@@ -336,6 +336,34 @@ pub fn values_to_check(values: &[KeyInformation]) -> String {
     text
 }
 
+/// How many independent solutions computed the values under review, for
+/// the review to weigh.
+pub fn agreement_to_check(agree: usize, of: usize) -> String {
+    format!(
+        "\nOf {of} solutions of this request written independently, {agree} computed these same values.\n"
+    )
+}
+
+/// What the model is told when another solution of the request, written
+/// independently, computed other values than its own: both, and the
+/// other's code, to find out which is right.
+pub fn disputed(own: &str, rival_code: &str, rival: &str, rivals: usize) -> String {
+    let who = if rivals > 1 {
+        format!("{rivals} other solutions of the request, written independently, agree on")
+    } else {
+        "Another solution of the request, written independently, computed".to_owned()
+    };
+    format!(
+        "Not done: {who} other values than yours, so at most one is right.\n\
+         Yours:\n{own}\n\nThe other:\n```python\n{code}\n```\ngave:\n{rival}\n\n\
+         Read the request again and find out which is right (print what decides it); \
+         then store the right values, in the form the request asks for.",
+        own = own.trim_end(),
+        code = rival_code.trim_end(),
+        rival = rival.trim_end(),
+    )
+}
+
 /// An action's result, as the planner graph tells the model.
 pub fn observation(report: &str) -> String {
     format!("Observation:\n{}", report.trim_end())

@@ -10,7 +10,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
 use super::ports::{Output, Ports};
-use super::run::{Context, KeyInformation, Repair, RunChanges, Targets};
+use super::run::{Agreement, Context, KeyInformation, Repair, RunChanges, Targets};
 use crate::exception::PythonException;
 
 /// A call into the agent scope: its arguments, the method that serves it,
@@ -176,6 +176,39 @@ pub struct Restored {
 impl ScopeCall for Restore<'_> {
     const METHOD: &'static str = "restore";
     type Reply = Restored;
+}
+
+/// Runs each of `codes` (other solutions of the turn's request) on a
+/// scratch copy of the namespace, before the turn's own code runs, and
+/// keeps what each computed until [`CompareCandidates`].
+#[derive(Debug, Serialize)]
+pub struct TryCandidates<'a> {
+    pub codes: &'a [String],
+    /// The turn's own code, about to run.
+    pub own: &'a str,
+}
+
+/// For each candidate: why it was not tried or failed, or "".
+#[derive(Debug, Default, Deserialize)]
+pub struct CandidatesTried {
+    pub notes: Vec<String>,
+}
+
+impl ScopeCall for TryCandidates<'_> {
+    const METHOD: &'static str = "try_candidates";
+    type Reply = CandidatesTried;
+}
+
+/// How the turn's own solution (the namespace as its code left it) and the
+/// candidates tried compare on `names`; the candidates are let go.
+#[derive(Debug, Serialize)]
+pub struct CompareCandidates<'a> {
+    pub names: &'a [String],
+}
+
+impl ScopeCall for CompareCandidates<'_> {
+    const METHOD: &'static str = "compare_candidates";
+    type Reply = Agreement;
 }
 
 /// What the run changed, for its "changed" panel; from this call on the

@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 
 use super::llm::{ChatOutcome, ChatRequest, Usage};
 use super::run::{
-    AgentError, AgentEvent, Context, Effects, Execution, KeyInformation, ModelChoice, Observer,
-    Repair, Showing, Targets,
+    AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation, ModelChoice,
+    Observer, Repair, Showing, Targets,
 };
 
 /// Scripted effects: answers in order, executions by a closure.
@@ -32,6 +32,11 @@ pub struct Script {
     /// Variables and files that exist besides those the code assigns, for
     /// `missing`.
     pub existing: Vec<String>,
+    /// The codes each `try_candidates` call was given.
+    pub tried: Vec<Vec<String>>,
+    /// What each `compare_candidates` call answers, in order (then no
+    /// agreement).
+    pub agreements: VecDeque<Agreement>,
 }
 
 impl Script {
@@ -68,6 +73,8 @@ impl Script {
             run,
             existing: vec!["x".into()],
             truncate_first: false,
+            tried: Vec::new(),
+            agreements: VecDeque::new(),
         }
     }
 }
@@ -104,9 +111,33 @@ impl Effects for Script {
         })
     }
 
+    async fn chat_side_by_side(
+        &mut self,
+        requests: Vec<ChatRequest>,
+    ) -> Vec<Result<ChatOutcome, AgentError>> {
+        let mut answers = Vec::new();
+        for request in requests {
+            answers.push(self.chat(request, Showing::Hidden).await);
+        }
+        answers
+    }
+
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
         self.executed.push(code.to_owned());
         Ok((self.run)(code))
+    }
+
+    async fn try_candidates(
+        &mut self,
+        codes: &[String],
+        _own: &str,
+    ) -> Result<Vec<String>, AgentError> {
+        self.tried.push(codes.to_vec());
+        Ok(vec![String::new(); codes.len()])
+    }
+
+    async fn compare_candidates(&mut self, _names: &[String]) -> Agreement {
+        self.agreements.pop_front().unwrap_or_default()
     }
 
     /// `x`, and once code has run, how many blocks did.

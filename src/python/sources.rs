@@ -39,6 +39,7 @@ const PACKAGE: &[Source] = &[
     module!("agent_api"),
     module!("agent_code"),
     module!("agent_scope"),
+    module!("candidates"),
     module!("comms"),
     module!("completion"),
     module!("context"),

@@ -12,6 +12,7 @@
 //! context_tokens = 32768     # the model's context window (what is sent stays within it)
 //! temperature = 0            # how the model samples (the local model: 0, seed 0)
 //! seed = 0
+//! candidates = 2             # other solutions tried beside each turn's code (the local model: 2, others: 0)
 //! vision = true              # the model sees images: figures go to it (else found out: see the README)
 //! approve = "risky"          # when agent code asks first: always, risky (what the guard flags), never
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
@@ -60,6 +61,7 @@ pub struct ConfigFile {
     context_tokens: Option<u64>,
     temperature: Option<f64>,
     seed: Option<u64>,
+    candidates: Option<u32>,
     vision: Option<bool>,
     approve: Option<String>,
     allow: Option<Vec<String>>,
@@ -211,6 +213,7 @@ impl ConfigFile {
             "MAHTAB_CONTEXT_TOKENS" => self.context_tokens.map(|n| n.to_string()),
             "MAHTAB_TEMPERATURE" => self.temperature.map(|t| t.to_string()),
             "MAHTAB_SEED" => self.seed.map(|n| n.to_string()),
+            "MAHTAB_CANDIDATES" => self.candidates.map(|n| n.to_string()),
             "MAHTAB_VISION" => self.vision.map(|b| b.to_string()),
             _ => None,
         };
@@ -260,6 +263,8 @@ mod tests {
         assert_eq!(file.var("MAHTAB_CLAUDE_BIN").as_deref(), Some("/c"));
         assert_eq!(file.var("MAHTAB_LOCAL_MODEL").as_deref(), Some("0"));
         assert_eq!(file.var("ANTHROPIC_API_KEY"), None);
+        let tried = ConfigFile::parse("candidates = 3\n").unwrap();
+        assert_eq!(tried.var("MAHTAB_CANDIDATES").as_deref(), Some("3"));
         let idle = ConfigFile::parse("local_model_idle_minutes = 0.5\n").unwrap();
         assert_eq!(
             idle.var("MAHTAB_LOCAL_MODEL_IDLE_MINUTES").as_deref(),

@@ -210,6 +210,7 @@ async fn not_checked<E: Effects>(
         since: before,
         failed: false,
         answer: None,
+        agreed: None,
     };
     let mut verdict = check(state, effects, settings, work).await?;
     // Another attempt is the analyst's answer to "cannot be done" too: its
@@ -347,6 +348,7 @@ mod tests {
             once: false,
             sampling: Default::default(),
             vision: false,
+            candidates: 0,
         }
     }
 

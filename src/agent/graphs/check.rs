@@ -27,6 +27,10 @@ pub struct Work<'a> {
     pub failed: bool,
     /// The run's own closing answer, when it gave one (the planner's).
     pub answer: Option<&'a str>,
+    /// How many of the solutions written independently for the work's
+    /// request computed the values it did, of how many computed any
+    /// ([`crate::agent::run::Agreement`]), when others were tried.
+    pub agreed: Option<(usize, usize)>,
 }
 
 /// The verdict on the work since `work.since`: complete only when the form
@@ -47,21 +51,37 @@ pub async fn check<E: Effects>(
         effects.describe(&state.request, &names).await
     };
     if let Some(why) = contradicted_form(state, effects, settings, &values).await? {
+        return Ok(Verdict::not_done(why.reasoning, why.next_action));
+    }
+    let since = work.since.min(state.executions.len());
+    // Every solution written independently computed the same values, and
+    // their form is the one asked for: a check that could have failed and
+    // did not, which a review reading the code cannot add to (figures
+    // aside: only a review looks at them).
+    let figures = state.executions[since..].iter().any(|e| e.rich_outputs > 0);
+    if let Some((agree, of)) = work.agreed.filter(|(a, o)| a == o && !values.is_empty())
+        && !work.failed
+        && !figures
+    {
+        state.checked = checked(&state.executions[since..], &values);
+        state.checked.push(same_in(agree, of));
         return Ok(Verdict {
-            is_complete: false,
+            is_complete: true,
             cannot_fix: false,
-            reasoning: why.reasoning,
-            next_action: why.next_action,
+            reasoning: format!("{of} solutions written independently computed the same values"),
+            next_action: String::new(),
             answer: String::new(),
             parsed: true,
         });
     }
-    let since = work.since.min(state.executions.len());
     let mut review = prompts::review_request(&state.request, &state.executions[since..]);
     if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
         review.push_str(&prompts::answer_to_check(answer));
     }
     review.push_str(&prompts::values_to_check(&values));
+    if let Some((agree, of)) = work.agreed {
+        review.push_str(&prompts::agreement_to_check(agree, of));
+    }
     let system = prompts::reflect(&state.request);
     let answer = settings
         .judge_alone(state, effects, system, review, schemas::verdict())
@@ -70,8 +90,16 @@ pub async fn check<E: Effects>(
     verdict.is_complete &= !work.failed;
     if verdict.is_complete {
         state.checked = checked(&state.executions[since..], &values);
+        if let Some((agree, of)) = work.agreed {
+            state.checked.push(same_in(agree, of));
+        }
     }
     Ok(verdict)
+}
+
+/// The summary's line for how many solutions agreed.
+fn same_in(agree: usize, of: usize) -> String {
+    format!("the same in {agree} of {of} solutions written independently")
 }
 
 /// Why a value the request names plainly has another form than the request

@@ -1,9 +1,9 @@
 //! The default graph (seeds 000 and 002):
 //!
 //! ```text
-//! generate -> extract -> (no code: end) -> execute -> reflect
-//!     ^                                                  |
-//!     +---- not complete and turns left -----------------+--> end
+//! generate -> extract -> (no code: end) -> [others] -> execute -> reflect
+//!     ^                                                             |
+//!     +---- not complete and turns left ----------------------------+--> end
 //! ```
 //!
 //! The reflection's reasoning and next step go into the conversation, so the
@@ -18,8 +18,14 @@
 //! only the check says "done" ([`super::check`]: the form each value the
 //! request names must have, compared by code, then a review of the request
 //! beside the code, its report and those values as they are now).
+//!
+//! Where other solutions are tried ([`super::solutions`]: sampled beside
+//! the turn's answer, run on scratch copies), their values weigh in first:
+//! another answer with as many solutions behind it is not done, shown to
+//! the model; every solution agreeing stands in for the review.
 
 use super::check::{Work, check};
+use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Graph, Route};
@@ -28,7 +34,9 @@ use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::prompts;
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome, Verdict};
+use crate::agent::run::{
+    AgentError, AgentEvent, AgentState, Consensus, Effects, Execution, Outcome, Verdict,
+};
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
 /// routing mistake cannot loop forever.
@@ -40,6 +48,8 @@ fn step_cap(max_turns: u32) -> usize {
 pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<AgentState, E> {
     let generate_settings = settings.clone();
     let reflect_settings = settings.clone();
+    let others_settings = settings.clone();
+    let route_settings = settings.clone();
     let execute_enabled = settings.execute;
     let once = settings.once;
     Graph::new("generate", step_cap(max_turns))
@@ -52,6 +62,10 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
             node(move |s, _e| Box::pin(async move { extract(s, once) })),
         )
         .node(
+            "others",
+            node(move |s, e| Box::pin(others(s, e, others_settings.clone()))),
+        )
+        .node(
             "execute",
             node(move |s, e| Box::pin(execute(s, e, execute_enabled, once))),
         )
@@ -62,9 +76,18 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
         .edge("generate", Route::To("extract"))
         .conditional_edge(
             "extract",
-            &[Route::To("execute"), Route::To("generate"), Route::End],
+            &[
+                Route::To("others"),
+                Route::To("execute"),
+                Route::To("generate"),
+                Route::End,
+            ],
             move |s: &AgentState| {
-                if !s.pending.is_empty() {
+                if !s.pending.is_empty()
+                    && names_to_compare(s, &route_settings, &s.answer).is_some()
+                {
+                    Route::To("others")
+                } else if !s.pending.is_empty() {
                     Route::To("execute")
                 } else if s.outcome.is_none() {
                     Route::To("generate")
@@ -73,6 +96,7 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
                 }
             },
         )
+        .edge("others", Route::To("execute"))
         .conditional_edge(
             "execute",
             &[Route::To("reflect"), Route::End],
@@ -99,17 +123,34 @@ async fn generate<E: Effects>(
     effects: &mut E,
     settings: Settings,
 ) -> Result<(), AgentError> {
-    let namespace = effects.namespace().await;
-    state.namespace_names = checks::summary_names(&namespace);
-    let system = prompts::system(
-        &state.pinned_namespace(&namespace),
-        &state.recent_cells,
-        &state.skills,
-    );
+    let system = code_prompt(state, effects).await;
     let answer = settings.write_code(state, effects, system).await?;
     state.truncated = answer.truncated;
     state.record_answer(answer.text);
     Ok(())
+}
+
+/// The system prompt code is written under (the same from call to call of
+/// a run: its namespace summary is the first prompt's).
+async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
+    let namespace = effects.namespace().await;
+    state.namespace_names = checks::summary_names(&namespace);
+    prompts::system(
+        &state.pinned_namespace(&namespace),
+        &state.recent_cells,
+        &state.skills,
+    )
+}
+
+/// Samples other solutions of the turn's request and tries them on
+/// scratch copies, before the turn's own code runs.
+async fn others<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: Settings,
+) -> Result<(), AgentError> {
+    let system = code_prompt(state, effects).await;
+    try_other_solutions(state, effects, &settings, system).await
 }
 
 fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
@@ -187,13 +228,31 @@ async fn reflect<E: Effects>(
     effects: &mut E,
     settings: Settings,
 ) -> Result<(), AgentError> {
-    let verdict = match precheck(state, effects).await {
+    let solutions = compare_solutions(state, effects).await;
+    let mut precheck = precheck(state, effects).await;
+    // Another answer with as many solutions behind it settles "not done"
+    // before any review, and the model is told both.
+    let mut feedback = None;
+    if let (Precheck::Judge { failed: false }, Some(solutions)) = (&precheck, &solutions)
+        && let Some((verdict, told)) = dispute(solutions)
+    {
+        precheck = Precheck::NotDone(verdict);
+        feedback = Some(told);
+    }
+    let verdict = match precheck {
         Precheck::Judge { failed } => {
             let since = state.executions.len() - this_turns_executions(state).len();
+            let consensus = solutions.as_ref().map(|s| s.agreement.consensus());
+            let agreed = match consensus {
+                Some(Consensus::Unanimous { of }) => Some((of, of)),
+                Some(Consensus::Majority { agree, of }) => Some((agree, of)),
+                _ => None,
+            };
             let work = Work {
                 since,
                 failed,
                 answer: None,
+                agreed,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
             // "Cannot be done" with nothing failing (a small model reads a
@@ -237,7 +296,8 @@ async fn reflect<E: Effects>(
     } else if state.turn >= state.max_turns {
         state.outcome = Some(Outcome::MaxTurns);
     } else {
-        let feedback = prompts::not_done_yet(&verdict.reasoning, &verdict.next_action);
+        let feedback = feedback
+            .unwrap_or_else(|| prompts::not_done_yet(&verdict.reasoning, &verdict.next_action));
         state.conversation.push(ChatMessage::user(feedback));
     }
     state.verdict = Some(verdict);
@@ -268,14 +328,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         return Precheck::Repeated { error };
     }
     let not_done = |reasoning: String, next_action: &str| {
-        Precheck::NotDone(Verdict {
-            is_complete: false,
-            cannot_fix: false,
-            reasoning,
-            next_action: next_action.to_owned(),
-            answer: String::new(),
-            parsed: true,
-        })
+        Precheck::NotDone(Verdict::not_done(reasoning, next_action))
     };
     // (A block the guard or the user did not allow is not an error to fix:
     // the review decides what it means for the request.)
@@ -326,6 +379,7 @@ mod tests {
             once: false,
             sampling: Default::default(),
             vision: false,
+            candidates: 0,
         }
     }
 

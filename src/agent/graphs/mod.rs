@@ -9,6 +9,7 @@ pub mod check;
 pub mod default;
 pub mod planner;
 pub mod rlm;
+mod solutions;
 pub mod steps;
 pub mod triage;
 pub mod unmet;

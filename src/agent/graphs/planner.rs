@@ -155,6 +155,7 @@ async fn plan_step<E: Effects>(
                 since: state.executions.len().saturating_sub(CHECKED_STEPS),
                 failed: false,
                 answer: Some(text.as_str()),
+                agreed: None,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
             verdict.cannot_fix = false; // the turn limit bounds the retries
@@ -356,6 +357,7 @@ mod tests {
             once: false,
             sampling: Default::default(),
             vision: false,
+            candidates: 0,
         }
     }
 

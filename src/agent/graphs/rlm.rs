@@ -133,6 +133,7 @@ mod tests {
             once: false,
             sampling: Default::default(),
             vision: false,
+            candidates: 0,
         }
     }
 

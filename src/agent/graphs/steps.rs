@@ -6,6 +6,7 @@
 use crate::agent::budget;
 use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Sampling};
+use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 
@@ -27,7 +28,14 @@ pub struct Settings {
     pub sampling: Sampling,
     /// The model sees images: the figures agent code shows go to it.
     pub vision: bool,
+    /// How many other solutions of a turn's request are sampled and tried
+    /// on scratch copies beside its own code (0: none).
+    pub candidates: u32,
 }
+
+/// How other solutions are sampled: varied enough to differ where the
+/// model is unsure, not so much that they stop making sense.
+const CANDIDATE_TEMPERATURE: f32 = 0.7;
 
 /// Answers of judging steps (reflect, plan) are short JSON (a verdict's
 /// closing answer included); reasoning models spend part of this on hidden
@@ -98,6 +106,50 @@ impl Settings {
         .await?;
         state.blocks_shown = answer.blocks_shown;
         Ok(answer)
+    }
+
+    /// `self.candidates` other answers to the prompt the turn's own answer
+    /// came from (`system` and the conversation before that answer; cached
+    /// by the provider, so each costs its own tokens), sampled side by side
+    /// with varied seeds and not shown: the code of each that has any.
+    pub(crate) async fn other_solutions<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: &str,
+    ) -> Result<Vec<String>, AgentError> {
+        let requests = (0..self.candidates)
+            .map(|n| {
+                let call = Call {
+                    model: &self.model,
+                    max_tokens: self.max_tokens,
+                    showing: Showing::Hidden,
+                    schema: None,
+                    stop: &[],
+                };
+                let mut request = model_request(state, self, system.to_owned(), &call);
+                request.sampling = Sampling {
+                    temperature: Some(CANDIDATE_TEMPERATURE),
+                    seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
+                };
+                request
+            })
+            .collect();
+        let mut codes = Vec::new();
+        for answer in effects.chat_side_by_side(requests).await {
+            let answer = answer?;
+            state.usage.add(answer.usage);
+            let blocks = if answer.truncated {
+                closed_code_blocks(&answer.text)
+            } else {
+                code_blocks(&answer.text)
+            };
+            let code: Vec<String> = blocks.into_iter().map(|b| b.code).collect();
+            if !code.is_empty() {
+                codes.push(code.join("\n\n"));
+            }
+        }
+        Ok(codes)
     }
 
     /// A short judgement of `review` alone (the request, the code and its
@@ -209,34 +261,38 @@ async fn ask_model<E: Effects>(
     system: String,
     call: Call<'_>,
 ) -> Result<ChatOutcome, AgentError> {
-    let Call {
-        model,
-        max_tokens,
-        showing,
-        schema,
-        stop,
-    } = call;
     if settings.vision {
         state.attach_new_figures();
     }
+    let request = model_request(state, settings, system, &call);
+    let answer = effects.chat(request, call.showing).await?;
+    state.usage.add(answer.usage);
+    Ok(answer)
+}
+
+/// The request of one model call over the conversation so far, within the
+/// context window.
+fn model_request(
+    state: &AgentState,
+    settings: &Settings,
+    system: String,
+    call: &Call<'_>,
+) -> ChatRequest {
     let messages = budget::fit(
         &system,
         &state.conversation,
         settings.context_tokens,
-        max_tokens,
+        call.max_tokens,
     );
-    let request = ChatRequest {
-        model: model.to_owned(),
+    ChatRequest {
+        model: call.model.to_owned(),
         system,
         messages,
-        max_tokens,
+        max_tokens: call.max_tokens,
         sampling: settings.sampling,
-        schema,
-        stop,
-    };
-    let answer = effects.chat(request, showing).await?;
-    state.usage.add(answer.usage);
-    Ok(answer)
+        schema: call.schema.clone(),
+        stop: call.stop,
+    }
 }
 
 pub(crate) fn node<E: Effects>(

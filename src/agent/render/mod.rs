@@ -134,6 +134,7 @@ pub fn status_text(node: &str, failed: Option<&str>) -> Option<String> {
         ("code" | "explore", None) => "writing code".to_owned(),
         ("planner", Some(error)) => format!("planning the next step after {error}"),
         ("planner", None) => "planning the next step".to_owned(),
+        ("others", _) => "trying other solutions".to_owned(),
         ("execute" | "run" | "tool", _) => "running code".to_owned(),
         ("reflect" | "review", _) => "reviewing".to_owned(),
         ("plan" | "classify" | "pre_plan", _) => "planning".to_owned(),

@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use super::events::{AgentError, AgentEvent};
-use super::findings::{Context, KeyInformation, Repair, Targets};
+use super::findings::{Agreement, Context, KeyInformation, Repair, Targets};
 use super::state::Execution;
 use crate::agent::llm::{ChatOutcome, ChatRequest};
 
@@ -45,6 +45,13 @@ pub trait Effects: Observer + Send {
         showing: Showing,
     ) -> impl Future<Output = Result<ChatOutcome, AgentError>> + Send;
 
+    /// Asks the model several questions side by side (the provider may
+    /// answer them at once), none of them shown; each one's outcome.
+    fn chat_side_by_side(
+        &mut self,
+        requests: Vec<ChatRequest>,
+    ) -> impl Future<Output = Vec<Result<ChatOutcome, AgentError>>> + Send;
+
     /// Runs `code` in the user's namespace; the result as the model sees it.
     fn execute(&mut self, code: &str)
     -> impl Future<Output = Result<Execution, AgentError>> + Send;
@@ -64,6 +71,20 @@ pub trait Effects: Observer + Send {
     /// Which of `targets` (variables and files a request names) do not
     /// exist (files relative to the working directory).
     fn missing(&mut self, targets: &Targets) -> impl Future<Output = Targets> + Send;
+
+    /// Runs each of `codes`, other solutions of the turn's request, on a
+    /// scratch copy of the namespace (nothing the user sees or keeps
+    /// changes), before the turn's own code (`own`) runs; for each, why it
+    /// was not tried or failed, or "".
+    fn try_candidates(
+        &mut self,
+        codes: &[String],
+        own: &str,
+    ) -> impl Future<Output = Result<Vec<String>, AgentError>> + Send;
+
+    /// How the turn's own solution compares on `names` with the candidates
+    /// tried since [`Effects::try_candidates`].
+    fn compare_candidates(&mut self, names: &[String]) -> impl Future<Output = Agreement> + Send;
 
     /// Puts back the objects the run's code rebound `names` away from
     /// (what each was before the run first rebound it); the names put back.

@@ -25,6 +25,81 @@ pub struct Verdict {
     #[serde(skip)]
     pub parsed: bool,
 }
+
+impl Verdict {
+    /// Not done, for `reasoning`, with `next_action` to do next: a
+    /// judgement the kernel made itself (read as if parsed).
+    pub fn not_done(reasoning: impl Into<String>, next_action: impl Into<String>) -> Self {
+        Verdict {
+            is_complete: false,
+            cannot_fix: false,
+            reasoning: reasoning.into(),
+            next_action: next_action.into(),
+            answer: String::new(),
+            parsed: true,
+        }
+    }
+}
+
+/// How the turn's own solution compares with the other solutions of the
+/// same request tried beside it on scratch copies (as the Python side
+/// groups them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Agreement {
+    /// The solutions (0: the turn's own, then each other one tried) in
+    /// groups that computed the same values, largest first; one that
+    /// failed or was not tried is in none.
+    pub groups: Vec<Vec<usize>>,
+    /// Each solution's values in brief (empty for one that failed).
+    pub values: Vec<String>,
+}
+
+/// What the solutions' agreement says of the turn's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consensus {
+    /// No other solution computed values: nothing to compare.
+    Alone,
+    /// Every solution that computed values computed the same (`of` of
+    /// them, the turn's own included).
+    Unanimous { of: usize },
+    /// More solutions agree with the turn's own than with any other.
+    Majority { agree: usize, of: usize },
+    /// Another answer has at least as many solutions behind it:
+    /// `rival` is the first solution of the largest such group.
+    Disputed {
+        rival: usize,
+        agree: usize,
+        of: usize,
+    },
+}
+
+impl Agreement {
+    pub fn consensus(&self) -> Consensus {
+        let of: usize = self.groups.iter().map(Vec::len).sum();
+        let own = self.groups.iter().find(|g| g.contains(&0));
+        let Some(own) = own.filter(|_| of > 1) else {
+            return Consensus::Alone;
+        };
+        let rival = self
+            .groups
+            .iter()
+            .filter(|g| !g.contains(&0))
+            .max_by_key(|g| (g.len(), std::cmp::Reverse(g[0])));
+        match rival {
+            None => Consensus::Unanimous { of },
+            Some(rival) if rival.len() >= own.len() => Consensus::Disputed {
+                rival: rival[0],
+                agree: own.len(),
+                of,
+            },
+            Some(_) => Consensus::Majority {
+                agree: own.len(),
+                of,
+            },
+        }
+    }
+}
+
 /// The planning step's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Plan {

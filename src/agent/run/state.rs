@@ -114,6 +114,20 @@ pub struct AgentState {
     /// before it saw the value (`None`: it could not tell); asked once a run.
     #[serde(skip)]
     pub expected_forms: Vec<(String, Option<Form>)>,
+    /// The other solutions sampled for this turn's request, from its answer
+    /// until its review compares them with the turn's own.
+    pub other_solutions: Option<OtherSolutions>,
+}
+
+/// Other solutions of a turn's request, sampled beside its answer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OtherSolutions {
+    /// Each one's code (solution `i` is `codes[i - 1]`; 0 is the turn's).
+    pub codes: Vec<String>,
+    /// The values they are compared on.
+    pub names: Vec<String>,
+    /// Whether they ran (on scratch copies, before the turn's own code).
+    pub tried: bool,
 }
 
 impl AgentState {
@@ -195,6 +209,7 @@ impl AgentState {
             images_sent: 0,
             checked: Vec::new(),
             expected_forms: Vec::new(),
+            other_solutions: None,
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,

@@ -15,8 +15,8 @@ use crate::agent::render::live::{self, LiveOutput};
 use crate::agent::render::stream::ShownText;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{
-    AgentError, AgentEvent, Context, Effects, Execution, KeyInformation, ModelChoice, Repair,
-    Showing, Targets,
+    AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation, ModelChoice,
+    Repair, Showing, Targets,
 };
 use crate::agent::scope;
 use crate::exception::{ExceptionKind, PythonException};
@@ -73,7 +73,7 @@ pub(super) struct RunEffects<'a, P> {
     pub(super) forward_tokens: bool,
 }
 
-impl<P: Ports> RunEffects<'_, P> {
+impl<'a, P: Ports> RunEffects<'a, P> {
     /// Says what the run does now on its status line, one line updated in
     /// place (shown when the first node that does something starts).
     fn show_status(&mut self, node: &str) {
@@ -95,6 +95,14 @@ impl<P: Ports> RunEffects<'_, P> {
     pub(super) fn clear_status(&mut self) {
         if let Some(id) = self.status.take() {
             publish(self.ports, render::status("", &id, "update_display_data"));
+        }
+    }
+
+    /// The provider the next model call goes to.
+    fn current_provider(&self) -> &'a Provider {
+        match (self.model, self.claude) {
+            (ModelChoice::ClaudeCli, Some(claude)) => claude,
+            _ => self.provider,
         }
     }
 
@@ -186,10 +194,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     .coalescer
                     .interject(&format!("({error}; trying again in {wait})\n"));
             };
-            let provider = match (self.model, self.claude) {
-                (ModelChoice::ClaudeCli, Some(claude)) => claude,
-                _ => self.provider,
-            };
+            let provider = self.current_provider();
             // The model that answers: the request's, else the provider's own.
             model = match request.model.as_str() {
                 "" => provider.model().to_owned(),
@@ -230,6 +235,45 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             blocks_shown,
             ..outcome
         })
+    }
+
+    async fn chat_side_by_side(
+        &mut self,
+        requests: Vec<ChatRequest>,
+    ) -> Vec<Result<ChatOutcome, AgentError>> {
+        let provider = self.current_provider();
+        let asked = requests.into_iter().map(|request| async move {
+            let model = match request.model.as_str() {
+                "" => provider.model().to_owned(),
+                named => named.to_owned(),
+            };
+            let answer = provider
+                .chat(
+                    request,
+                    &mut |_: &str| {},
+                    &mut |_: &LlmError, _: Duration| {},
+                )
+                .await;
+            (model, answer)
+        });
+        let mut outcomes = Vec::new();
+        for (model, answer) in futures_util::future::join_all(asked).await {
+            outcomes.push(answer.map_err(AgentError::from).map(|mut outcome| {
+                self.calls.push(render::ModelCall {
+                    shown: false,
+                    first_text: None,
+                    input_tokens: outcome.usage.input_tokens,
+                    cached_tokens: outcome.usage.cache_read_tokens,
+                });
+                if outcome.usage.cost_usd.is_none()
+                    && let Some(price) = self.prices.of(&model)
+                {
+                    outcome.usage.cost_usd = Some(price.cost(&outcome.usage));
+                }
+                outcome
+            }));
+        }
+        outcomes
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
@@ -313,6 +357,31 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             Err(e) => {
                 tracing::warn!("%%ask: the informer found nothing: {e}");
                 Vec::new()
+            }
+        }
+    }
+
+    async fn try_candidates(
+        &mut self,
+        codes: &[String],
+        own: &str,
+    ) -> Result<Vec<String>, AgentError> {
+        match scope::call(self.ports, &scope::TryCandidates { codes, own }).await {
+            Ok(tried) => Ok(tried.notes),
+            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
+            Err(e) => {
+                tracing::warn!("%%ask: other solutions not tried: {e}");
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    async fn compare_candidates(&mut self, names: &[String]) -> Agreement {
+        match scope::call(self.ports, &scope::CompareCandidates { names }).await {
+            Ok(agreement) => agreement,
+            Err(e) => {
+                tracing::warn!("%%ask: solutions not compared: {e}");
+                Agreement::default()
             }
         }
     }

@@ -41,7 +41,9 @@ use crate::exception::PythonException;
 use effects::RunEffects;
 use indent::Indented;
 use memory::{Conversation, answered_part};
-use provider::{Provider, Providers, context_tokens, sampling, secrets, sees_images};
+use provider::{
+    Provider, Providers, context_tokens, other_solutions, sampling, secrets, sees_images,
+};
 
 /// What an interrupted run raises in Python.
 const INTERRUPTED: &str = "the %%ask run was interrupted";
@@ -270,6 +272,7 @@ impl AgentSession {
                 Some(said) => said,
                 None => self.providers.served_vision(&provider).await,
             },
+            candidates: other_solutions(&settings, local_spec.is_some(), options.approval()),
         };
         // The triage may hand work to the claude CLI, unless it is the
         // run's own provider already.
@@ -455,6 +458,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         once: false,
         sampling: Default::default(),
         vision: false,
+        candidates: 0,
     };
     let turns = 1;
     let (name, diagram) = match graph {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::agent::budget;
 use crate::agent::config::choice::{self as config, Choice, ProviderChoice};
 use crate::agent::config::layers::Settings;
-use crate::agent::config::options::AskOptions;
+use crate::agent::config::options::{Approval, AskOptions};
 use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::HttpProvider;
 use crate::agent::llm::http::WireFormat;
@@ -364,6 +364,26 @@ pub(super) fn sampling(settings: &Settings, local: bool) -> Sampling {
         seed: seed.or(local.then_some(0)),
     }
 }
+
+/// How many other solutions of a request each turn tries beside its own
+/// (`MAHTAB_CANDIDATES`, or `candidates` in the settings file): by default
+/// two with the local model, whose single answers are often wrong in ways
+/// only another solution shows, and none with others (each costs a call).
+/// None when the user approves every block: they would run unasked.
+pub(super) fn other_solutions(settings: &Settings, local: bool, approval: Approval) -> u32 {
+    if approval == Approval::Always {
+        return 0;
+    }
+    let said = settings
+        .var("MAHTAB_CANDIDATES")
+        .and_then(|v| v.trim().parse::<u32>().ok());
+    said.unwrap_or(if local { LOCAL_CANDIDATES } else { 0 })
+        .min(MAX_CANDIDATES)
+}
+
+/// Other solutions tried by default with the local model, and at most.
+const LOCAL_CANDIDATES: u32 = 2;
+const MAX_CANDIDATES: u32 = 8;
 
 /// No provider is configured: a panel says how to configure one (Markdown
 /// in notebooks), and the run ends with a short error.

@@ -58,7 +58,7 @@ class _Capture(io.TextIOBase):
         return len(text)
 
 
-def _agent_builtins(namespace):
+def agent_builtins(namespace):
     """The builtins agent code sees: Python's, and the toolbox, so the
     model's code calls ``grep(...)`` without an import while the user's
     own cells see no new names; a namespace with limited builtins of its own
@@ -141,7 +141,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     watch = FigureWatch().__enter__()
     before = dict(namespace)
     tree, prints = None, {}
-    namespace["__builtins__"] = _agent_builtins(namespace)
+    namespace["__builtins__"] = agent_builtins(namespace)
     failed, error = False, None
     try:
         filename = _agent_code_file(runtime, written)

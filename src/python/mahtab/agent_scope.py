@@ -14,6 +14,7 @@ import re
 import traceback
 
 from mahtab import tools
+from mahtab import candidates
 from mahtab.agent_code import FinalAnswer, run_agent_code
 from mahtab.context import conversation_key, interpolate, local_model, repair
 from mahtab.messages import dumps
@@ -82,6 +83,9 @@ class AgentScope:
         # What the run's code rebound, as it was before: a request to
         # change a value itself may need its original object back.
         self.originals = {}
+        # The scratch namespaces of the other solutions tried for the turn
+        # (None for one not tried or failed), until they are compared.
+        self.candidates = []
 
     def run_code(self, args, output=None):
         request = json.loads(args)
@@ -98,6 +102,39 @@ class AgentScope:
         )
         self.callbacks.executed(result, index)
         return dumps(result)
+
+    def try_candidates(self, args):
+        """Runs each of ``codes`` on a scratch copy of the namespace (before
+        the turn's own code, ``own``, runs) and keeps what it computed; for
+        each, why it was not tried or failed, or ""."""
+        request = json.loads(args)
+        self.candidates, notes = [], []
+        # Solutions of a request that draws at random differ, right or not.
+        random = candidates.draws_at_random(self.runtime, request.get("own", ""))
+        for code in request.get("codes", ()):
+            if random:
+                scratch, why = None, "not tried: the turn's own code draws at random"
+            else:
+                scratch, why = candidates.try_candidate(self.runtime, code, self.namespace)
+            self.candidates.append(scratch)
+            notes.append(why or "")
+        return dumps({"notes": notes})
+
+    def compare_candidates(self, args):
+        """The solutions (0: the namespace, as the turn's code left it; then
+        each candidate tried) in groups that computed the same value under
+        every name they all computed, largest first, and each solution's
+        values in brief."""
+        solutions, self.candidates = [self.namespace, *self.candidates], []
+        names = candidates.shared_names(solutions, json.loads(args).get("names") or [])
+        found = candidates.groups(solutions, names)
+        values = [
+            "" if solution is None else "\n".join(
+                "%s: %s" % (name, candidates.brief(solution[name])) for name in names if name in solution
+            )
+            for solution in solutions
+        ]
+        return dumps({"groups": found, "values": values})
 
     def token(self, args):
         self.callbacks.token(json.loads(args)["text"])

@@ -54,19 +54,19 @@ _NEVER_CHANGED = (int, float, complex, str, bytes, bool, type(None), range, froz
 
 # Containers whose copies are theirs alone (subclasses included: deque aside,
 # the collections module's types are dicts and lists).
-_COPIED_BUILTINS = (list, dict, set, bytearray)
+COPIED_BUILTINS = (list, dict, set, bytearray)
 
 
-def _is_data(value):
+def is_data(value):
     """A pandas or NumPy value, which copies itself."""
     module = type(value).__module__ or ""
     return module.split(".")[0] in ("pandas", "numpy") and callable(getattr(value, "copy", None))
 
 
-def _size(value, limit):
+def size_of(value, limit):
     """Roughly how many bytes a copy of ``value`` takes, counting no further
     than ``limit``."""
-    if _is_data(value):
+    if is_data(value):
         usage = getattr(value, "memory_usage", None)
         if callable(usage):
             try:
@@ -88,8 +88,8 @@ def _size(value, limit):
         elif isinstance(item, (list, tuple, set, frozenset)):
             children = list(item)
         else:
-            if _is_data(item):
-                total += _size(item, limit - total)
+            if is_data(item):
+                total += size_of(item, limit - total)
             continue
         for child in children:
             total += sys.getsizeof(child)
@@ -97,8 +97,8 @@ def _size(value, limit):
     return total
 
 
-def _copy(value):
-    if _is_data(value):
+def copy_value(value):
+    if is_data(value):
         try:
             return value.copy(deep=True)
         except TypeError:  # NumPy's copy() takes no `deep`: it is deep
@@ -201,13 +201,13 @@ class RunJournal:
     def _keep(self, value):
         if value is ABSENT or isinstance(value, _NEVER_CHANGED):
             return _Before(value)
-        if not (_is_data(value) or isinstance(value, _COPIED_BUILTINS)):
+        if not (is_data(value) or isinstance(value, COPIED_BUILTINS)):
             return _Before(value, note="a %s cannot be copied" % type(value).__name__)
-        cost = _size(value, self.history.budget)
+        cost = size_of(value, self.history.budget)
         if not self.history.reserve(cost):
             return _Before(value, note="too large to keep (%s)" % _megabytes(cost))
         try:
-            copied = _copy(value)
+            copied = copy_value(value)
         except Exception as error:
             self.history.release(cost)
             return _Before(value, note="could not be copied (%s)" % type(error).__name__)
@@ -277,7 +277,7 @@ class RunJournal:
             return
         if isinstance(before.value, _NEVER_CHANGED):
             return
-        size = _size(before.value, self.history.budget)
+        size = size_of(before.value, self.history.budget)
         if self.history.reserve(size):
             before.cost += size
         else:

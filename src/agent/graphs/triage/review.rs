@@ -25,15 +25,7 @@ pub(super) async fn review<E: Effects>(
     // it without a judge; the delegated agent's own passed check of this
     // very request settles it too (and was shown already).
     let (verdict, shown) = if let Some(unmet) = unmet(state, effects, &[]).await {
-        let verdict = Verdict {
-            is_complete: false,
-            cannot_fix: false,
-            reasoning: unmet.reasoning,
-            next_action: unmet.next_action,
-            answer: String::new(),
-            parsed: true,
-        };
-        (verdict, false)
+        (Verdict::not_done(unmet.reasoning, unmet.next_action), false)
     } else if let Some(verdict) = delegated_check(state) {
         (verdict, true)
     } else {
@@ -92,6 +84,7 @@ async fn judge<E: Effects>(
         since: state.triage.pass_start,
         failed: pass_failure(state).is_some(),
         answer: answer.as_deref(),
+        agreed: None,
     };
     check(state, effects, settings, work).await
 }

@@ -49,6 +49,7 @@ fn settings(execute: bool) -> Settings {
         once: false,
         sampling: Default::default(),
         vision: false,
+        candidates: 0,
     }
 }
 

@@ -1,0 +1,384 @@
+//! Other solutions of a turn's request, tried beside its own (see
+//! `candidates.py`): the default graph's `others` node samples a few more
+//! answers to the prompt its code came from and runs them on scratch copies
+//! before its own code runs; its review compares the values the request
+//! names. Every solution
+//! agreeing is a check that could have failed; another answer with as many
+//! solutions behind it means the turn is not done, and the model is shown
+//! both values and the other's code.
+
+use super::steps::Settings;
+use crate::agent::llm::Role;
+use crate::agent::parse::checks;
+use crate::agent::parse::code::code_blocks;
+use crate::agent::prompts;
+use crate::agent::run::{
+    AgentError, AgentState, Agreement, Consensus, Effects, OtherSolutions, Verdict,
+};
+
+/// The values other solutions of the request would be compared on, when
+/// they are worth trying beside the turn's `answer` (it has code that will
+/// run): those the request names to store into, else the names the
+/// request mentions that the answer's code assigns (`result = ...  # put
+/// solution in this variable`).
+pub(super) fn names_to_compare(
+    state: &AgentState,
+    settings: &Settings,
+    answer: &str,
+) -> Option<Vec<String>> {
+    if settings.candidates == 0 || !settings.execute || settings.once {
+        return None;
+    }
+    let blocks = code_blocks(answer);
+    if blocks.is_empty() {
+        return None;
+    }
+    let named = checks::targets(&state.request).names;
+    if !named.is_empty() {
+        return Some(named);
+    }
+    let mentioned: Vec<String> = blocks
+        .iter()
+        .flat_map(|b| assigned_names(&b.code))
+        .filter(|name| mentions(&state.request, name))
+        .fold(Vec::new(), |mut names, name| {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            names
+        });
+    (!mentioned.is_empty()).then_some(mentioned)
+}
+
+/// The names `code` assigns at its top level (`name = ...`, not `==`).
+fn assigned_names(code: &str) -> impl Iterator<Item = String> + '_ {
+    code.lines().filter_map(|line| {
+        let (name, rest) = line.split_once('=')?;
+        let name = name.trim_end();
+        let plain = !name.is_empty()
+            && !name.starts_with(char::is_whitespace)
+            && checks::is_identifier(name)
+            && !name.starts_with('_');
+        (plain && !rest.starts_with('=')).then(|| name.to_owned())
+    })
+}
+
+/// Whether `text` mentions `name` as a word of its own.
+fn mentions(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+/// Samples other answers to the prompt the turn's answer came from
+/// (`system` and the conversation before that answer) and runs their code
+/// on scratch copies, before the turn's own code runs.
+pub(super) async fn try_other_solutions<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &Settings,
+    system: String,
+) -> Result<(), AgentError> {
+    let Some(names) = names_to_compare(state, settings, &state.answer) else {
+        return Ok(());
+    };
+    // Asked as the turn's answer was: without it.
+    let answer = match state.conversation.last() {
+        Some(last) if last.role == Role::Assistant => state.conversation.pop(),
+        _ => None,
+    };
+    let codes = settings.other_solutions(state, effects, &system).await;
+    state.conversation.extend(answer);
+    let codes = codes?;
+    let own: Vec<&str> = state.pending.iter().map(|b| b.code.as_str()).collect();
+    let notes = if codes.is_empty() {
+        Vec::new()
+    } else {
+        effects.try_candidates(&codes, &own.join("\n\n")).await?
+    };
+    tracing::debug!("%%ask: {} other solutions, tried: {notes:?}", codes.len());
+    let tried = !notes.is_empty();
+    state.other_solutions = Some(OtherSolutions {
+        codes,
+        names,
+        tried,
+    });
+    Ok(())
+}
+
+/// The other solutions tried beside a turn's own, and how they compare.
+pub(super) struct Solutions {
+    pub agreement: Agreement,
+    /// Each one's code (solution `i` is `codes[i - 1]`; 0 is the turn's).
+    codes: Vec<String>,
+}
+
+/// How the turn's own solution compares with the other solutions tried
+/// beside it, when any were (they are let go either way).
+pub(super) async fn compare_solutions<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+) -> Option<Solutions> {
+    let others = state.other_solutions.take().filter(|o| o.tried)?;
+    let agreement = effects.compare_candidates(&others.names).await;
+    tracing::debug!(
+        "%%ask: solutions on {:?}: {:?}",
+        others.names,
+        agreement.groups
+    );
+    Some(Solutions {
+        agreement,
+        codes: others.codes,
+    })
+}
+
+/// When another answer has at least as many solutions behind it as the
+/// turn's own: not done, and what the model is told (both values and the
+/// other's code).
+pub(super) fn dispute(solutions: &Solutions) -> Option<(Verdict, String)> {
+    let Solutions { agreement, codes } = solutions;
+    let Consensus::Disputed { rival, agree, of } = agreement.consensus() else {
+        return None;
+    };
+    let rival_code = codes.get(rival.checked_sub(1)?)?;
+    let rivals = agreement
+        .groups
+        .iter()
+        .find(|g| g.contains(&rival))
+        .map_or(1, Vec::len);
+    let value = |i: usize| agreement.values.get(i).map_or("", String::as_str);
+    let verdict = Verdict::not_done(
+        format!(
+            "{} of {of} solutions written independently computed other values than this one ({agree} did the same)",
+            of - agree
+        ),
+        "find out which values are right",
+    );
+    Some((
+        verdict,
+        prompts::disputed(value(0), rival_code, value(rival), rivals),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::graphs::default_graph;
+    use crate::agent::run::Outcome;
+    use crate::agent::script::{Script, latest, ok};
+
+    const ONE_VALUE: &str = r#"{"form": "one number"}"#;
+    const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
+    const REQUEST: &str = "Store the number of rows in `n`.";
+
+    fn settings() -> Settings {
+        Settings {
+            model: "test-model".into(),
+            judge_model: None,
+            max_tokens: 1000,
+            context_tokens: 100_000,
+            execute: true,
+            once: false,
+            sampling: Default::default(),
+            vision: false,
+            candidates: 2,
+        }
+    }
+
+    fn run(script: &mut Script, state: &mut AgentState) {
+        let graph = default_graph::<Script>(settings(), state.max_turns);
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(graph.run(state, script))
+            .unwrap();
+    }
+
+    fn agreement(groups: &[&[usize]], values: &[&str]) -> Agreement {
+        Agreement {
+            groups: groups.iter().map(|g| g.to_vec()).collect(),
+            values: values.iter().map(|v| (*v).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn consensus_weighs_the_turns_own_group_against_the_largest_other() {
+        let of = |groups: &[&[usize]]| agreement(groups, &[]).consensus();
+        assert_eq!(of(&[&[0]]), Consensus::Alone);
+        assert_eq!(of(&[]), Consensus::Alone);
+        assert_eq!(of(&[&[1, 2]]), Consensus::Alone, "its own computed nothing");
+        assert_eq!(of(&[&[0, 1, 2]]), Consensus::Unanimous { of: 3 });
+        assert_eq!(
+            of(&[&[0, 2], &[1]]),
+            Consensus::Majority { agree: 2, of: 3 }
+        );
+        let disputed = Consensus::Disputed {
+            rival: 1,
+            agree: 1,
+            of: 3,
+        };
+        assert_eq!(of(&[&[1, 2], &[0]]), disputed);
+        assert_eq!(
+            of(&[&[0], &[2]]),
+            Consensus::Disputed {
+                rival: 2,
+                agree: 1,
+                of: 2
+            }
+        );
+    }
+
+    #[test]
+    fn every_solution_agreeing_is_done_without_a_review() {
+        let mut script = Script::new(
+            &[
+                "```python\nn = 3\n```",
+                "```python\nn = 1 + 2\n```",
+                "Counting:\n```python\nn = 3\n```",
+                ONE_VALUE,
+            ],
+            ok,
+        );
+        script
+            .agreements
+            .push_back(agreement(&[&[0, 1, 2]], &["n: int = 3"; 3]));
+        let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+        run(&mut script, &mut state);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        // The others were sampled hidden from the same prompt, at another
+        // temperature and seed each, and tried before the turn's own ran.
+        assert_eq!(script.tried, [vec!["n = 1 + 2", "n = 3"]]);
+        assert_eq!(script.requests.len(), 4, "answer, two others, the form");
+        assert_eq!(script.requests[0].messages, script.requests[1].messages);
+        let seeds: Vec<_> = script.requests[..3].iter().map(|r| r.sampling).collect();
+        assert!(seeds[1] != seeds[0] && seeds[2] != seeds[1], "{seeds:?}");
+        assert_eq!(script.executed, ["n = 3"]);
+        assert!(
+            state
+                .checked
+                .contains(&"the same in 3 of 3 solutions written independently".to_owned()),
+            "{:?}",
+            state.checked
+        );
+    }
+
+    #[test]
+    fn another_answer_with_more_solutions_behind_it_is_not_done_and_shown() {
+        let mut script = Script::new(
+            &[
+                "```python\nn = 4 - 2\n```",
+                "```python\nn = 3\n```",
+                "```python\nn = 1 + 2\n```",
+                "```python\nn = 3\n```",
+                "```python\nn = 3\n```",
+                "```python\nn = 2 + 1\n```",
+                ONE_VALUE,
+            ],
+            ok,
+        );
+        script.agreements.push_back(agreement(
+            &[&[1, 2], &[0]],
+            &["n: int = 2", "n: int = 3", "n: int = 3"],
+        ));
+        script
+            .agreements
+            .push_back(agreement(&[&[0, 1, 2]], &["n: int = 3"; 3]));
+        let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+        run(&mut script, &mut state);
+        // No review and no form question on the first turn: the dispute
+        // settles it; the model sees both values and the other code.
+        let told = latest(&script.requests[3]);
+        assert!(told.contains("2 other solutions"), "{told}");
+        assert!(told.contains("n: int = 2"), "{told}");
+        assert!(told.contains("```python\nn = 3\n```"), "{told}");
+        assert!(told.contains("n: int = 3"), "{told}");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(script.executed, ["n = 4 - 2", "n = 3"]);
+        assert_eq!(script.tried.len(), 2);
+    }
+
+    #[test]
+    fn a_majority_for_the_turns_own_goes_to_the_review_with_the_count() {
+        let mut script = Script::new(
+            &[
+                "```python\nn = 3\n```",
+                "```python\nn = 3\n```",
+                "```python\nn = 4\n```",
+                ONE_VALUE,
+                DONE,
+            ],
+            ok,
+        );
+        script
+            .agreements
+            .push_back(agreement(&[&[0, 1], &[2]], &["n = 3", "n = 3", "n = 4"]));
+        let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+        run(&mut script, &mut state);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        let review = latest(&script.requests[4]);
+        assert!(
+            review.contains("Of 3 solutions of this request written independently, 2 computed"),
+            "{review}"
+        );
+    }
+
+    #[test]
+    fn a_dispute_on_the_last_turn_is_not_done() {
+        let mut script = Script::new(
+            &[
+                "```python\nn = 2\n```",
+                "```python\nn = 3\n```",
+                "```python\nn = 4\n```",
+            ],
+            ok,
+        );
+        script
+            .agreements
+            .push_back(agreement(&[&[0], &[1], &[2]], &["n = 2", "n = 3", "n = 4"]));
+        let mut state = AgentState::new(REQUEST, Vec::new(), 1);
+        run(&mut script, &mut state);
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+    }
+
+    #[test]
+    fn values_are_compared_by_the_names_the_request_gives_them() {
+        let state = |request: &str| AgentState::new(request, Vec::new(), 5);
+        let answer = "```python\ndef g(df):\n    total = 1\n    return df\n\nresult = g(df.copy())\nok == 1\ndf['a'] = 2\n```";
+        let placeholder = "Drop the empty rows.\n\nresult = ... # put solution in this variable";
+        let names = |request: &str, settings: &Settings| {
+            names_to_compare(&state(request), settings, answer)
+        };
+        assert_eq!(
+            names(placeholder, &settings()),
+            Some(vec!["result".to_owned()])
+        );
+        assert_eq!(
+            names("Store the cleaned table in `clean`.", &settings()),
+            Some(vec!["clean".to_owned()])
+        );
+        // "result" as part of a longer word is no mention; neither is a
+        // request with no code to run, nor one answered --once.
+        assert_eq!(names("Show the results of df.", &settings()), None);
+        let once = Settings {
+            once: true,
+            ..settings()
+        };
+        assert_eq!(names(placeholder, &once), None);
+        assert_eq!(
+            names_to_compare(&state(placeholder), &settings(), "No code."),
+            None
+        );
+    }
+
+    #[test]
+    fn no_other_solutions_for_a_request_that_names_no_value() {
+        let mut script = Script::new(&["```python\nprint(len(df))\n```", DONE], ok);
+        let mut state = AgentState::new("How many rows does df have?", Vec::new(), 5);
+        run(&mut script, &mut state);
+        assert!(script.tried.is_empty());
+        assert_eq!(script.requests.len(), 2);
+    }
+}

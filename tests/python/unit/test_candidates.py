@@ -1,0 +1,128 @@
+"""Other solutions tried on scratch copies: what they may not touch, and
+when two solutions computed the same value."""
+
+import ast
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mahtab import candidates
+
+
+class Runtime:
+    """The runtime calls a candidate makes: IPython's syntax is left as it is
+    and anything published is recorded (nothing may be)."""
+
+    def __init__(self):
+        self.published = []
+        self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
+
+    def _agent_python(self, code):
+        return code
+
+    def publish(self, *args, **kwargs):
+        self.published.append(args)
+
+
+@pytest.mark.parametrize("a, b", [
+    (4.61, "4.61"),
+    (np.float64(0.1 + 0.2), 0.3),
+    ({"mean": "1.50", "std": 2}, {"std": 2.0, "mean": 1.5}),
+    (pd.Series([1, 2], name="x"), pd.Series([1.0, 2.0])),
+    (pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"a": [1.0, 2.0]})),
+    (np.array([1, 2]), [1, 2]),
+    (float("nan"), np.nan),
+    ([1, (2, "b")], [1, (2, "b")]),
+])
+def test_the_same_value_in_another_form_agrees(a, b):
+    assert candidates.same_value(a, b)
+
+
+@pytest.mark.parametrize("a, b", [
+    (4.61, 4.62),
+    ("4.61", "four"),
+    ({"mean": 1.5}, {"mean": 1.5, "std": 2}),
+    (pd.Series([1, 2]), pd.Series([1, 2, 3])),
+    (pd.DataFrame({"a": [1]}), pd.DataFrame({"b": [1]})),
+    (pd.Series([6.0]), 6.0),
+    (np.array([1, 2]), np.array([[1, 2]])),
+    (True, 1.0),
+    (float("nan"), 0.0),
+])
+def test_different_values_do_not(a, b):
+    assert not candidates.same_value(a, b)
+
+
+@pytest.mark.parametrize("code, writes", [
+    ("df.to_csv('out.csv')", True),
+    ("df.to_parquet(path)", True),
+    ("plt.savefig('a.png')", True),
+    ("np.save('a.npy', a)", True),
+    ("open('f.txt', 'w').write('x')", True),
+    ("open(name, mode)", True),
+    ("text = df.to_csv()", False),
+    ("d = df.to_dict()", False),
+    ("df2 = df.rename(columns={'a': 'b'})", False),
+    ("items.remove(3)", False),
+    ("open('f.txt').read()", False),
+])
+def test_code_that_writes_files_is_told_apart(code, writes):
+    assert candidates._writes_files(ast.parse(code)) is writes
+
+
+def test_a_candidate_runs_on_a_copy_and_leaves_no_trace():
+    runtime = Runtime()
+    frame = pd.DataFrame({"a": [1, 2, 3]})
+    items = [1, 2]
+    namespace = {"df": frame, "items": items, "__builtins__": __builtins__}
+    code = "df['b'] = df.a * 2\nitems.append(3)\ntotal = df.b.sum()\nprint(total)\ndisplay = total"
+    scratch, why = candidates.try_candidate(runtime, code, namespace)
+    assert why is None
+    assert scratch["total"] == 12 and scratch["items"] == [1, 2, 3]
+    assert list(namespace["df"].columns) == ["a"] and namespace["items"] == [1, 2]
+    assert "total" not in namespace
+    assert runtime.published == []
+
+
+def test_a_candidate_that_fails_or_reaches_out_is_not_kept():
+    runtime = Runtime()
+    namespace = {"__builtins__": __builtins__}
+    assert candidates.try_candidate(runtime, "x = 1 / 0", namespace) == (None, "ZeroDivisionError: division by zero")
+    scratch, why = candidates.try_candidate(runtime, "import os\nos.system('touch gone')", namespace)
+    assert scratch is None and why.startswith("not tried")
+    scratch, why = candidates.try_candidate(runtime, "savefig('chart.png')", namespace)
+    assert scratch is None and why == "not tried: it writes files"
+    scratch, why = candidates.try_candidate(runtime, "import random\nx = random.sample(range(9), 3)", namespace)
+    assert scratch is None and why == "not tried: it draws at random"
+    scratch, why = candidates.try_candidate(runtime, "x = input('?')", namespace)
+    assert scratch is None and "input" in why
+    assert candidates.try_candidate(runtime, "x = (", namespace)[1].startswith("SyntaxError")
+
+
+def test_solutions_are_grouped_by_every_value_largest_group_first():
+    live = {"n": 3, "m": 1.0}
+    solutions = [live, {"n": 4, "m": 1.0}, {"n": 4.0, "m": "1"}, None, {"n": 3}]
+    assert candidates.groups(solutions, ["n", "m"]) == [[1, 2], [0]]
+    assert candidates.groups(solutions, ["n"]) == [[0, 4], [1, 2]]
+
+
+def test_code_that_draws_at_random_is_told_apart():
+    runtime = Runtime()
+    assert candidates.draws_at_random(runtime, "s = df.sample(5)")
+    assert candidates.draws_at_random(runtime, "rng = np.random.default_rng(0)\nx = rng.integers(9)")
+    assert not candidates.draws_at_random(runtime, "s = df.head(5)")
+    assert not candidates.draws_at_random(runtime, "s = (")
+
+
+def test_solutions_are_compared_on_the_names_all_of_them_computed():
+    own = {"mean_value": 4.6, "answers": {"mean": 4.6}}
+    steps_named_otherwise = {"m": 4.6, "answers": {"mean": 4.6}}
+    computed_nothing_asked = {"x": 1}
+    solutions = [own, steps_named_otherwise, None, computed_nothing_asked]
+    names = candidates.shared_names(solutions, ["mean_value", "answers"])
+    assert names == ["answers"]
+    assert candidates.groups(solutions, names) == [[0, 1]]
+    assert candidates.shared_names([None, own], ["answers"]) == []
+    assert candidates.groups(solutions, []) == []
