@@ -163,6 +163,10 @@ pub const CODE_PLEASE: &str = "Do this in the notebook: answer with a ```python 
 works on the live variables and does what I asked (store results where I said). Do not guess \
 values; compute them.";
 
+/// Said at the end of the prompt of another solution, sampled beside the
+/// turn's answer: its code alone.
+pub const CODE_ONLY: &str = "\n\n(Reply with the ```python block alone, no explanation.)";
+
 /// Sent back once when the model answers without code after a turn the
 /// review found unfinished.
 pub fn still_unfinished(reason: &str) -> String {

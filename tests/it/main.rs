@@ -20,6 +20,7 @@ mod planner;
 mod providers;
 mod requests;
 mod rlm;
+mod solutions;
 mod structured;
 mod support;
 mod tools;

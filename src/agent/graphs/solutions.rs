@@ -2,10 +2,9 @@
 //! `candidates.py`): the default graph's `others` node samples a few more
 //! answers to the prompt its code came from and runs them on scratch copies
 //! before its own code runs; its review compares the values the request
-//! names. Every solution
-//! agreeing is a check that could have failed; another answer with as many
-//! solutions behind it means the turn is not done, and the model is shown
-//! both values and the other's code.
+//! names. Every solution agreeing is a check that could have failed;
+//! another answer with as many solutions behind it means the turn is not
+//! done, and the model is shown both values and the other's code.
 
 use super::steps::Settings;
 use crate::agent::llm::Role;
@@ -252,7 +251,13 @@ mod tests {
         // temperature and seed each, and tried before the turn's own ran.
         assert_eq!(script.tried, [vec!["n = 1 + 2", "n = 3"]]);
         assert_eq!(script.requests.len(), 4, "answer, two others, the form");
-        assert_eq!(script.requests[0].messages, script.requests[1].messages);
+        // The same messages, the last one asking for the code alone.
+        let (own, other) = (&script.requests[0].messages, &script.requests[1].messages);
+        assert_eq!(own.len(), other.len());
+        assert_eq!(own[..own.len() - 1], other[..other.len() - 1]);
+        let asked = &other.last().unwrap().content;
+        assert_eq!(asked, &format!("{REQUEST}{}", prompts::CODE_ONLY));
+        assert_eq!(script.requests[1].stop, ["\n```\n"]);
         let seeds: Vec<_> = script.requests[..3].iter().map(|r| r.sampling).collect();
         assert!(seeds[1] != seeds[0] && seeds[2] != seeds[1], "{seeds:?}");
         assert_eq!(script.executed, ["n = 3"]);

@@ -5,8 +5,8 @@
 
 use crate::agent::budget;
 use crate::agent::graph::{NodeFn, NodeFuture};
-use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Sampling};
-use crate::agent::parse::code::{closed_code_blocks, code_blocks};
+use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
+use crate::agent::parse::code::closed_code_blocks;
 use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 
@@ -32,6 +32,9 @@ pub struct Settings {
     /// on scratch copies beside its own code (0: none).
     pub candidates: u32,
 }
+
+/// Where another solution's answer stops: the end of its code block.
+const BLOCK_END: &[&str] = &["\n```\n"];
 
 /// How other solutions are sampled: varied enough to differ where the
 /// model is unsure, not so much that they stop making sense.
@@ -132,6 +135,15 @@ impl Settings {
                     temperature: Some(CANDIDATE_TEMPERATURE),
                     seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
                 };
+                // Code only, ending with its block: the words around it
+                // would cost as much again. Said at the end of the last
+                // message, so all before it stays cached.
+                if let Some(last) = request.messages.last_mut()
+                    && last.role == Role::User
+                {
+                    last.content.push_str(prompts::CODE_ONLY);
+                    request.stop = BLOCK_END;
+                }
                 request
             })
             .collect();
@@ -139,12 +151,12 @@ impl Settings {
         for answer in effects.chat_side_by_side(requests).await {
             let answer = answer?;
             state.usage.add(answer.usage);
-            let blocks = if answer.truncated {
-                closed_code_blocks(&answer.text)
-            } else {
-                code_blocks(&answer.text)
-            };
-            let code: Vec<String> = blocks.into_iter().map(|b| b.code).collect();
+            // The stop sequence took the closing fence.
+            let closed = format!("{}\n```", answer.text.trim_end());
+            let code: Vec<String> = closed_code_blocks(&closed)
+                .into_iter()
+                .map(|b| b.code)
+                .collect();
             if !code.is_empty() {
                 codes.push(code.join("\n\n"));
             }

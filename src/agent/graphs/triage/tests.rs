@@ -463,13 +463,13 @@ fn a_missing_variable_the_request_names_is_reviewed_without_a_judge() {
 }
 
 #[test]
-fn a_plan_may_say_the_work_so_far_is_done() {
+fn a_plan_that_calls_work_the_check_sent_back_done_answers_without_claiming_it() {
     let plan = r#"{"action": "tool", "tool": "describe", "input": "x"}"#;
     let done = r#"{"action": "done", "response": "x is described above.", "reasoning": "met"}"#;
     let mut script = Script::new(&[UNSURE, plan, NOT_DONE, UNSURE, done], ok);
     let state = run(&mut script, "sum up x over time", 3, true);
     assert_eq!(script.nodes.last(), Some(&"respond"));
-    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.outcome, Some(Outcome::Answered));
     assert_eq!(state.answer, "x is described above.");
 }
 

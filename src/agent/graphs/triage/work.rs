@@ -105,10 +105,10 @@ pub(super) fn respond<E: Effects>(
     effects: &mut E,
 ) -> Result<(), AgentError> {
     let (text, outcome) = match state.triage.decision.clone() {
-        Some(Decision::Respond(text)) => (text, Outcome::Answered),
-        // The plan found the work already done meets the request.
-        Some(Decision::Done(text)) if !state.executions.is_empty() => (text, Outcome::Complete),
-        Some(Decision::Done(text)) => (text, Outcome::Answered),
+        // A plan that finds the work so far meets the request overrules the
+        // check that sent it back (a pass is planned only after a "not
+        // done"): its words stand, but it is no "done" claim.
+        Some(Decision::Respond(text) | Decision::Done(text)) => (text, Outcome::Answered),
         _ => return Err(AgentError::Graph("respond without a reply".into())),
     };
     if !text.trim().is_empty() {

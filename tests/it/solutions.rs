@@ -1,0 +1,110 @@
+//! Other solutions tried beside a turn's code, through the real kernel and
+//! its Python: sampled from a real HTTP server side by side, run on scratch
+//! copies of the user's variables, and compared with the turn's own values.
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{Kernel, panel_texts, result_text, told_model};
+
+const ONE_VALUE: &str = r#"{"form": "one number"}"#;
+
+fn answer(code: &str) -> Reply {
+    Reply::Answer(format!("```python\n{code}\n```"))
+}
+
+/// The kernel with the server as its provider, trying two other solutions.
+async fn kernel(llm: &FakeLlm) -> Kernel {
+    let mut env = llm.env();
+    env.push(("MAHTAB_CANDIDATES", "2".into()));
+    Kernel::start_with_env(&env).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_ends_the_run() {
+    // The two other solutions change `rows` in place: only their copies.
+    let other = "rows.append(4)\nn = len(rows) - 1";
+    let llm = FakeLlm::start(vec![
+        answer("n = len(rows) - 1"),
+        answer(other),
+        answer(other),
+        answer("n = len(rows)"),
+        answer(other),
+        answer(other),
+        Reply::Answer(ONE_VALUE.into()),
+    ])
+    .await;
+    let mut kernel = kernel(&llm).await;
+    kernel.execute("rows = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nStore the number of items in rows in `n`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+
+    let requests = llm.requests.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        7,
+        "no review: agreement and the form checked it"
+    );
+    // The others were asked for the same prompt as the turn's answer (and
+    // for the code alone, at its end), at their own temperature and seeds.
+    let own = told_model(&requests[0]);
+    for other in &requests[1..3] {
+        let told = told_model(other);
+        assert!(
+            told.starts_with(&own) && told.ends_with("no explanation.)"),
+            "{told}"
+        );
+        assert_eq!(other["stop"], serde_json::json!(["\n```\n"]));
+    }
+    let temperature = requests[1]["temperature"].as_f64().unwrap();
+    assert!((temperature - 0.7).abs() < 1e-6, "{temperature}");
+    assert_ne!(requests[1]["seed"], requests[2]["seed"]);
+    // The model was shown both values and the other code.
+    let told = told_model(&requests[3]);
+    assert!(told.contains("2 other solutions"), "{told}");
+    assert!(told.contains("n: int = 2"), "{told}");
+    assert!(told.contains("n: int = 3"), "{told}");
+    assert!(told.contains("rows.append(4)"), "{told}");
+
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(summary.contains("done"), "{summary}");
+    assert!(
+        summary.contains("the same in 3 of 3 solutions written independently"),
+        "{summary}"
+    );
+    // Only the turns' own code ran in the namespace.
+    let code = panel_texts(&iopub, "code").join("\n");
+    assert!(!code.contains("append"), "{code}");
+    let (_, iopub) = kernel.execute("rows, n").await;
+    assert_eq!(result_text(&iopub), "([1, 2, 3], 3)");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_solutions_that_fail_or_would_write_files_leave_the_review_to_judge() {
+    let llm = FakeLlm::start(vec![
+        answer("total = sum(prices)"),
+        answer("open('copy.txt', 'w').write(str(prices))\ntotal = sum(prices)"),
+        answer("open('copy.txt', 'w').write(str(prices))\ntotal = sum(prices)"),
+        Reply::Answer(ONE_VALUE.into()),
+        Reply::Answer(crate::ask::DONE.into()),
+    ])
+    .await;
+    let mut kernel = kernel(&llm).await;
+    kernel.execute("prices = [2.5, 1.5]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nStore the sum of prices in `total`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(
+        llm.requests.lock().unwrap().len(),
+        5,
+        "the review was asked"
+    );
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(summary.contains("done"), "{summary}");
+    assert!(!summary.contains("solutions written"), "{summary}");
+    let (_, iopub) = kernel
+        .execute("import os; os.path.exists('copy.txt'), total")
+        .await;
+    assert_eq!(result_text(&iopub), "(False, 4.0)");
+}
