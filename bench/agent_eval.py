@@ -489,8 +489,8 @@ def parse_args():
     parser.add_argument("--local", nargs="?", const="coder-1.5b", choices=sorted(LOCAL_MODELS),
                         help="one local model server for every kernel (default coder-1.5b)")
     parser.add_argument("--candidates", type=int,
-                        help="other solutions each turn tries beside its own (default: the kernel's: 2 with "
-                             "the local model, else 0)")
+                        help="other solutions each turn of the default graph tries beside its own "
+                             "(default: the kernel's, 0)")
     parser.add_argument("--repeat", type=int, default=1, help="run each task this many times")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")

@@ -272,7 +272,7 @@ impl AgentSession {
                 Some(said) => said,
                 None => self.providers.served_vision(&provider).await,
             },
-            candidates: other_solutions(&settings, local_spec.is_some(), options.approval()),
+            candidates: other_solutions(&settings, options.approval()),
         };
         // The triage may hand work to the claude CLI, unless it is the
         // run's own provider already.
