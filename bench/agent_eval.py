@@ -580,6 +580,8 @@ def main():
                     print(f"  {graph:<8} {task.name:<24} {result.seconds:6.1f}s  {mark}",
                           file=sys.stderr, flush=True)
                     results.append(result)
+                    # Kept as it goes: a run stopped early still has its figures.
+                    save_json(args.json, provider, summarize(results, args.graphs), results)
     finally:
         if replay:
             replay.close()
@@ -587,11 +589,16 @@ def main():
             local.close()
     rows = summarize(results, args.graphs)
     print_report(rows, results, provider)
-    if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"provider": provider, "summary": rows, "results": [asdict(r) for r in results]}, indent=2))
+    save_json(args.json, provider, rows, results)
     if args.strict and not all(r.solved for r in results):
         sys.exit(1)
+
+
+def save_json(path, provider, rows, results):
+    """Every result so far, and the summary of them, in `path` (if given)."""
+    if path:
+        Path(path).write_text(json.dumps(
+            {"provider": provider, "summary": rows, "results": [asdict(r) for r in results]}, indent=2))
 
 
 def describe_provider(env):
