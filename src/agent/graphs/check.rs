@@ -3,8 +3,11 @@
 //! have (one value, several, a table) is asked of the model before it sees
 //! them and compared by code ([`crate::agent::parse::form`]), and only then
 //! does a review judge the request beside the code that ran, its output and
-//! those values. What the review looked at is kept (`AgentState::checked`)
-//! for the summary line, so the user sees why the agent believes it.
+//! those values. Where other solutions of the request were tried and all
+//! computed the same values (`Work::agreed`), that agreement stands in for
+//! the review, unless a figure was shown. What the check looked at is kept
+//! (`AgentState::checked`) for the summary line, so the user sees why the
+//! agent believes it.
 
 use super::steps::Settings;
 use crate::agent::parse::form;
