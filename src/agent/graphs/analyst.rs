@@ -340,15 +340,8 @@ mod tests {
 
     fn settings(execute: bool) -> Settings {
         Settings {
-            model: "test-model".into(),
-            judge_model: None,
-            max_tokens: 1000,
-            context_tokens: 100_000,
             execute,
-            once: false,
-            sampling: Default::default(),
-            vision: false,
-            candidates: 0,
+            ..Settings::for_tests()
         }
     }
 

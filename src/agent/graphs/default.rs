@@ -370,17 +370,7 @@ mod tests {
     const CANNOT_TELL: &str = r#"{"form": "cannot tell"}"#;
 
     fn settings() -> Settings {
-        Settings {
-            model: "test-model".into(),
-            judge_model: None,
-            max_tokens: 1000,
-            context_tokens: 100_000,
-            execute: true,
-            once: false,
-            sampling: Default::default(),
-            vision: false,
-            candidates: 0,
-        }
+        Settings::for_tests()
     }
 
     fn run(script: &mut Script, state: &mut AgentState, settings: Settings) -> RunEnd {

@@ -124,17 +124,7 @@ mod tests {
     use crate::agent::script::{Script, ok};
 
     fn settings() -> Settings {
-        Settings {
-            model: "test-model".into(),
-            judge_model: None,
-            max_tokens: 1000,
-            context_tokens: 100_000,
-            execute: true,
-            once: false,
-            sampling: Default::default(),
-            vision: false,
-            candidates: 0,
-        }
+        Settings::for_tests()
     }
 
     fn search() -> Search {

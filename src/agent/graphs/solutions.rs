@@ -175,15 +175,8 @@ mod tests {
 
     fn settings() -> Settings {
         Settings {
-            model: "test-model".into(),
-            judge_model: None,
-            max_tokens: 1000,
-            context_tokens: 100_000,
-            execute: true,
-            once: false,
-            sampling: Default::default(),
-            vision: false,
             candidates: 2,
+            ..Settings::for_tests()
         }
     }
 

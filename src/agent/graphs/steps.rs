@@ -33,6 +33,25 @@ pub struct Settings {
     pub candidates: u32,
 }
 
+#[cfg(test)]
+impl Settings {
+    /// The settings the graphs' unit tests start from: a named model,
+    /// execution on, no other solutions.
+    pub(crate) fn for_tests() -> Self {
+        Settings {
+            model: "test-model".into(),
+            judge_model: None,
+            max_tokens: 1000,
+            context_tokens: 100_000,
+            execute: true,
+            once: false,
+            sampling: Default::default(),
+            vision: false,
+            candidates: 0,
+        }
+    }
+}
+
 /// Where another solution's answer stops: the end of its code block.
 const BLOCK_END: &[&str] = &["\n```\n"];
 

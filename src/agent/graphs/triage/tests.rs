@@ -41,15 +41,8 @@ fn answers_recorded_from_the_local_model_with_the_schemas() {
 
 fn settings(execute: bool) -> Settings {
     Settings {
-        model: "test-model".into(),
-        judge_model: None,
-        max_tokens: 1000,
-        context_tokens: 100_000,
         execute,
-        once: false,
-        sampling: Default::default(),
-        vision: false,
-        candidates: 0,
+        ..Settings::for_tests()
     }
 }
 
