@@ -415,14 +415,19 @@ fn run_kernel(
     warn_if_python_is_ignored(launcher, python.as_deref());
     let text = std::fs::read_to_string(&connection_file)
         .with_context(|| format!("cannot read connection file {}", connection_file.display()))?;
-    let connection: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text)
-        .with_context(|| format!("invalid connection file {}", connection_file.display()))?;
+    let invalid = || format!("invalid connection file {}", connection_file.display());
+    let json: serde_json::Value = serde_json::from_str(&text).with_context(invalid)?;
+    let curve = crate::zmtp::curve::Keypair::from_connection_file(&json).with_context(invalid)?;
+    let connection: jupyter_protocol::ConnectionInfo =
+        serde_json::from_value(json).with_context(invalid)?;
     let python = PythonConfig {
         executable: python,
         connection_file: std::path::absolute(&connection_file).ok(),
         debugger,
     };
-    serve(launcher, move || crate::kernel::run(connection, python))
+    serve(launcher, move || {
+        crate::kernel::run(connection, curve, python)
+    })
 }
 
 /// Run by `python -m mahtab`, cells run in that interpreter, whatever

@@ -489,6 +489,28 @@ mod tests {
         let with_debugpy = kernel_json(Path::new("/m"), Path::new("/p"), "M", true);
         assert_eq!(with_debugpy["metadata"]["debugger"], true);
         assert_eq!(with_debugpy["argv"][2], "--debugger");
+        // jupyter_client provisions CURVE keys for a spec that says it
+        // takes them, and reads the protocol version from the spec.
+        assert_eq!(
+            spec["metadata"]["supported_encryption"],
+            serde_json::json!(["curve"])
+        );
+        assert_eq!(
+            spec["kernel_protocol_version"],
+            crate::wire::PROTOCOL_VERSION
+        );
+        let wheel: Value = serde_json::from_str(include_str!(
+            "../kernelspec/wheel/data/share/jupyter/kernels/mahtab/kernel.json"
+        ))
+        .unwrap();
+        assert_eq!(
+            wheel["metadata"]["supported_encryption"],
+            serde_json::json!(["curve"])
+        );
+        assert_eq!(
+            wheel["kernel_protocol_version"],
+            crate::wire::PROTOCOL_VERSION
+        );
     }
 
     #[test]

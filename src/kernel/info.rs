@@ -8,8 +8,9 @@ use serde_json::Value;
 use crate::wire::PROTOCOL_VERSION;
 
 /// kernel_info_reply content for a kernel embedding Python
-/// `python_version`, offering the debugger if `debugger`.
-pub fn kernel_info(python_version: &str, debugger: bool) -> Value {
+/// `python_version`, offering the debugger if `debugger`, its sockets
+/// encrypted with CURVE if `encrypted`.
+pub fn kernel_info(python_version: &str, debugger: bool, encrypted: bool) -> Value {
     let link = |text: &str, url: &str| HelpLink {
         text: text.into(),
         url: url.into(),
@@ -47,6 +48,9 @@ pub fn kernel_info(python_version: &str, debugger: bool) -> Value {
         features.push("debugger");
     }
     info["supported_features"] = serde_json::json!(features);
+    // What the connection uses, in the kernelspec's `supported_encryption`
+    // terms, so a client can tell an encrypted kernel from one in the clear.
+    info["transport_encryption"] = if encrypted { "curve" } else { "none" }.into();
     info
 }
 
@@ -56,7 +60,7 @@ mod tests {
 
     #[test]
     fn describes_python_like_ipykernel() {
-        let info = kernel_info("3.11.7", false);
+        let info = kernel_info("3.11.7", false, false);
         let language = &info["language_info"];
         assert_eq!(language["name"], "python");
         assert_eq!(language["version"], "3.11.7");
@@ -75,7 +79,9 @@ mod tests {
             info["supported_features"],
             serde_json::json!(["kernel subshells"])
         );
-        let debugging = kernel_info("3.11.7", true);
+        assert_eq!(info["transport_encryption"], "none");
+        let debugging = kernel_info("3.11.7", true, true);
+        assert_eq!(debugging["transport_encryption"], "curve");
         assert_eq!(debugging["debugger"], true);
         assert_eq!(
             debugging["supported_features"],

@@ -37,7 +37,7 @@ use crate::python::{
     PythonHandle, StreamName,
 };
 use crate::wire::{Codec, Signer, SigningError, no_parent};
-use crate::zmtp::{Endpoint, Listener, Router, XPub};
+use crate::zmtp::{Endpoint, Listener, Mechanism, Router, XPub, curve};
 use iopub::Iopub;
 use router::{Replies, RouterChannel};
 use stdin::Stdin;
@@ -88,6 +88,8 @@ struct Shared {
 /// reaches them.
 pub struct Sockets {
     connection: ConnectionInfo,
+    /// Set when every socket speaks CURVE.
+    encrypted: bool,
     heartbeat: Listener,
     iopub: Listener,
     control: Listener,
@@ -117,6 +119,7 @@ impl Sockets {
         let stdin = bind("stdin", &address, &mut connection.stdin_port, choose).await?;
         Ok(Self {
             connection,
+            encrypted: false,
             heartbeat,
             iopub,
             control,
@@ -129,11 +132,36 @@ impl Sockets {
     pub fn connection(&self) -> &ConnectionInfo {
         &self.connection
     }
+
+    /// Encrypts every socket's connections with CURVE, serving with `keys`
+    /// (the connection file's `curve_publickey`/`curve_secretkey`).
+    pub fn encrypt(&mut self, keys: curve::Keypair) {
+        let mechanism = Mechanism::CurveServer(Arc::new(keys));
+        for listener in [
+            &mut self.heartbeat,
+            &mut self.iopub,
+            &mut self.control,
+            &mut self.shell,
+            &mut self.stdin,
+        ] {
+            listener.secure(mechanism.clone());
+        }
+        self.encrypted = true;
+    }
 }
 
-/// Runs a kernel on the sockets of `connection` until a shutdown_request.
-pub async fn run(connection: ConnectionInfo, python: PythonConfig) -> Result<(), KernelError> {
-    serve(Sockets::bind(connection).await?, python).await
+/// Runs a kernel on the sockets of `connection` until a shutdown_request,
+/// encrypted with `curve` keys if there are any.
+pub async fn run(
+    connection: ConnectionInfo,
+    curve: Option<curve::Keypair>,
+    python: PythonConfig,
+) -> Result<(), KernelError> {
+    let mut sockets = Sockets::bind(connection).await?;
+    if let Some(keys) = curve {
+        sockets.encrypt(keys);
+    }
+    serve(sockets, python).await
 }
 
 /// Runs a kernel on bound `sockets` until a shutdown_request.
@@ -150,6 +178,7 @@ pub async fn serve_until(
 ) -> Result<(), KernelError> {
     let Sockets {
         connection,
+        encrypted,
         heartbeat,
         iopub: iopub_socket,
         control,
@@ -182,7 +211,7 @@ pub async fn serve_until(
     let (shell, shell_replies) = RouterChannel::new("shell", shell, codec.clone(), iopub.clone());
     let debug_io = io.clone();
     let shared = Arc::new(Shared {
-        kernel_info: kernel_info(&crate::python::linked_python_version(), debugger),
+        kernel_info: kernel_info(&crate::python::linked_python_version(), debugger, encrypted),
         ports: json!({
             "status": "ok",
             "shell_port": connection.shell_port,

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::wire::{Codec, Message, Outgoing, Signer, no_parent};
-use crate::zmtp::{Connection, Endpoint, Offered, Sender};
+use crate::zmtp::{Connection, Endpoint, Mechanism, Offered, Sender};
 
 /// How long a reply on the control channel may take (the kernel answers
 /// control requests even while cells run).
@@ -116,8 +116,17 @@ impl KernelClient {
         let text = std::fs::read_to_string(connection_file).with_context(|| {
             format!("cannot read connection file {}", connection_file.display())
         })?;
-        let info: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text)
-            .with_context(|| format!("invalid connection file {}", connection_file.display()))?;
+        let invalid = || format!("invalid connection file {}", connection_file.display());
+        let json: Value = serde_json::from_str(&text).with_context(invalid)?;
+        // A kernel serving with CURVE is reached as its client: its public
+        // key is all a client needs (a fresh key pair of ours vouches).
+        let mechanism =
+            match crate::zmtp::curve::Keypair::from_connection_file(&json).with_context(invalid)? {
+                Some(keys) => Mechanism::CurveClient(keys.public().clone()),
+                None => Mechanism::Null,
+            };
+        let info: jupyter_protocol::ConnectionInfo =
+            serde_json::from_value(json).with_context(invalid)?;
         let endpoint = |port: u16| match info.transport {
             jupyter_protocol::connection_info::Transport::TCP => {
                 Endpoint::Tcp(connect_address(&info.ip), port)
@@ -131,8 +140,9 @@ impl KernelClient {
         let codec = Arc::new(Codec::new(signer, uuid::Uuid::new_v4().to_string()));
         let open = |port, kind| {
             let endpoint = endpoint(port);
+            let mechanism = mechanism.clone();
             async move {
-                Connection::open(&endpoint, kind)
+                Connection::open(&endpoint, kind, &mechanism)
                     .await
                     .with_context(|| format!("cannot connect to the kernel at {endpoint}"))
             }

@@ -1,6 +1,7 @@
-//! ZMTP 3.0's bytes: the greeting, frame headers and the READY command
-//! (RFC 23, NULL mechanism). Pure functions of bytes, so every rule about
-//! what a peer may send is checked here, in one place, without sockets.
+//! ZMTP 3.0's bytes: the greeting, frame headers, the READY command and
+//! properties (RFC 23; CURVE's own commands are in `curve`). Pure
+//! functions of bytes, so every rule about what a peer may send is checked
+//! here, in one place, without sockets.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -20,7 +21,7 @@ pub enum ProtocolError {
     NotZmtp,
     #[error("ZMTP {0}.x is not supported (3.0 or later is needed)")]
     OldVersion(u8),
-    #[error("security mechanism {0:?} is not supported (only NULL)")]
+    #[error("the peer's security mechanism is {0:?}, not this socket's")]
     Mechanism(String),
     #[error("frame flags {0:#04x} have reserved bits set")]
     ReservedFlags(u8),
@@ -32,15 +33,17 @@ pub enum ProtocolError {
     IncompatibleSocket { ours: &'static str, theirs: String },
 }
 
-/// Our greeting: ZMTP 3.0, NULL mechanism, not as server. Announcing 3.0
-/// keeps newer peers on 3.0's framing (subscriptions as plain messages).
-pub fn greeting() -> [u8; GREETING_LEN] {
+/// Our greeting: ZMTP 3.0 with `mechanism` (`NULL` or `CURVE`), as the
+/// mechanism's server or not. Announcing 3.0 keeps newer peers on 3.0's
+/// framing (subscriptions as plain messages).
+pub fn greeting(mechanism: &[u8], as_server: bool) -> [u8; GREETING_LEN] {
     let mut g = [0u8; GREETING_LEN];
     g[0] = 0xFF;
     g[9] = 0x7F;
     g[10] = 3;
     g[11] = 0;
-    g[12..16].copy_from_slice(b"NULL");
+    g[12..12 + mechanism.len()].copy_from_slice(mechanism);
+    g[32] = u8::from(as_server);
     g
 }
 
@@ -52,15 +55,16 @@ pub fn check_signature(signature: &[u8]) -> Result<(), ProtocolError> {
     }
 }
 
-/// Checks the rest of a peer's greeting (the bytes after the signature).
-pub fn check_greeting_rest(rest: &[u8]) -> Result<(), ProtocolError> {
+/// Checks the rest of a peer's greeting (the bytes after the signature):
+/// ZMTP 3 or later, with the `mechanism` we speak.
+pub fn check_greeting_rest(rest: &[u8], mechanism: &[u8]) -> Result<(), ProtocolError> {
     let major = rest.first().copied().ok_or(ProtocolError::NotZmtp)?;
     if major < 3 {
         return Err(ProtocolError::OldVersion(major));
     }
-    let mechanism = rest.get(2..22).ok_or(ProtocolError::NotZmtp)?;
-    let name = mechanism.split(|&b| b == 0).next().unwrap_or_default();
-    if name != b"NULL" {
+    let theirs = rest.get(2..22).ok_or(ProtocolError::NotZmtp)?;
+    let name = theirs.split(|&b| b == 0).next().unwrap_or_default();
+    if name != mechanism {
         return Err(ProtocolError::Mechanism(
             String::from_utf8_lossy(name).into_owned(),
         ));
@@ -112,21 +116,44 @@ pub fn put_frame_header(out: &mut BytesMut, len: usize, more: bool, command: boo
 
 /// A whole command frame (header and body): `name` then `data`.
 pub fn command(name: &str, data: &[u8]) -> Bytes {
-    let mut body = BytesMut::with_capacity(1 + name.len() + data.len());
-    body.put_u8(name.len() as u8);
-    body.put_slice(name.as_bytes());
-    body.put_slice(data);
+    let body = command_body(name, data);
     let mut out = BytesMut::with_capacity(body.len() + 9);
     put_frame_header(&mut out, body.len(), false, true);
     out.put_slice(&body);
     out.freeze()
 }
 
+/// A command's body without its frame header: `name` then `data`.
+pub fn command_body(name: &str, data: &[u8]) -> Bytes {
+    let mut body = BytesMut::with_capacity(1 + name.len() + data.len());
+    body.put_u8(name.len() as u8);
+    body.put_slice(name.as_bytes());
+    body.put_slice(data);
+    body.freeze()
+}
+
+/// The PONG that answers a ZMTP 3.1 PING's body (TTL, then a context of
+/// up to 16 bytes to send back); `None` for any other command.
+pub fn pong_for(body: &[u8]) -> Option<Bytes> {
+    match split_command(body) {
+        Ok(("PING", data)) if data.len() >= 2 => {
+            let context = &data[2..];
+            Some(command_body("PONG", &context[..context.len().min(16)]))
+        }
+        _ => None,
+    }
+}
+
 /// Our READY command, naming our socket type.
 pub fn ready(socket_type: &str) -> Bytes {
+    command("READY", &properties(socket_type))
+}
+
+/// Our properties (READY's data, or the metadata CURVE boxes).
+pub fn properties(socket_type: &str) -> BytesMut {
     let mut properties = BytesMut::new();
     put_property(&mut properties, "Socket-Type", socket_type.as_bytes());
-    command("READY", &properties)
+    properties
 }
 
 fn put_property(out: &mut BytesMut, name: &str, value: &[u8]) {
@@ -157,10 +184,16 @@ pub struct PeerReady {
 
 /// Reads a READY command's body.
 pub fn parse_ready(body: &[u8]) -> Result<PeerReady, ProtocolError> {
-    let (name, mut data) = split_command(body)?;
+    let (name, data) = split_command(body)?;
     if name != "READY" {
         return Err(ProtocolError::NotReady(name.to_owned()));
     }
+    parse_properties(data)
+}
+
+/// Reads a list of properties (READY's data, or the metadata in CURVE's
+/// INITIATE and READY boxes).
+pub fn parse_properties(mut data: &[u8]) -> Result<PeerReady, ProtocolError> {
     let mut ready = PeerReady::default();
     while let Some((&len, rest)) = data.split_first() {
         let len = usize::from(len);
@@ -207,9 +240,9 @@ mod tests {
 
     #[test]
     fn our_greeting_is_zmtp_3_0_null() {
-        let g = greeting();
+        let g = greeting(b"NULL", false);
         check_signature(&g[..SIGNATURE_LEN]).unwrap();
-        check_greeting_rest(&g[SIGNATURE_LEN..]).unwrap();
+        check_greeting_rest(&g[SIGNATURE_LEN..], b"NULL").unwrap();
         assert_eq!(&g[10..12], &[3, 0]);
         assert_eq!(g[32], 0, "not as-server");
     }
@@ -217,19 +250,27 @@ mod tests {
     #[test]
     fn greetings_we_cannot_speak_are_refused() {
         assert_eq!(check_signature(b"GET / HTTP"), Err(ProtocolError::NotZmtp));
-        let mut g = greeting();
+        let mut g = greeting(b"NULL", false);
         g[10] = 2;
         assert_eq!(
-            check_greeting_rest(&g[SIGNATURE_LEN..]),
+            check_greeting_rest(&g[SIGNATURE_LEN..], b"NULL"),
             Err(ProtocolError::OldVersion(2))
         );
-        let mut g = greeting();
-        g[12..17].copy_from_slice(b"CURVE");
+        let g = greeting(b"CURVE", true);
+        assert_eq!(g[32], 1, "as-server");
         assert_eq!(
-            check_greeting_rest(&g[SIGNATURE_LEN..]),
+            check_greeting_rest(&g[SIGNATURE_LEN..], b"NULL"),
             Err(ProtocolError::Mechanism("CURVE".into()))
         );
-        assert_eq!(check_greeting_rest(&[3]), Err(ProtocolError::NotZmtp));
+        let g = greeting(b"NULL", false);
+        assert_eq!(
+            check_greeting_rest(&g[SIGNATURE_LEN..], b"CURVE"),
+            Err(ProtocolError::Mechanism("NULL".into()))
+        );
+        assert_eq!(
+            check_greeting_rest(&[3], b"NULL"),
+            Err(ProtocolError::NotZmtp)
+        );
     }
 
     #[test]
@@ -277,6 +318,16 @@ mod tests {
         body.extend_from_slice(b"READY");
         body.extend_from_slice(&[1, b'x', 0xFF, 0xFF, 0xFF, 0xFF]);
         assert_eq!(parse_ready(&body), Err(ProtocolError::BadCommand));
+    }
+
+    #[test]
+    fn a_ping_is_answered_with_its_context() {
+        let ping = command_body("PING", b"\x00\x0actx");
+        assert_eq!(pong_for(&ping).unwrap(), command_body("PONG", b"ctx"));
+        assert_eq!(pong_for(&command_body("PING", b"\x00")), None, "no TTL");
+        assert_eq!(pong_for(&command_body("PONG", b"\x00\x01")), None);
+        let long = command_body("PING", &[7u8; 40]);
+        assert_eq!(pong_for(&long).unwrap().len(), 1 + 4 + 16);
     }
 
     #[test]

@@ -8,19 +8,24 @@ use tokio::io::BufReader;
 use tokio::net::{TcpStream, UnixStream};
 
 use super::listener::{Endpoint, MAX_MESSAGE_BYTES};
-use super::peer::{self, ConnError, Incoming, Offered, Outbox, Reader};
+use super::peer::{self, ConnError, Inbound, Incoming, Mechanism, Offered, Outbox, Reader};
 
 /// One connection to a listening socket.
 pub struct Connection {
-    reader: Reader,
+    inbound: Inbound,
     outbox: Outbox,
     name: String,
 }
 
 impl Connection {
-    /// Connects to `endpoint` as a socket of type `ours` ("DEALER" or "SUB").
-    pub async fn open(endpoint: &Endpoint, ours: &'static str) -> Result<Self, ConnError> {
-        let (mut reader, mut writer): (Reader, peer::Writer) = match endpoint {
+    /// Connects to `endpoint` as a socket of type `ours` ("DEALER" or
+    /// "SUB"), with `mechanism` (NULL, or CURVE as a client).
+    pub async fn open(
+        endpoint: &Endpoint,
+        ours: &'static str,
+        mechanism: &Mechanism,
+    ) -> Result<Self, ConnError> {
+        let (reader, writer): (Reader, peer::Writer) = match endpoint {
             Endpoint::Tcp(ip, port) => {
                 let stream = TcpStream::connect((ip.as_str(), *port)).await?;
                 stream.set_nodelay(true)?;
@@ -32,11 +37,11 @@ impl Connection {
                 (BufReader::new(Box::new(read)), Box::new(write))
             }
         };
-        peer::handshake(&mut reader, &mut writer, ours).await?;
+        let established = peer::handshake(reader, writer, ours, mechanism).await?;
         let name = format!("{ours} {endpoint}");
-        let outbox = Outbox::spawn(writer, name.clone(), || {});
+        let outbox = Outbox::spawn(established.outbound, name.clone(), || {});
         let connection = Self {
-            reader,
+            inbound: established.inbound,
             outbox,
             name,
         };
@@ -59,12 +64,15 @@ impl Connection {
     }
 
     /// The next message; `None` once the connection ends. Commands are
-    /// skipped, and so are messages over the size limit (logged).
+    /// skipped (a PING answered), and so are messages over the size limit
+    /// (logged).
     pub async fn recv(&mut self) -> Option<Vec<Bytes>> {
         loop {
-            match peer::read_incoming(&mut self.reader, MAX_MESSAGE_BYTES).await {
+            match peer::read_incoming(&mut self.inbound, MAX_MESSAGE_BYTES).await {
                 Ok(Incoming::Message(frames)) => return Some(frames),
-                Ok(Incoming::Command(_)) => {}
+                Ok(Incoming::Command(command)) => {
+                    self.outbox.answer_ping(&command);
+                }
                 Ok(Incoming::Oversized(size)) => {
                     tracing::warn!("{}: dropped a message of {size} bytes", self.name);
                 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, UnixListener};
 
-use super::peer::{Reader, Writer};
+use super::peer::{Mechanism, Reader, Writer};
 
 /// The largest message a peer may send, all frames together; bigger ones
 /// are read and dropped (and logged), and the connection goes on.
@@ -33,6 +33,8 @@ impl std::fmt::Display for Endpoint {
 /// A bound listening socket.
 pub struct Listener {
     kind: ListenerKind,
+    /// The security its connections are made with.
+    mechanism: Mechanism,
     /// The TCP port it got (the system's choice for port 0); 0 for ipc.
     pub port: u16,
 }
@@ -53,6 +55,7 @@ impl Listener {
                 let port = listener.local_addr()?.port();
                 Ok(Self {
                     kind: ListenerKind::Tcp(listener),
+                    mechanism: Mechanism::Null,
                     port,
                 })
             }
@@ -65,10 +68,20 @@ impl Listener {
                 let listener = UnixListener::bind(path)?;
                 Ok(Self {
                     kind: ListenerKind::Ipc(listener, path.clone()),
+                    mechanism: Mechanism::Null,
                     port: 0,
                 })
             }
         }
+    }
+
+    /// Makes every connection from now on with `mechanism`.
+    pub fn secure(&mut self, mechanism: Mechanism) {
+        self.mechanism = mechanism;
+    }
+
+    pub(super) fn mechanism(&self) -> &Mechanism {
+        &self.mechanism
     }
 
     /// The next connection, as its two halves and a name for the log.

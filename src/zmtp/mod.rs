@@ -1,5 +1,5 @@
 //! ZeroMQ's transport, the listening side the kernel needs: ZMTP 3.0 with
-//! the NULL mechanism over TCP or Unix sockets, and the three socket kinds
+//! the NULL or CURVE mechanism over TCP or Unix sockets, and the three socket kinds
 //! a Jupyter kernel binds: ROUTER (shell, control, stdin), XPUB (IOPub) and
 //! REP (heartbeat, served as a ROUTER that echoes). Also the connecting
 //! side a client of a kernel needs (DEALER, SUB), for `mahtab mcp`.
@@ -18,6 +18,7 @@
 
 pub mod codec;
 mod connect;
+pub mod curve;
 mod listener;
 mod peer;
 mod router;
@@ -25,6 +26,6 @@ mod xpub;
 
 pub use connect::{Connection, Sender};
 pub use listener::{Endpoint, Listener, MAX_MESSAGE_BYTES};
-pub use peer::{Offered, QUEUE_BYTES, QUEUE_MESSAGES};
+pub use peer::{Mechanism, Offered, QUEUE_BYTES, QUEUE_MESSAGES};
 pub use router::{Client, Router, RouterSender};
 pub use xpub::{PeerId, Subscription, XPub};

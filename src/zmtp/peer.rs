@@ -13,12 +13,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, B
 use tokio::sync::mpsc;
 
 use super::codec::{self, PeerReady, ProtocolError};
+use super::curve::{self, CurveError};
 
 /// How long a new connection may take to greet and say READY.
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 /// The largest command accepted (READY, subscriptions); bigger ones close
 /// the connection.
 const COMMAND_LIMIT: u64 = 64 << 10;
+/// The largest frame a CURVE peer may send: its box must be read whole to
+/// be opened, so past this the connection closes.
+const SEALED_FRAME_LIMIT: u64 = super::MAX_MESSAGE_BYTES + curve::MESSAGE_OVERHEAD as u64;
 /// How many messages may wait for one peer (libzmq's default SNDHWM).
 pub const QUEUE_MESSAGES: usize = 1000;
 /// How many bytes may wait for one peer, so that memory stays bounded
@@ -35,8 +39,33 @@ pub enum ConnError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
+    #[error(transparent)]
+    Curve(#[from] CurveError),
     #[error("no handshake within {HANDSHAKE_LIMIT:?}")]
     Timeout,
+}
+
+/// The security a connection is made with.
+#[derive(Clone, Default)]
+pub enum Mechanism {
+    /// None: ZMTP's NULL mechanism, bytes in the clear.
+    #[default]
+    Null,
+    /// CURVE as the server, with its long-term keys.
+    CurveServer(Arc<curve::Keypair>),
+    /// CURVE as a client of the server whose long-term public key this is.
+    CurveClient(curve::PublicKey),
+}
+
+impl Mechanism {
+    /// Its name in the greeting, and whether we are its server.
+    fn greeting(&self) -> (&'static [u8], bool) {
+        match self {
+            Mechanism::Null => (b"NULL", false),
+            Mechanism::CurveServer(_) => (curve::NAME, true),
+            Mechanism::CurveClient(_) => (curve::NAME, false),
+        }
+    }
 }
 
 /// What a peer sent.
@@ -49,14 +78,37 @@ pub enum Incoming {
     Oversized(u64),
 }
 
-/// Greets the peer as a socket of type `ours` and reads its READY.
+/// The reading half of a connection that has said READY.
+pub struct Inbound {
+    reader: Reader,
+    opener: Option<curve::Opener>,
+}
+
+/// The writing half of a connection that has said READY, for
+/// [`Outbox::spawn`].
+pub struct Outbound {
+    writer: Writer,
+    sealer: Option<curve::Sealer>,
+}
+
+/// A connection after its handshake.
+pub struct Established {
+    pub peer: PeerReady,
+    pub inbound: Inbound,
+    pub outbound: Outbound,
+}
+
+/// Greets the peer as a socket of type `ours` with `mechanism`, and runs
+/// the mechanism's handshake up to both sides' READY.
 pub async fn handshake(
-    reader: &mut Reader,
-    writer: &mut Writer,
+    mut reader: Reader,
+    mut writer: Writer,
     ours: &'static str,
-) -> Result<PeerReady, ConnError> {
+    mechanism: &Mechanism,
+) -> Result<Established, ConnError> {
     let exchange = async {
-        writer.write_all(&codec::greeting()).await?;
+        let (name, as_server) = mechanism.greeting();
+        writer.write_all(&codec::greeting(name, as_server)).await?;
         writer.flush().await?;
         let mut greeting = [0u8; codec::GREETING_LEN];
         reader
@@ -66,54 +118,166 @@ pub async fn handshake(
         reader
             .read_exact(&mut greeting[codec::SIGNATURE_LEN..])
             .await?;
-        codec::check_greeting_rest(&greeting[codec::SIGNATURE_LEN..])?;
-        writer.write_all(&codec::ready(ours)).await?;
-        writer.flush().await?;
-        // A limit of 0: a message before READY is never kept.
-        let ready = match read_incoming(reader, 0).await? {
-            Incoming::Command(body) => codec::parse_ready(&body)?,
-            _ => return Err(ProtocolError::NotReady("a message".into()).into()),
+        codec::check_greeting_rest(&greeting[codec::SIGNATURE_LEN..], name)?;
+        let mut inbound = Inbound {
+            reader,
+            opener: None,
         };
-        codec::compatible(ours, &ready.socket_type)?;
-        Ok(ready)
+        let (peer, session) = match mechanism {
+            Mechanism::Null => {
+                send(&mut writer, &codec::ready(ours)).await?;
+                (codec::parse_ready(&inbound.command().await?)?, None)
+            }
+            Mechanism::CurveServer(keys) => {
+                let mut server = curve::Server::new(keys);
+                send(&mut writer, &server.welcome(&inbound.command().await?)?).await?;
+                let (peer, session, ready) = server.ready(&inbound.command().await?, ours)?;
+                send(&mut writer, &ready).await?;
+                (peer, Some(session))
+            }
+            Mechanism::CurveClient(server_key) => {
+                let mut client = curve::Client::new(server_key.clone(), curve::Keypair::generate());
+                send(&mut writer, &client.hello()).await?;
+                let initiate = client.initiate(&inbound.command().await?, ours)?;
+                send(&mut writer, &initiate).await?;
+                let (peer, session) = client.ready(&inbound.command().await?)?;
+                (peer, Some(session))
+            }
+        };
+        codec::compatible(ours, &peer.socket_type)?;
+        let (sealer, opener) = match session {
+            Some(session) => (Some(session.sealer), Some(session.opener)),
+            None => (None, None),
+        };
+        inbound.opener = opener;
+        Ok(Established {
+            peer,
+            inbound,
+            outbound: Outbound { writer, sealer },
+        })
     };
     tokio::time::timeout(HANDSHAKE_LIMIT, exchange)
         .await
         .map_err(|_| ConnError::Timeout)?
 }
 
+async fn send(writer: &mut Writer, frame: &[u8]) -> std::io::Result<()> {
+    writer.write_all(frame).await?;
+    writer.flush().await
+}
+
+/// Logs a connection refused at its handshake: the first refusal for a
+/// security reason (a client without the key, a tampered frame) as a
+/// warning, everything after at debug level, so a flood of refused
+/// connections cannot flood the log.
+pub fn log_refused(name: &str, error: &ConnError) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let security = matches!(
+        error,
+        ConnError::Curve(_) | ConnError::Protocol(ProtocolError::Mechanism(_))
+    );
+    if security && !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "{name}: connection refused: {error} (further refusals are logged at debug level)"
+        );
+    } else {
+        tracing::debug!("{name}: handshake failed: {error}");
+    }
+}
+
+/// One frame as read: its flags, size, and data unless it was skipped.
+struct Frame {
+    more: bool,
+    command: bool,
+    size: u64,
+    data: Option<Bytes>,
+}
+
+impl Inbound {
+    /// The next command, during a handshake (a message there is an error).
+    async fn command(&mut self) -> Result<Bytes, ConnError> {
+        // A limit of 0: a message before READY is never kept.
+        match read_incoming(self, 0).await? {
+            Incoming::Command(body) => Ok(body),
+            _ => Err(ProtocolError::NotReady("a message".into()).into()),
+        }
+    }
+
+    /// The next frame. A message frame bigger than `room` is read without
+    /// being kept (in the clear it is not even held in memory).
+    async fn frame(&mut self, room: u64) -> Result<Frame, ConnError> {
+        let header = codec::frame_header(self.reader.read_u8().await?)?;
+        let size = if header.long {
+            self.reader.read_u64().await?
+        } else {
+            u64::from(self.reader.read_u8().await?)
+        };
+        let Some(opener) = &mut self.opener else {
+            let data = if header.command {
+                if size > COMMAND_LIMIT {
+                    return Err(ProtocolError::BadCommand.into());
+                }
+                Some(read_exact(&mut self.reader, size).await?.freeze())
+            } else if size > room {
+                skip(&mut self.reader, size).await?;
+                None
+            } else {
+                Some(read_exact(&mut self.reader, size).await?.freeze())
+            };
+            return Ok(Frame {
+                more: header.more,
+                command: header.command,
+                size,
+                data,
+            });
+        };
+        // Under CURVE every frame travels alone in a MESSAGE (sent by
+        // libzmq as a plain frame, by the RFC's letter as a command).
+        if header.more || size > SEALED_FRAME_LIMIT {
+            return Err(ProtocolError::BadCommand.into());
+        }
+        let opened = opener.open_frame(read_exact(&mut self.reader, size).await?)?;
+        let size = opened.data.len() as u64;
+        if opened.command && size > COMMAND_LIMIT {
+            return Err(ProtocolError::BadCommand.into());
+        }
+        Ok(Frame {
+            more: opened.more,
+            command: opened.command,
+            size,
+            data: (opened.command || size <= room).then_some(opened.data),
+        })
+    }
+}
+
 /// Reads the next message or command. A message bigger than `limit` bytes
 /// is read to its end without being kept, so the connection stays usable.
-pub async fn read_incoming(reader: &mut Reader, limit: u64) -> Result<Incoming, ConnError> {
+pub async fn read_incoming(inbound: &mut Inbound, limit: u64) -> Result<Incoming, ConnError> {
     let mut frames = Vec::new();
     let mut total: u64 = 0;
     let mut oversized = false;
     loop {
-        let header = codec::frame_header(reader.read_u8().await?)?;
-        let size = if header.long {
-            reader.read_u64().await?
+        let room = if oversized {
+            0
         } else {
-            u64::from(reader.read_u8().await?)
+            limit.saturating_sub(total)
         };
-        if header.command {
-            if !frames.is_empty() || oversized || header.more || size > COMMAND_LIMIT {
+        let frame = inbound.frame(room).await?;
+        if frame.command {
+            if !frames.is_empty() || oversized || frame.more {
                 return Err(ProtocolError::BadCommand.into());
             }
-            return Ok(Incoming::Command(read_exact(reader, size).await?));
+            return Ok(Incoming::Command(frame.data.unwrap_or_default()));
         }
-        total = total.saturating_add(size);
-        if oversized || total > limit {
-            oversized = true;
-            frames.clear();
-            let copied =
-                tokio::io::copy(&mut (&mut *reader).take(size), &mut tokio::io::sink()).await?;
-            if copied < size {
-                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        total = total.saturating_add(frame.size);
+        match frame.data {
+            Some(data) if !oversized => frames.push(data),
+            _ => {
+                oversized = true;
+                frames.clear();
             }
-        } else {
-            frames.push(read_exact(reader, size).await?);
         }
-        if !header.more {
+        if !frame.more {
             return Ok(if oversized {
                 Incoming::Oversized(total)
             } else {
@@ -123,19 +287,34 @@ pub async fn read_incoming(reader: &mut Reader, limit: u64) -> Result<Incoming, 
     }
 }
 
-async fn read_exact(reader: &mut Reader, size: u64) -> Result<Bytes, ConnError> {
+async fn read_exact(reader: &mut Reader, size: u64) -> Result<BytesMut, ConnError> {
     // `size` is within a limit the caller checked, so it fits in memory.
     let size = usize::try_from(size).map_err(|_| ProtocolError::BadCommand)?;
     let mut buf = BytesMut::zeroed(size);
     reader.read_exact(&mut buf).await?;
-    Ok(buf.freeze())
+    Ok(buf)
+}
+
+async fn skip(reader: &mut Reader, size: u64) -> Result<(), ConnError> {
+    let copied = tokio::io::copy(&mut reader.take(size), &mut tokio::io::sink()).await?;
+    if copied < size {
+        return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+    }
+    Ok(())
+}
+
+/// What waits in a peer's queue.
+enum Outgoing {
+    Message(Vec<Bytes>),
+    /// A command's body (a PONG).
+    Command(Bytes),
 }
 
 /// The sending side of one peer: a bounded queue its writer task drains.
 /// Cloning shares the queue.
 #[derive(Clone)]
 pub struct Outbox {
-    queue: mpsc::Sender<Vec<Bytes>>,
+    queue: mpsc::Sender<Outgoing>,
     state: Arc<OutboxState>,
 }
 
@@ -163,7 +342,7 @@ pub enum Offered {
 impl Outbox {
     /// Starts the writer task for `writer`; `ended` runs when it stops (the
     /// peer closed, a write failed, or every [`Outbox`] was dropped).
-    pub fn spawn(writer: Writer, name: String, ended: impl FnOnce() + Send + 'static) -> Self {
+    pub fn spawn(outbound: Outbound, name: String, ended: impl FnOnce() + Send + 'static) -> Self {
         let (queue, messages) = mpsc::channel(QUEUE_MESSAGES);
         let state = Arc::new(OutboxState {
             queued: AtomicUsize::new(0),
@@ -173,7 +352,7 @@ impl Outbox {
         });
         let task_state = state.clone();
         tokio::spawn(async move {
-            if let Err(e) = write_loop(writer, messages, &task_state).await {
+            if let Err(e) = write_loop(outbound, messages, &task_state).await {
                 tracing::debug!("{}: write failed: {e}", task_state.name);
             }
             ended();
@@ -191,7 +370,7 @@ impl Outbox {
             Offered::Dropped
         } else {
             state.queued.fetch_add(size, Ordering::AcqRel);
-            match self.queue.try_send(frames) {
+            match self.queue.try_send(Outgoing::Message(frames)) {
                 Ok(()) => Offered::Queued,
                 Err(full_or_closed) => {
                     state.queued.fetch_sub(size, Ordering::AcqRel);
@@ -222,49 +401,105 @@ impl Outbox {
     }
 }
 
+impl Outbox {
+    /// Answers a ZMTP 3.1 PING (the body of a command the peer sent) with
+    /// its PONG; true if it was one. Other commands are the caller's.
+    pub fn answer_ping(&self, command: &[u8]) -> bool {
+        let Some(pong) = codec::pong_for(command) else {
+            return false;
+        };
+        // A PONG the full queue cannot take is simply not sent: the peer
+        // is not reading, and its next PING will ask again.
+        let _ = self.queue.try_send(Outgoing::Command(pong));
+        true
+    }
+}
+
 async fn write_loop(
-    writer: Writer,
-    mut messages: mpsc::Receiver<Vec<Bytes>>,
+    outbound: Outbound,
+    mut queue: mpsc::Receiver<Outgoing>,
     state: &OutboxState,
 ) -> std::io::Result<()> {
+    let Outbound { writer, mut sealer } = outbound;
     let mut out = BufWriter::with_capacity(64 << 10, writer);
-    while let Some(frames) = messages.recv().await {
-        write_message(&mut out, &frames, state).await?;
+    while let Some(item) = queue.recv().await {
+        write_item(&mut out, &item, sealer.as_mut(), state).await?;
         // Write what else is waiting before flushing, in one go.
-        while let Ok(frames) = messages.try_recv() {
-            write_message(&mut out, &frames, state).await?;
+        while let Ok(item) = queue.try_recv() {
+            write_item(&mut out, &item, sealer.as_mut(), state).await?;
         }
         out.flush().await?;
     }
     Ok(())
 }
 
-async fn write_message(
+async fn write_item(
     out: &mut BufWriter<Writer>,
-    frames: &[Bytes],
+    item: &Outgoing,
+    mut sealer: Option<&mut curve::Sealer>,
     state: &OutboxState,
 ) -> std::io::Result<()> {
-    let mut header = BytesMut::with_capacity(9);
+    let frames = match item {
+        Outgoing::Message(frames) => frames.as_slice(),
+        Outgoing::Command(body) => {
+            return write_frame(out, body, false, true, sealer).await;
+        }
+    };
     let mut size = 0;
     for (i, frame) in frames.iter().enumerate() {
-        header.clear();
-        codec::put_frame_header(&mut header, frame.len(), i + 1 < frames.len(), false);
-        out.write_all(&header).await?;
-        out.write_all(frame).await?;
+        write_frame(
+            out,
+            frame,
+            i + 1 < frames.len(),
+            false,
+            sealer.as_deref_mut(),
+        )
+        .await?;
         size += frame.len();
     }
     state.queued.fetch_sub(size, Ordering::AcqRel);
     Ok(())
 }
 
+/// Writes one frame: its header and data, or under CURVE the MESSAGE
+/// command that carries it.
+async fn write_frame(
+    out: &mut BufWriter<Writer>,
+    data: &[u8],
+    more: bool,
+    command: bool,
+    sealer: Option<&mut curve::Sealer>,
+) -> std::io::Result<()> {
+    match sealer {
+        None => {
+            let mut header = BytesMut::with_capacity(9);
+            codec::put_frame_header(&mut header, data.len(), more, command);
+            out.write_all(&header).await?;
+            out.write_all(data).await
+        }
+        Some(sealer) => {
+            let mut sealed = BytesMut::with_capacity(data.len() + curve::MESSAGE_OVERHEAD + 9);
+            sealer.seal_frame(&mut sealed, data, more, command);
+            out.write_all(&sealed).await
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn outbound(writer: tokio::io::DuplexStream) -> Outbound {
+        Outbound {
+            writer: Box::new(writer),
+            sealer: None,
+        }
+    }
+
     /// An outbox whose peer never reads: the other end of a tiny pipe.
     fn stalled_outbox() -> (Outbox, tokio::io::DuplexStream) {
         let (ours, theirs) = tokio::io::duplex(64);
-        (Outbox::spawn(Box::new(ours), "test".into(), || {}), theirs)
+        (Outbox::spawn(outbound(ours), "test".into(), || {}), theirs)
     }
 
     #[tokio::test]
@@ -301,7 +536,7 @@ mod tests {
     #[tokio::test]
     async fn a_message_bigger_than_the_bound_still_goes_to_an_idle_peer() {
         let (ours, mut theirs) = tokio::io::duplex(1 << 16);
-        let outbox = Outbox::spawn(Box::new(ours), "test".into(), || {});
+        let outbox = Outbox::spawn(outbound(ours), "test".into(), || {});
         let frame = Bytes::from(vec![1u8; QUEUE_BYTES + 1]);
         assert_eq!(outbox.offer(vec![frame]), Offered::Queued);
         let mut header = [0u8; 9];
@@ -313,8 +548,11 @@ mod tests {
         );
     }
 
-    fn reader(bytes: Vec<u8>) -> Reader {
-        BufReader::new(Box::new(std::io::Cursor::new(bytes)))
+    fn reader(bytes: Vec<u8>) -> Inbound {
+        Inbound {
+            reader: BufReader::new(Box::new(std::io::Cursor::new(bytes))),
+            opener: None,
+        }
     }
 
     fn frame(more: bool, data: &[u8]) -> Vec<u8> {

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use super::listener::{Listener, MAX_MESSAGE_BYTES, accept_loop};
 use super::peer::Offered;
-use super::peer::{self, Incoming, Outbox, Reader, Writer};
+use super::peer::{self, Incoming, Mechanism, Outbox, Reader, Writer};
 
 /// How many received messages may wait for the kernel before the peers
 /// that send them wait too (TCP backpressure, one peer at a time).
@@ -78,13 +78,13 @@ impl Router {
             peers: Mutex::new(Peers::default()),
         });
         let accept_shared = shared.clone();
+        let mechanism = listener.mechanism().clone();
         let accept = accept_loop(listener, name, move |reader, writer, peer| {
             serve_peer(
                 accept_shared.clone(),
-                socket_type,
+                (socket_type, mechanism.clone()),
                 incoming_tx.clone(),
-                reader,
-                writer,
+                (reader, writer),
                 peer,
             )
         });
@@ -177,20 +177,17 @@ impl RouterSender {
 /// One connection, from handshake to close.
 async fn serve_peer(
     shared: Arc<Shared>,
-    socket_type: &'static str,
+    (socket_type, mechanism): (&'static str, Mechanism),
     incoming: mpsc::Sender<Vec<Bytes>>,
-    mut reader: Reader,
-    mut writer: Writer,
+    (reader, writer): (Reader, Writer),
     name: String,
 ) {
-    let ready = match peer::handshake(&mut reader, &mut writer, socket_type).await {
-        Ok(ready) => ready,
-        Err(e) => {
-            tracing::debug!("{name}: handshake failed: {e}");
-            return;
-        }
+    let established = match peer::handshake(reader, writer, socket_type, &mechanism).await {
+        Ok(established) => established,
+        Err(e) => return peer::log_refused(&name, &e),
     };
-    let (route, serial) = {
+    let (ready, mut inbound) = (established.peer, established.inbound);
+    let (route, serial, outbox) = {
         let mut peers = shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
         peers.serial += 1;
         let serial = peers.serial;
@@ -204,20 +201,20 @@ async fn serve_peer(
             let route = route.clone();
             move || forget(&shared, &route, serial)
         };
-        let outbox = Outbox::spawn(writer, name.clone(), forget);
+        let outbox = Outbox::spawn(established.outbound, name.clone(), forget);
         peers.by_route.insert(
             route.clone(),
             Peer {
                 serial,
                 declared: ready.identity,
-                outbox,
+                outbox: outbox.clone(),
             },
         );
-        (route, serial)
+        (route, serial, outbox)
     };
     tracing::debug!("{name}: connected as {route:?}");
     loop {
-        match peer::read_incoming(&mut reader, MAX_MESSAGE_BYTES).await {
+        match peer::read_incoming(&mut inbound, MAX_MESSAGE_BYTES).await {
             Ok(Incoming::Message(mut frames)) => {
                 frames.insert(0, route.clone());
                 if incoming.send(frames).await.is_err() {
@@ -229,7 +226,9 @@ async fn serve_peer(
                     "{name}: dropped a message of {size} bytes (over the {MAX_MESSAGE_BYTES}-byte limit)"
                 );
             }
-            Ok(Incoming::Command(_)) => {}
+            Ok(Incoming::Command(command)) => {
+                outbox.answer_ping(&command);
+            }
             Err(e) => {
                 tracing::debug!("{name}: closed: {e}");
                 break;

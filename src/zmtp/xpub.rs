@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::codec;
 use super::listener::{Listener, accept_loop};
 use super::peer::Offered;
-use super::peer::{self, Incoming, Outbox, Reader, Writer};
+use super::peer::{self, Incoming, Mechanism, Outbox, Reader, Writer};
 
 /// Subscriptions are small; a peer may not send bigger messages.
 const SUBSCRIPTION_LIMIT: u64 = 64 << 10;
@@ -62,8 +62,15 @@ impl XPub {
             peers: Mutex::new(Peers::default()),
         });
         let accept_shared = shared.clone();
+        let mechanism = listener.mechanism().clone();
         let accept = accept_loop(listener, name, move |reader, writer, peer| {
-            serve_peer(accept_shared.clone(), events.clone(), reader, writer, peer)
+            serve_peer(
+                accept_shared.clone(),
+                events.clone(),
+                mechanism.clone(),
+                (reader, writer),
+                peer,
+            )
         });
         Self {
             shared,
@@ -123,15 +130,16 @@ impl Drop for XPub {
 async fn serve_peer(
     shared: Arc<Shared>,
     events: mpsc::Sender<Subscription>,
-    mut reader: Reader,
-    mut writer: Writer,
+    mechanism: Mechanism,
+    (reader, writer): (Reader, Writer),
     name: String,
 ) {
-    if let Err(e) = peer::handshake(&mut reader, &mut writer, "XPUB").await {
-        tracing::debug!("{name}: handshake failed: {e}");
-        return;
-    }
-    let id = {
+    let established = match peer::handshake(reader, writer, "XPUB", &mechanism).await {
+        Ok(established) => established,
+        Err(e) => return peer::log_refused(&name, &e),
+    };
+    let mut inbound = established.inbound;
+    let (id, outbox) = {
         let mut peers = shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
         peers.next += 1;
         let id = peers.next;
@@ -139,18 +147,18 @@ async fn serve_peer(
             let shared = shared.clone();
             move || forget(&shared, id)
         };
-        let outbox = Outbox::spawn(writer, name.clone(), forget);
+        let outbox = Outbox::spawn(established.outbound, name.clone(), forget);
         peers.by_id.insert(
             id,
             Subscriber {
                 topics: Vec::new(),
-                outbox,
+                outbox: outbox.clone(),
             },
         );
-        id
+        (id, outbox)
     };
     loop {
-        let change = match peer::read_incoming(&mut reader, SUBSCRIPTION_LIMIT).await {
+        let change = match peer::read_incoming(&mut inbound, SUBSCRIPTION_LIMIT).await {
             Ok(Incoming::Message(frames)) => {
                 frames.first().and_then(|frame| match frame.split_first() {
                     Some((1, _)) => Some((true, frame.slice(1..))),
@@ -161,7 +169,10 @@ async fn serve_peer(
             Ok(Incoming::Command(body)) => match codec::split_command(&body) {
                 Ok(("SUBSCRIBE", topic)) => Some((true, Bytes::copy_from_slice(topic))),
                 Ok(("CANCEL", topic)) => Some((false, Bytes::copy_from_slice(topic))),
-                _ => None,
+                _ => {
+                    outbox.answer_ping(&body);
+                    None
+                }
             },
             Ok(Incoming::Oversized(_)) => None,
             Err(e) => {
