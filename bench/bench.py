@@ -20,7 +20,11 @@ report, not a test: nothing is asserted, and a kernel that fails is killed and
 reported.
 See bench/README.md for what each figure means.
 
-Usage: .venv/bin/python bench/bench.py [--kernels mahtab,wheel,ipykernel,echo]
+`mahtab-curve` and `ipykernel-curve` are the same two kernels started as a
+client that requires transport encryption starts them (CurveZMQ), for the
+cost of encryption beside the same kernel in the clear.
+
+Usage: .venv/bin/python bench/bench.py [--kernels mahtab,wheel,ipykernel,echo,mahtab-curve,ipykernel-curve]
                                         [--cells 500] [--lines 200000] [--json OUT]
 """
 
@@ -79,6 +83,9 @@ class Kernel:
     name: str
     spec_name: str
     runs_code: bool  # False for echo: it cannot print, sleep, complete or be interrupted
+    # Started as a client requiring encryption starts it: CurveZMQ keys in
+    # the connection file, every channel over ZMTP's CURVE mechanism.
+    encrypted: bool = False
 
 
 KERNELS = {
@@ -86,6 +93,8 @@ KERNELS = {
     "wheel": Kernel("wheel", "bench-mahtab-wheel", runs_code=True),
     "ipykernel": Kernel("ipykernel", "bench-ipykernel", runs_code=True),
     "echo": Kernel("echo", "bench-echo", runs_code=False),
+    "mahtab-curve": Kernel("mahtab-curve", "mahtab", runs_code=True, encrypted=True),
+    "ipykernel-curve": Kernel("ipykernel-curve", "bench-ipykernel", runs_code=True, encrypted=True),
 }
 
 BENCH_SPECS = {
@@ -101,6 +110,7 @@ BENCH_SPECS = {
         "argv": [str(VENV_PYTHON), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "ipykernel (bench)",
         "language": "python",
+        "metadata": {"supported_encryption": ["curve"]},
     },
     "bench-echo": {
         "argv": [str(VENV_PYTHON), str(BENCH_DIR / "echo_kernel.py"), "-f", "{connection_file}"],
@@ -143,8 +153,12 @@ class Outcome:
 class KernelRun:
     """One kernel process and a BlockingKernelClient connected to it."""
 
-    def __init__(self, ksm, spec_name):
-        self.km = KernelManager(kernel_name=spec_name, kernel_spec_manager=ksm)
+    def __init__(self, ksm, spec_name, encrypted=False):
+        self.km = KernelManager(
+            kernel_name=spec_name,
+            kernel_spec_manager=ksm,
+            transport_encryption="required" if encrypted else "disabled",
+        )
         self.kc = None
         self.launched_at = None
         self.poller = zmq.Poller()
@@ -383,7 +397,7 @@ def progress(kernel, text):
 def bench_kernel(kernel, ksm, args):
     """Run every measurement on one fresh kernel; return the raw figures."""
     raw = {"argv": ksm.get_kernel_spec(kernel.spec_name).argv}
-    run = KernelRun(ksm, kernel.spec_name)
+    run = KernelRun(ksm, kernel.spec_name, kernel.encrypted)
     try:
         raw["cold_start_s"] = run.start()
         raw["pid"] = run.pid

@@ -65,7 +65,7 @@ JUPYTER_PATH="$root/target/wheel-kernelspec/share/jupyter" JUPYTER_DATA_DIR="$ro
     IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider \
     tests/python/test_subshells.py tests/python/test_conformance.py tests/python/test_debugger.py \
     tests/python/test_agent_controls.py tests/python/test_guard.py tests/python/test_mcp.py \
-    tests/python/test_reliability.py
+    tests/python/test_reliability.py tests/python/test_encryption.py
 
 # Jupyter Enterprise Gateway, for the remote-kernel tests.
 bash scripts/gateway-env.sh
