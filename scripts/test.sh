@@ -79,6 +79,10 @@ echo "==> Python tests through real Jupyter clients"
 # Only the kernelspecs of .venv, whatever else is installed for this user.
 JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
     IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider
+echo "==> conformance, subshells and reliability again, every kernel started encrypted (CurveZMQ)"
+MAHTAB_TEST_ENCRYPTION=required JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
+    IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider \
+    tests/python/test_conformance.py tests/python/test_subshells.py tests/python/test_reliability.py
 # Last: these build pyo3 for other CPython versions in the same target directory.
 echo "==> the wheels for CPython 3.10, 3.12 and 3.13, each tested in a fresh environment of its version"
 bash scripts/wheel-versions.sh

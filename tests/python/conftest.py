@@ -27,6 +27,23 @@ from jupyter_client.manager import start_new_kernel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# MAHTAB_TEST_ENCRYPTION=required (or auto) starts every kernel of the run
+# as a client requiring transport encryption starts it: jupyter_client puts
+# CurveZMQ keys in the connection file and every channel speaks CURVE. The
+# same tests then check the kernel over an encrypted connection, including
+# those that start kernels through other libraries (jupyter_kernel_test).
+TRANSPORT_ENCRYPTION = os.environ.get("MAHTAB_TEST_ENCRYPTION")
+if TRANSPORT_ENCRYPTION:
+    from jupyter_client.manager import KernelManager
+
+    _manager_init = KernelManager.__init__
+
+    def _encrypted_manager_init(self, *args, **kwargs):
+        kwargs.setdefault("transport_encryption", TRANSPORT_ENCRYPTION)
+        _manager_init(self, *args, **kwargs)
+
+    KernelManager.__init__ = _encrypted_manager_init
+
 # Name of the kernelspec to test.
 KERNEL_NAME = os.environ.get("MAHTAB_KERNEL_NAME") or "mahtab"
 
@@ -73,6 +90,17 @@ def per_test_time_limit():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def curve_client(sock, km) -> None:
+    """Makes `sock` a CurveZMQ client of `km`'s kernel if that kernel serves
+    encrypted (a fresh key pair of its own, as jupyter_client's channels
+    have); call before connecting."""
+    if km.curve_publickey:
+        import zmq
+
+        sock.curve_publickey, sock.curve_secretkey = zmq.curve_keypair()
+        sock.curve_serverkey = km.curve_publickey
 
 
 # -- A kernel driven through jupyter_client, for request/reply tests ------------

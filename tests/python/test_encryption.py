@@ -23,7 +23,7 @@ import zmq
 from jupyter_client.manager import KernelManager
 from zmq.utils.monitor import recv_monitor_message
 
-from conftest import KERNEL_NAME, KERNEL_STARTUP_TIMEOUT, REPLY_TIMEOUT, Kernel
+from conftest import KERNEL_NAME, KERNEL_STARTUP_TIMEOUT, REPLY_TIMEOUT, Kernel, curve_client
 
 
 @pytest.fixture
@@ -230,10 +230,7 @@ def test_libzmq_heartbeats_are_answered(transport: str, request: pytest.FixtureR
     encrypted: Kernel = request.getfixturevalue(transport)
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.linger = 0
-    if encrypted.km.curve_publickey:
-        public, secret = zmq.curve_keypair()
-        sock.curve_publickey, sock.curve_secretkey = public, secret
-        sock.curve_serverkey = encrypted.km.curve_publickey
+    curve_client(sock, encrypted.km)
     sock.heartbeat_ivl = 50
     sock.heartbeat_timeout = 300
     monitor = sock.get_monitor_socket()

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 import zmq
-from conftest import KERNEL_NAME, REPLY_TIMEOUT, Kernel
+from conftest import KERNEL_NAME, REPLY_TIMEOUT, Kernel, curve_client
 
 
 def test_interrupts_while_idle_leave_the_next_cell_intact(kernel: Kernel) -> None:
@@ -101,6 +101,7 @@ def stalled_socket(kernel: Kernel, kind: int, channel: str) -> zmq.Socket:
     sock.rcvhwm = 1
     sock.rcvbuf = 1024
     sock.linger = 0
+    curve_client(sock, kernel.km)
     sock.connect(f"{info['transport']}://{info['ip']}:{info[channel + '_port']}")
     return sock
 
