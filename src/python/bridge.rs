@@ -238,6 +238,39 @@ impl Bridge {
         Ok(())
     }
 
+    /// `time.sleep` (the runtime's replacement calls this with the real
+    /// one): in a subshell's cell, a sleep an interrupt ends at once, since
+    /// only the main thread's blocking calls see signals; anywhere else, or
+    /// for an argument the real one must judge, the real sleep.
+    fn sleep(
+        &self,
+        py: Python<'_>,
+        real: Bound<'_, PyAny>,
+        seconds: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let plain_number = seconds.is_instance_of::<pyo3::types::PyFloat>()
+            || seconds.is_instance_of::<pyo3::types::PyInt>();
+        let length = plain_number
+            .then(|| seconds.extract::<f64>().ok())
+            .flatten()
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok());
+        let Some(length) = length.filter(|_| subshell_interrupts::in_subshell_cell()) else {
+            real.call1((seconds,))?;
+            return Ok(());
+        };
+        let interrupts = interrupt::interrupt_count();
+        let seen = subshell_interrupts::interrupt_count();
+        let deadline = std::time::Instant::now() + length;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            py.detach(|| subshell_interrupts::wait_for_interrupt(seen, left));
+            check_interrupt(py, interrupts)?;
+        }
+    }
+
     /// Publishes an IOPub message after the buffered stream text, as a child
     /// of `parent` (a header, JSON text) or, without one, of the main shell's request.
     #[pyo3(signature = (msg_type, content, metadata = None, buffers = None, parent = None))]

@@ -7,7 +7,7 @@
 
 use std::ffi::c_ulong;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 
 use pyo3::prelude::*;
 
@@ -116,6 +116,28 @@ pub(super) fn request_ended() {
     INTERRUPTED_EARLY.with(|early| early.store(false, Ordering::SeqCst));
 }
 
+/// Whether this thread is a subshell's, running a cell.
+pub(super) fn in_subshell_cell() -> bool {
+    // SAFETY: PyThread_get_thread_ident has no preconditions.
+    let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
+    running().iter().any(|cell| cell.ident == ident)
+}
+
+/// Wakes the waits of [`wait_for_interrupt`] when an interrupt comes.
+static INTERRUPT_CAME: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+
+/// Waits up to `limit` for the subshell interrupt count to move past
+/// `seen`: how a subshell cell's sleep ends at once when interrupted,
+/// which an exception raised at the next bytecode cannot do. Call with
+/// the GIL released.
+pub(super) fn wait_for_interrupt(seen: u64, limit: std::time::Duration) {
+    let (lock, came) = &INTERRUPT_CAME;
+    let guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = came
+        .wait_timeout_while(guard, limit, |_| INTERRUPTS.load(Ordering::SeqCst) == seen)
+        .unwrap_or_else(PoisonError::into_inner);
+}
+
 /// A subshell thread running a cell.
 struct RunningCell {
     ident: c_ulong,
@@ -136,7 +158,15 @@ pub(super) fn interrupt_all() -> bool {
     if QUEUED.load(Ordering::SeqCst) == 0 && running().is_empty() {
         return false;
     }
-    let count = INTERRUPTS.fetch_add(1, Ordering::SeqCst) + 1;
+    let count = {
+        // Counted under the lock the sleepers wait with, so none misses it.
+        let _waiting = INTERRUPT_CAME
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        INTERRUPTS.fetch_add(1, Ordering::SeqCst) + 1
+    };
+    INTERRUPT_CAME.1.notify_all();
     std::thread::spawn(move || {
         Python::attach(|_py| {
             // Checked again with the GIL held: a cell that has ended since

@@ -185,6 +185,23 @@ def test_a_long_cell_reports_progress_is_followed_and_interrupted(kernel: Kernel
     run(kernel, steps)
 
 
+def test_interrupt_ends_a_single_long_sleep(kernel: Kernel) -> None:
+    """The cell blocks in one C call for a minute: the interrupt must end
+    the call itself, not wait for the next bytecode."""
+
+    async def steps(session: ClientSession) -> None:
+        result = await call(session, "execute", code="import time\ntime.sleep(60)", wait=0.5)
+        assert "still running after" in text(result), text(result)
+        # Far less than the minute the sleep would take.
+        with anyio.fail_after(CALL_LIMIT / 3):
+            stopped = await call(session, "interrupt")
+        assert "KeyboardInterrupt" in text(stopped), text(stopped)
+        after = await call(session, "execute", code="print('awake')")
+        assert "awake" in text(after), text(after)
+
+    run(kernel, steps)
+
+
 def test_two_execute_calls_at_once_start_one_cell(kernel: Kernel) -> None:
     """rmcp serves calls concurrently: of two `execute` calls sent together,
     one runs and the other is told which cell is running, never both."""

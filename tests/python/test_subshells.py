@@ -197,6 +197,62 @@ def test_an_interrupt_stops_a_subshells_cell_and_leaves_it_usable(kernel: Kernel
     assert run(kernel, "1 + 1", subshell).reply["status"] == "ok"
 
 
+BLOCKING_CELLS = {
+    # One C call for the whole minute: no bytecode runs until it returns.
+    "sleep": "import time\nprint('blocked', flush=True)\ntime.sleep(60)\nprint('slept through')",
+    # A read nobody will ever answer.
+    "socket": "import socket\nreader, writer = socket.socketpair()\nprint('blocked', flush=True)\nreader.recv(1)",
+}
+
+
+def interrupt_blocked(kernel: Kernel, code: str, subshell: str | None, how: str) -> dict:
+    """Runs `code`, interrupts it once it prints, and returns its reply."""
+    msg_id = send(kernel, code, subshell)
+    kernel.wait_for("iopub", lambda m: m["msg_type"] == "stream" and m["parent_header"]["msg_id"] == msg_id, "the cell blocking")
+    if how == "signal":
+        kernel.km.interrupt_kernel()
+    else:
+        control(kernel, "interrupt_request")
+    # Far less than the minute the sleep would take.
+    return kernel.reply_to(msg_id, timeout=REPLY_TIMEOUT)["content"]
+
+
+@pytest.mark.parametrize("how", ["signal", "message"])
+@pytest.mark.parametrize("blocked", sorted(BLOCKING_CELLS))
+def test_an_interrupt_ends_a_cell_blocked_in_one_call_on_the_main_shell(kernel: Kernel, blocked: str, how: str) -> None:
+    reply = interrupt_blocked(kernel, BLOCKING_CELLS[blocked], None, how)
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+    assert run(kernel, "print('next')", None).reply["status"] == "ok"
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="ipykernel's interrupt reaches the main thread only")
+@pytest.mark.parametrize("how", ["signal", "message"])
+def test_an_interrupt_ends_a_single_long_sleep_in_a_subshell(kernel: Kernel, how: str) -> None:
+    subshell = create(kernel)
+    reply = interrupt_blocked(kernel, BLOCKING_CELLS["sleep"], subshell, how)
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+    # The next sleep in the same subshell is a whole one, not cut short.
+    ex = run(kernel, "import time\nstart = time.monotonic()\ntime.sleep(0.3)\nprint(time.monotonic() - start >= 0.3)", subshell)
+    assert stdout(ex) == "True\n", ex.describe()
+    # Invalid lengths are refused as the real sleep refuses them.
+    ex = run(kernel, "time.sleep(-1)", subshell)
+    assert ex.reply["ename"] == "ValueError", ex.describe()
+
+
+@pytest.mark.skipif(KERNEL_NAME != "mahtab", reason="ipykernel's interrupt reaches the main thread only")
+def test_an_interrupt_ends_a_long_numpy_call_in_a_subshell_when_it_returns(kernel: Kernel) -> None:
+    """A C call that never looks for signals (on the main shell either):
+    the cell ends as the call returns, before its next statement."""
+    subshell = create(kernel)
+    code = (
+        "import numpy as np\nx = np.random.default_rng(0).random((1500, 1500))\n"
+        "print('blocked', flush=True)\nfor _ in range(20):\n    x = np.linalg.inv(x @ x.T + np.eye(1500))\nprint('went on')"
+    )
+    reply = interrupt_blocked(kernel, code, subshell, "message")
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+    assert run(kernel, "print('next')", subshell).reply["status"] == "ok"
+
+
 def test_a_kernel_with_subshells_shuts_down(kernel: Kernel) -> None:
     subshell = create(kernel)
     run(kernel, "1", subshell)

@@ -12,11 +12,13 @@ A runtime takes a bridge object whose methods reach Rust:
 """
 
 import builtins
+import functools
 import getpass
 import json
 import signal
 import sys
 import threading
+import time
 
 from mahtab import protocol
 from mahtab.agent_api import AgentApi
@@ -26,6 +28,19 @@ from mahtab.event_loop import run_between_cells
 from mahtab.import_hooks import patch_on_import
 from mahtab.messages import dumps
 from mahtab.streams import THREAD_PARENT, KernelStream, reset_thread_parent, set_thread_parent, thread_parent
+
+
+def _interruptible_sleep(bridge):
+    """``time.sleep`` as the kernel serves it: in a subshell's cell an
+    interrupt ends it at once (a signal reaches only the main thread's
+    blocking calls); anywhere else it is the real one."""
+    real = time.sleep
+
+    @functools.wraps(real)
+    def sleep(seconds, /):
+        bridge.sleep(real, seconds)
+
+    return sleep
 
 
 class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
@@ -40,6 +55,7 @@ class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
         builtins.input = self.input
         getpass.getpass = self.getpass
         patch_on_import("pdb", self._debugger)
+        time.sleep = _interruptible_sleep(bridge)
         # The kernel raises KeyboardInterrupt through Python's own handler;
         # make sure it is the one CPython calls (the kernel then takes the
         # signal over at the OS level).
