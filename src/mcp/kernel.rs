@@ -246,6 +246,11 @@ impl KernelClient {
         Ok(reply.content)
     }
 
+    /// Whether a channel to the kernel has closed.
+    pub fn is_gone(&self) -> bool {
+        lock(&self.waiters).closed
+    }
+
     /// Resolves once a channel to the kernel has closed (it was shut down
     /// or restarted).
     pub async fn gone(&self) {

@@ -21,7 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::executions::{Execution, Executions, Waited};
-use super::kernel::{Channel, KernelClient};
+use super::kernel::Channel;
+use super::link::{Attached, Link};
 use crate::text::floor_char_boundary;
 
 /// How long `execute` waits for a cell by default before it answers that
@@ -55,12 +56,8 @@ the kernel's output to the notebook's clients.";
 /// The server: one per kernel connection.
 #[derive(Clone)]
 pub struct KernelTools {
-    kernel: Arc<KernelClient>,
-    /// The subshell that runs `execute` and `ask` cells.
-    work: Arc<str>,
-    /// The subshell that answers `variables` and `inspect` (replaced when
-    /// one of them hangs: a value's own code may never return).
-    look: Arc<std::sync::Mutex<Arc<str>>>,
+    /// The kernel and the server's subshells there (new ones after a restart).
+    link: Arc<Link>,
     executions: Arc<Executions>,
     tool_router: ToolRouter<Self>,
 }
@@ -104,11 +101,9 @@ struct InspectArgs {
 
 #[tool_router]
 impl KernelTools {
-    pub fn new(kernel: Arc<KernelClient>, work: String, look: String) -> Self {
+    pub fn new(link: Arc<Link>) -> Self {
         Self {
-            kernel,
-            work: work.into(),
-            look: Arc::new(std::sync::Mutex::new(look.into())),
+            link,
             executions: Arc::default(),
             tool_router: Self::tool_router(),
         }
@@ -199,7 +194,9 @@ impl KernelTools {
         };
         // The protocol's interrupt reaches every running cell of the kernel;
         // it is sent only while one of ours runs.
-        self.kernel
+        self.attached()
+            .await?
+            .kernel
             .control("interrupt_request", json!({}))
             .await
             .map_err(kernel_error)?;
@@ -217,11 +214,9 @@ impl KernelTools {
 }
 
 impl KernelTools {
-    fn look_subshell(&self) -> Arc<str> {
-        self.look
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    /// The kernel (waiting for it while it restarts).
+    async fn attached(&self) -> Result<Arc<Attached>, McpError> {
+        self.link.attached().await.map_err(kernel_error)
     }
 
     /// Runs `code` as a cell on the work subshell and follows it for `wait`
@@ -240,9 +235,14 @@ impl KernelTools {
             "allow_stdin": false,
             "stop_on_error": true,
         });
+        let attached = self.attached().await?;
         let send = || {
-            self.kernel
-                .send(Channel::Shell, "execute_request", content, Some(&self.work))
+            attached.kernel.send(
+                Channel::Shell,
+                "execute_request",
+                content,
+                Some(&attached.work),
+            )
         };
         let execution = match self.executions.start(send) {
             Ok(started) => started.map_err(kernel_error)?,
@@ -266,8 +266,9 @@ impl KernelTools {
             "user_expressions": { "answer": expression },
             "allow_stdin": false,
         });
-        let look = self.look_subshell();
-        let mut pending = self
+        let attached = self.attached().await?;
+        let look = attached.look();
+        let mut pending = attached
             .kernel
             .send(Channel::Shell, "execute_request", content, Some(&look))
             .map_err(kernel_error)?;
@@ -276,11 +277,12 @@ impl KernelTools {
             Err(_) => {
                 // That subshell is stuck in the value's code; later questions
                 // go to a fresh one.
-                let fresh = self.kernel.create_subshell().await.map_err(kernel_error)?;
-                *self
-                    .look
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.into();
+                let fresh = attached
+                    .kernel
+                    .create_subshell()
+                    .await
+                    .map_err(kernel_error)?;
+                attached.replace_look(fresh);
                 return Ok(failure(format!(
                     "no answer within {} s (the value's own code may hang); later questions go to \
                      a fresh subshell",

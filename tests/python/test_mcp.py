@@ -284,6 +284,31 @@ def test_ask_runs_the_agent_and_its_approval_rules_hold(tmp_path: Path) -> None:
         assert kernel.execute("(z, 'flag' in globals())").result()["text/plain"] == "(7, False)"
 
 
+def test_the_server_connects_again_when_its_kernel_restarts(tmp_path: Path) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, cwd=str(tmp_path))
+    kernel = Kernel(km, kc)
+
+    async def steps(session: ClientSession) -> None:
+        assert not (await call(session, "execute", code="before = 1")).is_error
+        # The stop-and-start a notebook's "restart kernel" does: the same
+        # connection file, a new process.
+        await anyio.to_thread.run_sync(lambda: km.restart_kernel(now=False))
+        with anyio.fail_after(CALL_LIMIT):
+            after = await call(session, "execute", code="print('before' in globals())")
+        assert not after.is_error, text(after)
+        assert "False" in text(after), text(after)
+        listed = await call(session, "variables")
+        assert not listed.is_error, text(listed)
+
+    try:
+        run(kernel, steps)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
 def test_the_server_ends_when_its_kernel_goes_away(tmp_path: Path) -> None:
     from jupyter_client.manager import start_new_kernel
     from mcp.shared.exceptions import MCPError
@@ -295,8 +320,8 @@ def test_the_server_ends_when_its_kernel_goes_away(tmp_path: Path) -> None:
         assert not (await call(session, "execute", code="1 + 1")).is_error
         kc.stop_channels()
         km.shutdown_kernel(now=False)
-        # A restarted or stopped kernel ends the server (its client starts a
-        # new one); a call fails at once instead of waiting for ever.
+        # A kernel shut down (its connection file removed) ends the server;
+        # a call fails instead of waiting for ever.
         with anyio.fail_after(CALL_LIMIT):
             with pytest.raises(MCPError):
                 result = await call(session, "execute", code="2 + 2")
