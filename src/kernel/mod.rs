@@ -157,11 +157,25 @@ pub async fn run(
     curve: Option<curve::Keypair>,
     python: PythonConfig,
 ) -> Result<(), KernelError> {
+    let exposed = connection.transport == Transport::TCP && !is_loopback(&connection.ip);
     let mut sockets = Sockets::bind(connection).await?;
-    if let Some(keys) = curve {
-        sockets.encrypt(keys);
+    match curve {
+        Some(keys) => sockets.encrypt(keys),
+        None if exposed => tracing::warn!(
+            "the kernel listens beyond this host without encryption: code and output cross the \
+             network in the clear (a client requiring transport encryption provides CurveZMQ keys)"
+        ),
+        None => {}
     }
     serve(sockets, python).await
+}
+
+/// Whether `ip` (a connection file's) reaches this host only.
+fn is_loopback(ip: &str) -> bool {
+    ip == "localhost"
+        || ip
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }
 
 /// Runs a kernel on bound `sockets` until a shutdown_request.
@@ -379,5 +393,20 @@ impl InputProvider for KernelIo {
         Ok(self
             .stdin
             .request(prompt, password, identities, parent.header.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn only_addresses_of_this_host_count_as_loopback() {
+        for ip in ["127.0.0.1", "127.0.0.5", "::1", "localhost"] {
+            assert!(is_loopback(ip), "{ip}");
+        }
+        for ip in ["0.0.0.0", "*", "10.0.0.7", "::", "kernel-host"] {
+            assert!(!is_loopback(ip), "{ip}");
+        }
     }
 }
