@@ -8,7 +8,8 @@ use tokio::io::BufReader;
 use tokio::net::{TcpStream, UnixStream};
 
 use super::listener::{Endpoint, MAX_MESSAGE_BYTES};
-use super::peer::{self, ConnError, Inbound, Incoming, Mechanism, Offered, Outbox, Reader};
+use super::outbox::{Offered, Outbox};
+use super::peer::{self, ConnError, Inbound, Incoming, Mechanism, Reader};
 
 /// One connection to a listening socket.
 pub struct Connection {

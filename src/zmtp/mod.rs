@@ -20,12 +20,14 @@ pub mod codec;
 mod connect;
 pub mod curve;
 mod listener;
+mod outbox;
 mod peer;
 mod router;
 mod xpub;
 
 pub use connect::{Connection, Sender};
 pub use listener::{Endpoint, Listener, MAX_MESSAGE_BYTES};
-pub use peer::{Mechanism, Offered, QUEUE_BYTES, QUEUE_MESSAGES};
+pub use outbox::{Offered, QUEUE_BYTES, QUEUE_MESSAGES};
+pub use peer::Mechanism;
 pub use router::{Client, Router, RouterSender};
 pub use xpub::{PeerId, Subscription, XPub};

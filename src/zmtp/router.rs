@@ -18,8 +18,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
 
 use super::listener::{Listener, MAX_MESSAGE_BYTES, accept_loop};
-use super::peer::Offered;
-use super::peer::{self, Incoming, Mechanism, Outbox, Reader, Writer};
+use super::outbox::{Offered, Outbox};
+use super::peer::{self, Incoming, Mechanism, Reader, Writer};
 
 /// How many received messages may wait for the kernel before the peers
 /// that send them wait too (TCP backpressure, one peer at a time).
@@ -230,7 +230,7 @@ async fn serve_peer(
                 outbox.answer_ping(&command);
             }
             Err(e) => {
-                tracing::debug!("{name}: closed: {e}");
+                peer::log_closed(&name, &e);
                 break;
             }
         }

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use super::codec;
 use super::listener::{Listener, accept_loop};
-use super::peer::Offered;
-use super::peer::{self, Incoming, Mechanism, Outbox, Reader, Writer};
+use super::outbox::{Offered, Outbox};
+use super::peer::{self, Incoming, Mechanism, Reader, Writer};
 
 /// Subscriptions are small; a peer may not send bigger messages.
 const SUBSCRIPTION_LIMIT: u64 = 64 << 10;
@@ -176,7 +176,7 @@ async fn serve_peer(
             },
             Ok(Incoming::Oversized(_)) => None,
             Err(e) => {
-                tracing::debug!("{name}: closed: {e}");
+                peer::log_closed(&name, &e);
                 break;
             }
         };
