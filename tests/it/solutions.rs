@@ -19,7 +19,7 @@ async fn kernel(llm: &FakeLlm) -> Kernel {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_ends_the_run() {
+async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_goes_to_the_review() {
     // The two other solutions change `rows` in place: only their copies.
     let other = "rows.append(4)\nn = len(rows) - 1";
     let llm = FakeLlm::start(vec![
@@ -30,6 +30,7 @@ async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_ends_the
         answer(other),
         answer(other),
         Reply::Answer(ONE_VALUE.into()),
+        Reply::Answer(crate::ask::DONE.into()),
     ])
     .await;
     let mut kernel = kernel(&llm).await;
@@ -40,11 +41,7 @@ async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_ends_the
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
 
     let requests = llm.requests.lock().unwrap().clone();
-    assert_eq!(
-        requests.len(),
-        7,
-        "no review: agreement and the form checked it"
-    );
+    assert_eq!(requests.len(), 8, "the form, then the review");
     // The others were asked for the same prompt as the turn's answer (and
     // for the code alone, at its end), at their own temperature and seeds.
     let own = told_model(&requests[0]);
@@ -65,6 +62,12 @@ async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_ends_the
     assert!(told.contains("n: int = 2"), "{told}");
     assert!(told.contains("n: int = 3"), "{told}");
     assert!(told.contains("rows.append(4)"), "{told}");
+    // Agreement does not stand in for the review; the review is told of it.
+    let review = told_model(&requests[7]);
+    assert!(
+        review.contains("Of 3 solutions of this request written independently, 3 computed"),
+        "{review}"
+    );
 
     let summary = panel_texts(&iopub, "summary").join("\n");
     assert!(summary.contains("done"), "{summary}");

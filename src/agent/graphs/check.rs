@@ -3,9 +3,9 @@
 //! have (one value, several, a table) is asked of the model before it sees
 //! them and compared by code ([`crate::agent::parse::form`]), and only then
 //! does a review judge the request beside the code that ran, its output and
-//! those values. Where other solutions of the request were tried and all
-//! computed the same values (`Work::agreed`), that agreement stands in for
-//! the review, unless a figure was shown. What the check looked at is kept
+//! those values, and how many other solutions of the request computed the
+//! same when others were tried (`Work::agreed`: told to the review, never
+//! standing in for it). What the check looked at is kept
 //! (`AgentState::checked`) for the summary line, so the user sees why the
 //! agent believes it.
 
@@ -56,27 +56,10 @@ pub async fn check<E: Effects>(
     if let Some(why) = contradicted_form(state, effects, settings, &values).await? {
         return Ok(Verdict::not_done(why.reasoning, why.next_action));
     }
+    // Other solutions agreeing is told to the review, never stands in for
+    // it: measured, a small model's samples agree on the same wrong value
+    // as often as on a right one.
     let since = work.since.min(state.executions.len());
-    // Every solution written independently computed the same values, and
-    // their form is the one asked for: a check that could have failed and
-    // did not, which a review reading the code cannot add to (figures
-    // aside: only a review looks at them).
-    let figures = state.executions[since..].iter().any(|e| e.rich_outputs > 0);
-    if let Some((agree, of)) = work.agreed.filter(|(a, o)| a == o && !values.is_empty())
-        && !work.failed
-        && !figures
-    {
-        state.checked = checked(&state.executions[since..], &values);
-        state.checked.push(same_in(agree, of));
-        return Ok(Verdict {
-            is_complete: true,
-            cannot_fix: false,
-            reasoning: format!("{of} solutions written independently computed the same values"),
-            next_action: String::new(),
-            answer: String::new(),
-            parsed: true,
-        });
-    }
     let mut review = prompts::review_request(&state.request, &state.executions[since..]);
     if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
         review.push_str(&prompts::answer_to_check(answer));

@@ -2,9 +2,10 @@
 //! `candidates.py`): the default graph's `others` node samples a few more
 //! answers to the prompt its code came from and runs them on scratch copies
 //! before its own code runs; its review compares the values the request
-//! names. Every solution agreeing is a check that could have failed;
-//! another answer with as many solutions behind it means the turn is not
-//! done, and the model is shown both values and the other's code.
+//! names. Another answer with as many solutions behind it means the turn
+//! is not done, and the model is shown both values and the other's code;
+//! otherwise the review is told how many agreed (agreement alone is never
+//! "done": a small model's samples agree on wrong values too).
 
 use super::steps::Settings;
 use crate::agent::llm::Role;
@@ -224,13 +225,14 @@ mod tests {
     }
 
     #[test]
-    fn every_solution_agreeing_is_done_without_a_review() {
+    fn every_solution_agreeing_still_goes_to_the_review() {
         let mut script = Script::new(
             &[
                 "```python\nn = 3\n```",
                 "```python\nn = 1 + 2\n```",
                 "Counting:\n```python\nn = 3\n```",
                 ONE_VALUE,
+                DONE,
             ],
             ok,
         );
@@ -243,7 +245,13 @@ mod tests {
         // The others were sampled hidden from the same prompt, at another
         // temperature and seed each, and tried before the turn's own ran.
         assert_eq!(script.tried, [vec!["n = 1 + 2", "n = 3"]]);
-        assert_eq!(script.requests.len(), 4, "answer, two others, the form");
+        assert_eq!(
+            script.requests.len(),
+            5,
+            "answer, two others, the form, the review"
+        );
+        let review = latest(&script.requests[4]);
+        assert!(review.contains("3 computed these same values"), "{review}");
         // The same messages, the last one asking for the code alone.
         let (own, other) = (&script.requests[0].messages, &script.requests[1].messages);
         assert_eq!(own.len(), other.len());
@@ -274,6 +282,7 @@ mod tests {
                 "```python\nn = 3\n```",
                 "```python\nn = 2 + 1\n```",
                 ONE_VALUE,
+                DONE,
             ],
             ok,
         );
