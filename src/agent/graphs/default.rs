@@ -360,7 +360,7 @@ fn this_turns_executions(state: &AgentState) -> &[Execution] {
 mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
-    use crate::agent::llm::{Role, Sampling};
+    use crate::agent::llm::Role;
     use crate::agent::script::{Script, fails_once, latest, ok};
 
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
@@ -522,52 +522,6 @@ open('sales.csv')
         assert!(told.starts_with("The request is not finished"), "{told}");
         assert!(told.contains("ZeroDivisionError"), "{told}");
         assert_eq!(state.outcome, Some(Outcome::Complete));
-    }
-
-    #[test]
-    fn code_after_a_failed_or_unfinished_turn_is_sampled_varied_and_repeatably() {
-        let mut script = Script::new(
-            &[
-                "```python\n1/0\n```",
-                "```python\nprint(2)\n```",
-                NOT_DONE,
-                "```python\nprint(3)\n```",
-                DONE,
-            ],
-            fails_once,
-        );
-        let greedy = Sampling {
-            temperature: Some(0.0),
-            seed: Some(5),
-        };
-        let seeded = Settings {
-            sampling: greedy,
-            ..settings()
-        };
-        let mut state = AgentState::new("print a number", Vec::new(), 5);
-        run(&mut script, &mut state, seeded);
-        assert_eq!(state.outcome, Some(Outcome::Complete));
-        let sampled: Vec<Sampling> = script.requests.iter().map(|r| r.sampling).collect();
-        let varied = |seed| Sampling {
-            temperature: Some(0.7),
-            seed: Some(seed),
-        };
-        // The first answer and the judgements as configured; the answer
-        // after the failure and the one after "not done" varied, seeded
-        // by the turn.
-        assert_eq!(
-            sampled,
-            [greedy, varied(6), greedy, varied(7), greedy],
-            "{sampled:?}"
-        );
-        // A provider's own temperature (none set) is left alone.
-        let mut script = Script::new(
-            &["```python\n1/0\n```", "```python\nprint(2)\n```", DONE],
-            fails_once,
-        );
-        let mut state = AgentState::new("print a number", Vec::new(), 5);
-        run(&mut script, &mut state, settings());
-        assert!(script.requests.iter().all(|r| r.sampling == Sampling::default()));
     }
 
     #[test]

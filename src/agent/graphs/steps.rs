@@ -55,10 +55,9 @@ impl Settings {
 /// Where another solution's answer stops: the end of its code block.
 const BLOCK_END: &[&str] = &["\n```\n"];
 
-/// How other solutions, and code after a turn that did not do the request,
-/// are sampled: varied enough to differ where the model is unsure, not so
-/// much that they stop making sense.
-const VARIED_TEMPERATURE: f32 = 0.7;
+/// How other solutions are sampled: varied enough to differ where the
+/// model is unsure, not so much that they stop making sense.
+const CANDIDATE_TEMPERATURE: f32 = 0.7;
 
 /// Answers of judging steps (reflect, plan) are short JSON (a verdict's
 /// closing answer included); reasoning models spend part of this on hidden
@@ -93,7 +92,6 @@ impl Settings {
             Call {
                 model: &self.model,
                 max_tokens: self.max_tokens,
-                sampling: self.sampling,
                 showing: Showing::Prose,
                 schema: None,
                 stop,
@@ -122,7 +120,6 @@ impl Settings {
             Call {
                 model: &self.model,
                 max_tokens: self.max_tokens,
-                sampling: self.code_sampling(state),
                 showing,
                 schema: None,
                 stop: &[],
@@ -131,25 +128,6 @@ impl Settings {
         .await?;
         state.blocks_shown = answer.blocks_shown;
         Ok(answer)
-    }
-
-    /// How the next turn's code is sampled: as configured, except that a
-    /// turn after one that failed or was found unfinished is sampled varied
-    /// (seeded by the turn, so a run stays repeatable) where the model
-    /// would sample greedily: told what went wrong, a small model at
-    /// temperature 0 mostly writes the same code again.
-    fn code_sampling(&self, state: &AgentState) -> Sampling {
-        let greedy = self
-            .sampling
-            .temperature
-            .is_some_and(|t| t < VARIED_TEMPERATURE);
-        if !(greedy && state.retrying()) {
-            return self.sampling;
-        }
-        Sampling {
-            temperature: Some(VARIED_TEMPERATURE),
-            seed: Some(self.sampling.seed.unwrap_or(0) + u64::from(state.turn)),
-        }
     }
 
     /// `self.candidates` other answers to the prompt the turn's own answer
@@ -167,15 +145,15 @@ impl Settings {
                 let call = Call {
                     model: &self.model,
                     max_tokens: self.max_tokens,
-                    sampling: Sampling {
-                        temperature: Some(VARIED_TEMPERATURE),
-                        seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
-                    },
                     showing: Showing::Hidden,
                     schema: None,
                     stop: &[],
                 };
                 let mut request = model_request(state, self, system.to_owned(), &call);
+                request.sampling = Sampling {
+                    temperature: Some(CANDIDATE_TEMPERATURE),
+                    seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
+                };
                 // Code only, ending with its block: the words around it
                 // would cost as much again. Said at the end of the last
                 // message, so all before it stays cached.
@@ -287,7 +265,6 @@ impl Settings {
             Call {
                 model: self.judge_model(),
                 max_tokens: JUDGEMENT_TOKENS,
-                sampling: self.sampling,
                 showing: Showing::Hidden,
                 schema: Some(schema),
                 stop: &[],
@@ -302,7 +279,6 @@ impl Settings {
 struct Call<'a> {
     model: &'a str,
     max_tokens: u32,
-    sampling: Sampling,
     showing: Showing,
     schema: Option<AnswerSchema>,
     stop: &'static [&'static str],
@@ -344,7 +320,7 @@ fn model_request(
         system,
         messages,
         max_tokens: call.max_tokens,
-        sampling: call.sampling,
+        sampling: settings.sampling,
         schema: call.schema.clone(),
         stop: call.stop,
     }

@@ -310,7 +310,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 10] = [
+    const HINTS: [(&[&str], &str); 12] = [
         (&["KeyError: \"None of [", "are in the [columns]"], ROWS),
         (
             &["KeyError: '[", "not in index"],
@@ -327,6 +327,16 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             &["could not convert string to float"],
             "the values are text: clean them first (strip symbols, \
              pd.to_numeric(values, errors='coerce'))",
+        ),
+        (
+            &["unsupported operand type", "'str'"],
+            "some values are text: convert them first to what they stand for \
+             (pd.to_datetime for dates, pd.to_numeric for numbers, int() or float() \
+             for one value)",
+        ),
+        (
+            &["Can only use .dt accessor"],
+            "the values are not dates yet: convert them with pd.to_datetime first",
         ),
         (
             &["unsupported operand type"],
@@ -403,6 +413,20 @@ mod tests {
         let fixed = [nan[0].clone(), ran(&["m: float = 3.75 (changed)"])];
         assert_eq!(empty_value(&fixed, "m"), None);
         assert_eq!(empty_value(&nan, "other"), None);
+    }
+
+    #[test]
+    fn text_that_does_not_combine_is_converted_to_what_it_stands_for() {
+        let text = "TypeError: unsupported operand type(s) for -: 'str' and 'str'";
+        assert!(
+            error_hint(text)
+                .unwrap()
+                .contains("pd.to_datetime for dates")
+        );
+        let none = "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'";
+        assert!(error_hint(none).unwrap().contains("do not combine"));
+        let dates = "AttributeError: Can only use .dt accessor with datetimelike values";
+        assert!(error_hint(dates).unwrap().contains("pd.to_datetime"));
     }
 
     #[test]

@@ -180,14 +180,6 @@ impl AgentState {
         self.answer = text;
     }
 
-    /// Whether the turn about to be written follows one that did not do the
-    /// request: its code failed, or the review found it unfinished.
-    pub fn retrying(&self) -> bool {
-        let failed = self.executions.last().is_some_and(|e| e.failed);
-        let unfinished = self.verdict.as_ref().is_some_and(|v| !v.is_complete);
-        self.turn > 0 && (failed || unfinished)
-    }
-
     /// A new run of `request`, continuing `conversation`.
     pub fn new(request: impl Into<String>, conversation: Vec<ChatMessage>, max_turns: u32) -> Self {
         let request = request.into();
