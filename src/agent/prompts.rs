@@ -74,9 +74,10 @@ pub fn rlm(query: &str, description: &str, depth_left: u32, max_turns: u32) -> S
         .replace("{query}", query)
 }
 
-/// The system prompt of the reflection step.
-pub fn reflect(request: &str) -> String {
-    REFLECT.replace("{request}", request)
+/// The system prompt of the review, the same for every request (the
+/// request is in the message), so a prompt cache keeps all of it.
+pub fn reflect() -> String {
+    REFLECT.to_owned()
 }
 
 /// The analyst graph's planning prompt.
@@ -485,7 +486,7 @@ mod tests {
         );
         assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         assert!(system("", &[], &[]).contains("(no user variables yet)"));
-        assert!(reflect("plot it").contains("plot it"));
+        assert!(!reflect().contains("{request}"));
         for prompt in [
             plan("df: DataFrame", &[]),
             analyst_code("df: DataFrame", &[], &[]),

@@ -68,7 +68,7 @@ pub async fn check<E: Effects>(
     if let Some((agree, of)) = work.agreed {
         review.push_str(&prompts::agreement_to_check(agree, of));
     }
-    let system = prompts::reflect(&state.request);
+    let system = prompts::reflect();
     let answer = settings
         .judge_alone(state, effects, system, review, schemas::verdict())
         .await?;
