@@ -74,6 +74,18 @@ pub fn rlm(query: &str, description: &str, depth_left: u32, max_turns: u32) -> S
         .replace("{query}", query)
 }
 
+/// How much of a skill's text a request that names it loads.
+const SKILL_CHARS: usize = 4000;
+
+/// A skill the request names, loaded after it: its instructions, to follow.
+pub fn loaded_skill(name: &str, text: &str) -> String {
+    let text = text.trim();
+    let text = &text[..crate::text::floor_char_boundary(text, SKILL_CHARS)];
+    format!(
+        "\n\nThe skill {name} says (do its steps with Python code on the live variables):\n{text}"
+    )
+}
+
 /// The system prompt of the review, the same for every request (the
 /// request is in the message), so a prompt cache keeps all of it.
 pub fn reflect() -> String {
@@ -163,6 +175,12 @@ pub fn triage_plan(
 pub const CODE_PLEASE: &str = "Do this in the notebook: answer with a ```python block that \
 works on the live variables and does what I asked (store results where I said). Do not guess \
 values; compute them.";
+
+/// The output of a block that is a cell the user ran since the last
+/// request, sent again: not run.
+pub const RECENT_CELL_AGAIN: &str = "Not run again: this block is a cell the user already ran (what \
+it made is in the namespace). Write new code that does what the request asks, using those \
+variables.";
 
 /// Said at the end of the prompt of another solution, sampled beside the
 /// turn's answer: its code alone.

@@ -261,17 +261,23 @@ impl ScopeCall for RecentCells {
     type Reply = Cells;
 }
 
-/// The skills installed for the model.
+/// The skills installed for the model, and the text of those `request`
+/// names.
 #[derive(Debug, Serialize)]
-pub struct Skills {}
+pub struct Skills<'a> {
+    pub request: &'a str,
+}
 
 #[derive(Debug, Deserialize)]
 pub struct SkillList {
     /// Name and description, in name order.
     pub skills: BTreeMap<String, String>,
+    /// Name and instructions of each skill the request names.
+    #[serde(default)]
+    pub named: Vec<(String, String)>,
 }
 
-impl ScopeCall for Skills {
+impl ScopeCall for Skills<'_> {
     const METHOD: &'static str = "skills";
     type Reply = SkillList;
 }

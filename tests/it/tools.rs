@@ -221,6 +221,39 @@ async fn skills_are_listed_for_the_model_and_loaded_by_its_code() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_skill_the_request_names_is_loaded_after_it() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("Following it.".into()),
+        Reply::Answer("Nothing to follow.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let skills = kernel.dir().join(".mahtab/skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("table-summary.md"),
+        "Summarise a table\n1. Print its shape.\n",
+    )
+    .unwrap();
+    // Named in other words than the file's: case and spaces for hyphens.
+    let (reply, _) = kernel
+        .execute("%%ask\nUse the Table Summary skill on sales.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let told = llm.last_message(0);
+    assert!(
+        told.starts_with("Use the Table Summary skill on sales."),
+        "{told}"
+    );
+    assert!(told.contains("The skill table-summary says"), "{told}");
+    assert!(told.contains("1. Print its shape."), "{told}");
+    // A request that does not name it gets the list only.
+    let (reply, _) = kernel.execute("%%ask\nSummarise sales.").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert!(!llm.last_message(1).contains("Print its shape"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_claude_clis_sessions_are_text_to_grep() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nprint(grep(claude_sessions(), 'parser'))\n```".into()),

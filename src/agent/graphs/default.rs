@@ -525,6 +525,26 @@ open('sales.csv')
     }
 
     #[test]
+    fn a_cell_the_user_ran_sent_again_is_not_run_and_the_model_is_told() {
+        let cell = "from pathlib import Path\nPath('notes.md').write_text('hi')\nprint('saved')";
+        let mut script = Script::new(
+            &[
+                "```python\nPath('notes.md').write_text('hi')\nprint('saved')\n```",
+                "```python\nprint(len('hi'))\n```",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("count the characters of the note", Vec::new(), 5);
+        state.recent_cells = vec![cell.to_owned()];
+        run(&mut script, &mut state, settings());
+        assert_eq!(script.executed, ["print(len('hi'))"]);
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("Not run again"), "{told}");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
     fn cannot_be_done_with_nothing_failing_gets_one_more_turn() {
         let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "a warning", "next_action": ""}"#;
         let mut script = Script::new(

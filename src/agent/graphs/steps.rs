@@ -6,6 +6,7 @@
 use crate::agent::budget;
 use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
+use crate::agent::parse::checks;
 use crate::agent::parse::code::closed_code_blocks;
 use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
@@ -365,7 +366,22 @@ pub(crate) async fn run_pending<E: Effects>(
         if !enabled {
             continue;
         }
-        let execution = effects.execute(&code).await?;
+        let execution = if checks::copies_a_recent_cell(&code, &state.recent_cells) {
+            // The user ran it already: running it again would repeat
+            // what it did, and do nothing the request asks.
+            Execution {
+                code: code.clone(),
+                output: prompts::RECENT_CELL_AGAIN.to_owned(),
+                shown: None,
+                failed: true,
+                finished: false,
+                changes: Vec::new(),
+                rich_outputs: 0,
+                images: Vec::new(),
+            }
+        } else {
+            effects.execute(&code).await?
+        };
         reports.push(prompts::execution_report(
             &code,
             &execution.output,

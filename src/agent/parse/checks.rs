@@ -310,7 +310,12 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 12] = [
+    const HINTS: [(&[&str], &str); 13] = [
+        (
+            &["No module named 'mahtab."],
+            "the toolbox's functions are already defined: call them directly, without \
+             importing (skill('name') gives a skill's instructions)",
+        ),
         (&["KeyError: \"None of [", "are in the [columns]"], ROWS),
         (
             &["KeyError: '[", "not in index"],
@@ -367,6 +372,22 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
         .map(|(_, hint)| *hint)
 }
 
+/// Whether `code` is one of the user's `recent_cells` sent again: every
+/// line of it (two at least, blank ones aside) is a line of the same cell.
+/// Code that changes any line of a cell is new code.
+pub fn copies_a_recent_cell(code: &str, recent_cells: &[String]) -> bool {
+    let lines: Vec<&str> = code
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.len() >= 2
+        && recent_cells.iter().any(|cell| {
+            let cell: Vec<&str> = cell.lines().map(str::trim).collect();
+            lines.iter().all(|line| cell.contains(line))
+        })
+}
+
 /// Whether a block's output says it was not run (the guard's refusal, the
 /// user's no), which the kernel words so.
 pub fn refused(output: &str) -> bool {
@@ -377,6 +398,11 @@ pub fn refused(output: &str) -> bool {
 /// connection, a permission), which another attempt may not be able to fix:
 /// for those a review decides whether the request can be done at all.
 pub fn may_be_unfixable(error_line: &str) -> bool {
+    // A module of this kernel's own that is not there is a guess at where
+    // the toolbox lives, which another attempt can fix.
+    if error_line.contains("No module named 'mahtab") {
+        return false;
+    }
     [
         "FileNotFoundError",
         "ModuleNotFoundError",
@@ -413,6 +439,37 @@ mod tests {
         let fixed = [nan[0].clone(), ran(&["m: float = 3.75 (changed)"])];
         assert_eq!(empty_value(&fixed, "m"), None);
         assert_eq!(empty_value(&nan, "other"), None);
+    }
+
+    #[test]
+    fn a_recent_cell_sent_again_is_known_and_a_changed_one_is_not() {
+        let cells = ["import pandas as pd\n\ndf = pd.read_csv('a.csv')\ndf.head()".to_owned()];
+        // Whole, or a part of it, indented or spaced otherwise.
+        assert!(copies_a_recent_cell(
+            "df = pd.read_csv('a.csv')\n\n    df.head()\n",
+            &cells
+        ));
+        // One line changed or added is new code; one line alone is too little to tell.
+        assert!(!copies_a_recent_cell(
+            "df = pd.read_csv('b.csv')\ndf.head()",
+            &cells
+        ));
+        assert!(!copies_a_recent_cell(
+            "df = pd.read_csv('a.csv')\ndf.head()\nprint(df.shape)",
+            &cells
+        ));
+        assert!(!copies_a_recent_cell("df.head()", &cells));
+        assert!(!copies_a_recent_cell("df = 1\ndf.head()", &[]));
+    }
+
+    #[test]
+    fn a_guessed_module_of_the_toolbox_is_fixable_and_says_how() {
+        let guessed = "ModuleNotFoundError: No module named 'mahtab.skills'";
+        assert!(!may_be_unfixable(guessed));
+        assert!(error_hint(guessed).unwrap().contains("skill('name')"));
+        assert!(may_be_unfixable(
+            "ModuleNotFoundError: No module named 'polars'"
+        ));
     }
 
     #[test]

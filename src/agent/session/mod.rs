@@ -247,9 +247,20 @@ impl AgentSession {
                 };
                 history_len = history.len();
                 let prompt = interpolate(ports, prompt.clone()).await;
+                let (installed, named) = skills(ports, &prompt).await;
                 let mut state = AgentState::new(prompt, history, max_turns);
                 state.recent_cells = recent_cells(ports).await;
-                state.skills = skills(ports).await;
+                state.skills = installed;
+                // The instructions of a skill the request names go after
+                // it: a small model asked to follow one otherwise guesses
+                // how to load it.
+                if let Some(request) = state.conversation.last_mut() {
+                    for (name, text) in &named {
+                        request
+                            .content
+                            .push_str(&crate::agent::prompts::loaded_skill(name, text));
+                    }
+                }
                 state
             }
             Job::Search(search) => AgentState::new(search.query.clone(), Vec::new(), max_turns),
@@ -530,13 +541,14 @@ async fn run_changes<P: Ports>(ports: &P) -> RunChanges {
         })
 }
 
-/// The skills installed for the model, by name.
-async fn skills<P: Ports>(ports: &P) -> Vec<Skill> {
-    match scope::call(ports, &scope::Skills {}).await {
-        Ok(reply) => reply.skills.into_iter().collect(),
+/// The skills installed for the model, by name, and the instructions of
+/// those `request` names.
+async fn skills<P: Ports>(ports: &P, request: &str) -> (Vec<Skill>, Vec<(String, String)>) {
+    match scope::call(ports, &scope::Skills { request }).await {
+        Ok(reply) => (reply.skills.into_iter().collect(), reply.named),
         Err(e) => {
             tracing::warn!("%%ask: no skills: {e}");
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
     }
 }

@@ -141,7 +141,10 @@ class AgentScope:
         return "{}"
 
     def skills(self, args):
-        return dumps({"skills": tools.skills()})
+        installed = tools.skills()
+        request = json.loads(args).get("request", "")
+        named = [[name, tools.skill(name)] for name in tools.skills_named(request, installed)]
+        return dumps({"skills": installed, "named": named})
 
     def namespace_summary(self, args):
         return dumps({"summary": namespace_summary(self.namespace)})
