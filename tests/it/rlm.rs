@@ -163,7 +163,7 @@ async fn rlm_on_parts_shows_each_level_indented() {
     assert!(codes[2].starts_with("│ │ [code, turn 1]\n│ │ FINAL('one')"));
     let summaries = panel_texts(&iopub, "summary");
     assert_eq!(summaries.len(), 4);
-    assert!(summaries[0].starts_with("│ │ done"), "{summaries:?}");
+    assert!(summaries[0].starts_with("│ │ answered"), "{summaries:?}");
     let markdown = iopub
         .iter()
         .find(|m| m.content["metadata"]["mahtab"]["kind"] == "code")

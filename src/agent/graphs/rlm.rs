@@ -102,7 +102,9 @@ async fn run<E: Effects>(
 ) -> Result<(), AgentError> {
     let ran = run_pending(state, effects, execute).await?;
     if state.executions.iter().any(|e| e.finished) {
-        state.outcome = Some(Outcome::Complete);
+        // FINAL's answer is what the search found, in words: nothing has
+        // checked it, so it is answered, not done.
+        state.outcome = Some(Outcome::Answered);
     } else if !execute {
         state.outcome = Some(Outcome::Answered);
     } else if state.turn >= state.max_turns {
@@ -166,7 +168,7 @@ mod tests {
             final_called,
         );
         let state = run_graph(&mut script, 10);
-        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.outcome, Some(Outcome::Answered));
         assert_eq!(state.turn, 2);
         assert_eq!(
             script.executed,
@@ -194,7 +196,7 @@ mod tests {
             final_called,
         );
         let state = run_graph(&mut script, 10);
-        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert_eq!(state.outcome, Some(Outcome::Answered));
         assert!(
             script.requests[1]
                 .messages

@@ -251,6 +251,8 @@ pub fn summary(
     session: Option<&Usage>,
 ) -> Shown {
     let ending = match (state.outcome, end) {
+        // "Done" only with what was checked to say so.
+        (Some(Outcome::Complete), _) if state.checked.is_empty() => "answered",
         (Some(Outcome::Complete), _) => "done",
         (Some(Outcome::Answered), _) => "answered",
         (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
@@ -774,7 +776,7 @@ mod tests {
         );
         assert_eq!(
             plain(&shown),
-            "done · not checked · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
+            "answered · not checked · openai m · 1 turn · 12 in / 5 out tokens · $0.5000 · 1.5 s"
         );
         // What a review looked at before it said "done", clipped.
         let line = |state: &AgentState| {
