@@ -13,7 +13,7 @@
 //! temperature = 0            # how the model samples (the local model: 0, seed 0)
 //! seed = 0
 //! candidates = 2             # other solutions tried beside each turn's code (default 0)
-//! vision = true              # the model sees images: figures go to it (else found out: see the README)
+//! vision = true              # the model sees images: figures go to it (else found out: see docs/src/toolbox.md)
 //! approve = "risky"          # when agent code asks first: always, risky (what the guard flags), never
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
 //!

@@ -146,11 +146,11 @@ def _speed_up_introspection():
     oinspect.pylight = html.escape
 
 
-_ASK_HELP = """see the README's %%ask section.
+_ASK_HELP = """the %%ask page of mahtab's book: docs/src/ask.md in its repository.
 
-    %%ask [--model MODEL] [--provider anthropic|openai|claude] [--max-turns N]
-          [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--confirm] [--new]
-          [--allow shell,files,network,install] [--trace]
+    %%ask [--model MODEL] [--provider anthropic|openai|claude] [--judge-model MODEL] [--max-turns N]
+          [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once]
+          [--approve always|risky|never] [--confirm] [--allow KINDS] [--new] [--trace]
     <your request>
 
     %ask_undo [N]   puts back what the last N agent runs changed
