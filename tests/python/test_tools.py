@@ -303,15 +303,6 @@ def test_skills_come_from_the_user_and_the_project(tools, tmp_path):
         tools.skill("nope")
 
 
-def test_a_request_names_a_skill_as_a_word_in_any_case(tools):
-    installed = {"table-summary": "", "plot": "", "data_clean": ""}
-    assert tools.skills_named("Load the table-summary skill", installed) == ["table-summary"]
-    assert tools.skills_named("follow the Table Summary skill, then plot", installed) == ["plot", "table-summary"]
-    assert tools.skills_named("use data clean", installed) == ["data_clean"]
-    # Part of a longer word or name is no mention.
-    assert tools.skills_named("the plotting code; my-table-summary-v2", installed) == []
-
-
 def test_a_skill_takes_its_arguments(tools, tmp_path):
     skills = tmp_path / ".mahtab" / "skills"
     skills.mkdir(parents=True)

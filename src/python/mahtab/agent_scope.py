@@ -16,7 +16,7 @@ import traceback
 from mahtab import tools
 from mahtab import candidates
 from mahtab.agent_code import FinalAnswer, run_agent_code
-from mahtab.context import conversation_key, interpolate, local_model, repair
+from mahtab.context import conversation_key, interpolate, local_model, repair, skills_named
 from mahtab.messages import dumps
 from mahtab.namespace import is_user_variable, namespace_summary
 from mahtab.paths import jupyter_data_dir
@@ -143,7 +143,7 @@ class AgentScope:
     def skills(self, args):
         installed = tools.skills()
         request = json.loads(args).get("request", "")
-        named = [[name, tools.skill(name)] for name in tools.skills_named(request, installed)]
+        named = [[name, tools.skill(name)] for name in skills_named(request, installed)]
         return dumps({"skills": installed, "named": named})
 
     def namespace_summary(self, args):

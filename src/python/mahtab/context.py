@@ -1,7 +1,8 @@
 """What an agent run learns from the session besides the namespace summary:
 known fixes for failed code that need no model (``repair``), ``{name}`` in a
-prompt filled in (``interpolate``), what the saved conversation belongs to,
-and where the local model is.
+prompt filled in (``interpolate``), the skills a request names
+(``skills_named``), what the saved conversation belongs to, and where the
+local model is.
 
 Loaded with the agent, on its first run.
 """
@@ -146,3 +147,18 @@ def _installed_by_pip():
     except importlib.metadata.PackageNotFoundError:
         return False
     return True
+
+
+def skills_named(request, installed):
+    """The installed skills ``request`` names, as a word of its own, in any
+    case, with spaces for its hyphens or underscores ("the Table Summary
+    skill" names ``table-summary``)."""
+    found = []
+    for name in sorted(installed):
+        words = [word for word in re.split(r"[-_\s]+", name) if word]
+        if not words:
+            continue
+        pattern = r"(?<![\w-])%s(?![\w-])" % r"[-_\s]+".join(map(re.escape, words))
+        if re.search(pattern, request, re.IGNORECASE):
+            found.append(name)
+    return found

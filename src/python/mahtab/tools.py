@@ -562,20 +562,6 @@ def skills():
     return found
 
 
-def skills_named(request, installed=None):
-    """The installed skills ``request`` names, as a word of its own, in any
-    case, with spaces for its hyphens or underscores ("the Table Summary
-    skill" names ``table-summary``)."""
-    installed = skills() if installed is None else installed
-    found = []
-    for name in sorted(installed):
-        words = re.split(r"[-_\s]+", name.strip())
-        pattern = r"(?<![\w-])%s(?![\w-])" % r"[-_\s]+".join(re.escape(word) for word in words if word)
-        if re.search(pattern, request, re.IGNORECASE):
-            found.append(name)
-    return found
-
-
 def skill(name, args=None):
     """The instructions of skill ``name``, to follow. With ``args``, they
     take the place of ``$ARGUMENTS`` in the skill's text, or, where it has

@@ -3,7 +3,7 @@
 
 import pytest
 
-from mahtab.context import conversation_key, interpolate, repair
+from mahtab.context import conversation_key, interpolate, repair, skills_named
 
 
 def test_a_loaded_module_under_its_usual_name_is_imported():
@@ -50,3 +50,14 @@ def test_the_conversation_belongs_to_the_notebook_when_known(monkeypatch, tmp_pa
     assert conversation_key({"__vsc_ipynb_file__": "/n.ipynb"}) == "/n.ipynb"
     monkeypatch.setenv("JPY_SESSION_NAME", "/s.ipynb")
     assert conversation_key({"__vsc_ipynb_file__": "/n.ipynb"}) == "/s.ipynb"
+
+
+def test_a_request_names_a_skill_as_a_word_in_any_case():
+    installed = {"table-summary": "", "plot": "", "data_clean": ""}
+    assert skills_named("Load the table-summary skill", installed) == ["table-summary"]
+    assert skills_named("follow the Table Summary skill, then plot", installed) == ["plot", "table-summary"]
+    assert skills_named("use data clean", installed) == ["data_clean"]
+    # Part of a longer word or name is no mention.
+    assert skills_named("the plotting code; my-table-summary-v2", installed) == []
+    # A skill file with no name names nothing.
+    assert skills_named("anything", {"": "", "-": ""}) == []
