@@ -134,16 +134,7 @@ async fn code<E: Effects>(
     state.record_answer(answer.text);
     if state.pending.is_empty() {
         const NO_CODE: &str = "The answer had no ```python block to run.";
-        state.failed_attempts.push(Execution {
-            code: String::new(),
-            output: NO_CODE.into(),
-            shown: None,
-            failed: true,
-            finished: false,
-            changes: Vec::new(),
-            rich_outputs: 0,
-            images: Vec::new(),
-        });
+        state.failed_attempts.push(Execution::not_run("", NO_CODE));
         state
             .conversation
             .push(ChatMessage::user(prompts::fix_request(NO_CODE, None)));

@@ -268,16 +268,7 @@ async fn act<E: Effects>(
             effects.emit(AgentEvent::Executed {
                 turn,
                 block: 0,
-                execution: Execution {
-                    code,
-                    output: refusal.clone(),
-                    shown: None,
-                    failed: true,
-                    finished: false,
-                    changes: Vec::new(),
-                    rich_outputs: 0,
-                    images: Vec::new(),
-                },
+                execution: Execution::not_run(code, refusal.clone()),
             });
             refusal
         }

@@ -369,16 +369,7 @@ pub(crate) async fn run_pending<E: Effects>(
         let execution = if checks::copies_a_recent_cell(&code, &state.recent_cells) {
             // The user ran it already: running it again would repeat
             // what it did, and do nothing the request asks.
-            Execution {
-                code: code.clone(),
-                output: prompts::RECENT_CELL_AGAIN.to_owned(),
-                shown: None,
-                failed: true,
-                finished: false,
-                changes: Vec::new(),
-                rich_outputs: 0,
-                images: Vec::new(),
-            }
+            Execution::not_run(code.clone(), prompts::RECENT_CELL_AGAIN)
         } else {
             effects.execute(&code).await?
         };
@@ -402,16 +393,7 @@ pub(crate) async fn run_pending<E: Effects>(
                 effects.emit(AgentEvent::Executed {
                     turn,
                     block: later,
-                    execution: Execution {
-                        code: String::new(),
-                        output: NOT_RUN.to_owned(),
-                        shown: None,
-                        failed: true,
-                        finished: false,
-                        changes: Vec::new(),
-                        rich_outputs: 0,
-                        images: Vec::new(),
-                    },
+                    execution: Execution::not_run("", NOT_RUN),
                 });
             }
             break;

@@ -39,6 +39,21 @@ pub struct Execution {
 }
 
 impl Execution {
+    /// Code that did not run (refused, not reached, or the runtime failed
+    /// before it could), with what is said instead of its output.
+    pub fn not_run(code: impl Into<String>, output: impl Into<String>) -> Self {
+        Execution {
+            code: code.into(),
+            output: output.into(),
+            shown: None,
+            failed: true,
+            finished: false,
+            changes: Vec::new(),
+            rich_outputs: 0,
+            images: Vec::new(),
+        }
+    }
+
     /// The text of the output panel.
     pub fn panel_text(&self) -> &str {
         self.shown.as_deref().unwrap_or(&self.output)

@@ -505,16 +505,7 @@ fn error_name(output: &str) -> String {
 
 /// Code that could not even be run (the runtime itself failed).
 pub(super) fn failed_run(code: &str, error: &PythonException) -> Execution {
-    Execution {
-        code: code.to_owned(),
-        output: error.to_string(),
-        shown: None,
-        failed: true,
-        finished: false,
-        changes: Vec::new(),
-        rich_outputs: 0,
-        images: Vec::new(),
-    }
+    Execution::not_run(code, error.to_string())
 }
 
 #[cfg(test)]
