@@ -560,6 +560,8 @@ def main():
         provider = f"local model {args.local} (temperature 0, seed 0; {os.cpu_count()} cores)"
     else:
         provider = describe_provider(env)
+    # Every run asks the model: the evaluation measures it, not a record.
+    env["MAHTAB_REPLAY"] = "0"
     if args.candidates is not None:
         env["MAHTAB_CANDIDATES"] = str(args.candidates)
         provider += f"; {args.candidates} other solutions a turn"

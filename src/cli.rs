@@ -144,6 +144,20 @@ enum Commands {
         #[arg(long, value_name = "CONNECTION_FILE")]
         existing: PathBuf,
     },
+    /// Write a copy of a notebook that runs on ipykernel with no agent: each
+    /// %%ask cell becomes its prompt (Markdown) and the code its recorded
+    /// run ran (code cells), from the record beside the notebook
+    /// (NOTEBOOK.ask.json).
+    Export {
+        /// The notebook (.ipynb) to export.
+        notebook: PathBuf,
+        /// Where the copy goes.
+        #[arg(short = 'o', long = "output", value_name = "OUT.ipynb")]
+        output: PathBuf,
+        /// The record to use, when it is not beside the notebook.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+    },
     /// Remove the kernelspec.
     Uninstall {
         #[command(flatten)]
@@ -289,6 +303,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>, launcher: Launcher) -> Resu
             model, dir, python, ..
         } => install_local_model(&model, dir, python),
         Commands::Mcp { existing } => serve_mcp(&existing),
+        Commands::Export {
+            notebook,
+            output,
+            record,
+        } => {
+            let exported = crate::export::export_file(&notebook, &output, record)?;
+            println!("Exported {exported}\nto {}", output.display());
+            Ok(())
+        }
         Commands::Uninstall {
             location,
             name,

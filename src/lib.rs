@@ -13,6 +13,8 @@
 //! - [`install`]: writing and removing the kernelspec.
 //! - [`launcher`]: starting under Jupyter Enterprise Gateway (its kernel
 //!   launcher protocol).
+//! - [`export`]: `mahtab export`, a notebook's `%%ask` cells as the code
+//!   their recorded runs ran, for ipykernel.
 //! - [`mcp`]: `mahtab mcp`, an MCP server that is a client of a running
 //!   kernel (through [`zmtp`] and [`wire`] only, never the kernel's code).
 //! - [`exception`]: a Python exception as it crosses the kernel, one type
@@ -28,6 +30,7 @@ pub mod agent;
 pub mod cell_files;
 pub mod cli;
 pub mod exception;
+pub mod export;
 mod extension;
 pub mod install;
 pub mod kernel;

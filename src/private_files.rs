@@ -1,6 +1,6 @@
 //! Files only their owner may read, in directories only their owner may
 //! enter: connection files (they hold the HMAC key) and cell files (cells
-//! may hold secrets). A directory someone else made, or may write to, is
+//! may hold secrets); and files written whole or not at all. A directory someone else made, or may write to, is
 //! refused rather than used, and no write follows a symbolic link, so
 //! another user of the host can neither read these files nor plant a file
 //! or link where they will be written.
@@ -60,6 +60,30 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)?;
     file.write_all(contents)
+}
+
+/// Writes `contents` to `path` whole or not at all: into a new file beside
+/// it (made with `mode`), flushed to disk, then renamed over it, so a reader
+/// never sees half a file and a crash leaves the old one.
+pub fn write_whole(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let temporary = dir.join(format!(".{}.tmp", uuid::Uuid::new_v4()));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temporary)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
 }
 
 fn refused(dir: &Path, why: &str) -> io::Error {

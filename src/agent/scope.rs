@@ -80,6 +80,10 @@ pub struct CodeRun {
     /// What it did to the namespace, a line per name.
     #[serde(default)]
     pub changes: Vec<String>,
+    /// The guard stopped it before it ran (the user said no, or no one
+    /// could be asked).
+    #[serde(default)]
+    pub refused: bool,
 }
 
 impl ScopeCall for RunCode<'_> {
@@ -311,6 +315,23 @@ pub struct Location {
 impl ScopeCall for MemoryLocation {
     const METHOD: &'static str = "memory";
     type Reply = Location;
+}
+
+/// Which notebook runs, for its `%%ask` record.
+#[derive(Debug, Serialize)]
+pub struct NotebookLocation {}
+
+#[derive(Debug, Deserialize)]
+pub struct Notebook {
+    /// The notebook's path, when the client says which (absolute, or a
+    /// name in `working_dir`).
+    pub notebook: Option<String>,
+    pub working_dir: String,
+}
+
+impl ScopeCall for NotebookLocation {
+    const METHOD: &'static str = "notebook";
+    type Reply = Notebook;
 }
 
 /// Whether the kernel's environment can serve the local model `file` (from

@@ -164,6 +164,10 @@ impl Shell {
             identities: request.identities.clone(),
             allow_stdin,
             interrupts_seen: 0,
+            cell_id: request.metadata["cellId"]
+                .as_str()
+                .filter(|id| !id.is_empty())
+                .map(Arc::from),
         }
     }
 

@@ -190,6 +190,11 @@ impl Bridge {
         Ok(result.to_string())
     }
 
+    /// The frontend's id of the notebook cell being run, if it sent one.
+    fn cell_id(&self) -> Option<String> {
+        self.serving().cell_id.map(|id| id.to_string())
+    }
+
     /// The header of the request being served (`channel` "shell"), or of
     /// the one last served on "control", as JSON text.
     #[pyo3(signature = (channel = "shell"))]

@@ -56,6 +56,10 @@ pub struct Parent {
     /// returned when it was queued (an interrupt since then stops it before
     /// it starts).
     pub interrupts_seen: u64,
+    /// The frontend's id of the notebook cell the request runs (the
+    /// execute_request's metadata `cellId`, which JupyterLab and VS Code
+    /// send).
+    pub cell_id: Option<Arc<str>>,
 }
 
 impl Parent {
@@ -66,6 +70,7 @@ impl Parent {
             identities: Vec::new(),
             allow_stdin: false,
             interrupts_seen: 0,
+            cell_id: None,
         }
     }
 }

@@ -465,11 +465,14 @@ async fn settings_come_from_the_cell_then_ask_config_then_the_settings_file() {
         "{shown}"
     );
     assert!(!shown.contains("sk-from-the-file"), "{shown}");
+    // Another model from %ask_config makes it another run of the cell; the
+    // same settings again would replay the first run, so the last one asks
+    // afresh.
     kernel.execute("%%ask\nhi").await;
     kernel.execute("%%ask --model cell-model\nhi").await;
     let (_, iopub) = kernel.execute("%ask_config --reset").await;
     assert!(stream_text(&iopub, "stdout").contains("file-model  [settings file]"));
-    kernel.execute("%%ask\nhi").await;
+    kernel.execute("%%ask --fresh\nhi").await;
     assert_eq!(
         models_asked(&llm),
         ["file-model", "session-model", "cell-model", "file-model"]

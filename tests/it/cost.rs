@@ -25,7 +25,10 @@ async fn the_summary_and_ask_config_show_what_the_runs_cost() {
     env.push(("MAHTAB_CONFIG", settings.display().to_string()));
     let mut kernel = Kernel::start_with_env(&env).await;
     for _ in 0..2 {
-        let (reply, iopub) = kernel.execute("%%ask\nWhat is six times seven?").await;
+        // --fresh: the second run asks again rather than replay the first.
+        let (reply, iopub) = kernel
+            .execute("%%ask --fresh\nWhat is six times seven?")
+            .await;
         assert_eq!(reply.content["status"], "ok", "{}", reply.content);
         let summary = &panel_texts(&iopub, "summary")[0];
         // (30 x 1000 + 12 x 2000) / 1e6 dollars.

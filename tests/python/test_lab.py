@@ -255,6 +255,13 @@ def run_notebook_in_lab(tmp_path: Path, gateway: tuple[str, str, Path] | None) -
     assert len(llm.requests) == 3, llm.requests
     assert "6*7" in llm.requests[0]["messages"][-1]["content"]
     assert "The values the request names, as they are now:" in llm.requests[2]["messages"][-1]["content"]
+    if gateway is None:
+        # The run's record is beside the notebook (jupyter_server told the
+        # kernel which notebook it runs), under the id Lab gave the cell.
+        record = json.loads((root / "lab.ask.json").read_text())
+        (run,) = record["cells"]
+        assert run["cell_id"] and run["prompt"] == ASK_CELL.split("\n", 1)[1], run
+        assert [block["code"] for block in run["blocks"]] == ["answer = 6 * 7\nprint(answer)"], run
 
 
 # -- scripts/lab.sh (what `scripts/demo.sh --lab` runs after building) ---------------

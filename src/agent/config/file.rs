@@ -16,6 +16,7 @@
 //! vision = true              # the model sees images: figures go to it (else found out: see docs/src/toolbox.md)
 //! approve = "risky"          # when agent code asks first: always, risky (what the guard flags), never
 //! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
+//! replay = false             # %%ask cells always ask the model, even with a record of their run
 //!
 //! [openai]
 //! base_url = "http://127.0.0.1:11434/v1"
@@ -65,6 +66,7 @@ pub struct ConfigFile {
     vision: Option<bool>,
     approve: Option<String>,
     allow: Option<Vec<String>>,
+    replay: Option<bool>,
     #[serde(default)]
     anthropic: Endpoint,
     #[serde(default)]
@@ -179,6 +181,7 @@ impl ConfigFile {
                 .allow
                 .as_ref()
                 .and_then(|kinds| super::options::parse_allow(&kinds.join(",")).ok()),
+            replay: self.replay,
             ..AskOptions::default()
         }
     }

@@ -49,6 +49,15 @@ impl Settings {
         self.file.var(name).or_else(|| env(name))
     }
 
+    /// Whether a cell with these (defaulted) options replays its record:
+    /// as `%ask_config` or the settings file says, else unless
+    /// `MAHTAB_REPLAY` is off.
+    pub(crate) fn replays(&self, options: &AskOptions) -> bool {
+        options.replay.unwrap_or_else(|| {
+            !env("MAHTAB_REPLAY").is_some_and(|v| matches!(v.trim(), "0" | "false" | "no" | "off"))
+        })
+    }
+
     /// The provider for a cell with these (defaulted) options: the settings
     /// file ranks above the environment.
     pub(crate) fn choose_provider(
@@ -220,6 +229,15 @@ pub(crate) fn overview(settings: &Settings) -> String {
                 kinds => kinds.join(", "),
             },
             settings.source(|o| o.allow.is_some() || o.approve.is_some(), None),
+        ),
+        (
+            "replay",
+            if settings.replays(&options) {
+                "on: a cell with a record of its run replays it (--fresh asks again)".to_owned()
+            } else {
+                "off: every %%ask cell asks the model".to_owned()
+            },
+            settings.source(|o| o.replay.is_some(), Some("MAHTAB_REPLAY")),
         ),
     ];
     let mut text = String::from("%%ask settings (options on the %%ask line override them):\n");

@@ -146,6 +146,16 @@ pub struct AskOptions {
     /// End the run with its trace: nodes visited, time per node (`--trace`).
     #[arg(long)]
     pub trace: bool,
+    /// Ask the model even when the cell has a record of an earlier run with
+    /// the same prompt and options, and record this run in its place.
+    #[arg(long)]
+    #[serde(skip)]
+    pub fresh: bool,
+    /// Whether a `%%ask` cell with a record replays it instead of asking
+    /// (`%ask_config --replay off`; the settings file's `replay`).
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(skip)]
+    pub replay: Option<bool>,
     /// The kinds of action agent code may take without asking (see
     /// [`GUARDED_KINDS`], the guard's kinds).
     #[arg(long, value_parser = parse_allow)]
@@ -193,7 +203,52 @@ impl AskOptions {
         self.informer |= defaults.informer;
         self.allow = self.allow.or_else(|| defaults.allow.clone());
         self.approve = self.approve.or(defaults.approve);
+        self.replay = self.replay.or(defaults.replay);
         self
+    }
+
+    /// What of these options makes a run what it is, as its record keeps
+    /// them: the model, the graph and its limits, and the switches that
+    /// change what runs (`--no-exec`, `--once`); not how the run is shown,
+    /// asked about or replayed.
+    pub fn as_recorded(&self) -> AskOptions {
+        AskOptions {
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+            judge_model: self.judge_model.clone(),
+            max_turns: self.max_turns,
+            graph: self.graph,
+            informer: self.informer,
+            no_exec: self.no_exec,
+            once: self.once,
+            ..AskOptions::default()
+        }
+    }
+
+    /// What [`AskOptions::as_recorded`] keeps, as an `%%ask` line's
+    /// arguments ([`ask_line_options`] reads them back).
+    pub fn recorded_args(&self) -> String {
+        let mut words: Vec<String> = Vec::new();
+        let mut value = |name: &str, value: Option<String>| {
+            if let Some(value) = value {
+                words.extend([format!("--{name}"), value]);
+            }
+        };
+        value("model", self.model.clone());
+        value("provider", self.provider.clone());
+        value("judge-model", self.judge_model.clone());
+        value("max-turns", self.max_turns.map(|n| n.to_string()));
+        value("graph", self.graph.map(|g| g.name().to_owned()));
+        for (on, flag) in [
+            (self.informer, "--informer"),
+            (self.no_exec, "--no-exec"),
+            (self.once, "--once"),
+        ] {
+            if on {
+                words.push(flag.to_owned());
+            }
+        }
+        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_default()
     }
 
     /// When this run's code asks first: `--confirm` is `always`; unset is
@@ -318,6 +373,11 @@ pub struct AskCell {
     pub prompt: String,
 }
 
+/// The options of an `%%ask` line's arguments (`args` as written).
+pub fn ask_line_options(args: &str) -> Result<AskOptions, UsageError> {
+    parse_args(args, USAGE)
+}
+
 /// A cell the kernel answers itself instead of Python.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentCell {
@@ -325,6 +385,8 @@ pub enum AgentCell {
     Configure(ConfigChange),
     /// Draw this graph (`None`: list the graphs).
     ShowGraph(Option<DrawnGraph>),
+    /// Put the code the last `%%ask` cell ran into a new cell (`%ask_code`).
+    PromoteCode,
 }
 
 /// A graph `%ask_graph` can draw: those `--graph` chooses, and the search
@@ -361,6 +423,9 @@ pub const GRAPHS: &[(&str, &str)] = &[
     ),
 ];
 
+pub const CODE_USAGE: &str =
+    "usage: %ask_code\n(puts the code the last %%ask cell ran into a new cell below)";
+
 pub const GRAPH_USAGE: &str =
     "usage: %ask_graph [default|analyst|planner|triage|rlm]\n(with no name: list the graphs)";
 
@@ -376,14 +441,14 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--approve always|risky|never] [--allow shell,files,network,install|all|none] | --reset\n(with no options: show the settings %%ask uses)";
+[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--approve always|risky|never] [--allow shell,files,network,install|all|none] [--replay on|off] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, judge_model=None, max_turns=None, \
 graph=None, informer=False, no_exec=False, once=False, confirm=False, approve=None, new=False, allow=None, \
 trace=False, on_token=None, on_code_block=None, on_execution=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--approve always|risky|never] [--confirm] [--new] [--allow KINDS] [--trace]\n<your request on the following lines>";
+[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--approve always|risky|never] [--confirm] [--new] [--allow KINDS] [--trace] [--fresh]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason and how to use it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -413,6 +478,15 @@ pub fn parse_cell(code: &str) -> Option<Result<AgentCell, UsageError>> {
     }
     if let Some(args) = magic_args(first, "%ask_graph") {
         return Some(parse_graph(args, rest));
+    }
+    if let Some(args) = magic_args(first, "%ask_code") {
+        if !args.trim().is_empty() || !rest.trim().is_empty() {
+            return Some(Err(UsageError(
+                "%ask_code takes no options and goes in a cell of its own".into(),
+                CODE_USAGE,
+            )));
+        }
+        return Some(Ok(AgentCell::PromoteCode));
     }
     let args = magic_args(first, "%ask_config")?;
     if !rest.trim().is_empty() {
@@ -461,11 +535,13 @@ fn parse_config(args: &str) -> Result<ConfigChange, UsageError> {
         confirm: options.confirm,
         new_conversation: options.new_conversation,
         trace: options.trace,
+        fresh: options.fresh,
         ..AskOptions::default()
     };
     if switches != AskOptions::default() {
         return Err(usage(
-            "--no-exec, --once, --confirm, --new and --trace apply to one %%ask cell, not as defaults"
+            "--no-exec, --once, --confirm, --new, --trace and --fresh apply to one %%ask cell, not \
+             as defaults"
                 .into(),
         ));
     }
@@ -573,9 +649,33 @@ mod tests {
         assert!(options.trace);
         let err = parse_cell("%ask_config --trace").unwrap().unwrap_err();
         assert!(
-            err.to_string().contains("--trace apply to one %%ask cell"),
+            err.to_string()
+                .contains("--trace and --fresh apply to one %%ask cell"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn fresh_is_a_switch_of_one_cell_and_replay_a_default() {
+        let cell =
+            ask("%%ask --graph analyst --fresh --trace --model 'a b' --max-turns 3 --once\nq");
+        assert!(cell.options.fresh);
+        let recorded = cell.options.as_recorded();
+        assert_eq!(
+            recorded.recorded_args(),
+            "--model 'a b' --max-turns 3 --graph analyst --once"
+        );
+        let again = ask_line_options(&recorded.recorded_args()).unwrap();
+        assert_eq!(again, recorded);
+        assert_ne!(again, cell.options);
+        assert!(parse_cell("%ask_config --fresh").unwrap().is_err());
+        let Some(Ok(AgentCell::Configure(ConfigChange::Set(set)))) =
+            parse_cell("%ask_config --replay off")
+        else {
+            panic!("a setting");
+        };
+        assert_eq!(set.replay, Some(false));
+        assert!(AskOptions::from_json(&serde_json::json!({ "fresh": true })).is_err());
     }
 
     #[test]

@@ -250,6 +250,28 @@ pub fn summary(
     elapsed: Duration,
     session: Option<&Usage>,
 ) -> Shown {
+    let mut line = format!(
+        "{} · {provider} {model} · {} turn{} · {}{:.1} s",
+        ending(state, end),
+        state.turn,
+        if state.turn == 1 { "" } else { "s" },
+        usage_text(&state.usage),
+        elapsed.as_secs_f64(),
+    );
+    if let Some(session) = session {
+        let total = usage_text(session);
+        line.push_str(&format!(" · session: {}", total.trim_end_matches(" · ")));
+    }
+    panel(
+        line.clone(),
+        format!("*{line}*"),
+        json!({ "kind": "summary" }),
+    )
+}
+
+/// How a run ended, and for an answer what was checked before calling it
+/// done (`done · checked: revenue: float: 44.2`) or that nothing was.
+pub fn ending(state: &AgentState, end: RunEnd) -> String {
     let ending = match (state.outcome, end) {
         // "Done" only with what was checked to say so.
         (Some(Outcome::Complete), _) if state.checked.is_empty() => "answered",
@@ -273,21 +295,34 @@ pub fn summary(
         Some(Outcome::Complete | Outcome::Answered) => " · not checked".to_owned(),
         _ => String::new(),
     };
-    let mut line = format!(
-        "{ending}{checked} · {provider} {model} · {} turn{} · {}{:.1} s",
-        state.turn,
-        if state.turn == 1 { "" } else { "s" },
-        usage_text(&state.usage),
-        elapsed.as_secs_f64(),
+    format!("{ending}{checked}")
+}
+
+/// The line that starts a replayed cell: what is replayed, from when, by
+/// which model, and how to ask again.
+pub fn replaying(blocks: usize, day: &str, model: &str) -> Shown {
+    let line = format!(
+        "replayed: {blocks} block{} from {day}, {model}; `%%ask --fresh` asks again",
+        if blocks == 1 { "" } else { "s" },
     );
-    if let Some(session) = session {
-        let total = usage_text(session);
-        line.push_str(&format!(" · session: {}", total.trim_end_matches(" · ")));
-    }
     panel(
         line.clone(),
         format!("*{line}*"),
-        json!({ "kind": "summary" }),
+        json!({ "kind": "replay" }),
+    )
+}
+
+/// The line that ends a replayed cell: how the recorded run ended, with no
+/// model call, and how long the replay took.
+pub fn replayed(ending: &str, elapsed: Duration) -> Shown {
+    let line = format!(
+        "replayed · the recorded run: {ending} · no model call · {:.1} s",
+        elapsed.as_secs_f64()
+    );
+    panel(
+        line.clone(),
+        format!("*{line}*"),
+        json!({ "kind": "summary", "replayed": true }),
     )
 }
 

@@ -105,24 +105,6 @@ impl<'a, P: Ports> RunEffects<'a, P> {
             _ => self.provider,
         }
     }
-
-    /// Asks the user whether to run the block just shown (through the
-    /// kernel's stdin channel, which every frontend answers): the refusal
-    /// the model is told, or None when the user typed "y" or "yes".
-    async fn refusal(&self) -> Result<Option<&'static str>, AgentError> {
-        let question = scope::Input {
-            prompt: "Run this code? [y/N] ",
-            password: false,
-        };
-        match scope::call(self.ports, &question).await {
-            Ok(typed) => {
-                let text = typed.value.trim().to_ascii_lowercase();
-                Ok((text != "y" && text != "yes").then_some(DECLINED))
-            }
-            Err(e) if e.kind() == ExceptionKind::NoInput => Ok(Some(NO_ONE_TO_ASK)),
-            Err(e) => Err(e.into()),
-        }
-    }
 }
 
 impl<P: Ports> Observer for RunEffects<'_, P> {
@@ -277,68 +259,12 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
-        if self.confirm
-            && let Some(refusal) = self.refusal().await?
-        {
-            return Ok(Execution {
-                code: code.to_owned(),
-                output: refusal.into(),
-                shown: None,
-                failed: refusal == NO_ONE_TO_ASK,
-                finished: false,
-                changes: Vec::new(),
-                rich_outputs: 0,
-                images: Vec::new(),
-            });
+        let execution = run_block(self.ports, code, self.confirm, &self.allow).await?;
+        // Only code that ran (it has a panel) says what the last error was.
+        if execution.shown.is_some() {
+            self.last_error = execution.failed.then(|| error_name(&execution.output));
         }
-        // What the code writes shows while it runs (see `live`).
-        let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
-        let run = scope::RunCode {
-            code,
-            confirm: self.confirm,
-            allow: &self.allow,
-        };
-        let call = scope::call_with_output(self.ports, &run, output);
-        tokio::pin!(call);
-        let mut live = LiveOutput::new();
-        let mut refresh = tokio::time::interval(live::REFRESH);
-        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let result = loop {
-            tokio::select! {
-                result = &mut call => break result,
-                Some(text) = written.recv() => live.push(&text),
-                _ = refresh.tick() => {
-                    if let Some(shown) = live.refresh() {
-                        publish(self.ports, shown);
-                    }
-                }
-            }
-        };
-        if let Some(emptied) = live.finish() {
-            publish(self.ports, emptied);
-        }
-        match result {
-            Ok(run) => {
-                self.last_error = run.failed.then(|| error_name(&run.output));
-                let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
-                    "(shown above)".to_owned()
-                } else {
-                    run.shown
-                };
-                Ok(Execution {
-                    code: code.to_owned(),
-                    output: run.output,
-                    shown: Some(shown),
-                    failed: run.failed,
-                    finished: run.finished,
-                    changes: run.changes,
-                    rich_outputs: run.rich_outputs,
-                    images: run.images,
-                })
-            }
-            Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
-            Err(e) => Ok(failed_run(code, &e)),
-        }
+        Ok(execution)
     }
 
     async fn namespace(&mut self) -> String {
@@ -436,6 +362,89 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
 
     fn emit(&mut self, event: AgentEvent) {
         publish(self.ports, render::event(&event));
+    }
+}
+
+/// Asks the user whether to run the block just shown (through the kernel's
+/// stdin channel, which every frontend answers): the refusal the model is
+/// told, or None when the user typed "y" or "yes".
+async fn refusal<P: Ports>(ports: &P) -> Result<Option<&'static str>, AgentError> {
+    let question = scope::Input {
+        prompt: "Run this code? [y/N] ",
+        password: false,
+    };
+    match scope::call(ports, &question).await {
+        Ok(typed) => {
+            let text = typed.value.trim().to_ascii_lowercase();
+            Ok((text != "y" && text != "yes").then_some(DECLINED))
+        }
+        Err(e) if e.kind() == ExceptionKind::NoInput => Ok(Some(NO_ONE_TO_ASK)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Runs agent code in the user's namespace, its output shown live: asked
+/// about first with `confirm` (`--approve always`), the guard's kinds in
+/// `allow` let through. A block the user declined, or that could not run,
+/// comes back as not run (with no `shown`).
+pub(super) async fn run_block<P: Ports>(
+    ports: &P,
+    code: &str,
+    confirm: bool,
+    allow: &[String],
+) -> Result<Execution, AgentError> {
+    if confirm && let Some(refusal) = refusal(ports).await? {
+        let mut declined = Execution::not_run(code, refusal);
+        declined.failed = refusal == NO_ONE_TO_ASK;
+        return Ok(declined);
+    }
+    // What the code writes shows while it runs (see `live`).
+    let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
+    let run = scope::RunCode {
+        code,
+        confirm,
+        allow,
+    };
+    let call = scope::call_with_output(ports, &run, output);
+    tokio::pin!(call);
+    let mut live = LiveOutput::new();
+    let mut refresh = tokio::time::interval(live::REFRESH);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let result = loop {
+        tokio::select! {
+            result = &mut call => break result,
+            Some(text) = written.recv() => live.push(&text),
+            _ = refresh.tick() => {
+                if let Some(shown) = live.refresh() {
+                    publish(ports, shown);
+                }
+            }
+        }
+    };
+    if let Some(emptied) = live.finish() {
+        publish(ports, emptied);
+    }
+    match result {
+        Ok(run) if run.refused => Ok(Execution::not_run(code, run.output)),
+        Ok(run) => {
+            let shown = if run.shown.trim().is_empty() && run.rich_outputs > 0 {
+                "(shown above)".to_owned()
+            } else {
+                run.shown
+            };
+            Ok(Execution {
+                code: code.to_owned(),
+                output: run.output,
+                shown: Some(shown),
+                failed: run.failed,
+                finished: run.finished,
+                changes: run.changes,
+                rich_outputs: run.rich_outputs,
+                images: run.images,
+            })
+        }
+        Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
+        Err(e) => Ok(failed_run(code, &e)),
     }
 }
 

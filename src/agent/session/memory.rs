@@ -5,8 +5,6 @@
 //! What is saved is bounded, written whole or not at all, readable only by
 //! the user, and never holds a configured API key.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -110,23 +108,7 @@ impl Memory {
     }
 
     fn write(&self, saved: &Saved) -> std::io::Result<()> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let temporary = dir.join(format!(".{}.tmp", uuid::Uuid::new_v4()));
-        let result = (|| {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temporary)?;
-            file.write_all(&serde_json::to_vec(saved)?)?;
-            file.sync_all()?;
-            std::fs::rename(&temporary, &self.path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&temporary);
-        }
-        result
+        crate::private_files::write_whole(&self.path, &serde_json::to_vec(saved)?, 0o600)
     }
 }
 

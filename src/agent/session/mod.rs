@@ -9,6 +9,8 @@ mod effects;
 mod indent;
 pub mod memory;
 pub mod provider;
+pub mod record;
+mod replay;
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
@@ -44,9 +46,11 @@ use memory::{Conversation, answered_part};
 use provider::{
     Provider, Providers, context_tokens, other_solutions, sampling, secrets, sees_images,
 };
+use record::{CellKey, Record};
+use replay::{RecordedCell, RunFacts};
 
 /// What an interrupted run raises in Python.
-const INTERRUPTED: &str = "the %%ask run was interrupted";
+pub(super) const INTERRUPTED: &str = "the %%ask run was interrupted";
 
 /// Longest answer asked of a provider (the local models have their own).
 const MAX_TOKENS: u32 = 4096;
@@ -56,8 +60,13 @@ const MAX_TOKENS: u32 = 4096;
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Request {
-    /// An `%%ask` or `%ask_config` cell, whole.
-    Cell { code: String },
+    /// An `%%ask` or `%ask_config` cell, whole, and the frontend's id of
+    /// the cell, when it sent one.
+    Cell {
+        code: String,
+        #[serde(default)]
+        cell_id: Option<String>,
+    },
     /// `ask()` from Python.
     Ask {
         prompt: String,
@@ -94,6 +103,15 @@ pub struct AgentSession {
     usage: Mutex<SessionUsage>,
     /// The embedded local model and what servers said of their models.
     providers: Providers,
+    /// The code the last `%%ask` cell ran (or replayed), for `%ask_code`.
+    last_code: Mutex<Option<LastCode>>,
+}
+
+/// The code an `%%ask` cell ran, and what it asked.
+#[derive(Debug, Clone)]
+struct LastCode {
+    prompt: String,
+    blocks: Vec<String>,
 }
 
 /// The runs of a session and what they used together.
@@ -126,10 +144,10 @@ impl AgentSession {
 
     async fn serve<P: Ports>(&self, request: Request, ports: &P) -> Result<Value, PythonException> {
         match request {
-            Request::Cell { code } => self.cell(&code, ports).await,
+            Request::Cell { code, cell_id } => self.cell(&code, cell_id.as_deref(), ports).await,
             Request::Ask { prompt, options } => {
                 let options = AskOptions::from_json(&options)?;
-                self.run(Job::Ask { prompt }, options, ports).await
+                self.run(Job::Ask { prompt }, options, None, ports).await
             }
             Request::Rlm {
                 query,
@@ -143,18 +161,47 @@ impl AgentSession {
                     description,
                     depth_left,
                 };
-                self.run(Job::Search(search), options, ports).await
+                self.run(Job::Search(search), options, None, ports).await
             }
         }
     }
 
-    async fn cell<P: Ports>(&self, code: &str, ports: &P) -> Result<Value, PythonException> {
+    async fn cell<P: Ports>(
+        &self,
+        code: &str,
+        cell_id: Option<&str>,
+        ports: &P,
+    ) -> Result<Value, PythonException> {
         match options::parse_cell(code) {
             Some(Ok(AgentCell::Ask(cell))) => {
+                let defaults = self
+                    .defaults
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let key = CellKey::new(&cell.prompt, &cell.options.clone().or(&defaults));
+                let recorded = RecordedCell { key: &key, cell_id };
+                if let Some(replayed) = self.replay(recorded, &cell.options, ports).await? {
+                    return Ok(replayed);
+                }
                 let job = Job::Ask {
-                    prompt: cell.prompt,
+                    prompt: cell.prompt.clone(),
                 };
-                self.run(job, cell.options, ports).await
+                self.run(job, cell.options, Some(recorded), ports).await
+            }
+            Some(Ok(AgentCell::PromoteCode)) => {
+                let last = self
+                    .last_code
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                match last {
+                    Some(last) => Ok(json!({ "next_input": promoted(&last) })),
+                    None => Err(PythonException::new(
+                        "AskError",
+                        "no %%ask cell has run code in this kernel yet",
+                    )),
+                }
             }
             Some(Ok(AgentCell::Configure(change))) => {
                 let defaults = {
@@ -180,12 +227,92 @@ impl AgentSession {
         }
     }
 
+    /// The replay of `recorded` (whose `%%ask` line says `cell_options`)
+    /// from its record, when replay is on, the cell does not ask afresh, and
+    /// the record has a run of it. A record that cannot be read stops the
+    /// cell: nothing runs.
+    async fn replay<P: Ports>(
+        &self,
+        recorded: RecordedCell<'_>,
+        cell_options: &AskOptions,
+        ports: &P,
+    ) -> Result<Option<Value>, PythonException> {
+        let defaults = self
+            .defaults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let settings = Settings::now(defaults)
+            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
+        let options = settings.options_for(cell_options);
+        if cell_options.fresh || !settings.replays(&options) {
+            return Ok(None);
+        }
+        let Some(path) = replay::record_path(ports).await else {
+            return Ok(None);
+        };
+        let record =
+            Record::load(&path).map_err(|e| PythonException::new("AskError", e.to_string()))?;
+        let Some(run) = record.find(recorded.cell_id, recorded.key) else {
+            return Ok(None);
+        };
+        let confirm = options.approval() == Approval::Always;
+        let result = replay::replay(ports, run, confirm, &options.allowed_kinds()).await;
+        if result.is_ok() {
+            self.remember_code(&run.prompt, run.replayed_blocks().map(|b| b.code.clone()));
+        }
+        result.map(Some)
+    }
+
+    /// Makes a finished run of an `%%ask` cell its record (or says why it is
+    /// not), and keeps its code for `%ask_code`.
+    async fn record<P: Ports>(
+        &self,
+        recorded: RecordedCell<'_>,
+        state: &AgentState,
+        facts: RunFacts<'_>,
+        secrets: &[String],
+        ports: &P,
+    ) {
+        let run = replay::cell_run(recorded, state, facts);
+        self.remember_code(&run.prompt, run.replayed_blocks().map(|b| b.code.clone()));
+        let why_not = replay::not_recorded(state);
+        let run = why_not.is_none().then_some(run);
+        if let Some(path) = replay::record_path(ports).await
+            && let Err(why) = replay::keep(&path, recorded, run, secrets)
+        {
+            publish(ports, render::stream(&format!("{why}\n")));
+        }
+        if let Some(why) = why_not {
+            let line =
+                format!("not recorded ({why}): this cell asks the model again when it runs\n");
+            publish(ports, render::stream(&line));
+        }
+    }
+
+    /// Keeps what an `%%ask` cell ran, for `%ask_code`.
+    fn remember_code(&self, prompt: &str, blocks: impl Iterator<Item = String>) {
+        let blocks: Vec<String> = blocks.collect();
+        if blocks.is_empty() {
+            return;
+        }
+        *self
+            .last_code
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(LastCode {
+            prompt: prompt.to_owned(),
+            blocks,
+        });
+    }
+
     /// One run of a graph. The result has the model's last answer without
     /// its code (`answer`) and, for a search, whether it ended with FINAL.
+    /// The run of an `%%ask` cell (`recorded`) becomes its record.
     async fn run<P: Ports>(
         &self,
         job: Job,
         cell_options: AskOptions,
+        recorded: Option<RecordedCell<'_>>,
         ports: &P,
     ) -> Result<Value, PythonException> {
         let request = match &job {
@@ -389,6 +516,17 @@ impl AgentSession {
                     (session.runs > 1).then_some(&session.usage),
                 );
                 publish(ports, summary);
+                if let Some(recorded) = recorded {
+                    let facts = RunFacts {
+                        provider: provider_name,
+                        model: model_name,
+                        graph: kind.name(),
+                        ending: render::ending(&state, end),
+                        no_exec: cell_options.no_exec,
+                    };
+                    self.record(recorded, &state, facts, &secrets(&settings), ports)
+                        .await;
+                }
                 if cell_options.trace {
                     publish(ports, render::trace(&effects.trace, &state, elapsed));
                 }
@@ -503,6 +641,20 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         }
     };
     render::graph(name, &diagram)
+}
+
+/// The cell `%ask_code` puts below: the request as a comment, then the
+/// code its run ran, block after block.
+fn promoted(last: &LastCode) -> String {
+    let request: String = last
+        .prompt
+        .lines()
+        .map(|line| format!("# {line}").trim_end().to_owned() + "\n")
+        .collect();
+    format!(
+        "# %%ask, as code:\n{request}\n{}\n",
+        last.blocks.join("\n\n").trim_end()
+    )
 }
 
 /// Replaces `{name}` in the prompt with that variable's value (`{{` and `}}`

@@ -52,9 +52,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 def is_agent_cell(code):
     """Whether the agent serves ``code``: an ``%%ask`` cell or an
-    ``%ask_config``, ``%ask_graph`` or ``%ask_undo`` line (the rule of the
+    ``%ask_config``, ``%ask_graph``, ``%ask_code`` or ``%ask_undo`` line (the rule of the
     kernel's own parser)."""
-    return any(_magic_args(code, magic) is not None for magic in ("%%ask", "%ask_config", "%ask_graph", "%ask_undo"))
+    magics = ("%%ask", "%ask_config", "%ask_graph", "%ask_code", "%ask_undo")
+    return any(_magic_args(code, magic) is not None for magic in magics)
 
 
 def undo_args(code):
@@ -206,12 +207,15 @@ class AgentApi:
         summary, not a traceback into the kernel's own code."""
         __tracebackhide__ = True
         try:
-            self._agent_request({"kind": "cell", "code": code})
+            result = self._agent_request({"kind": "cell", "code": code, "cell_id": self.bridge.cell_id()})
         except KeyboardInterrupt:
             what = "%%ask" if code.startswith("%%ask") else code.split(None, 1)[0]
             stopped = KeyboardInterrupt("the %s run was interrupted" % what)
             stopped._render_traceback_ = lambda: ["\x1b[31mKeyboardInterrupt: %s\x1b[39m" % stopped]
             raise stopped from None
+        # %ask_code: the frontend puts this text in a new cell below.
+        if result.get("next_input") is not None:
+            self.set_next_input(result["next_input"])
 
     def _agent_request(self, request, scope=None):
         __tracebackhide__ = True

@@ -116,7 +116,8 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     the rich output, already on screen), "rich_outputs": how many,
     "failed", "error": the traceback's (or the guard's) text, or None,
     "finished": whether it called FINAL(), "changes": what it did to the
-    namespace, a line per name}. ``originals``, if given, keeps the object
+    namespace, a line per name, "refused": the guard stopped it before it
+    ran}. ``originals``, if given, keeps the object
     each name the code rebound had before the run's first rebinding of it
     (see ``AgentScope.restore``). ``journal``, if given (an
     ``undo.RunJournal``), keeps what the code changes as it was before.
@@ -128,7 +129,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     refusal = None if confirm else _guard(runtime, code, allow)
     if refusal is not None:
         return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal,
-                "finished": False, "changes": []}
+                "finished": False, "changes": [], "refused": True}
     captured = []
     displayed = []
     saved = sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write, tools.file_journal

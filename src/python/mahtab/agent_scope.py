@@ -16,7 +16,7 @@ import traceback
 from mahtab import tools
 from mahtab import candidates
 from mahtab.agent_code import FinalAnswer, run_agent_code
-from mahtab.context import conversation_key, interpolate, local_model, repair, skills_named
+from mahtab.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
 from mahtab.messages import dumps
 from mahtab.namespace import is_user_variable, namespace_summary
 from mahtab.paths import jupyter_data_dir
@@ -209,6 +209,10 @@ class AgentScope:
     def memory(self, args):
         folder = os.path.join(jupyter_data_dir(), "mahtab", "conversations")
         return dumps({"dir": folder, "key": str(conversation_key(self.namespace))})
+
+    def notebook(self, args):
+        """Which notebook runs (for its %%ask record), and where."""
+        return dumps({"notebook": notebook_path(self.namespace), "working_dir": os.getcwd()})
 
     def input(self, args):
         request = json.loads(args)

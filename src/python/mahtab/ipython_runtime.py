@@ -150,11 +150,14 @@ _ASK_HELP = """the %%ask page of mahtab's book: docs/src/ask.md in its repositor
 
     %%ask [--model MODEL] [--provider anthropic|openai|claude] [--judge-model MODEL] [--max-turns N]
           [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once]
-          [--approve always|risky|never] [--confirm] [--allow KINDS] [--new] [--trace]
+          [--approve always|risky|never] [--confirm] [--allow KINDS] [--new] [--trace] [--fresh]
     <your request>
 
+    A cell with a record of its run (NOTEBOOK.ask.json) replays it with no model call; --fresh asks again.
+
     %ask_undo [N]   puts back what the last N agent runs changed
-    %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--informer] [--allow KINDS] | --reset
+    %ask_code       puts the code the last %%ask cell ran into a new cell below
+    %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--informer] [--allow KINDS] [--replay on|off] | --reset
 
     %ask_graph [default|analyst|planner|triage|rlm]
 """
@@ -213,13 +216,22 @@ class IPythonRuntime(BaseRuntime):
         def ask_graph(line):
             self.ask_cell("%ask_graph " + line)
 
+        def ask_code(line):
+            self.ask_cell("%ask_code " + line)
+
         ask.__doc__ = "Sends the cell to the agent: " + _ASK_HELP
         ask_config.__doc__ = "Sets or shows the defaults of %%ask: " + _ASK_HELP
         ask_graph.__doc__ = "Draws an agent graph (Mermaid), or lists them: " + _ASK_HELP
+        ask_code.__doc__ = "Puts the code the last %%ask cell ran into a new cell below: " + _ASK_HELP
         self.shell.register_magic_function(self._ask_undo_magic, "line", "ask_undo")
         self.shell.register_magic_function(ask, "cell", "ask")
         self.shell.register_magic_function(ask_config, "line", "ask_config")
         self.shell.register_magic_function(ask_graph, "line", "ask_graph")
+        self.shell.register_magic_function(ask_code, "line", "ask_code")
+
+    def set_next_input(self, text):
+        """Asks the frontend to put ``text`` in a new cell below this one."""
+        self.shell.set_next_input(text, replace=False)
 
     def _ask_undo_magic(self, line=""):
         """%ask_undo [N]: puts back what the last N agent runs (%%ask, ask())

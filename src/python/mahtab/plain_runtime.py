@@ -76,6 +76,10 @@ class Runtime(PlainDisplay, PlainIntrospection, BaseRuntime):
         reply["payload"] = self.payloads
         return dumps(reply)
 
+    def set_next_input(self, text):
+        """Asks the frontend to put ``text`` in a new cell below this one."""
+        self.payloads.append({"source": "set_next_input", "text": text, "replace": False})
+
     def _run_cell(self, code, execution_count, silent):
         undo = undo_args(code)
         if undo is not None:

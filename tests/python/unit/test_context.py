@@ -3,7 +3,7 @@
 
 import pytest
 
-from mahtab.context import conversation_key, interpolate, repair, skills_named
+from mahtab.context import conversation_key, interpolate, notebook_path, repair, skills_named
 
 
 def test_a_loaded_module_under_its_usual_name_is_imported():
@@ -50,6 +50,20 @@ def test_the_conversation_belongs_to_the_notebook_when_known(monkeypatch, tmp_pa
     assert conversation_key({"__vsc_ipynb_file__": "/n.ipynb"}) == "/n.ipynb"
     monkeypatch.setenv("JPY_SESSION_NAME", "/s.ipynb")
     assert conversation_key({"__vsc_ipynb_file__": "/n.ipynb"}) == "/s.ipynb"
+
+
+def test_the_record_goes_with_the_notebook_the_client_names(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert notebook_path({}) is None
+    assert notebook_path({"__vsc_ipynb_file__": "/w/n.ipynb"}) == "/w/n.ipynb"
+    monkeypatch.setenv("JPY_SESSION_NAME", "/w/s.ipynb")
+    assert notebook_path({}) == "/w/s.ipynb"
+    # An API path (relative to the server's root) names a notebook in the
+    # kernel's working directory, its folder; a console's session none.
+    monkeypatch.setenv("JPY_SESSION_NAME", "sub/s.ipynb")
+    assert notebook_path({}) == "s.ipynb"
+    monkeypatch.setenv("JPY_SESSION_NAME", "console-1-0b5e")
+    assert notebook_path({}) is None
 
 
 def test_a_request_names_a_skill_as_a_word_in_any_case():
