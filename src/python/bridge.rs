@@ -259,12 +259,17 @@ impl Bridge {
             .then(|| seconds.extract::<f64>().ok())
             .flatten()
             .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok());
-        let Some(length) = length.filter(|_| subshell_interrupts::in_subshell_cell()) else {
+        let (Some(length), Some(seen)) = (length, subshell_interrupts::delivered_to_this_cell())
+        else {
             real.call1((seconds,))?;
             return Ok(());
         };
-        let interrupts = interrupt::interrupt_count();
-        let seen = subshell_interrupts::interrupt_count();
+        // Counted from what the cell has had, not from now: an interrupt
+        // that came just before the sleep (its exception not yet set) ends
+        // it at once rather than a minute later.
+        let interrupts = interrupt::interrupt_count()
+            .wrapping_sub(subshell_interrupts::interrupt_count())
+            .wrapping_add(seen);
         let deadline = std::time::Instant::now() + length;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());

@@ -116,11 +116,17 @@ pub(super) fn request_ended() {
     INTERRUPTED_EARLY.with(|early| early.store(false, Ordering::SeqCst));
 }
 
-/// Whether this thread is a subshell's, running a cell.
-pub(super) fn in_subshell_cell() -> bool {
+/// The interrupt count up to which this thread's cell has had its
+/// interrupts (None when it runs no subshell cell). Above it: an interrupt
+/// that came and has not reached the cell yet, which a wait starting now
+/// must not miss. Call with the GIL held (what delivers them holds it).
+pub(super) fn delivered_to_this_cell() -> Option<u64> {
     // SAFETY: PyThread_get_thread_ident has no preconditions.
     let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
-    running().iter().any(|cell| cell.ident == ident)
+    running()
+        .iter()
+        .find(|cell| cell.ident == ident)
+        .map(|cell| cell.delivered)
 }
 
 /// Wakes the waits of [`wait_for_interrupt`] when an interrupt comes.
@@ -172,12 +178,14 @@ pub(super) fn interrupt_all() -> bool {
             // Checked again with the GIL held: a cell that has ended since
             // (its thread clears what is set, but only before this), or that
             // a wait has already told (`interrupt_delivered`), is left alone.
-            for cell in running().iter().filter(|cell| cell.delivered < count) {
+            for cell in running().iter_mut().filter(|cell| cell.delivered < count) {
                 // SAFETY: the GIL is held; PyExc_KeyboardInterrupt is a
                 // static exception type.
                 unsafe {
                     set_async_exc(cell.ident, pyo3::ffi::PyExc_KeyboardInterrupt);
                 }
+                // Raised at the cell's next bytecode: delivered.
+                cell.delivered = count;
             }
         });
     });

@@ -41,14 +41,18 @@ def settings_file(tmp_path):
 
 @pytest.fixture
 def local_env(tmp_path, settings_file) -> dict[str, str]:
-    """A kernel's environment: no provider, the settings file, and a Jupyter
-    runtime directory of the test's own (where the shared server is found)."""
+    """A kernel's environment: no provider, the settings file, a Jupyter
+    runtime directory of the test's own (where the shared server is found),
+    and no replay of recorded runs."""
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
     env.update(
         IPYTHONDIR=str(tmp_path / "ipython"),
         JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
         JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
         MAHTAB_CONFIG=str(settings_file),
+        # These tests are about the model's answers: a cell always asks
+        # (test_replay.py covers records).
+        MAHTAB_REPLAY="0",
     )
     return env
 

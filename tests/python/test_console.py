@@ -154,9 +154,12 @@ class Console:
         env.pop("JUPYTER_CONSOLE_TEST", None)  # it would force the simple prompt
         cmd = console_command(connection_file)
         self.transcript = io.StringIO()
+        # The kernel starts in the console's directory, the test's own: files
+        # its cells and agent write (an %%ask record) stay out of the repository.
         self.child = pexpect.spawn(
             cmd[0],
             cmd[1:],
+            cwd=str(connection_file.parent),
             env=env,
             encoding="utf-8",
             codec_errors="replace",

@@ -268,6 +268,8 @@ def enterprise_gateway(root: Path, gateway_env: dict[str, str], kernelspecs: str
             [str(gateway_bin), "--ip=127.0.0.1", f"--port={port}", "--port_retries=0",
              f"--EnterpriseGatewayApp.auth_token={token}", "--log-level=DEBUG"],
             env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            # Kernels it starts on this host work here, not in the repository.
+            cwd=root,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -508,7 +510,9 @@ def test_ask_runs_in_the_remote_kernel_with_settings_from_the_client(gateway: Se
     gateway.llm.answers.append("Computing remotely.\n```python\nremote = 6 * 7\nprint(remote)\n```")
     kernel_id, channels = start_kernel(gateway)
     try:
-        reply, outputs = channels.execute("%%ask --max-turns 1\nmultiply six by seven")
+        # --fresh: a record of an earlier run (in the remote kernel's working
+        # directory) would be replayed; this test is about the model call.
+        reply, outputs = channels.execute("%%ask --max-turns 1 --fresh\nmultiply six by seven")
         assert reply["content"]["status"] == "ok", reply["content"]
         assert text_of(outputs).startswith("Computing remotely."), outputs
         panels = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "display_data"]
@@ -537,7 +541,7 @@ def test_ask_without_a_provider_runs_the_local_model_in_the_remote_kernel(gatewa
     asked_at = time.time()
     kernel_id, channels = start_kernel(eg)
     try:
-        reply, outputs = channels.execute("%%ask --max-turns 1\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
+        reply, outputs = channels.execute("%%ask --max-turns 1 --fresh\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
         assert reply["content"]["status"] == "ok", reply["content"]
         assert "(starting the local model" in text_of(outputs), outputs
         (kernel,) = kernel_processes(kernel_id)
@@ -554,7 +558,7 @@ def test_ask_without_a_provider_runs_the_local_model_in_the_remote_kernel(gatewa
 
     kernel_id, channels = start_kernel(eg)
     try:
-        reply, outputs = channels.execute("%%ask --max-turns 1\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
+        reply, outputs = channels.execute("%%ask --max-turns 1 --fresh\nSay hello.", timeout=LOCAL_MODEL_TIMEOUT)
         assert reply["content"]["status"] == "ok", reply["content"]
         summaries = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "display_data"
                      and m["content"]["metadata"].get("mahtab", {}).get("kind") == "summary"]

@@ -51,7 +51,8 @@ class Setup:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-        env.update(JUPYTER_RUNTIME_DIR=str(self.runtime), MAHTAB_CONFIG=str(self.settings))
+        # MAHTAB_REPLAY=0: every cell asks the model (these tests are about its server).
+        env.update(JUPYTER_RUNTIME_DIR=str(self.runtime), MAHTAB_CONFIG=str(self.settings), MAHTAB_REPLAY="0")
         return env
 
     def kernel(self) -> Kernel:

@@ -165,19 +165,28 @@ impl Record {
         serde_json::from_value(value).map_err(|e| corrupt(e.to_string()))
     }
 
-    /// The recorded run of the cell `key` names (whose frontend id is
-    /// `cell_id`): the one of the same cell, else the newest of a cell
-    /// asking the same.
+    /// The recorded run of the cell `key` names, whose frontend id is
+    /// `cell_id`: the run of that cell, else the newest run asking the same
+    /// from a client that named no cell (nbclient, papermill); a cell with
+    /// no id takes the newest run asking the same. Another cell's run is
+    /// not this one's.
     pub fn find(&self, cell_id: Option<&str>, key: &CellKey) -> Option<&CellRun> {
         let same = |run: &&CellRun| run.is_of(key);
-        cell_id
-            .and_then(|id| {
-                self.cells
-                    .iter()
-                    .filter(same)
-                    .find(|run| run.cell_id.as_deref() == Some(id))
-            })
-            .or_else(|| self.cells.iter().rev().find(same))
+        match cell_id {
+            Some(id) => self
+                .cells
+                .iter()
+                .filter(same)
+                .find(|run| run.cell_id.as_deref() == Some(id))
+                .or_else(|| {
+                    self.cells
+                        .iter()
+                        .rev()
+                        .filter(same)
+                        .find(|run| run.cell_id.is_none())
+                }),
+            None => self.cells.iter().rev().find(same),
+        }
     }
 
     /// Keeps `run` (of the cell `key` names) as its cell's record, in place
@@ -268,10 +277,15 @@ mod tests {
         let code = |run: &CellRun| run.replayed_blocks().next().unwrap().code.clone();
         assert_eq!(code(record.find(Some("a"), &asked).unwrap()), "n = 3");
         assert_eq!(code(record.find(Some("b"), &asked).unwrap()), "n = 1 + 2");
-        // Another cell asking the same (a copy, a client with no ids) gets
-        // the newest.
-        assert_eq!(code(record.find(Some("c"), &asked).unwrap()), "n = 1 + 2");
+        // A client that names no cell gets the newest asking the same; a
+        // cell of another id has no run of its own yet.
         assert_eq!(code(record.find(None, &asked).unwrap()), "n = 1 + 2");
+        assert!(record.find(Some("c"), &asked).is_none());
+        // A run recorded with no id (nbclient) is found by a cell with one
+        // (the notebook opened in Lab afterwards).
+        record.keep(run(&asked, None, "n = 3 * 1"), &asked);
+        assert_eq!(code(record.find(Some("c"), &asked).unwrap()), "n = 3 * 1");
+        assert_eq!(code(record.find(Some("a"), &asked).unwrap()), "n = 3");
         // The same options written another way, and --fresh or --trace, are
         // the same cell.
         let reworded = cell("%%ask --max-turns 2 --fresh --trace --graph analyst\n  set n to 3\n");
