@@ -20,7 +20,9 @@ use crate::python::{PythonConfig, accept_sigint_in_current_thread, sigint_taken_
 #[command(
     name = "mahtab",
     version,
-    about = "A Jupyter kernel for Python with an AI agent built in"
+    about = "A Jupyter kernel for Python with an AI agent built in",
+    after_help = "The book: docs/src/introduction.md in mahtab's repository; every subcommand: \
+                  docs/src/cli-reference.md"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -201,6 +203,11 @@ impl LocationArgs {
             (None, false) => Location::User,
         }
     }
+}
+
+/// The command line's definition (for its reference page).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 /// Runs the command line `args` (the program's name first); `launcher`

@@ -22,6 +22,7 @@
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
 //! - [`text`]: cutting text at byte positions without splitting a character.
 //! - [`private_files`]: files and directories only their owner may use.
+//! - [`reference`]: the book's reference pages, made from the code.
 //!
 //! - [`cli`]: the command line, shared by the `mahtab` binary (`main.rs`)
 //!   and the wheel's extension module (`extension.rs`, `python -m mahtab`).
@@ -38,6 +39,7 @@ pub mod launcher;
 pub mod mcp;
 pub mod private_files;
 pub mod python;
+pub mod reference;
 pub mod text;
 pub mod wire;
 pub mod zmtp;

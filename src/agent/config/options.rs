@@ -106,9 +106,12 @@ impl FromStr for GraphKind {
 )]
 #[serde(default, deny_unknown_fields)]
 pub struct AskOptions {
+    /// The model that answers (the provider's name for it).
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(deserialize_with = "non_empty")]
     pub model: Option<String>,
+    /// Who answers: anthropic, openai (or any server of its format), claude
+    /// (the CLI); unset, the first configured, else the local model.
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(deserialize_with = "non_empty")]
     pub provider: Option<String>,
@@ -117,15 +120,19 @@ pub struct AskOptions {
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(deserialize_with = "non_empty")]
     pub judge_model: Option<String>,
+    /// The most turns a run takes (for the analyst graph, attempts at the
+    /// code; for the triage graph, reviews).
     #[arg(long, value_parser = positive)]
     #[serde(deserialize_with = "positive_number")]
     pub max_turns: Option<u32>,
+    /// The agent graph: default, analyst, planner or triage.
     #[arg(long)]
     #[serde(deserialize_with = "parsed")]
     pub graph: Option<GraphKind>,
     /// The planner graph's informer describes the variables first.
     #[arg(long)]
     pub informer: bool,
+    /// Show the code the model writes without running it.
     #[arg(long)]
     pub no_exec: bool,
     /// Answer once and run that answer's code once, with no review and no
@@ -140,10 +147,11 @@ pub struct AskOptions {
     #[arg(long)]
     #[serde(deserialize_with = "parsed")]
     pub approve: Option<Approval>,
+    /// Start a new conversation (the model forgets the earlier requests).
     #[arg(long = "new")]
     #[serde(rename = "new")]
     pub new_conversation: bool,
-    /// End the run with its trace: nodes visited, time per node (`--trace`).
+    /// End the run with its trace: nodes visited, time per node.
     #[arg(long)]
     pub trace: bool,
     /// Ask the model even when the cell has a record of an earlier run with
@@ -156,8 +164,8 @@ pub struct AskOptions {
     #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
     #[serde(skip)]
     pub replay: Option<bool>,
-    /// The kinds of action agent code may take without asking (see
-    /// [`GUARDED_KINDS`], the guard's kinds).
+    /// What agent code may do without asking, of what the guard flags:
+    /// shell, files, network, install (comma-separated), all or none.
     #[arg(long, value_parser = parse_allow)]
     #[serde(deserialize_with = "allowed_kinds")]
     pub allow: Option<::std::vec::Vec<String>>,

@@ -335,6 +335,13 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     let last = state.executions.last();
     if let Some(failed) = last.filter(|e| e.failed && !checks::refused(&e.output)) {
         let error = checks::error_line(&failed.output).to_owned();
+        // A file or module nobody asked for was the model's guess: not a
+        // sign that the request cannot be done.
+        let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
+        if let Some(hint) = checks::not_asked_for(&error, &asked) {
+            let next = format!("fix the cause of the error ({hint}) and run the corrected code");
+            return not_done(format!("the code failed ({error})"), &next);
+        }
         if checks::may_be_unfixable(&error) {
             return Precheck::Judge { failed: true };
         }
@@ -502,6 +509,36 @@ open('sales.csv')
             nodes_run(&script),
             ["generate", "extract", "execute", "reflect"]
         );
+    }
+
+    #[test]
+    fn a_file_the_request_never_named_is_the_models_guess_and_goes_back_to_it() {
+        let mut script = Script::new(
+            &[
+                "```python\ndf = pd.read_csv('inn.txt')\n```",
+                "```python\nprint(df.shape)\n```",
+                DONE,
+            ],
+            |code| match code.contains("inn.txt") {
+                true => Execution {
+                    output: "FileNotFoundError: [Errno 2] No such file or directory: 'inn.txt'"
+                        .into(),
+                    failed: true,
+                    ..ok(code)
+                },
+                false => ok(code),
+            },
+        );
+        let mut state = AgentState::new("count the rows of df", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        // No review between: the next turn is told the data is in the namespace.
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("no file \"inn.txt\" here"), "{told}");
+        assert_eq!(
+            script.executed,
+            ["df = pd.read_csv('inn.txt')", "print(df.shape)"]
+        );
+        assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 
     #[test]

@@ -394,6 +394,40 @@ pub fn refused(output: &str) -> bool {
     output.starts_with("Not run:")
 }
 
+/// For a file or a module the code reached for that is not there, when
+/// nothing the user wrote (`asked`: the request and the cells they ran)
+/// names it: the model's own guess, which another attempt can do without.
+/// The hint that says so; None for anything else.
+pub fn not_asked_for(error_line: &str, asked: &str) -> Option<String> {
+    let quoted = |text: &str| -> Option<String> {
+        let end = text.rfind(['\'', '"'])?;
+        let start = text[..end].rfind(['\'', '"'])? + 1;
+        Some(text[start..end].to_owned())
+    };
+    let named = |name: &str| !name.is_empty() && asked.contains(name);
+    if let Some(rest) = error_line.strip_prefix("FileNotFoundError:") {
+        let path = quoted(rest)?;
+        let file = path.rsplit('/').next().unwrap_or(&path);
+        return (!named(file)).then(|| {
+            format!(
+                "there is no file {file:?} here, and the request names none: the data is in \
+                 the variables of the namespace above; work on them instead of reading a file"
+            )
+        });
+    }
+    if error_line.starts_with("ModuleNotFoundError:") {
+        let module = quoted(error_line)?;
+        let package = module.split('.').next().unwrap_or(&module);
+        return (!named(package)).then(|| {
+            format!(
+                "{package} is not installed here, and the request does not ask for it: do \
+                 it with what is (pandas, numpy, the standard library)"
+            )
+        });
+    }
+    None
+}
+
 /// Errors about the world outside the code (a file, a package, a
 /// connection, a permission), which another attempt may not be able to fix:
 /// for those a review decides whether the request can be done at all.
@@ -460,6 +494,21 @@ mod tests {
         ));
         assert!(!copies_a_recent_cell("df.head()", &cells));
         assert!(!copies_a_recent_cell("df = 1\ndf.head()", &[]));
+    }
+
+    #[test]
+    fn a_file_or_module_nobody_asked_for_is_the_models_guess() {
+        let missing_file = "FileNotFoundError: [Errno 2] No such file or directory: 'data/inn.txt'";
+        let hint = not_asked_for(missing_file, "count the special characters of df['str']");
+        assert!(hint.unwrap().contains("no file \"inn.txt\" here"));
+        // A file the request or the user's cells name may really be missing.
+        assert_eq!(not_asked_for(missing_file, "read inn.txt and count"), None);
+        let module = "ModuleNotFoundError: No module named 'scipy.stats'";
+        let hint = not_asked_for(module, "flag outliers by z-score").unwrap();
+        assert!(hint.starts_with("scipy is not installed here"), "{hint}");
+        assert_eq!(not_asked_for(module, "use scipy to flag outliers"), None);
+        assert_eq!(not_asked_for("PermissionError: [Errno 13] 'x'", ""), None);
+        assert_eq!(not_asked_for("KeyError: 'a'", ""), None);
     }
 
     #[test]
