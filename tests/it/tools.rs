@@ -82,8 +82,8 @@ async fn agent_code_finds_files_and_lines_in_the_working_directory() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() {
-    // Failed blocks go straight to the next turn; the missing file (an
-    // error another turn may not fix) is reviewed.
+    // Failed blocks go straight to the next turn; the missing file the
+    // request names (an error another turn may not fix) is reviewed.
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nkept_by_agent = 1\nprint(grep(log, '(unclosed'))\n```".into()),
         Reply::Answer("```python\nedit('notes.txt', 'same', 'other')\n```".into()),
@@ -97,7 +97,9 @@ async fn tool_errors_reach_the_model_as_python_errors_and_the_namespace_stays() 
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
     std::fs::write(kernel.dir().join("notes.txt"), "same\nsame\n").unwrap();
     kernel.execute("log = 'a\\nb'\nmine = 'intact'").await;
-    let (reply, iopub) = kernel.execute("%%ask\nfind errors").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nfind errors in log and in missing.txt")
+        .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let errors = panel_texts(&iopub, "error");
     assert_eq!(
