@@ -217,6 +217,20 @@ pub const REPEATED: &str = "You ran the same code as before and got the same res
 result already answers my request, reply with the answer in plain words and no code. Otherwise \
 do something different.";
 
+/// Sent back once when a turn ran the same failing code with the same error
+/// as the turn before: a small model keeps resending a block it believes
+/// right, so it is told plainly that the block cannot work and how to find
+/// out why.
+pub fn repeated_failure(error: &str, hint: Option<&str>) -> String {
+    let hint = hint.map(|hint| format!(" ({hint})")).unwrap_or_default();
+    format!(
+        "You sent the same code again and it failed with the same error: {error}{hint}. That \
+code cannot work, so do not send it again. Write it a different way, in small steps: compute \
+each intermediate value in a variable of its own and print it, then build the result from \
+those."
+    )
+}
+
 /// Sent back once when a turn ran the same code with the same result as
 /// the turn before, after a review (or a check) found that result
 /// unfinished: why, again, so the model does not take its code for right.
@@ -426,19 +440,6 @@ fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Str
         .replace("{recent_cells}", &recent)
         .trim_end()
         .to_owned()
-}
-
-/// A request started over after failed attempts: the request, then what
-/// each failure taught.
-pub fn with_lessons(request: &str, lessons: &[String]) -> String {
-    let mut text = format!(
-        "{request}\n\nEarlier attempts at this request failed. Write the whole code anew, \
-         in a way that avoids these errors:"
-    );
-    for lesson in lessons {
-        text.push_str(&format!("\n- {lesson}"));
-    }
-    text
 }
 
 /// The message that carries a failed verdict into the next generate turn.

@@ -264,37 +264,22 @@ async fn reflect<E: Effects>(
             verdict
         }
         Precheck::NotDone(verdict) => verdict,
-        Precheck::Failed { verdict, lesson } => {
-            effects.emit(AgentEvent::Verdict(verdict.clone()));
-            if state.turn >= state.max_turns {
-                state.outcome = Some(Outcome::MaxTurns);
-            } else {
-                state.start_over(lesson);
-            }
-            state.verdict = Some(verdict);
-            return Ok(());
-        }
         Precheck::Repeated { error } => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
-            } else if let Some(error) = error {
-                // The same failure again: the code that failed leaves the
-                // conversation, so the model cannot send it once more.
-                let lesson = match checks::error_hint(&error) {
-                    Some(hint) => format!("{error} ({hint})"),
-                    None => error,
-                };
-                state.start_over(lesson);
             } else {
                 let unfinished = state
                     .verdict
                     .as_ref()
                     .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty());
-                let feedback = match unfinished {
-                    Some(verdict) => {
+                let feedback = match (error, unfinished) {
+                    (Some(error), _) => {
+                        prompts::repeated_failure(&error, checks::error_hint(&error))
+                    }
+                    (None, Some(verdict)) => {
                         prompts::repeated_unfinished(&verdict.reasoning, &verdict.next_action)
                     }
-                    None => prompts::REPEATED.to_owned(),
+                    (None, None) => prompts::REPEATED.to_owned(),
                 };
                 state.conversation.push(ChatMessage::user(feedback));
             }
@@ -326,9 +311,6 @@ enum Precheck {
     Judge { failed: bool },
     /// Not done, and why, without asking.
     NotDone(Verdict),
-    /// Not done: the code failed, and the error (with its hint) is what the
-    /// next attempt must avoid.
-    Failed { verdict: Verdict, lesson: String },
     /// The turn ran the code of the turn before with the same outcome
     /// (`error`: the error line, when that outcome was a failure).
     Repeated { error: Option<String> },
@@ -356,23 +338,18 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         // A file or module nobody asked for was the model's guess: not a
         // sign that the request cannot be done.
         let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
-        let hint = match checks::not_asked_for(&error, &asked) {
-            Some(hint) => Some(hint),
-            None if checks::may_be_unfixable(&error) => return Precheck::Judge { failed: true },
-            None => checks::failure_hint(&failed.output).map(str::to_owned),
+        if let Some(hint) = checks::not_asked_for(&error, &asked) {
+            let next = format!("fix the cause of the error ({hint}) and run the corrected code");
+            return not_done(format!("the code failed ({error})"), &next);
+        }
+        if checks::may_be_unfixable(&error) {
+            return Precheck::Judge { failed: true };
+        }
+        let next = match checks::failure_hint(&failed.output) {
+            Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
+            None => "fix the cause of the error and run the corrected code".to_owned(),
         };
-        let (next, lesson) = match hint {
-            Some(hint) => (
-                format!("fix the cause of the error ({hint}) and run the corrected code"),
-                format!("{error} ({hint})"),
-            ),
-            None => (
-                "fix the cause of the error and run the corrected code".to_owned(),
-                error.clone(),
-            ),
-        };
-        let verdict = Verdict::not_done(format!("the code failed ({error})"), &next);
-        return Precheck::Failed { verdict, lesson };
+        return not_done(format!("the code failed ({error})"), &next);
     }
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
         return not_done(unmet.reasoning, &unmet.next_action);
@@ -751,7 +728,7 @@ open('sales.csv')
     }
 
     #[test]
-    fn a_failed_turn_starts_over_from_the_request_with_the_error_and_a_hint() {
+    fn a_common_error_goes_back_with_a_hint() {
         let mut script = Script::new(
             &[
                 "```python\ntop = sales[sales['qty']]\n```",
@@ -771,20 +748,9 @@ open('sales.csv')
         );
         let mut state = AgentState::new("Find the top row of sales.", Vec::new(), 5);
         run(&mut script, &mut state, settings());
-        // The next attempt sees the request and what failed, not the code.
-        let again = &script.requests[1];
-        let told = latest(again);
-        assert!(told.starts_with("Find the top row of sales."), "{told}");
-        assert!(
-            told.contains("Earlier attempts at this request failed"),
-            "{told}"
-        );
-        assert!(
-            told.contains("KeyError") && told.contains("boolean mask"),
-            "{told}"
-        );
-        assert_eq!(again.messages.len(), 1, "{:?}", again.messages);
-        assert_eq!(state.outcome, Some(Outcome::Complete));
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("the code failed (KeyError"), "{told}");
+        assert!(told.contains("boolean mask"), "{told}");
     }
 
     #[test]
@@ -891,7 +857,7 @@ open('sales.csv')
     }
 
     #[test]
-    fn the_same_failing_code_sent_again_is_not_in_the_next_attempt() {
+    fn the_same_failing_code_is_told_it_cannot_work_with_the_error_and_a_hint() {
         let mut script = Script::new(
             &[
                 "```python\nx = 1/0\n```",
@@ -903,16 +869,14 @@ open('sales.csv')
         );
         let mut state = AgentState::new("set x", Vec::new(), 5);
         run(&mut script, &mut state, settings());
-        // After the second identical failure: no review call; the run
-        // starts over from the request, the error told once, the code gone.
-        let third = &script.requests[2];
-        let told = latest(third);
-        assert_eq!(
-            told.matches("ZeroDivisionError: division by zero").count(),
-            1,
+        // After the second identical failure: no review call, the model is
+        // told the block cannot work, then its different block is judged.
+        let told = latest(&script.requests[2]);
+        assert!(told.contains("failed with the same error"), "{told}");
+        assert!(
+            told.contains("ZeroDivisionError: division by zero"),
             "{told}"
         );
-        assert!(third.messages.iter().all(|m| !m.content.contains("1/0")));
         assert!(!told.contains(prompts::REPEATED), "{told}");
         assert_eq!(script.executed.last().unwrap(), "x = 1");
         assert_eq!(state.outcome, Some(Outcome::Complete));

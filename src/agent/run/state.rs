@@ -132,14 +132,6 @@ pub struct AgentState {
     /// The other solutions sampled for this turn's request, from its answer
     /// until its review compares them with the turn's own.
     pub other_solutions: Option<OtherSolutions>,
-    /// Where this run's request is in `conversation`.
-    pub request_at: usize,
-    /// The request message as the run began, once a start over has
-    /// rewritten it.
-    pub request_message: Option<String>,
-    /// What the failed turns of this run taught (an error and its hint
-    /// each), for a start over.
-    pub lessons: Vec<String>,
 }
 
 /// Other solutions of a turn's request, sampled beside its answer.
@@ -195,29 +187,6 @@ impl AgentState {
             .clone()
     }
 
-    /// Starts the run over from its request after a failed turn: the turns
-    /// so far leave the conversation, and the request says what they
-    /// taught (`lesson` added to the earlier ones), so the model writes the
-    /// code anew instead of patching, or sending again, code that failed.
-    pub fn start_over(&mut self, lesson: String) {
-        if !self.lessons.contains(&lesson) {
-            self.lessons.push(lesson);
-        }
-        let at = self
-            .request_at
-            .min(self.conversation.len().saturating_sub(1));
-        let Some(request) = self.conversation.get(at) else {
-            return;
-        };
-        let original = self
-            .request_message
-            .get_or_insert_with(|| request.content.clone())
-            .clone();
-        self.conversation.truncate(at + 1);
-        self.conversation[at].content =
-            crate::agent::prompts::with_lessons(&original, &self.lessons);
-    }
-
     /// Records the model's answer to a turn: counted, kept in the
     /// conversation, and the one the next node reads.
     pub fn record_answer(&mut self, text: String) {
@@ -230,7 +199,6 @@ impl AgentState {
     pub fn new(request: impl Into<String>, conversation: Vec<ChatMessage>, max_turns: u32) -> Self {
         let request = request.into();
         let mut conversation = conversation;
-        let request_at = conversation.len();
         conversation.push(ChatMessage::user(request.clone()));
         Self {
             request,
@@ -264,9 +232,6 @@ impl AgentState {
             truncated: false,
             doubted_cannot_fix: false,
             namespace_at_start: None,
-            request_at,
-            request_message: None,
-            lessons: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod effects;
 mod indent;
+mod lookups;
 pub mod memory;
 pub mod provider;
 pub mod record;
@@ -36,12 +37,12 @@ use crate::agent::run::limits::{
     ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
     TRIAGE_DEFAULT_MAX_REVIEWS,
 };
-use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, RunChanges, Skill};
-use crate::agent::scope;
+use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice};
 use crate::exception::PythonException;
 
 use effects::RunEffects;
 use indent::Indented;
+use lookups::{interpolate, recent_cells, run_changes, skills};
 use memory::{Conversation, answered_part};
 use provider::{
     Provider, Providers, context_tokens, other_solutions, sampling, secrets, sees_images,
@@ -655,52 +656,4 @@ fn promoted(last: &LastCode) -> String {
         "# %%ask, as code:\n{request}\n{}\n",
         last.blocks.join("\n\n").trim_end()
     )
-}
-
-/// Replaces `{name}` in the prompt with that variable's value (`{{` and `}}`
-/// stand for braces), as jupyter-ai does.
-async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
-    if !prompt.contains('{') {
-        return prompt;
-    }
-    match scope::call(ports, &scope::Interpolate { prompt: &prompt }).await {
-        Ok(reply) => reply.prompt,
-        Err(e) => {
-            tracing::warn!("%%ask: prompt not interpolated: {e}");
-            prompt
-        }
-    }
-}
-
-/// The cells the user ran since the last request.
-async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
-    match scope::call(ports, &scope::RecentCells {}).await {
-        Ok(reply) => reply.cells,
-        Err(e) => {
-            tracing::warn!("%%ask: no recent cells: {e}");
-            Vec::new()
-        }
-    }
-}
-
-/// What the run changed in the namespace and in files.
-async fn run_changes<P: Ports>(ports: &P) -> RunChanges {
-    scope::call(ports, &scope::Changes {})
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!("%%ask: no changes: {e}");
-            RunChanges::default()
-        })
-}
-
-/// The skills installed for the model, by name, and the instructions of
-/// those `request` names.
-async fn skills<P: Ports>(ports: &P, request: &str) -> (Vec<Skill>, Vec<(String, String)>) {
-    match scope::call(ports, &scope::Skills { request }).await {
-        Ok(reply) => (reply.skills.into_iter().collect(), reply.named),
-        Err(e) => {
-            tracing::warn!("%%ask: no skills: {e}");
-            (Vec::new(), Vec::new())
-        }
-    }
 }

@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::lookups::run_changes;
 use super::record::{CellKey, CellRun, Record, RecordedBlock};
-use super::{INTERRUPTED, effects, run_changes};
+use super::{INTERRUPTED, effects};
 use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
