@@ -175,12 +175,7 @@ impl AgentSession {
     ) -> Result<Value, PythonException> {
         match options::parse_cell(code) {
             Some(Ok(AgentCell::Ask(cell))) => {
-                let defaults = self
-                    .defaults
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                let key = CellKey::new(&cell.prompt, &cell.options.clone().or(&defaults));
+                let key = CellKey::new(&cell.prompt, &cell.options.clone().or(&self.defaults()));
                 let recorded = RecordedCell { key: &key, cell_id };
                 if let Some(replayed) = self.replay(recorded, &cell.options, ports).await? {
                     return Ok(replayed);
@@ -228,6 +223,21 @@ impl AgentSession {
         }
     }
 
+    /// The `%ask_config` defaults of this kernel.
+    fn defaults(&self) -> AskOptions {
+        self.defaults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The settings a run uses now: the settings file and environment under
+    /// this kernel's `%ask_config` defaults.
+    fn settings(&self) -> Result<Settings, PythonException> {
+        Settings::now(self.defaults())
+            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))
+    }
+
     /// The replay of `recorded` (whose `%%ask` line says `cell_options`)
     /// from its record, when replay is on, the cell does not ask afresh, and
     /// the record has a run of it. A record that cannot be read stops the
@@ -238,13 +248,7 @@ impl AgentSession {
         cell_options: &AskOptions,
         ports: &P,
     ) -> Result<Option<Value>, PythonException> {
-        let defaults = self
-            .defaults
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let settings = Settings::now(defaults)
-            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
+        let settings = self.settings()?;
         let options = settings.options_for(cell_options);
         if cell_options.fresh || !settings.replays(&options) {
             return Ok(None);
@@ -323,13 +327,7 @@ impl AgentSession {
         if request.trim().is_empty() {
             return Err(PythonException::new("UsageError", options::USAGE));
         }
-        let defaults = self
-            .defaults
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let settings = Settings::now(defaults)
-            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
+        let settings = self.settings()?;
         let options = settings.options_for(&cell_options);
         if cell_options.informer && options.graph != Some(GraphKind::Planner) {
             let usage = UsageError(
