@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the tests in stages, each timed, stopping at the first that fails:
-#   1. lints: formatting and clippy;
+#   1. lints and book: formatting, clippy, the book built with mdBook and
+#      its links checked;
 #   2. unit and integration: the Rust unit tests, the integration tests (the
 #      real binary on real sockets, once with IPython in the kernel's
 #      environment and once with plain Python) and the Python unit tests;
@@ -72,11 +73,12 @@ finish() {
 }
 trap finish EXIT
 
-begin_stage "lints"
+begin_stage "lints and book"
 echo "==> cargo fmt --check"
 cargo fmt --check
 echo "==> cargo clippy"
 cargo clippy --release --all-targets --quiet -- -D warnings
+bash scripts/book.sh
 end_stage
 
 begin_stage "unit and integration"

@@ -22,12 +22,15 @@
 //! - [`cell_files`]: the file names cells compile under, for debuggers.
 //! - [`text`]: cutting text at byte positions without splitting a character.
 //! - [`private_files`]: files and directories only their owner may use.
-//! - [`reference`]: the book's reference pages, made from the code.
+//! - [`reference`]: the book's reference pages, made from the code (and,
+//!   in tests, `book_examples`: the book's examples parse as the code reads them).
 //!
 //! - [`cli`]: the command line, shared by the `mahtab` binary (`main.rs`)
 //!   and the wheel's extension module (`extension.rs`, `python -m mahtab`).
 
 pub mod agent;
+#[cfg(test)]
+mod book_examples;
 pub mod cell_files;
 pub mod cli;
 pub mod exception;

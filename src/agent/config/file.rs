@@ -1,38 +1,8 @@
 //! The `%%ask` settings file: TOML at `$MAHTAB_CONFIG`, or else
 //! `$XDG_CONFIG_HOME/mahtab/config.toml` (`~/.config/mahtab/config.toml`).
 //!
-//! ```toml
-//! provider = "openai"        # anthropic | openai | claude
-//! model = "qwen2.5-coder"
-//! max_turns = 4
-//! graph = "planner"          # default | analyst | planner | triage
-//! informer = true            # the planner graph describes the variables first
-//! local_model = "coder-1.5b" # the embedded model when nothing else is set (coder-0.5b, smollm2; false: none)
-//! local_model_idle_minutes = 15 # the shared local model server stops after this long unused
-//! context_tokens = 32768     # the model's context window (what is sent stays within it)
-//! temperature = 0            # how the model samples (the local model: 0, seed 0)
-//! seed = 0
-//! candidates = 2             # other solutions tried beside each turn's code (default 0)
-//! vision = true              # the model sees images: figures go to it (else found out: see docs/src/toolbox.md)
-//! approve = "risky"          # when agent code asks first: always, risky (what the guard flags), never
-//! allow = ["network"]        # what agent code may do without asking: shell, files, network, install
-//! replay = false             # %%ask cells always ask the model, even with a record of their run
-//!
-//! [openai]
-//! base_url = "http://127.0.0.1:11434/v1"
-//! api_key = "..."
-//!
-//! [anthropic]
-//! api_key = "..."
-//! base_url = "https://api.anthropic.com"
-//!
-//! [prices]                   # dollars per million tokens, over the list prices (by the model's name)
-//! "gpt-4o" = { input = 2.5, output = 10, cache_read = 1.25 }
-//!
-//! [claude]
-//! bin = "/usr/local/bin/claude"
-//! agent = false              # the triage graph may not hand work to the CLI
-//! ```
+//! Every key, with what it does: the example in `docs/src/settings.md`
+//! (a unit test in `src/reference.rs` holds the two together).
 //!
 //! Its entries stand for the environment variables of the same meaning and
 //! rank above them; options on the magic line and `%ask_config` rank above
