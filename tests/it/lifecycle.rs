@@ -23,18 +23,24 @@ async fn the_ipc_transport_works_like_tcp() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cells_run_in_the_chosen_python_environment() {
-    // The environment given with --python (a venv in the test script), else
-    // the interpreter mahtab was built against.
-    let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") else {
-        return;
-    };
-    let python = std::path::PathBuf::from(python);
-    let prefix = python.parent().and_then(|bin| bin.parent()).unwrap();
-    let mut kernel = Kernel::start().await;
+    // A venv of the test's own (the Python mahtab embeds is the system's
+    // python3), given with --python: cells see its interpreter, prefix and
+    // site-packages, not the environment the tests run in.
+    let dir = TempDir::new("venv");
+    let env = dir.0.join("env");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&env)
+        .status()
+        .expect("run python3 -m venv");
+    assert!(made.success(), "python3 -m venv failed");
+    let python = env.join("bin/python");
+    let mut kernel =
+        Kernel::start_with_env(&[("MAHTAB_TEST_PYTHON", python.display().to_string())]).await;
     let (_, iopub) = kernel
         .execute("import sys, site\nprint(sys.executable)\nprint(sys.prefix)\nprint(any(p.startswith(sys.prefix) for p in site.getsitepackages()))")
         .await;
-    let expected = format!("{}\n{}\nTrue\n", python.display(), prefix.display());
+    let expected = format!("{}\n{}\nTrue\n", python.display(), env.display());
     assert_eq!(stream_text(&iopub, "stdout"), expected);
 }
 

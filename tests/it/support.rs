@@ -134,7 +134,13 @@ pub fn spawn_kernel_with_env(dir: &TempDir, connection: &Value, env: &[(&str, St
     for (name, value) in env {
         command.env(name, value);
     }
-    if let Some(python) = std::env::var_os("MAHTAB_TEST_PYTHON") {
+    // The environment cells run in: the test's own choice, else the run's.
+    let python = env
+        .iter()
+        .find(|(name, _)| *name == "MAHTAB_TEST_PYTHON")
+        .map(|(_, path)| std::ffi::OsString::from(path))
+        .or_else(|| std::env::var_os("MAHTAB_TEST_PYTHON"));
+    if let Some(python) = python {
         command.arg("--python").arg(python);
     }
     command
