@@ -307,3 +307,24 @@ fn command_lines_are_split_as_a_shell_would() {
     assert_eq!(commands(text), [["mahtab", "install", "--prefix", "/p q"]]);
     assert!(mahtab_accepts(&["mahtab".into(), "install".into(), "--no-such".into()]).is_err());
 }
+
+#[test]
+fn help_and_usage_errors_name_pages_that_are_there() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut help = crate::cli::command();
+    let texts = [
+        crate::agent::config::options::MAGICS_PAGE.to_owned(),
+        help.render_long_help().to_string(),
+    ];
+    for text in texts {
+        let named: Vec<&str> = text
+            .split_whitespace()
+            .filter(|word| word.starts_with("docs/src/"))
+            .map(|word| word.trim_end_matches([',', '.', ';', ')']))
+            .collect();
+        assert!(!named.is_empty(), "no page named in: {text}");
+        for page in named {
+            assert!(root.join(page).is_file(), "{page} is not there");
+        }
+    }
+}

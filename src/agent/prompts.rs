@@ -211,6 +211,12 @@ Input:\n```python\n# code that works on the live variables\n```";
 pub const CUT_OFF: &str = "Your answer was cut off at the length limit before the code was \
 complete, so nothing ran. Send shorter code: one focused block, without repeating data.";
 
+/// What the model and the user are told when a block runs again with a key
+/// spelled as the data spells it ([`crate::agent::parse::respell`]).
+pub fn respelled(written: &str, key: &str) -> String {
+    format!("The data spells '{written}' as '{key}': the same code again with that spelling.")
+}
+
 /// Sent back once when a turn ran the same code with the same result as the
 /// turn before.
 pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \

@@ -40,6 +40,7 @@ const PACKAGE: &[Source] = &[
     module!("agent_code"),
     module!("agent_scope"),
     module!("candidates"),
+    module!("close_names"),
     module!("comms"),
     module!("completion"),
     module!("context"),

@@ -458,10 +458,14 @@ trace=False, on_token=None, on_code_block=None, on_execution=None)";
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
 [--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--approve always|risky|never] [--confirm] [--new] [--allow KINDS] [--trace] [--fresh]\n<your request on the following lines>";
 
-/// Why a magic line could not be read: the reason and how to use it.
+/// Why a magic line could not be read: the reason, how to use it, and the
+/// book's page with every option.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}\n{1}")]
+#[error("{0}\n{1}\n{MAGICS_PAGE}")]
 pub struct UsageError(pub String, pub &'static str);
+
+/// Where a usage error sends the user for every option.
+pub const MAGICS_PAGE: &str = "every option: docs/src/magics-reference.md in mahtab's repository";
 
 impl From<UsageError> for PythonException {
     fn from(error: UsageError) -> Self {
@@ -644,6 +648,7 @@ mod tests {
         ] {
             let err = parse_cell(line).unwrap().unwrap_err();
             assert!(err.to_string().contains("usage: %%ask"), "{line}: {err}");
+            assert!(err.to_string().ends_with(MAGICS_PAGE), "{line}: {err}");
         }
     }
 

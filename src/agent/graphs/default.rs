@@ -13,7 +13,9 @@
 //! Cheap checks come before a model judges (see [`crate::agent::parse::checks`]): a first
 //! answer with no code for a request that needs some is sent back once; a
 //! failed block, or a variable or file the request names that is not there,
-//! means not done without asking; and a turn that only repeats the one
+//! means not done without asking (a block that failed on a key it spelled
+//! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
+//! with the data's spelling, no model asked: [`crate::agent::parse::respell`]); and a turn that only repeats the one
 //! before is told so once, then the run stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
 //! request names must have, compared by code, then a review of the request
@@ -33,9 +35,10 @@ use crate::agent::llm::ChatMessage;
 use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
+use crate::agent::parse::respell::{Respelling, respell};
 use crate::agent::prompts;
 use crate::agent::run::{
-    AgentError, AgentEvent, AgentState, Consensus, Effects, Execution, Outcome, Verdict,
+    AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
 };
 
 /// A cap on nodes per run, well above what the turn limit allows, so a
@@ -110,9 +113,11 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
         )
         .conditional_edge(
             "reflect",
-            &[Route::To("generate"), Route::End],
+            &[Route::To("generate"), Route::To("execute"), Route::End],
             |s: &AgentState| match s.outcome {
                 Some(_) => Route::End,
+                // A respelled block runs without asking the model.
+                None if !s.pending.is_empty() => Route::To("execute"),
                 None => Route::To("generate"),
             },
         )
@@ -264,6 +269,16 @@ async fn reflect<E: Effects>(
             verdict
         }
         Precheck::NotDone(verdict) => verdict,
+        Precheck::Respell(respelling) => {
+            let note = prompts::respelled(&respelling.written, &respelling.key);
+            effects.emit(AgentEvent::Status(note.clone()));
+            state.record_answer(format!("{note}\n\n```python\n{}\n```", respelling.code));
+            state.pending = vec![CodeBlock {
+                code: respelling.code,
+            }];
+            state.blocks_shown = 0;
+            return Ok(());
+        }
         Precheck::Repeated { error } => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
@@ -311,6 +326,9 @@ enum Precheck {
     Judge { failed: bool },
     /// Not done, and why, without asking.
     NotDone(Verdict),
+    /// The block failed on a key it spelled otherwise than the data does:
+    /// the same block with the data's spelling runs next.
+    Respell(Respelling),
     /// The turn ran the code of the turn before with the same outcome
     /// (`error`: the error line, when that outcome was a failure).
     Repeated { error: Option<String> },
@@ -335,6 +353,11 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     let last = state.executions.last();
     if let Some(failed) = last.filter(|e| e.failed && !checks::refused(&e.output)) {
         let error = checks::error_line(&failed.output).to_owned();
+        if state.turn < state.max_turns
+            && let Some(respelling) = respell(&failed.code, &error)
+        {
+            return Precheck::Respell(respelling);
+        }
         // A file or module nobody asked for was the model's guess: not a
         // sign that the request cannot be done.
         let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
@@ -482,6 +505,50 @@ mod tests {
         // changed: a prompt cache reuses it, and the report said what changed.
         assert_eq!(second_generate.system, script.requests[0].system);
         assert!(!second_generate.system.contains("blocks_run"));
+    }
+
+    #[test]
+    fn a_key_spelled_otherwise_than_the_data_runs_again_respelled_without_asking() {
+        const WRITTEN: &str = "m = weather['wind_speed'].mean()";
+        let mut script = Script::new(
+            &["```python\nm = weather['wind_speed'].mean()\n```", DONE],
+            |code| match code.contains("'wind_speed'") {
+                true => Execution {
+                    output:
+                        "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?"
+                            .into(),
+                    failed: true,
+                    ..ok(code)
+                },
+                false => ok(code),
+            },
+        );
+        let mut state = AgentState::new("the mean wind speed of weather", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(
+            script.executed,
+            [WRITTEN, "m = weather['wind speed'].mean()"]
+        );
+        assert_eq!(
+            nodes_run(&script),
+            [
+                "generate", "extract", "execute", "reflect", "execute", "reflect"
+            ]
+        );
+        // One answer and one review: the respelling asked no model.
+        assert_eq!(script.requests.len(), 2);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        assert!(script.events.iter().any(|e| matches!(
+            e,
+            AgentEvent::Status(s) if s.contains("spells 'wind_speed' as 'wind speed'")
+        )));
+        // The conversation says what ran, as if written so.
+        assert!(
+            state
+                .conversation
+                .iter()
+                .any(|m| m.role == Role::Assistant && m.content.contains("weather['wind speed']"))
+        );
     }
 
     #[test]

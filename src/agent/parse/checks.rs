@@ -287,6 +287,7 @@ pub fn failure_hint(output: &str) -> Option<&'static str> {
     let error = error_line(output);
     if let Some(key) = error
         .strip_prefix("KeyError: ")
+        .map(|key| key.split(". Did you mean: ").next().unwrap_or(key))
         .map(|key| key.trim_matches(['\'', '"']))
         && ["'", "\""]
             .iter()
@@ -310,7 +311,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 13] = [
+    const HINTS: [(&[&str], &str); 14] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -352,6 +353,11 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             &["object has no attribute"],
             "that attribute does not exist: a table's column is table['name']; check \
              the names with print(dir(value)) or print(table.columns)",
+        ),
+        (
+            &["KeyError:", ". Did you mean: "],
+            "that key is not there, but the error names a close one: use that name, \
+             spelled exactly as the error quotes it",
         ),
         (
             &["KeyError:"],
@@ -568,6 +574,18 @@ mod tests {
             failure_hint("KeyError: 'plums'")
                 .unwrap()
                 .contains("print the keys")
+        );
+        // A key close to one that exists (close_names.py): use that one.
+        let close = "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?";
+        assert!(error_hint(close).unwrap().contains("spelled exactly"));
+        let suggested = grouped.replace(
+            "KeyError: 'fruit'",
+            "KeyError: 'fruit'. Did you mean: 'Fruit' (a column of sales)?",
+        );
+        assert!(
+            failure_hint(&suggested)
+                .unwrap()
+                .contains("group the table")
         );
     }
 

@@ -1,7 +1,7 @@
 //! Reading model text, as pure functions: code blocks, prose without its
 //! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
-//! planner's action, the triage's answers, and the cheap checks on a
-//! request and a turn's outcome. Small models write all of these loosely;
+//! planner's action, the triage's answers, the cheap checks on a
+//! request and a turn's outcome, and a key respelled as the data spells it. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
 
 pub mod action;
@@ -12,5 +12,6 @@ pub mod in_place;
 pub mod json;
 pub mod plan;
 pub mod prose;
+pub mod respell;
 pub mod triage;
 pub mod verdict;

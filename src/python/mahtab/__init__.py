@@ -15,8 +15,9 @@ Modules, each with one job:
 - ``protocol``, ``completion``, ``introspection``, ``comms``, ``debugger``:
   the requests the kernel hands to Python;
 - ``agent_api``: ``ask()``, ``rlm()`` and ``%%ask`` cells; on the first run
-  they load ``agent_scope``, ``agent_code``, ``namespace``, ``context``,
-  ``tools``, ``guard`` and ``undo`` (what runs changed, ``%ask_undo``);
+  they load ``agent_scope``, ``agent_code`` (with ``close_names``: "Did
+  you mean" for a missing key), ``namespace``, ``context``, ``tools``,
+  ``guard`` and ``undo`` (what runs changed, ``%ask_undo``);
 - ``reprs``, ``paths``, ``import_hooks``: bounded reprs, the Jupyter data
   directory, patching a module when it is first imported.
 """

@@ -17,7 +17,7 @@ import sys
 import sysconfig
 import traceback
 
-from mahtab import guard, tools
+from mahtab import close_names, guard, tools
 from mahtab.display import mime_bundle
 from mahtab.figures import FigureWatch, downscaled_png
 from mahtab.namespace import fingerprints, namespace_changes
@@ -183,7 +183,12 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         start = next((i for i, frame in enumerate(frames) if frame.filename == filename), len(frames))
         shown_frames = _frames_text(frames[start:])[-AGENT_TRACEBACK_FRAMES:]
         header = "Traceback (most recent call last):\n" if shown_frames else ""
-        told = header + "".join(shown_frames) + "".join(traceback.format_exception_only(etype, value))
+        exception_lines = traceback.format_exception_only(etype, value)
+        if exception_lines:
+            exception_lines[-1] = close_names.error_line_with_suggestion(
+                exception_lines[-1], value, _agent_scopes(tb, filename, namespace)
+            )
+        told = header + "".join(shown_frames) + "".join(exception_lines)
         # The model reads "<agent>", whatever file a debugger needed.
         error = told.replace('"%s"' % filename, '"<agent>"')
         captured.append(error)
@@ -278,6 +283,17 @@ def _frames_text(frames):
         lines.extend(traceback.format_list([frame]))
     close_run()
     return lines
+
+
+def _agent_scopes(tb, filename, namespace):
+    """The variables the failed agent code could see: its own frames'
+    (innermost first), then the namespace."""
+    scopes = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename and tb.tb_frame.f_locals is not namespace:
+            scopes.insert(0, tb.tb_frame.f_locals)
+        tb = tb.tb_next
+    return scopes + [namespace]
 
 
 def _run_compiled(runtime, compiled, namespace):

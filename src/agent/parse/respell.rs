@@ -1,0 +1,95 @@
+//! A key the code spelled otherwise than the data does: `weather['wind_speed']`
+//! on a table whose column is `wind speed`. The kernel's error line names the
+//! close key (`close_names.py`: `KeyError: 'wind_speed'. Did you mean: 'wind
+//! speed' (a column of weather)?`); when the two differ only in case, blanks,
+//! underscores or hyphens, the code meant that key, and the same code with
+//! the data's spelling is what a fix would be. (A small model, told the
+//! close key, measurably writes the old spelling again.) A key merely
+//! similar (`total_sale` for `total_sales`) may be another thing and is left
+//! to the model.
+
+/// The failed code with the data's spelling of one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Respelling {
+    /// The key as the code wrote it.
+    pub written: String,
+    /// The key as the data has it.
+    pub key: String,
+    /// The code with every quoted `written` replaced by `key`.
+    pub code: String,
+}
+
+/// The respelling of `code`, whose block failed with `error_line` (the
+/// error's last line), if the error names a key that differs from the
+/// written one only in its spelling.
+pub fn respell(code: &str, error_line: &str) -> Option<Respelling> {
+    let rest = error_line.strip_prefix("KeyError: '")?;
+    let (written, rest) = rest.split_once("'. Did you mean: '")?;
+    let (key, _) = rest.split_once("' (")?;
+    let plain = |text: &str| !text.is_empty() && !text.contains(['\'', '"', '\\']);
+    if !plain(written) || !plain(key) || written == key || folded(written) != folded(key) {
+        return None;
+    }
+    let mut respelled = code.to_owned();
+    for quote in ['\'', '"'] {
+        respelled = respelled.replace(
+            &format!("{quote}{written}{quote}"),
+            &format!("{quote}{key}{quote}"),
+        );
+    }
+    (respelled != code).then(|| Respelling {
+        written: written.to_owned(),
+        key: key.to_owned(),
+        code: respelled,
+    })
+}
+
+/// A key without case, blanks, underscores or hyphens.
+fn folded(key: &str) -> String {
+    key.chars()
+        .filter(|c| !c.is_whitespace() && *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The block and error line recorded from the 1.5B coder model on a
+    // weather table (it wrote 'wind_speed' again after being told).
+    const CODE: &str = "weather = pd.read_csv('weather_train.csv')\n\
+                        z = (weather['wind_speed'] - weather[\"wind_speed\"].mean())\n\
+                        print('wind_speed')";
+    const ERROR: &str = "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?";
+
+    #[test]
+    fn a_key_spelled_otherwise_is_respelled_everywhere_it_is_quoted() {
+        let respelled = respell(CODE, ERROR).unwrap();
+        assert_eq!(
+            (respelled.written.as_str(), respelled.key.as_str()),
+            ("wind_speed", "wind speed")
+        );
+        assert_eq!(
+            respelled.code,
+            "weather = pd.read_csv('weather_train.csv')\n\
+             z = (weather['wind speed'] - weather[\"wind speed\"].mean())\n\
+             print('wind speed')"
+        );
+        let capitalised = "KeyError: 'age'. Did you mean: 'Age' (a column of people)?";
+        assert_eq!(
+            respell("people['age'].mean()", capitalised).unwrap().code,
+            "people['Age'].mean()"
+        );
+    }
+
+    #[test]
+    fn a_key_that_is_only_similar_or_not_in_the_code_is_left_to_the_model() {
+        let similar = "KeyError: 'total_sale'. Did you mean: 'total_sales' (a key of d)?";
+        assert_eq!(respell("d['total_sale']", similar), None);
+        assert_eq!(respell("weather[column]", ERROR), None);
+        assert_eq!(respell(CODE, "KeyError: 'wind_speed'"), None);
+        let quoted = "KeyError: \"it's\". Did you mean: 'its' (a key of d)?";
+        assert_eq!(respell("d[\"it's\"]", quoted), None);
+    }
+}

@@ -1,0 +1,91 @@
+"""Names close to a key that is not there, for the error line of a failed
+block of agent code, as Python itself suggests a name for a NameError: a
+``KeyError: 'wind_speed'`` on a table with a ``wind speed`` column reads
+``KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?``,
+and ``weather.wind_speed`` reads ``... has no attribute 'wind_speed'. Did
+you mean the column ['wind speed']?``
+
+The keys looked at are the columns of the tables, and the keys of the
+dicts, that the failing code could see (its frames' variables, then the
+namespace), so the suggestion names where the key is. Loaded with the
+agent."""
+
+import difflib
+import re
+
+# Keys of one container looked at (a dict of a million keys is data, not a
+# place a name was mistyped).
+MOST_KEYS = 2_000
+# How close a key must be to be suggested (difflib's ratio).
+CUTOFF = 0.75
+
+
+def _folded(key):
+    """A key without case, blanks, underscores or hyphens: "Wind Speed",
+    "wind_speed" and "wind-speed" are the same name spelled differently."""
+    return re.sub(r"[\s_\-]+", "", key.lower())
+
+
+def _keys_of(value):
+    """The string keys of a table's columns or a dict, with what they are
+    ("a column", "a key"), or None for anything else."""
+    if isinstance(value, dict):
+        if len(value) > MOST_KEYS:
+            return None
+        return [k for k in value if isinstance(k, str)], "a key"
+    columns = getattr(type(value), "__module__", "").startswith("pandas") and getattr(value, "columns", None)
+    if columns is None or columns is False:
+        return None
+    try:
+        if len(columns) > MOST_KEYS:
+            return None
+        return [c for c in columns if isinstance(c, str)], "a column"
+    except Exception:  # a table-like value whose columns cannot be listed
+        return None
+
+
+def suggestion(missing, scopes):
+    """The closest key to `missing` among the tables and dicts of `scopes`
+    (mappings of names to values, innermost first): (key, "a column of
+    weather"), or None."""
+    if not isinstance(missing, str) or not missing:
+        return None
+    best = None
+    seen = set()
+    for scope in scopes:
+        for name, value in list(scope.items()):
+            if name.startswith("_") or id(value) in seen:
+                continue
+            seen.add(id(value))
+            found = _keys_of(value)
+            if not found:
+                continue
+            keys, kind = found
+            if missing in keys:
+                continue
+            for key in keys:
+                if _folded(key) == _folded(missing):
+                    score = 2.0
+                else:
+                    score = difflib.SequenceMatcher(None, missing.lower(), key.lower()).ratio()
+                if score >= CUTOFF and (best is None or score > best[0]):
+                    best = (score, key, "%s of %s" % (kind, name))
+    return None if best is None else best[1:]
+
+
+def error_line_with_suggestion(line, error, scopes):
+    """`line` (the exception's last line) with a "Did you mean" for a
+    KeyError whose key is close to one the code could see, or for an
+    attribute of a table that is close to one of its columns (a column
+    named with a blank is no attribute: ``weather['wind speed']``)."""
+    if isinstance(error, KeyError) and len(error.args) == 1:
+        found = suggestion(error.args[0], scopes)
+        if found is not None:
+            key, where = found
+            return "%s. Did you mean: %r (%s)?\n" % (line.rstrip("\n"), key, where)
+    if isinstance(error, AttributeError) and "Did you mean" not in line:
+        table = getattr(error, "obj", None)
+        found = suggestion(getattr(error, "name", None), [{"table": table}])
+        if found is not None:
+            return "%s. Did you mean the column [%r]?\n" % (line.rstrip("\n"), found[0])
+    return line

@@ -1,0 +1,65 @@
+"""A KeyError in agent code names the closest key the code could see, as
+Python does for a NameError, and names nothing when no key is close."""
+
+import types
+
+import pandas as pd
+
+from mahtab import agent_code, close_names
+
+
+class Runtime:
+    """What running a block asks of the runtime, without a kernel."""
+
+    def __init__(self):
+        self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
+        self._agent_displays = []
+
+    def _agent_python(self, code):
+        return code
+
+    def _agent_code_finished(self):
+        pass
+
+    def publish(self, *args, **kwargs):
+        pass
+
+
+def run(code, namespace):
+    return agent_code.run_agent_code(Runtime(), code, namespace)
+
+
+def test_a_column_spelled_another_way_is_suggested_with_its_table():
+    weather = pd.DataFrame({"time": [1], "wind speed": [3.0], "humidity": [0.5]})
+    result = run("weather['wind_speed'].mean()", {"weather": weather})
+    assert result["failed"]
+    last = result["output"].strip().splitlines()[-1]
+    assert last == "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?", last
+
+
+def test_a_dict_key_in_a_function_is_found_in_the_functions_variables():
+    code = "def f():\n    prices = {'apple': 1.2, 'banana': 0.5}\n    return prices['appel']\nf()"
+    result = run(code, {})
+    assert result["output"].strip().endswith("Did you mean: 'apple' (a key of prices)?"), result["output"]
+
+
+def test_no_close_key_no_suggestion():
+    result = run("table['zzz']", {"table": pd.DataFrame({"price": [1], "qty": [2]})})
+    assert result["output"].strip().splitlines()[-1] == "KeyError: 'zzz'"
+
+
+def test_the_closest_of_several_wins_and_exact_spellings_count_first():
+    scopes = [{"a": {"Total Sales": 1, "total_sale": 2}}]
+    assert close_names.suggestion("total_sales", scopes) == ("Total Sales", "a key of a")
+    assert close_names.suggestion("price", [{"t": pd.DataFrame({"price": [1]})}]) is None
+    assert close_names.suggestion(3, scopes) is None
+
+
+def test_an_attribute_close_to_a_column_names_the_column():
+    weather = pd.DataFrame({"time": [1], "wind speed": [3.0]})
+    result = run("weather.wind_speed.mean()", {"weather": weather})
+    last = result["output"].strip().splitlines()[-1]
+    assert last == "AttributeError: 'DataFrame' object has no attribute 'wind_speed'. Did you mean the column ['wind speed']?", last
+    # Python's own suggestion is left alone.
+    result = run("weather.hed()", {"weather": weather})
+    assert "Did you mean the column" not in result["output"]
