@@ -3,8 +3,12 @@
 // Helpers outside #[test] functions unwrap too: a failed unwrap fails the test.
 #![allow(clippy::unwrap_used)]
 
+mod agent_code;
 mod ask;
+mod ask_analyst;
+mod ask_claude_cli;
 mod ask_python;
+mod ask_settings;
 mod cost;
 mod data_stack;
 mod execute;
