@@ -349,3 +349,33 @@ async fn agent_code_may_use_magics_as_a_cell_does() {
     let (_, iopub) = kernel.execute("done").await;
     assert_eq!(result_text(&iopub), "1");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_spelled_otherwise_than_the_data_is_named_and_respelled_without_asking() {
+    // The Python side names the close key in the error line; the graph
+    // reads it and runs the block again with the data's spelling.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nspeed = weather['wind_speed']\nprint(speed)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel
+        .execute("weather = {'time': 1, 'wind speed': 3.5}")
+        .await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nPrint the wind speed in weather.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let panels = panel_texts(&iopub, "error").join("\n");
+    assert!(
+        panels.contains("KeyError: 'wind_speed'. Did you mean: 'wind speed' (a key of weather)?"),
+        "{panels}"
+    );
+    // One answer and one review: the respelled block asked no model.
+    assert_eq!(llm.requests.lock().unwrap().len(), 2);
+    let review = llm.last_message(1);
+    assert!(review.contains("speed = weather['wind speed']"), "{review}");
+    let (_, iopub) = kernel.execute("speed").await;
+    assert_eq!(result_text(&iopub), "3.5");
+}

@@ -2,7 +2,7 @@
 //! `$XDG_CONFIG_HOME/mahtab/config.toml` (`~/.config/mahtab/config.toml`).
 //!
 //! Every key, with what it does: the example in `docs/src/settings.md`
-//! (a unit test in `src/reference.rs` holds the two together).
+//! (a unit test in `src/book_examples.rs` holds the two together).
 //!
 //! Its entries stand for the environment variables of the same meaning and
 //! rank above them; options on the magic line and `%ask_config` rank above

@@ -15,8 +15,9 @@
 //! failed block, or a variable or file the request names that is not there,
 //! means not done without asking (a block that failed on a key it spelled
 //! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
-//! with the data's spelling, no model asked: [`crate::agent::parse::respell`]); and a turn that only repeats the one
-//! before is told so once, then the run stops. They may say "not done";
+//! with the data's spelling, no model asked: [`crate::agent::parse::respell`]);
+//! and a turn that only repeats the one before is told so once, then the
+//! run stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
 //! request names must have, compared by code, then a review of the request
 //! beside the code, its report and those values as they are now).

@@ -1,7 +1,8 @@
 //! A key the code spelled otherwise than the data does: `weather['wind_speed']`
 //! on a table whose column is `wind speed`. The kernel's error line names the
 //! close key (`close_names.py`: `KeyError: 'wind_speed'. Did you mean: 'wind
-//! speed' (a column of weather)?`); when the two differ only in case, blanks,
+//! speed' (a column of weather)?`; `tests/it/agent_code.rs` holds the two
+//! sides together); when the two differ only in case, blanks,
 //! underscores or hyphens, the code meant that key, and the same code with
 //! the data's spelling is what a fix would be. (A small model, told the
 //! close key, measurably writes the old spelling again.) A key merely

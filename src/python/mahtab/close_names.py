@@ -7,8 +7,9 @@ you mean the column ['wind speed']?``
 
 The keys looked at are the columns of the tables, and the keys of the
 dicts, that the failing code could see (its frames' variables, then the
-namespace), so the suggestion names where the key is. Loaded with the
-agent."""
+namespace), so the suggestion names where the key is. The default graph
+reads the KeyError's line (``src/agent/parse/respell.rs``): keep its form.
+Loaded with the agent."""
 
 import difflib
 import re
@@ -33,8 +34,10 @@ def _keys_of(value):
         if len(value) > MOST_KEYS:
             return None
         return [k for k in value if isinstance(k, str)], "a key"
-    columns = getattr(type(value), "__module__", "").startswith("pandas") and getattr(value, "columns", None)
-    if columns is None or columns is False:
+    if not type(value).__module__.startswith("pandas"):
+        return None
+    columns = getattr(value, "columns", None)
+    if columns is None:
         return None
     try:
         if len(columns) > MOST_KEYS:
