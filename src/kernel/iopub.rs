@@ -17,10 +17,12 @@ use bytes::Bytes;
 use jupyter_protocol::{ExecutionState, IoPubWelcome, Status};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 enum Command {
     Publish(Box<Outgoing>),
-    /// Answered once everything published before it has been sent.
+    /// Answered once everything published before it has been written to
+    /// every subscriber.
     Flush(oneshot::Sender<()>),
 }
 
@@ -33,10 +35,15 @@ pub struct Iopub {
 
 impl Iopub {
     /// Starts the actor that owns `socket`.
-    pub fn start(socket: XPub, codec: Arc<Codec>) -> (Self, tokio::task::JoinHandle<()>) {
+    /// Publishes on `socket` until `closing` is cancelled.
+    pub fn start(
+        socket: XPub,
+        codec: Arc<Codec>,
+        closing: CancellationToken,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let (commands, receiver) = mpsc::unbounded_channel();
         let (subscribed_tx, subscribed) = watch::channel(false);
-        let task = tokio::spawn(run(socket, codec, receiver, subscribed_tx));
+        let task = tokio::spawn(run(socket, codec, receiver, subscribed_tx, closing));
         (
             Self {
                 commands,
@@ -86,15 +93,23 @@ async fn run(
     codec: Arc<Codec>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     subscribed: watch::Sender<bool>,
+    closing: CancellationToken,
 ) {
     loop {
         // Not biased: a steady stream of output must not keep a new
         // subscriber waiting for its welcome.
         tokio::select! {
+            _ = closing.cancelled() => break,
             command = commands.recv() => match command {
                 Some(Command::Publish(out)) => socket.publish(codec.encode(&out)),
                 Some(Command::Flush(done)) => {
-                    let _ = done.send(());
+                    // Waited for beside the loop: a subscriber that does
+                    // not read must not stop publishing to the others.
+                    let drained = socket.drained();
+                    tokio::spawn(async move {
+                        drained.await;
+                        let _ = done.send(());
+                    });
                 }
                 None => break,
             },

@@ -37,17 +37,21 @@ use crate::python::{
     PythonHandle, StreamName,
 };
 use crate::wire::{Codec, Signer, SigningError, no_parent};
-use crate::zmtp::{Endpoint, Listener, Mechanism, Router, XPub, curve};
+use crate::zmtp::{Endpoint, Listener, Mechanism, Router, RouterSender, XPub, curve};
 use iopub::Iopub;
 use router::{Replies, RouterChannel};
 use stdin::Stdin;
 
 pub use info::kernel_info;
 
-/// How long sent messages get to leave the process at shutdown, like
-/// ZeroMQ's linger: a reply handed to the socket is written by a background
-/// task, so exiting at once could lose the shutdown_reply.
-const LINGER: Duration = Duration::from_millis(30);
+/// How long what was sent gets to reach the clients at shutdown, like
+/// ZeroMQ's linger: a reply handed to a socket is written by a peer's task,
+/// so exiting at once could lose the shutdown_reply. A client that does not
+/// read holds the exit this long at most.
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+/// How long the channels' tasks get to end once told to.
+const TASKS_LIMIT: Duration = Duration::from_secs(1);
 
 /// How long the interpreter gets to save its state at shutdown.
 const PYTHON_SHUTDOWN_LIMIT: Duration = Duration::from_millis(500);
@@ -202,15 +206,19 @@ pub async fn serve_until(
     let signer = Signer::new(&connection.signature_scheme, connection.key.as_bytes())?;
     let codec = Arc::new(Codec::new(signer, uuid::Uuid::new_v4().to_string()));
 
-    let (iopub, iopub_task) = Iopub::start(XPub::start(iopub_socket, "iopub"), codec.clone());
+    // Cancelled once what the kernel sent at shutdown has been written.
+    let closing = CancellationToken::new();
+    let (iopub, iopub_task) = Iopub::start(
+        XPub::start(iopub_socket, "iopub"),
+        codec.clone(),
+        closing.clone(),
+    );
     iopub.status(ExecutionState::Starting, no_parent());
     let shell = Router::start(shell, "shell", "ROUTER");
     let control = Router::start(control, "control", "ROUTER");
-    let (stdin, stdin_task) = Stdin::start(
-        Router::start(stdin, "stdin", "ROUTER"),
-        shell.sender(),
-        codec.clone(),
-    );
+    let stdin = Router::start(stdin, "stdin", "ROUTER");
+    let senders = [shell.sender(), control.sender(), stdin.sender()];
+    let (stdin, stdin_task) = Stdin::start(stdin, shell.sender(), codec.clone(), closing.clone());
     let io = Arc::new(KernelIo::new(iopub.clone(), stdin));
     let agents = Arc::new(AgentSession::default());
     let adapter = Arc::new(ask::AgentAdapter {
@@ -251,7 +259,10 @@ pub async fn serve_until(
         }),
     });
 
-    let heartbeat_task = tokio::spawn(heartbeat::run(Router::start(heartbeat, "heartbeat", "REP")));
+    let heartbeat_task = tokio::spawn(heartbeat::run(
+        Router::start(heartbeat, "heartbeat", "REP"),
+        shared.shutdown.clone(),
+    ));
     let control_task = tokio::spawn(control::run(control, control_replies, shared.clone()));
     let shell_task = tokio::spawn(shell::run(shell, shared.clone()));
 
@@ -260,16 +271,26 @@ pub async fn serve_until(
     crate::cell_files::remove_all();
     // The local model's server is shared by this user's kernels and stops
     // by itself when unused: nothing of the agent's to stop here.
-    iopub.flush().await;
-    tokio::time::sleep(LINGER).await;
-    for task in [
+    let written = futures_util::future::join(
+        iopub.flush(),
+        futures_util::future::join_all(senders.iter().map(RouterSender::drain)),
+    );
+    if tokio::time::timeout(DRAIN_LIMIT, written).await.is_err() {
+        tracing::debug!("shutdown: a client did not read what was left for it");
+    }
+    closing.cancel();
+    let tasks = [
         heartbeat_task,
         control_task,
         shell_task,
         stdin_task,
         iopub_task,
-    ] {
-        task.abort();
+    ];
+    if tokio::time::timeout(TASKS_LIMIT, futures_util::future::join_all(tasks))
+        .await
+        .is_err()
+    {
+        tracing::warn!("shutdown: a channel's task did not end in time");
     }
     Ok(())
 }

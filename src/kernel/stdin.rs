@@ -15,6 +15,7 @@ use bytes::Bytes;
 use jupyter_protocol::InputRequest;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::wire::{Codec, Outgoing};
 use crate::zmtp::{Router, RouterSender};
@@ -52,9 +53,10 @@ impl Stdin {
         socket: Router,
         shell: RouterSender,
         codec: Arc<Codec>,
+        closing: CancellationToken,
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let (requests, receiver) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(socket, shell, codec, receiver));
+        let task = tokio::spawn(run(socket, shell, codec, receiver, closing));
         (Self { requests }, task)
     }
 
@@ -87,11 +89,13 @@ async fn run(
     shell: RouterSender,
     codec: Arc<Codec>,
     mut requests: mpsc::UnboundedReceiver<Request>,
+    closing: CancellationToken,
 ) {
     let send = socket.sender();
     let mut waiting: Vec<Waiting> = Vec::new();
     loop {
         tokio::select! {
+            _ = closing.cancelled() => return,
             request = requests.recv() => {
                 let Some(request) = request else { return };
                 let prompt = InputRequest { prompt: request.prompt, password: request.password };

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::codec;
 use super::curve;
@@ -26,6 +26,8 @@ enum Outgoing {
     Message(Vec<Bytes>),
     /// A command's body (a PONG).
     Command(Bytes),
+    /// Answered once everything queued before it is written and flushed.
+    Drained(oneshot::Sender<()>),
 }
 
 /// The sending side of one peer: a bounded queue its writer task drains.
@@ -120,6 +122,16 @@ impl Outbox {
 }
 
 impl Outbox {
+    /// Waits until everything queued so far is written to the peer, or the
+    /// peer is gone. A peer that does not read keeps this waiting: callers
+    /// bound it with a deadline.
+    pub async fn drain(&self) {
+        let (done, written) = oneshot::channel();
+        if self.queue.send(Outgoing::Drained(done)).await.is_ok() {
+            let _ = written.await;
+        }
+    }
+
     /// Answers a ZMTP 3.1 PING (the body of a command the peer sent) with
     /// its PONG; true if it was one. Other commands are the caller's.
     pub fn answer_ping(&self, command: &[u8]) -> bool {
@@ -140,15 +152,28 @@ async fn write_loop(
 ) -> std::io::Result<()> {
     let Outbound { writer, mut sealer } = outbound;
     let mut out = BufWriter::with_capacity(64 << 10, writer);
-    while let Some(item) = queue.recv().await {
-        write_item(&mut out, &item, sealer.as_mut(), state).await?;
+    let mut drained = Vec::new();
+    while let Some(first) = queue.recv().await {
         // Write what else is waiting before flushing, in one go.
-        while let Ok(item) = queue.try_recv() {
-            write_item(&mut out, &item, sealer.as_mut(), state).await?;
+        let mut next = Some(first);
+        while let Some(item) = next {
+            match item {
+                Outgoing::Drained(done) => drained.push(done),
+                item => write_item(&mut out, &item, sealer.as_mut(), state).await?,
+            }
+            next = queue.try_recv().ok();
         }
         out.flush().await?;
+        for done in drained.drain(..) {
+            let _ = done.send(());
+        }
     }
     Ok(())
+}
+
+/// Waits until every one of `outboxes` is drained ([`Outbox::drain`]).
+pub async fn drain_all(outboxes: Vec<Outbox>) {
+    futures_util::future::join_all(outboxes.iter().map(Outbox::drain)).await;
 }
 
 async fn write_item(
@@ -162,6 +187,7 @@ async fn write_item(
         Outgoing::Command(body) => {
             return write_frame(out, body, false, true, sealer).await;
         }
+        Outgoing::Drained(_) => return Ok(()),
     };
     let mut size = 0;
     for (i, frame) in frames.iter().enumerate() {
@@ -205,6 +231,8 @@ async fn write_frame(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use tokio::io::AsyncReadExt;
 
     use super::*;
@@ -266,5 +294,38 @@ mod tests {
             u64::from_be_bytes(header[1..].try_into().unwrap()),
             QUEUE_BYTES as u64 + 1
         );
+    }
+
+    #[tokio::test]
+    async fn drain_waits_until_what_was_queued_is_written() {
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let outbox = Outbox::spawn(outbound(ours), "test".into(), || {});
+        assert_eq!(
+            outbox.offer(vec![Bytes::from(vec![3u8; 1000])]),
+            Offered::Queued
+        );
+        // The peer has not read: the message cannot all be written yet.
+        let unread = tokio::time::timeout(Duration::from_millis(100), outbox.drain()).await;
+        assert!(unread.is_err(), "drained before the peer read");
+        let reader = tokio::spawn(async move {
+            let mut message = vec![0u8; 9 + 1000];
+            theirs.read_exact(&mut message).await.map(|_| message)
+        });
+        tokio::time::timeout(Duration::from_secs(10), outbox.drain())
+            .await
+            .expect("drained once the peer read");
+        let message = reader.await.unwrap().unwrap();
+        assert!(message[9..].iter().all(|&byte| byte == 3));
+    }
+
+    #[tokio::test]
+    async fn drain_returns_when_the_peer_is_gone() {
+        let (ours, theirs) = tokio::io::duplex(64);
+        let outbox = Outbox::spawn(outbound(ours), "test".into(), || {});
+        drop(theirs);
+        outbox.offer(vec![Bytes::from(vec![3u8; 1000])]);
+        tokio::time::timeout(Duration::from_secs(10), outbox.drain())
+            .await
+            .expect("a gone peer does not hold the drain");
     }
 }

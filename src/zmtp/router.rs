@@ -18,7 +18,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
 
 use super::listener::{Listener, MAX_MESSAGE_BYTES, accept_loop};
-use super::outbox::{Offered, Outbox};
+use super::outbox::{self, Offered, Outbox};
 use super::peer::{self, Incoming, Mechanism, Reader, Writer};
 
 /// How many received messages may wait for the kernel before the peers
@@ -128,6 +128,18 @@ impl RouterSender {
                 Offered::Closed
             }
         }
+    }
+
+    /// Waits until what was sent so far is written to every peer; a peer
+    /// that does not read keeps this waiting, so bound it with a deadline.
+    pub async fn drain(&self) {
+        let outboxes = self
+            .lock()
+            .by_route
+            .values()
+            .map(|p| p.outbox.clone())
+            .collect();
+        outbox::drain_all(outboxes).await;
     }
 
     /// The client behind the connection with routing id `route`.

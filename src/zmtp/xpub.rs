@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::codec;
 use super::listener::{Listener, accept_loop};
-use super::outbox::{Offered, Outbox};
+use super::outbox::{self, Offered, Outbox};
 use super::peer::{self, Incoming, Mechanism, Reader, Writer};
 
 /// Subscriptions are small; a peer may not send bigger messages.
@@ -95,6 +95,19 @@ impl XPub {
         for outbox in outboxes {
             outbox.offer(frames.clone());
         }
+    }
+
+    /// Resolves once what was published so far is written to every
+    /// subscriber (it holds no borrow, so the caller may go on publishing);
+    /// a subscriber that does not read keeps it waiting.
+    pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let outboxes = self
+            .lock()
+            .by_id
+            .values()
+            .map(|sub| sub.outbox.clone())
+            .collect();
+        outbox::drain_all(outboxes)
     }
 
     /// Sends `frames` to one peer only (whatever it subscribed to).

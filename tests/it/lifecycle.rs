@@ -94,6 +94,31 @@ async fn shutdown_with_restart_is_echoed_and_a_new_kernel_starts_on_the_same_por
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn what_a_cell_printed_reaches_the_client_when_shutdown_follows_at_once() {
+    let mut kernel = Kernel::start().await;
+    let size = 64 << 20;
+    let cell = kernel
+        .send(
+            Channel::Shell,
+            "execute_request",
+            json!({ "code": format!("print('x' * {size}, end='')") }),
+        )
+        .await;
+    kernel.reply(Channel::Shell).await;
+    // Asked before the output was read: the kernel must write it out first.
+    let (_, status) = kernel.stop(false).await;
+    assert!(status.success());
+    let printed: usize = kernel
+        .iopub_for(&cell)
+        .await
+        .iter()
+        .filter(|m| m.header.msg_type == "stream")
+        .map(|m| m.content["text"].as_str().unwrap_or_default().len())
+        .sum();
+    assert_eq!(printed, size);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn shutdown_during_a_running_cell_still_exits() {
     let mut kernel = Kernel::start().await;
     kernel

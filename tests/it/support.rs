@@ -416,6 +416,12 @@ impl Kernel {
 
     /// Asks for shutdown on control and waits for the process to exit.
     pub async fn shutdown(mut self, restart: bool) -> (Message, ExitStatus) {
+        self.stop(restart).await
+    }
+
+    /// [`Kernel::shutdown`], keeping the client: what the kernel published
+    /// before it exited can still be read.
+    pub async fn stop(&mut self, restart: bool) -> (Message, ExitStatus) {
         let (reply, _) = self
             .request(
                 Channel::Control,
