@@ -1,16 +1,31 @@
-//! A small graph engine: named nodes that work on a typed state, plain and
+//! A small graph engine: nodes that work on a typed state, plain and
 //! conditional edges between them, and a step cap. The engine itself does no
 //! I/O: nodes reach the world only through the effects value `E` they are
-//! given, so a graph runs in tests with scripted effects. A conditional edge
-//! declares where it may lead, so a graph can be drawn ([`Graph::mermaid`])
-//! and a route it did not declare is an error, not a silent detour.
+//! given, so a graph runs in tests with scripted effects. A graph's nodes are
+//! the variants of one enum ([`Node`]), each saying what the status line
+//! shows while it works, so a route or a status line cannot name a node
+//! that does not exist. A conditional edge declares where it may lead, so a
+//! graph can be drawn ([`Graph::mermaid`]) and a route it did not declare is
+//! an error, not a silent detour; a route to a node the graph was not given
+//! stops the run before its first step.
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::future::Future;
+use std::hash::Hash;
 use std::pin::Pin;
 
 use super::run::AgentError;
-pub use super::run::Observer;
+pub use super::run::{Activity, Observer};
+
+/// A node of a graph: one graph's nodes are the variants of one enum.
+pub trait Node: Copy + Eq + Hash + Debug + Send + Sync + 'static {
+    /// Its name, as traces, logs and drawings show it.
+    fn name(self) -> &'static str;
+    /// What it does, as the status line says while it works (none: the
+    /// line stays as it was).
+    fn activity(self) -> Option<Activity>;
+}
 
 /// The future a node returns.
 pub type NodeFuture<'a> = Pin<Box<dyn Future<Output = Result<(), AgentError>> + Send + 'a>>;
@@ -18,19 +33,61 @@ pub type NodeFuture<'a> = Pin<Box<dyn Future<Output = Result<(), AgentError>> + 
 /// A node: an async step over the state, with the effects it may use.
 pub type NodeFn<S, E> = Box<dyn for<'a> Fn(&'a mut S, &'a mut E) -> NodeFuture<'a> + Send + Sync>;
 
+/// Declares a graph's nodes: an enum whose variants each carry a name and
+/// what the status line says while they work.
+///
+/// ```ignore
+/// nodes! {
+///     /// The nodes of a graph.
+///     pub enum Step {
+///         Generate = "generate", Some(Activity::Answering);
+///         Extract = "extract", None;
+///     }
+/// }
+/// ```
+macro_rules! nodes {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($variant:ident = $label:literal, $activity:expr;)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $($variant),+
+        }
+
+        impl $crate::agent::graph::Node for $name {
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $label),+
+                }
+            }
+
+            fn activity(self) -> Option<$crate::agent::graph::Activity> {
+                match self {
+                    $(Self::$variant => $activity),+
+                }
+            }
+        }
+    };
+}
+pub(crate) use nodes;
+
 /// Where the graph goes after a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    To(&'static str),
+pub enum Route<N> {
+    To(N),
     End,
 }
 
-type Condition<S> = Box<dyn Fn(&S) -> Route + Send + Sync>;
+type Condition<S, N> = Box<dyn Fn(&S) -> Route<N> + Send + Sync>;
 
-enum Edge<S> {
-    Always(Route),
+enum Edge<S, N: 'static> {
+    Always(Route<N>),
     /// The routes the condition may choose, then the condition.
-    When(&'static [Route], Condition<S>),
+    When(&'static [Route<N>], Condition<S, N>),
 }
 
 /// How a run ended.
@@ -42,23 +99,24 @@ pub enum RunEnd {
     StepCap { steps: usize },
 }
 
-/// A graph of nodes over state `S` with effects `E`.
-pub struct Graph<S, E> {
-    entry: &'static str,
-    nodes: HashMap<&'static str, NodeFn<S, E>>,
-    /// Node names in the order they were added (how the graph is drawn).
-    order: Vec<&'static str>,
-    edges: HashMap<&'static str, Edge<S>>,
+/// A graph of nodes `N` over state `S` with effects `E`.
+pub struct Graph<S, E, N: Node> {
+    entry: N,
+    nodes: HashMap<N, NodeFn<S, E>>,
+    /// Nodes in the order they were added (how the graph is drawn).
+    order: Vec<N>,
+    edges: HashMap<N, Edge<S, N>>,
     max_steps: usize,
 }
 
-impl<S, E> Graph<S, E>
+impl<S, E, N> Graph<S, E, N>
 where
     S: Send,
     E: Observer + Send,
+    N: Node,
 {
     /// A graph that starts at `entry` and runs at most `max_steps` nodes.
-    pub fn new(entry: &'static str, max_steps: usize) -> Self {
+    pub fn new(entry: N, max_steps: usize) -> Self {
         Self {
             entry,
             nodes: HashMap::new(),
@@ -68,15 +126,15 @@ where
         }
     }
 
-    pub fn node(mut self, name: &'static str, run: NodeFn<S, E>) -> Self {
-        if self.nodes.insert(name, run).is_none() {
-            self.order.push(name);
+    pub fn node(mut self, node: N, run: NodeFn<S, E>) -> Self {
+        if self.nodes.insert(node, run).is_none() {
+            self.order.push(node);
         }
         self
     }
 
     /// After `from`, always go to `to`.
-    pub fn edge(mut self, from: &'static str, to: Route) -> Self {
+    pub fn edge(mut self, from: N, to: Route<N>) -> Self {
         self.edges.insert(from, Edge::Always(to));
         self
     }
@@ -84,9 +142,9 @@ where
     /// After `from`, go where `choose` says, given the state: one of `routes`.
     pub fn conditional_edge(
         mut self,
-        from: &'static str,
-        routes: &'static [Route],
-        choose: impl Fn(&S) -> Route + Send + Sync + 'static,
+        from: N,
+        routes: &'static [Route<N>],
+        choose: impl Fn(&S) -> Route<N> + Send + Sync + 'static,
     ) -> Self {
         self.edges
             .insert(from, Edge::When(routes, Box::new(choose)));
@@ -96,19 +154,24 @@ where
     /// The graph as a Mermaid flowchart: plain edges solid, the routes of a
     /// conditional edge dotted.
     pub fn mermaid(&self) -> String {
-        let id = |route: Route| match route {
-            Route::To(node) => node,
+        let id = |route: Route<N>| match route {
+            Route::To(node) => node.name(),
             Route::End => "__end__",
         };
         let mut lines = vec![
             "flowchart TD".to_owned(),
             "    __start__([start])".to_owned(),
         ];
-        lines.extend(self.order.iter().map(|node| format!("    {node}[{node}]")));
+        lines.extend(
+            self.order
+                .iter()
+                .map(|node| format!("    {0}[{0}]", node.name())),
+        );
         lines.push("    __end__([end])".to_owned());
-        lines.push(format!("    __start__ --> {}", self.entry));
-        for from in &self.order {
-            match self.edges.get(from) {
+        lines.push(format!("    __start__ --> {}", self.entry.name()));
+        for node in &self.order {
+            let from = node.name();
+            match self.edges.get(node) {
                 Some(Edge::Always(to)) => lines.push(format!("    {from} --> {}", id(*to))),
                 Some(Edge::When(routes, _)) => {
                     lines.extend(
@@ -123,9 +186,32 @@ where
         lines.join("\n")
     }
 
+    /// The first node an edge (or the entry) leads to that the graph was
+    /// not given, if any.
+    pub fn missing_node(&self) -> Option<N> {
+        let routes = self.edges.values().flat_map(|edge| match edge {
+            Edge::Always(route) => std::slice::from_ref(route),
+            Edge::When(routes, _) => routes,
+        });
+        std::iter::once(self.entry)
+            .chain(routes.filter_map(|route| match route {
+                Route::To(node) => Some(*node),
+                Route::End => None,
+            }))
+            .chain(self.edges.keys().copied())
+            .find(|node| !self.nodes.contains_key(node))
+    }
+
     /// Runs from the entry node until an edge leads to the end, a node fails,
-    /// or the step cap is reached.
+    /// or the step cap is reached. A graph that leads to a node it was not
+    /// given fails before its first step.
     pub async fn run(&self, state: &mut S, effects: &mut E) -> Result<RunEnd, AgentError> {
+        if let Some(missing) = self.missing_node() {
+            return Err(AgentError::Graph(format!(
+                "the graph leads to {}, which it has no node for",
+                missing.name()
+            )));
+        }
         let mut current = self.entry;
         let mut steps = 0;
         loop {
@@ -134,19 +220,20 @@ where
             }
             let node = self
                 .nodes
-                .get(current)
-                .ok_or_else(|| AgentError::Graph(format!("no node named {current}")))?;
-            effects.node_started(current);
+                .get(&current)
+                .ok_or_else(|| AgentError::Graph(format!("no node named {}", current.name())))?;
+            effects.node_started(current.name(), current.activity());
             node(state, effects).await?;
-            effects.node_finished(current);
+            effects.node_finished(current.name());
             steps += 1;
-            let route = match self.edges.get(current) {
+            let route = match self.edges.get(&current) {
                 Some(Edge::Always(route)) => *route,
                 Some(Edge::When(routes, choose)) => {
                     let route = choose(state);
                     if !routes.contains(&route) {
                         return Err(AgentError::Graph(format!(
-                            "{current} chose {route:?}, which its edge does not declare"
+                            "{} chose {route:?}, which its edge does not declare",
+                            current.name()
                         )));
                     }
                     route
@@ -165,6 +252,30 @@ where
 mod tests {
     use super::*;
 
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    enum Step {
+        A,
+        B,
+        C,
+        Nowhere,
+    }
+
+    impl Node for Step {
+        fn name(self) -> &'static str {
+            match self {
+                Step::A => "a",
+                Step::B => "b",
+                Step::C => "c",
+                Step::Nowhere => "nowhere",
+            }
+        }
+        fn activity(self) -> Option<Activity> {
+            (self == Step::B).then_some(Activity::Reviewing)
+        }
+    }
+
+    use Step::{A, B, C, Nowhere};
+
     #[derive(Default)]
     struct Counter {
         visits: Vec<&'static str>,
@@ -175,8 +286,8 @@ mod tests {
     struct Log(Vec<String>);
 
     impl Observer for Log {
-        fn node_started(&mut self, node: &'static str) {
-            self.0.push(format!("start {node}"));
+        fn node_started(&mut self, node: &'static str, activity: Option<Activity>) {
+            self.0.push(format!("start {node} {activity:?}"));
         }
         fn node_finished(&mut self, node: &'static str) {
             self.0.push(format!("end {node}"));
@@ -202,13 +313,13 @@ mod tests {
 
     #[test]
     fn plain_and_conditional_edges_loop_until_the_condition_ends_it() {
-        let graph = Graph::new("a", 100)
-            .node("a", add("a", 1))
-            .node("b", add("b", 10))
-            .edge("a", Route::To("b"))
-            .conditional_edge("b", &[Route::To("a"), Route::End], |s: &Counter| {
+        let graph = Graph::new(A, 100)
+            .node(A, add("a", 1))
+            .node(B, add("b", 10))
+            .edge(A, Route::To(B))
+            .conditional_edge(B, &[Route::To(A), Route::End], |s: &Counter| {
                 if s.value < 30 {
-                    Route::To("a")
+                    Route::To(A)
                 } else {
                     Route::End
                 }
@@ -217,14 +328,15 @@ mod tests {
         let end = block_on(graph.run(&mut state, &mut log)).unwrap();
         assert_eq!(end, RunEnd::Finished { steps: 6 });
         assert_eq!(state.visits, ["a", "b", "a", "b", "a", "b"]);
-        assert_eq!(log.0[..2], ["start a", "end a"]);
+        assert_eq!(
+            log.0[..4],
+            ["start a None", "end a", "start b Some(Reviewing)", "end b"]
+        );
     }
 
     #[test]
     fn the_step_cap_stops_an_endless_graph() {
-        let graph = Graph::new("a", 5)
-            .node("a", add("a", 1))
-            .edge("a", Route::To("a"));
+        let graph = Graph::new(A, 5).node(A, add("a", 1)).edge(A, Route::To(A));
         let (mut state, mut log) = (Counter::default(), Log::default());
         let end = block_on(graph.run(&mut state, &mut log)).unwrap();
         assert_eq!(end, RunEnd::StepCap { steps: 5 });
@@ -233,10 +345,10 @@ mod tests {
 
     #[test]
     fn a_route_the_edge_did_not_declare_is_an_error() {
-        let graph = Graph::new("a", 5)
-            .node("a", add("a", 1))
-            .node("b", add("b", 1))
-            .conditional_edge("a", &[Route::End], |_: &Counter| Route::To("b"));
+        let graph = Graph::new(A, 5)
+            .node(A, add("a", 1))
+            .node(B, add("b", 1))
+            .conditional_edge(A, &[Route::End], |_: &Counter| Route::To(B));
         let (mut state, mut log) = (Counter::default(), Log::default());
         let err = block_on(graph.run(&mut state, &mut log)).unwrap_err();
         assert!(err.to_string().contains("does not declare"), "{err}");
@@ -245,12 +357,12 @@ mod tests {
 
     #[test]
     fn the_graph_draws_as_mermaid_in_the_order_nodes_were_added() {
-        let graph: Graph<Counter, Log> = Graph::new("a", 5)
-            .node("a", add("a", 1))
-            .node("b", add("b", 1))
-            .node("c", add("c", 1))
-            .edge("a", Route::To("b"))
-            .conditional_edge("b", &[Route::To("a"), Route::End], |_: &Counter| Route::End);
+        let graph: Graph<Counter, Log, Step> = Graph::new(A, 5)
+            .node(A, add("a", 1))
+            .node(B, add("b", 1))
+            .node(C, add("c", 1))
+            .edge(A, Route::To(B))
+            .conditional_edge(B, &[Route::To(A), Route::End], |_: &Counter| Route::End);
         assert_eq!(
             graph.mermaid(),
             "flowchart TD\n    __start__([start])\n    a[a]\n    b[b]\n    c[c]\n    __end__([end])\n    \
@@ -259,12 +371,24 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_node_is_an_error_not_a_panic() {
-        let graph = Graph::new("a", 5)
-            .node("a", add("a", 1))
-            .edge("a", Route::To("nowhere"));
+    fn a_route_to_a_node_the_graph_was_not_given_stops_it_before_any_step() {
+        let graph = Graph::new(A, 5)
+            .node(A, add("a", 1))
+            .node(B, add("b", 1))
+            .edge(A, Route::To(B))
+            .conditional_edge(B, &[Route::To(Nowhere), Route::End], |_: &Counter| {
+                Route::End
+            });
+        assert_eq!(graph.missing_node(), Some(Nowhere));
         let (mut state, mut log) = (Counter::default(), Log::default());
         let err = block_on(graph.run(&mut state, &mut log)).unwrap_err();
-        assert!(err.to_string().contains("nowhere"));
+        assert!(err.to_string().contains("nowhere"), "{err}");
+        assert!(state.visits.is_empty());
+    }
+
+    #[test]
+    fn an_entry_the_graph_was_not_given_is_missing_too() {
+        let graph: Graph<Counter, Log, Step> = Graph::new(C, 5).node(A, add("a", 1));
+        assert_eq!(graph.missing_node(), Some(C));
     }
 }

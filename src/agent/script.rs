@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 
 use super::llm::{ChatOutcome, ChatRequest, Usage};
 use super::run::{
-    AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation, ModelChoice,
-    Observer, Repair, Showing, Targets,
+    Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
+    ModelChoice, Observer, Repair, Showing, Targets,
 };
 
 /// Scripted effects: answers in order, executions by a closure.
@@ -80,7 +80,7 @@ impl Script {
 }
 
 impl Observer for Script {
-    fn node_started(&mut self, node: &'static str) {
+    fn node_started(&mut self, node: &'static str, _activity: Option<Activity>) {
         self.nodes.push(node);
     }
     fn node_finished(&mut self, _node: &'static str) {}

@@ -20,7 +20,7 @@
 use super::check::{Work, check};
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::{Unmet, unmet};
-use crate::agent::graph::{Graph, Route};
+use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::checks;
 use crate::agent::parse::code::code_blocks;
@@ -30,69 +30,86 @@ use crate::agent::{prompts, schemas};
 
 /// Where the analyst goes after an attempt: done (with --no-exec), another
 /// attempt, giving up, evaluating the result, or explaining it.
-const CODE_ROUTES: &[Route] = &[
+const CODE_ROUTES: &[Route<Step>] = &[
     Route::End,
-    Route::To("code"),
-    Route::To("error"),
-    Route::To("evaluate"),
-    Route::To("explain"),
+    Route::To(Step::Code),
+    Route::To(Step::Error),
+    Route::To(Step::Evaluate),
+    Route::To(Step::Explain),
 ];
 
+nodes! {
+    /// The analyst graph's nodes.
+    pub enum Step {
+        Plan = "plan", Some(Activity::Planning);
+        Code = "code", Some(Activity::WritingCode);
+        Evaluate = "evaluate", Some(Activity::Evaluating);
+        Explain = "explain", Some(Activity::WritingTheAnswer);
+        Error = "error", None;
+    }
+}
+
 /// The analyst graph, giving up after `max_attempts` failed attempts.
-pub fn analyst_graph<E: Effects>(settings: Settings, max_attempts: u32) -> Graph<AgentState, E> {
+pub fn analyst_graph<E: Effects>(
+    settings: Settings,
+    max_attempts: u32,
+) -> Graph<AgentState, E, Step> {
     let (plan_settings, code_settings) = (settings.clone(), settings.clone());
     let (evaluate_settings, explain_settings) = (settings.clone(), settings);
     // plan, every attempt, evaluate and explain (or error), with room to spare.
     let step_cap = max_attempts as usize + 5;
-    Graph::new("plan", step_cap)
+    Graph::new(Step::Plan, step_cap)
         .node(
-            "plan",
+            Step::Plan,
             node(move |s, e| Box::pin(plan(s, e, plan_settings.clone()))),
         )
         .node(
-            "code",
+            Step::Code,
             node(move |s, e| Box::pin(code(s, e, code_settings.clone()))),
         )
         .node(
-            "evaluate",
+            Step::Evaluate,
             node(move |s, e| Box::pin(evaluate(s, e, evaluate_settings.clone()))),
         )
         .node(
-            "explain",
+            Step::Explain,
             node(move |s, e| Box::pin(explain(s, e, explain_settings.clone()))),
         )
-        .node("error", node(|s, e| Box::pin(async move { give_up(s, e) })))
+        .node(
+            Step::Error,
+            node(|s, e| Box::pin(async move { give_up(s, e) })),
+        )
         .conditional_edge(
-            "plan",
-            &[Route::To("code"), Route::To("explain")],
+            Step::Plan,
+            &[Route::To(Step::Code), Route::To(Step::Explain)],
             |s: &AgentState| {
                 if s.plan.as_ref().is_none_or(|p| p.needs_code) {
-                    Route::To("code")
+                    Route::To(Step::Code)
                 } else {
-                    Route::To("explain")
+                    Route::To(Step::Explain)
                 }
             },
         )
-        .conditional_edge("code", CODE_ROUTES, |s: &AgentState| {
+        .conditional_edge(Step::Code, CODE_ROUTES, |s: &AgentState| {
             if s.outcome.is_some() {
                 // --no-exec (the code was shown, nothing ran), or nothing to
                 // explain (the plan said so).
                 Route::End
             } else if last_attempt_failed(s) {
                 if s.turn < s.max_turns {
-                    Route::To("code")
+                    Route::To(Step::Code)
                 } else {
-                    Route::To("error")
+                    Route::To(Step::Error)
                 }
             } else if s.plan.as_ref().is_some_and(|p| p.needs_evaluation) {
-                Route::To("evaluate")
+                Route::To(Step::Evaluate)
             } else {
-                Route::To("explain")
+                Route::To(Step::Explain)
             }
         })
-        .edge("evaluate", Route::To("explain"))
-        .edge("explain", Route::End)
-        .edge("error", Route::End)
+        .edge(Step::Evaluate, Route::To(Step::Explain))
+        .edge(Step::Explain, Route::End)
+        .edge(Step::Error, Route::End)
 }
 
 /// Each attempt is a turn, and attempts stop at the first success, so the

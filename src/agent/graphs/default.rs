@@ -31,7 +31,7 @@ use super::check::{Work, check};
 use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
 use super::steps::{Settings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
-use crate::agent::graph::{Graph, Route};
+use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
@@ -48,78 +48,93 @@ fn step_cap(max_turns: u32) -> usize {
     (max_turns as usize) * 4 + 4
 }
 
+nodes! {
+    /// The default graph's nodes.
+    pub enum Step {
+        Generate = "generate", Some(Activity::Answering);
+        Extract = "extract", None;
+        Others = "others", Some(Activity::TryingOtherSolutions);
+        Execute = "execute", Some(Activity::RunningCode);
+        Reflect = "reflect", Some(Activity::Reviewing);
+    }
+}
+
 /// The default graph for a run with `max_turns`.
-pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<AgentState, E> {
+pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<AgentState, E, Step> {
     let generate_settings = settings.clone();
     let reflect_settings = settings.clone();
     let others_settings = settings.clone();
     let route_settings = settings.clone();
     let execute_enabled = settings.execute;
     let once = settings.once;
-    Graph::new("generate", step_cap(max_turns))
+    Graph::new(Step::Generate, step_cap(max_turns))
         .node(
-            "generate",
+            Step::Generate,
             node(move |s, e| Box::pin(generate(s, e, generate_settings.clone()))),
         )
         .node(
-            "extract",
+            Step::Extract,
             node(move |s, _e| Box::pin(async move { extract(s, once) })),
         )
         .node(
-            "others",
+            Step::Others,
             node(move |s, e| Box::pin(others(s, e, others_settings.clone()))),
         )
         .node(
-            "execute",
+            Step::Execute,
             node(move |s, e| Box::pin(execute(s, e, execute_enabled, once))),
         )
         .node(
-            "reflect",
+            Step::Reflect,
             node(move |s, e| Box::pin(reflect(s, e, reflect_settings.clone()))),
         )
-        .edge("generate", Route::To("extract"))
+        .edge(Step::Generate, Route::To(Step::Extract))
         .conditional_edge(
-            "extract",
+            Step::Extract,
             &[
-                Route::To("others"),
-                Route::To("execute"),
-                Route::To("generate"),
+                Route::To(Step::Others),
+                Route::To(Step::Execute),
+                Route::To(Step::Generate),
                 Route::End,
             ],
             move |s: &AgentState| {
                 if !s.pending.is_empty()
                     && names_to_compare(s, &route_settings, &s.answer).is_some()
                 {
-                    Route::To("others")
+                    Route::To(Step::Others)
                 } else if !s.pending.is_empty() {
-                    Route::To("execute")
+                    Route::To(Step::Execute)
                 } else if s.outcome.is_none() {
-                    Route::To("generate")
+                    Route::To(Step::Generate)
                 } else {
                     Route::End
                 }
             },
         )
-        .edge("others", Route::To("execute"))
+        .edge(Step::Others, Route::To(Step::Execute))
         .conditional_edge(
-            "execute",
-            &[Route::To("reflect"), Route::End],
+            Step::Execute,
+            &[Route::To(Step::Reflect), Route::End],
             move |_s: &AgentState| {
                 if execute_enabled && !once {
-                    Route::To("reflect")
+                    Route::To(Step::Reflect)
                 } else {
                     Route::End
                 }
             },
         )
         .conditional_edge(
-            "reflect",
-            &[Route::To("generate"), Route::To("execute"), Route::End],
+            Step::Reflect,
+            &[
+                Route::To(Step::Generate),
+                Route::To(Step::Execute),
+                Route::End,
+            ],
             |s: &AgentState| match s.outcome {
                 Some(_) => Route::End,
                 // A respelled block runs without asking the model.
-                None if !s.pending.is_empty() => Route::To("execute"),
-                None => Route::To("generate"),
+                None if !s.pending.is_empty() => Route::To(Step::Execute),
+                None => Route::To(Step::Generate),
             },
         )
 }

@@ -20,3 +20,43 @@ pub use planner::planner_graph;
 pub use rlm::rlm_graph;
 pub use steps::Settings;
 pub use triage::triage_graph;
+
+#[cfg(test)]
+mod tests {
+    use super::rlm::Search;
+    use super::*;
+    use crate::agent::graph::Node;
+    use crate::agent::run::Agents;
+    use crate::agent::script::Script;
+
+    #[test]
+    fn every_graph_leads_only_to_nodes_it_has() {
+        let settings = Settings::for_tests;
+        let search = Search {
+            query: "where?".into(),
+            description: "str".into(),
+            depth_left: 1,
+        };
+        let missing = [
+            default_graph::<Script>(settings(), 3)
+                .missing_node()
+                .map(|n| n.name()),
+            analyst_graph::<Script>(settings(), 3)
+                .missing_node()
+                .map(|n| n.name()),
+            planner_graph::<Script>(settings(), 3, false)
+                .missing_node()
+                .map(|n| n.name()),
+            planner_graph::<Script>(settings(), 3, true)
+                .missing_node()
+                .map(|n| n.name()),
+            rlm_graph::<Script>(settings(), search, 3)
+                .missing_node()
+                .map(|n| n.name()),
+            triage_graph::<Script>(settings(), 2, Agents { claude: true })
+                .missing_node()
+                .map(|n| n.name()),
+        ];
+        assert_eq!(missing, [None; 6]);
+    }
+}

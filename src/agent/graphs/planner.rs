@@ -18,7 +18,7 @@
 use super::check::{Work, check};
 use super::steps::{Settings, node, run_pending};
 use super::unmet::unmet;
-use crate::agent::graph::{Graph, Route};
+use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
 use crate::agent::parse::checks;
@@ -34,58 +34,71 @@ const CHECKED_STEPS: usize = 3;
 /// Where the model's step ends: at an observation it starts to write.
 const OBSERVATION_STOP: &[&str] = &["\nObservation:"];
 
+nodes! {
+    /// The planner graph's nodes.
+    pub enum Step {
+        Planner = "planner", Some(Activity::PlanningTheNextStep);
+        Tool = "tool", Some(Activity::RunningCode);
+        Informer = "informer", Some(Activity::DescribingTheVariables);
+    }
+}
+
 /// The planner graph; with `informer`, the informer runs first.
 pub fn planner_graph<E: Effects>(
     settings: Settings,
     max_turns: u32,
     informer: bool,
-) -> Graph<AgentState, E> {
+) -> Graph<AgentState, E, Step> {
     let (plan_settings, execute) = (settings.clone(), settings.execute);
     // Each turn is a planner step, its action, and perhaps the informer.
     let step_cap = (max_turns as usize) * 3 + 3;
-    let entry = if informer { "informer" } else { "planner" };
+    let entry = if informer {
+        Step::Informer
+    } else {
+        Step::Planner
+    };
     let graph = Graph::new(entry, step_cap)
         .node(
-            "planner",
+            Step::Planner,
             node(move |s, e| Box::pin(plan_step(s, e, plan_settings.clone(), informer))),
         )
-        .node("tool", node(move |s, e| Box::pin(act(s, e, execute))));
+        .node(Step::Tool, node(move |s, e| Box::pin(act(s, e, execute))));
     let graph = if informer {
         graph
-            .node("informer", node(|s, e| Box::pin(inform(s, e))))
-            .edge("informer", Route::To("planner"))
+            .node(Step::Informer, node(|s, e| Box::pin(inform(s, e))))
+            .edge(Step::Informer, Route::To(Step::Planner))
             .conditional_edge(
-                "planner",
+                Step::Planner,
                 &[
-                    Route::To("tool"),
-                    Route::To("informer"),
-                    Route::To("planner"),
+                    Route::To(Step::Tool),
+                    Route::To(Step::Informer),
+                    Route::To(Step::Planner),
                     Route::End,
                 ],
                 |s: &AgentState| match (&s.outcome, &s.action) {
                     (Some(_), _) => Route::End,
-                    (None, Some(Action::Inform(_))) => Route::To("informer"),
-                    (None, None) => Route::To("planner"),
-                    (None, _) => Route::To("tool"),
+                    (None, Some(Action::Inform(_))) => Route::To(Step::Informer),
+                    (None, None) => Route::To(Step::Planner),
+                    (None, _) => Route::To(Step::Tool),
                 },
             )
     } else {
         graph.conditional_edge(
-            "planner",
-            &[Route::To("tool"), Route::To("planner"), Route::End],
+            Step::Planner,
+            &[Route::To(Step::Tool), Route::To(Step::Planner), Route::End],
             |s: &AgentState| match (&s.outcome, &s.action) {
                 (Some(_), _) => Route::End,
-                (None, None) => Route::To("planner"),
-                (None, _) => Route::To("tool"),
+                (None, None) => Route::To(Step::Planner),
+                (None, _) => Route::To(Step::Tool),
             },
         )
     };
     graph.conditional_edge(
-        "tool",
-        &[Route::To("planner"), Route::End],
+        Step::Tool,
+        &[Route::To(Step::Planner), Route::End],
         |s: &AgentState| match s.outcome {
             Some(_) => Route::End,
-            None => Route::To("planner"),
+            None => Route::To(Step::Planner),
         },
     )
 }

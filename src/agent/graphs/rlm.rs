@@ -9,7 +9,7 @@
 //! ```
 
 use super::steps::{Settings, node, run_pending};
-use crate::agent::graph::{Graph, Route};
+use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::code::code_blocks;
 use crate::agent::prompts;
@@ -31,37 +31,49 @@ and call FINAL(answer) once you know the answer.";
 const LAST_TURN: &str = "This is your last turn: call FINAL(answer) now, \
 with the best answer the results so far support.";
 
+nodes! {
+    /// The search graph's nodes.
+    pub enum Step {
+        Explore = "explore", Some(Activity::WritingCode);
+        Extract = "extract", None;
+        Run = "run", Some(Activity::RunningCode);
+    }
+}
+
 /// The search graph for `search`, ending after `max_turns` turns.
 pub fn rlm_graph<E: Effects>(
     settings: Settings,
     search: Search,
     max_turns: u32,
-) -> Graph<AgentState, E> {
+) -> Graph<AgentState, E, Step> {
     let explore_settings = settings.clone();
     let execute = settings.execute;
-    Graph::new("explore", (max_turns as usize) * 3 + 3)
+    Graph::new(Step::Explore, (max_turns as usize) * 3 + 3)
         .node(
-            "explore",
+            Step::Explore,
             node(move |s, e| Box::pin(explore(s, e, explore_settings.clone(), search.clone()))),
         )
-        .node("extract", node(|s, _e| Box::pin(async move { extract(s) })))
-        .node("run", node(move |s, e| Box::pin(run(s, e, execute))))
-        .edge("explore", Route::To("extract"))
+        .node(
+            Step::Extract,
+            node(|s, _e| Box::pin(async move { extract(s) })),
+        )
+        .node(Step::Run, node(move |s, e| Box::pin(run(s, e, execute))))
+        .edge(Step::Explore, Route::To(Step::Extract))
         .conditional_edge(
-            "extract",
-            &[Route::End, Route::To("explore"), Route::To("run")],
+            Step::Extract,
+            &[Route::End, Route::To(Step::Explore), Route::To(Step::Run)],
             |s: &AgentState| match (s.outcome, s.pending.is_empty()) {
                 (Some(_), _) => Route::End,
-                (None, true) => Route::To("explore"),
-                (None, false) => Route::To("run"),
+                (None, true) => Route::To(Step::Explore),
+                (None, false) => Route::To(Step::Run),
             },
         )
         .conditional_edge(
-            "run",
-            &[Route::End, Route::To("explore")],
+            Step::Run,
+            &[Route::End, Route::To(Step::Explore)],
             |s: &AgentState| match s.outcome {
                 Some(_) => Route::End,
-                None => Route::To("explore"),
+                None => Route::To(Step::Explore),
             },
         )
 }

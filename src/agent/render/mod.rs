@@ -17,7 +17,7 @@ use crate::agent::graph::RunEnd;
 use crate::agent::llm::Usage;
 use crate::agent::parse::prose::review_words;
 use crate::agent::ports::Ports;
-use crate::agent::run::{AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges};
+use crate::agent::run::{Activity, AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges};
 
 /// One IOPub message of a run: its type and content.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,26 +125,28 @@ pub fn status(text: &str, id: &str, msg_type: &'static str) -> Shown {
     Shown::display(msg_type, plain, None, json!({ "kind": "status" }), Some(id))
 }
 
-/// What the status line says while `node` works, if it says anything
-/// (`failed`: what the last agent code raised).
-pub fn status_text(node: &str, failed: Option<&str>) -> Option<String> {
-    let text = match (node, failed) {
-        ("generate" | "code" | "explore", Some(error)) => format!("retrying after {error}"),
-        ("generate", None) => "answering".to_owned(),
-        ("code" | "explore", None) => "writing code".to_owned(),
-        ("planner", Some(error)) => format!("planning the next step after {error}"),
-        ("planner", None) => "planning the next step".to_owned(),
-        ("others", _) => "trying other solutions".to_owned(),
-        ("execute" | "run" | "tool", _) => "running code".to_owned(),
-        ("reflect" | "review", _) => "reviewing".to_owned(),
-        ("plan" | "classify" | "pre_plan", _) => "planning".to_owned(),
-        ("evaluate", _) => "evaluating the results".to_owned(),
-        ("explain", _) => "writing the answer".to_owned(),
-        ("informer", _) => "describing the variables".to_owned(),
-        ("repair", _) => "repairing".to_owned(),
-        _ => return None,
-    };
-    Some(text)
+/// What the status line says while a node does `activity` (`failed`: what
+/// the last agent code raised).
+pub fn status_text(activity: Activity, failed: Option<&str>) -> String {
+    match (activity, failed) {
+        (Activity::Answering | Activity::WritingCode, Some(error)) => {
+            format!("retrying after {error}")
+        }
+        (Activity::Answering, None) => "answering".to_owned(),
+        (Activity::WritingCode, None) => "writing code".to_owned(),
+        (Activity::PlanningTheNextStep, Some(error)) => {
+            format!("planning the next step after {error}")
+        }
+        (Activity::PlanningTheNextStep, None) => "planning the next step".to_owned(),
+        (Activity::TryingOtherSolutions, _) => "trying other solutions".to_owned(),
+        (Activity::RunningCode, _) => "running code".to_owned(),
+        (Activity::Reviewing, _) => "reviewing".to_owned(),
+        (Activity::Planning, _) => "planning".to_owned(),
+        (Activity::Evaluating, _) => "evaluating the results".to_owned(),
+        (Activity::WritingTheAnswer, _) => "writing the answer".to_owned(),
+        (Activity::DescribingTheVariables, _) => "describing the variables".to_owned(),
+        (Activity::Repairing, _) => "repairing".to_owned(),
+    }
 }
 
 /// What an event of a run looks like, if anything.
@@ -582,16 +584,15 @@ mod tests {
 
     #[test]
     fn the_status_line_names_the_work_and_a_retry_its_cause() {
-        assert_eq!(status_text("generate", None).as_deref(), Some("answering"));
+        assert_eq!(status_text(Activity::Answering, None), "answering");
         assert_eq!(
-            status_text("code", Some("NameError")).as_deref(),
-            Some("retrying after NameError")
+            status_text(Activity::WritingCode, Some("NameError")),
+            "retrying after NameError"
         );
         assert_eq!(
-            status_text("review", Some("KeyError")).as_deref(),
-            Some("reviewing")
+            status_text(Activity::Reviewing, Some("KeyError")),
+            "reviewing"
         );
-        assert_eq!(status_text("extract", None), None);
         let line = status("running code", "id-1", "update_display_data");
         assert_eq!(line.msg_type, "update_display_data");
         assert_eq!(line.content["data"]["text/plain"], "⋯ running code");

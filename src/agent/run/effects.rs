@@ -10,8 +10,31 @@ use crate::agent::llm::{ChatOutcome, ChatRequest};
 
 /// Told when nodes start and finish, so a run can be shown as it happens.
 pub trait Observer {
-    fn node_started(&mut self, node: &'static str);
+    /// `node` (its name) started doing `activity` (none: nothing the
+    /// status line tells).
+    fn node_started(&mut self, node: &'static str, activity: Option<Activity>);
     fn node_finished(&mut self, node: &'static str);
+}
+
+/// What a node does, as the status line tells the user while it works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Asking the model for an answer (which may hold code).
+    Answering,
+    /// Asking the model for code.
+    WritingCode,
+    /// Asking the planner for its next step.
+    PlanningTheNextStep,
+    /// Asking the model for other solutions to compare.
+    TryingOtherSolutions,
+    RunningCode,
+    Reviewing,
+    /// Planning the request before any work.
+    Planning,
+    Evaluating,
+    WritingTheAnswer,
+    DescribingTheVariables,
+    Repairing,
 }
 
 /// How a model's answer is shown while it streams.

@@ -8,7 +8,7 @@ pub mod findings;
 pub mod limits;
 pub mod state;
 
-pub use effects::{Effects, ModelChoice, Observer, Showing};
+pub use effects::{Activity, Effects, ModelChoice, Observer, Showing};
 pub use events::{AgentError, AgentEvent};
 pub use findings::{
     Action, Agent, Agents, Agreement, Consensus, Context, Decision, Form, KeyInformation, Outcome,

@@ -15,8 +15,8 @@ use crate::agent::render::live::{self, LiveOutput};
 use crate::agent::render::stream::ShownText;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{
-    AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation, ModelChoice,
-    Repair, Showing, Targets,
+    Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
+    ModelChoice, Repair, Showing, Targets,
 };
 use crate::agent::scope;
 use crate::exception::{ExceptionKind, PythonException};
@@ -76,10 +76,8 @@ pub(super) struct RunEffects<'a, P> {
 impl<'a, P: Ports> RunEffects<'a, P> {
     /// Says what the run does now on its status line, one line updated in
     /// place (shown when the first node that does something starts).
-    fn show_status(&mut self, node: &str) {
-        let Some(text) = render::status_text(node, self.last_error.as_deref()) else {
-            return;
-        };
+    fn show_status(&mut self, activity: Activity) {
+        let text = render::status_text(activity, self.last_error.as_deref());
         let (msg_type, id) = match &self.status {
             Some(id) => ("update_display_data", id.clone()),
             None => {
@@ -108,10 +106,12 @@ impl<'a, P: Ports> RunEffects<'a, P> {
 }
 
 impl<P: Ports> Observer for RunEffects<'_, P> {
-    fn node_started(&mut self, node: &'static str) {
+    fn node_started(&mut self, node: &'static str, activity: Option<Activity>) {
         tracing::debug!("%%ask: {node} started");
         self.started.push(Instant::now());
-        self.show_status(node);
+        if let Some(activity) = activity {
+            self.show_status(activity);
+        }
     }
 
     fn node_finished(&mut self, node: &'static str) {

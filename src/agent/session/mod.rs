@@ -437,25 +437,38 @@ impl AgentSession {
             forward_tokens: cell_options.forward_tokens,
         };
         let searching = matches!(job, Job::Search(_));
-        let graph = match (job, kind) {
-            (Job::Search(search), _) => {
-                rlm_graph::<RunEffects<P>>(node_settings, search, max_turns)
-            }
-            (Job::Ask { .. }, GraphKind::Default) => {
-                default_graph::<RunEffects<P>>(node_settings, max_turns)
-            }
-            (Job::Ask { .. }, GraphKind::Analyst) => {
-                analyst_graph::<RunEffects<P>>(node_settings, max_turns)
-            }
-            (Job::Ask { .. }, GraphKind::Planner) => {
-                planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
-            }
-            (Job::Ask { .. }, GraphKind::Triage) => {
-                triage_graph::<RunEffects<P>>(node_settings, max_turns, agents)
+        // Each graph has nodes of its own type: each arm runs its graph.
+        let graph_run = async {
+            match (job, kind) {
+                (Job::Search(search), _) => {
+                    rlm_graph::<RunEffects<P>>(node_settings, search, max_turns)
+                        .run(&mut state, &mut effects)
+                        .await
+                }
+                (Job::Ask { .. }, GraphKind::Default) => {
+                    default_graph::<RunEffects<P>>(node_settings, max_turns)
+                        .run(&mut state, &mut effects)
+                        .await
+                }
+                (Job::Ask { .. }, GraphKind::Analyst) => {
+                    analyst_graph::<RunEffects<P>>(node_settings, max_turns)
+                        .run(&mut state, &mut effects)
+                        .await
+                }
+                (Job::Ask { .. }, GraphKind::Planner) => {
+                    planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
+                        .run(&mut state, &mut effects)
+                        .await
+                }
+                (Job::Ask { .. }, GraphKind::Triage) => {
+                    triage_graph::<RunEffects<P>>(node_settings, max_turns, agents)
+                        .run(&mut state, &mut effects)
+                        .await
+                }
             }
         };
         let result = tokio::select! {
-            result = graph.run(&mut state, &mut effects) => result,
+            result = graph_run => result,
             () = ports.cancelled() => Err(AgentError::Interrupted),
         };
         effects.clear_status();

@@ -32,9 +32,23 @@ use review::review;
 use work::{delegate, pass_failure, repair, respond, tool};
 
 use super::steps::{Settings, node};
-use crate::agent::graph::{Graph, Route};
+use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::run::limits::TRIAGE_MAX_REVIEWS;
 use crate::agent::run::{AgentState, Agents, Decision, Effects};
+
+nodes! {
+    /// The triage graph's nodes (a delegated agent's own nodes tell the status line what they do).
+    pub enum Step {
+        PrePlan = "pre_plan", Some(Activity::Planning);
+        Classify = "classify", Some(Activity::Planning);
+        Plan = "plan", Some(Activity::Planning);
+        Delegate = "delegate", None;
+        Tool = "tool", Some(Activity::RunningCode);
+        Respond = "respond", None;
+        Repair = "repair", Some(Activity::Repairing);
+        Review = "review", Some(Activity::Reviewing);
+    }
+}
 
 /// The triage graph handing work to `agents`; `max_reviews` is capped at
 /// [`TRIAGE_MAX_REVIEWS`].
@@ -42,93 +56,93 @@ pub fn triage_graph<E: Effects>(
     settings: Settings,
     max_reviews: u32,
     agents: Agents,
-) -> Graph<AgentState, E> {
+) -> Graph<AgentState, E, Step> {
     let reviews = max_reviews.clamp(1, TRIAGE_MAX_REVIEWS);
     let (classify_settings, plan_settings) = (settings.clone(), settings.clone());
     let (delegate_settings, review_settings) = (settings.clone(), settings.clone());
     let execute = settings.execute;
     // A pass is at most six nodes; the sub-agents count their own steps.
     let step_cap = (reviews as usize + 1) * 6;
-    const DECIDED: &[Route] = &[
-        Route::To("delegate"),
-        Route::To("tool"),
-        Route::To("respond"),
+    const DECIDED: &[Route<Step>] = &[
+        Route::To(Step::Delegate),
+        Route::To(Step::Tool),
+        Route::To(Step::Respond),
     ];
-    const WORKED: &[Route] = &[Route::To("repair"), Route::To("review"), Route::End];
-    Graph::new("pre_plan", step_cap)
-        .node("pre_plan", node(|s, e| Box::pin(pre_plan(s, e))))
+    const WORKED: &[Route<Step>] = &[Route::To(Step::Repair), Route::To(Step::Review), Route::End];
+    Graph::new(Step::PrePlan, step_cap)
+        .node(Step::PrePlan, node(|s, e| Box::pin(pre_plan(s, e))))
         .node(
-            "classify",
+            Step::Classify,
             node(move |s, e| Box::pin(classify(s, e, classify_settings.clone(), agents))),
         )
         .node(
-            "plan",
+            Step::Plan,
             node(move |s, e| Box::pin(plan(s, e, plan_settings.clone(), agents))),
         )
         .node(
-            "delegate",
+            Step::Delegate,
             node(move |s, e| Box::pin(delegate(s, e, delegate_settings.clone(), reviews))),
         )
-        .node("tool", node(move |s, e| Box::pin(tool(s, e, execute))))
+        .node(Step::Tool, node(move |s, e| Box::pin(tool(s, e, execute))))
         .node(
-            "respond",
+            Step::Respond,
             node(|s, e| Box::pin(async move { respond(s, e) })),
         )
-        .node("repair", node(|s, e| Box::pin(repair(s, e))))
+        .node(Step::Repair, node(|s, e| Box::pin(repair(s, e))))
         .node(
-            "review",
+            Step::Review,
             node(move |s, e| Box::pin(review(s, e, review_settings.clone(), reviews))),
         )
         .conditional_edge(
-            "pre_plan",
+            Step::PrePlan,
             &[
-                Route::To("delegate"),
-                Route::To("tool"),
-                Route::To("respond"),
-                Route::To("classify"),
+                Route::To(Step::Delegate),
+                Route::To(Step::Tool),
+                Route::To(Step::Respond),
+                Route::To(Step::Classify),
             ],
-            |s: &AgentState| decided(s).unwrap_or(Route::To("classify")),
+            |s: &AgentState| decided(s).unwrap_or(Route::To(Step::Classify)),
         )
         .conditional_edge(
-            "classify",
-            &[Route::To("delegate"), Route::To("plan")],
-            |s: &AgentState| decided(s).unwrap_or(Route::To("plan")),
+            Step::Classify,
+            &[Route::To(Step::Delegate), Route::To(Step::Plan)],
+            |s: &AgentState| decided(s).unwrap_or(Route::To(Step::Plan)),
         )
-        .conditional_edge("plan", DECIDED, |s: &AgentState| {
-            decided(s).unwrap_or(Route::To("delegate"))
+        .conditional_edge(Step::Plan, DECIDED, |s: &AgentState| {
+            decided(s).unwrap_or(Route::To(Step::Delegate))
         })
-        .conditional_edge("delegate", WORKED, after_work)
-        .conditional_edge("tool", WORKED, after_work)
-        .edge("respond", Route::End)
-        .edge("repair", Route::To("review"))
+        .conditional_edge(Step::Delegate, WORKED, after_work)
+        .conditional_edge(Step::Tool, WORKED, after_work)
+        .edge(Step::Respond, Route::End)
+        .edge(Step::Repair, Route::To(Step::Review))
         .conditional_edge(
-            "review",
-            &[Route::To("pre_plan"), Route::End],
+            Step::Review,
+            &[Route::To(Step::PrePlan), Route::End],
             |s: &AgentState| match s.outcome {
                 Some(_) => Route::End,
-                None => Route::To("pre_plan"),
+                None => Route::To(Step::PrePlan),
             },
         )
 }
 
 /// Where a phase's decision leads, if it decided.
-fn decided(state: &AgentState) -> Option<Route> {
+fn decided(state: &AgentState) -> Option<Route<Step>> {
     Some(match state.triage.decision.as_ref()? {
-        Decision::Delegate { .. } => Route::To("delegate"),
-        Decision::Tool { .. } => Route::To("tool"),
-        Decision::Respond(_) | Decision::Done(_) => Route::To("respond"),
+        Decision::Delegate { .. } => Route::To(Step::Delegate),
+        Decision::Tool { .. } => Route::To(Step::Tool),
+        Decision::Respond(_) | Decision::Done(_) => Route::To(Step::Respond),
     })
 }
 
 /// After the work: repair its failure if the pass's last run failed, else
 /// review (or end, when the run already ended: `--no-exec`, or the agent
 /// found the request cannot be done).
-fn after_work(state: &AgentState) -> Route {
+fn after_work(state: &AgentState) -> Route<Step> {
     if state.outcome.is_some() {
         Route::End
     } else if pass_failure(state).is_some() {
-        Route::To("repair")
+        Route::To(Step::Repair)
     } else {
-        Route::To("review")
+        Route::To(Step::Review)
     }
 }
