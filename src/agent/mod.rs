@@ -6,6 +6,7 @@
 //! from those before it:
 //!
 //! - [`llm`]: the model providers' wire formats behind one request shape;
+//!   [`shown`]: what a run shows, as typed values the [`ports`] carry;
 //! - [`run`]: the types every graph shares (state, findings, events,
 //!   effects, limits);
 //! - [`graph`] (the engine), [`parse`] (reading model text), [`prompts`],
@@ -32,3 +33,4 @@ pub mod scope;
 #[cfg(test)]
 mod script;
 pub mod session;
+pub mod shown;

@@ -6,13 +6,14 @@ use std::future::Future;
 
 use serde_json::Value;
 
+use crate::agent::shown::Shown;
 use crate::exception::PythonException;
 
 /// What a run needs from the kernel.
 pub trait Ports: Send + Sync {
-    /// Publishes an IOPub message (`stream`, `display_data`) for the cell
-    /// the run belongs to.
-    fn publish(&self, msg_type: &str, content: Value);
+    /// Publishes what the run shows (a `stream` or a panel) on IOPub, for
+    /// the cell the run belongs to.
+    fn publish(&self, shown: Shown);
 
     /// Calls `method` of the Python scope the run works in, on the Python
     /// thread that asked for the run; arguments and result are JSON.

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::iopub::Iopub;
 use crate::agent::ports::{Output, Ports};
 use crate::agent::session::AgentSession;
+use crate::agent::shown::Shown;
 use crate::exception::PythonException;
 use crate::python::{AgentHost, InlinePython};
 
@@ -54,8 +55,9 @@ struct KernelPorts {
 }
 
 impl Ports for KernelPorts {
-    fn publish(&self, msg_type: &str, content: Value) {
-        self.iopub.publish(msg_type, content, self.parent.clone());
+    fn publish(&self, shown: Shown) {
+        self.iopub
+            .publish(shown.msg_type(), shown.content(), self.parent.clone());
     }
 
     async fn python(&self, method: &str, args: Value) -> Result<Value, PythonException> {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{Shown, fenced};
+use super::{Placement, Shown, fenced};
 
 /// Quick code shows no live panel: its output panel comes soon enough.
 pub const SHOW_AFTER: Duration = Duration::from_secs(1);
@@ -75,12 +75,12 @@ impl LiveOutput {
             return None;
         }
         self.changed = false;
-        let (msg_type, id) = match &self.display_id {
-            Some(id) => ("update_display_data", id.clone()),
+        let (placement, id) = match &self.display_id {
+            Some(id) => (Placement::InPlace, id.clone()),
             None => {
                 let id = format!("mahtab-running-{}", uuid::Uuid::new_v4().simple());
                 self.display_id = Some(id.clone());
-                ("display_data", id)
+                (Placement::New, id)
             }
         };
         let (tail, cut) = tail(&self.text);
@@ -91,7 +91,7 @@ impl LiveOutput {
         };
         let seconds = elapsed.as_secs();
         Some(Shown::display(
-            msg_type,
+            placement,
             format!("[running, {seconds} s]\n{tail}"),
             Some(format!(
                 "**running** ({seconds} s)\n\n{}",
@@ -106,7 +106,7 @@ impl LiveOutput {
     pub fn finish(self) -> Option<Shown> {
         let id = self.display_id?;
         Some(Shown::display(
-            "update_display_data",
+            Placement::InPlace,
             String::new(),
             None,
             json!({ "kind": "running" }),
@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     fn plain(shown: &Shown) -> &str {
-        shown.content["data"]["text/plain"].as_str().unwrap()
+        shown.plain()
     }
 
     fn started_long_ago() -> LiveOutput {
@@ -172,20 +172,20 @@ mod tests {
         let mut live = started_long_ago();
         live.push("step 1\n");
         let first = live.refresh().unwrap();
-        assert_eq!(first.msg_type, "display_data");
+        assert_eq!(first.msg_type(), "display_data");
         assert_eq!(plain(&first), "[running, 3 s]\nstep 1");
-        assert_eq!(first.content["metadata"]["mahtab"]["kind"], "running");
+        assert_eq!(first.content()["metadata"]["mahtab"]["kind"], "running");
         assert_eq!(live.refresh(), None, "nothing new, no message");
         live.push("step 2\n");
         let update = live.refresh().unwrap();
-        assert_eq!(update.msg_type, "update_display_data");
+        assert_eq!(update.msg_type(), "update_display_data");
         assert_eq!(plain(&update), "[running, 3 s]\nstep 1\nstep 2");
-        let id = &first.content["transient"]["display_id"];
-        assert_eq!(&update.content["transient"]["display_id"], id);
+        let id = &first.content()["transient"]["display_id"];
+        assert_eq!(&update.content()["transient"]["display_id"], id);
         let emptied = live.finish().unwrap();
-        assert_eq!(emptied.msg_type, "update_display_data");
+        assert_eq!(emptied.msg_type(), "update_display_data");
         assert_eq!(plain(&emptied), "");
-        assert_eq!(&emptied.content["transient"]["display_id"], id);
+        assert_eq!(&emptied.content()["transient"]["display_id"], id);
     }
 
     #[test]

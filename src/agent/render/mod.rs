@@ -10,7 +10,6 @@ pub mod stream;
 
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::agent::graph::RunEnd;
@@ -19,110 +18,38 @@ use crate::agent::parse::prose::review_words;
 use crate::agent::ports::Ports;
 use crate::agent::run::{Activity, AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges};
 
-/// One IOPub message of a run: its type and content.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Shown {
-    pub msg_type: &'static str,
-    pub content: Value,
-}
+pub use crate::agent::shown::{Display, Placement, Shown};
 
 /// Publishes `shown` on IOPub through the kernel's ports.
 pub fn publish<P: Ports>(ports: &P, shown: Shown) {
-    ports.publish(shown.msg_type, shown.content);
-}
-
-/// A `stream` message's content.
-#[derive(Serialize)]
-struct StreamContent<'a> {
-    name: &'static str,
-    text: &'a str,
-}
-
-/// A `display_data` (or `update_display_data`) message's content: text for
-/// consoles, Markdown for notebooks where there is any, what the panel is
-/// (`mahtab.kind` and its details) and, for a panel updated in place, its
-/// display id.
-#[derive(Serialize)]
-struct DisplayContent {
-    data: Bundle,
-    metadata: Metadata,
-    transient: Transient,
-}
-
-#[derive(Serialize)]
-struct Bundle {
-    #[serde(rename = "text/plain")]
-    plain: String,
-    #[serde(rename = "text/markdown", skip_serializing_if = "Option::is_none")]
-    markdown: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Metadata {
-    mahtab: Value,
-}
-
-#[derive(Serialize)]
-struct Transient {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    display_id: Option<String>,
-}
-
-impl Shown {
-    fn of(msg_type: &'static str, content: impl Serialize) -> Self {
-        Shown {
-            msg_type,
-            content: serde_json::to_value(content).unwrap_or_default(),
-        }
-    }
-
-    /// A display message: `plain` (and `markdown`), described by `mahtab`
-    /// (its metadata), under `display_id` when it is updated in place.
-    pub fn display(
-        msg_type: &'static str,
-        plain: String,
-        markdown: Option<String>,
-        mahtab: Value,
-        display_id: Option<&str>,
-    ) -> Self {
-        Self::of(
-            msg_type,
-            DisplayContent {
-                data: Bundle { plain, markdown },
-                metadata: Metadata { mahtab },
-                transient: Transient {
-                    display_id: display_id.map(str::to_owned),
-                },
-            },
-        )
-    }
+    ports.publish(shown);
 }
 
 /// Text in the cell's stdout.
 pub fn stream(text: &str) -> Shown {
-    Shown::of(
-        "stream",
-        StreamContent {
-            name: "stdout",
-            text,
-        },
-    )
+    Shown::Stream(text.to_owned())
 }
 
 /// A panel: plain text for consoles, Markdown for notebooks.
 pub fn panel(plain: String, markdown: String, metadata: Value) -> Shown {
-    Shown::display("display_data", plain, Some(markdown), metadata, None)
+    Shown::display(Placement::New, plain, Some(markdown), metadata, None)
 }
 
 /// The run's status line: `text` under the display id `id`, as a new
-/// display (`display_data`) or in place of the last (`update_display_data`).
-pub fn status(text: &str, id: &str, msg_type: &'static str) -> Shown {
+/// panel or in place of the last.
+pub fn status(text: &str, id: &str, placement: Placement) -> Shown {
     let plain = if text.is_empty() {
         String::new()
     } else {
         format!("⋯ {text}")
     };
-    Shown::display(msg_type, plain, None, json!({ "kind": "status" }), Some(id))
+    Shown::display(
+        placement,
+        plain,
+        None,
+        json!({ "kind": "status" }),
+        Some(id),
+    )
 }
 
 /// What the status line says while a node does `activity` (`failed`: what
@@ -579,7 +506,7 @@ mod tests {
     }
 
     fn plain(shown: &Shown) -> &str {
-        shown.content["data"]["text/plain"].as_str().unwrap()
+        shown.plain()
     }
 
     #[test]
@@ -593,12 +520,12 @@ mod tests {
             status_text(Activity::Reviewing, Some("KeyError")),
             "reviewing"
         );
-        let line = status("running code", "id-1", "update_display_data");
-        assert_eq!(line.msg_type, "update_display_data");
-        assert_eq!(line.content["data"]["text/plain"], "⋯ running code");
-        assert_eq!(line.content["transient"]["display_id"], "id-1");
+        let line = status("running code", "id-1", Placement::InPlace);
+        assert_eq!(line.msg_type(), "update_display_data");
+        assert_eq!(line.content()["data"]["text/plain"], "⋯ running code");
+        assert_eq!(line.content()["transient"]["display_id"], "id-1");
         assert_eq!(
-            status("", "id-1", "update_display_data").content["data"]["text/plain"],
+            status("", "id-1", Placement::InPlace).content()["data"]["text/plain"],
             ""
         );
     }
@@ -616,11 +543,11 @@ mod tests {
             block: 0,
             code: "print(1)".into(),
         });
-        assert_eq!(code.msg_type, "display_data");
+        assert_eq!(code.msg_type(), "display_data");
         assert_eq!(plain(&code), "[code, turn 2]\nprint(1)");
-        assert_eq!(code.content["metadata"]["mahtab"]["kind"], "code");
+        assert_eq!(code.content()["metadata"]["mahtab"]["kind"], "code");
         assert!(
-            code.content["data"]["text/markdown"]
+            code.content()["data"]["text/markdown"]
                 .as_str()
                 .unwrap()
                 .contains("```python\nprint(1)\n```")
@@ -641,7 +568,7 @@ mod tests {
             execution,
         });
         assert_eq!(plain(&error), "[error]\nZeroDivisionError");
-        assert_eq!(error.content["metadata"]["mahtab"]["block"], 3);
+        assert_eq!(error.content()["metadata"]["mahtab"]["block"], 3);
         let silent = Execution {
             code: "x = 1".into(),
             output: String::new(),
@@ -670,7 +597,7 @@ mod tests {
             next_action: String::new(),
             parsed: true,
         }));
-        assert_eq!(done.content["text"], "✓ total shown\n");
+        assert_eq!(done.content()["text"], "✓ total shown\n");
         let not_yet = event(&AgentEvent::Verdict(Verdict {
             answer: String::new(),
             is_complete: false,
@@ -680,7 +607,7 @@ mod tests {
             parsed: true,
         }));
         assert_eq!(
-            not_yet.content["text"],
+            not_yet.content()["text"],
             "↻ not done yet: no plot Next: plot it\n"
         );
         // Code in a review is for the model, not the user's line.
@@ -692,7 +619,7 @@ mod tests {
             next_action: "n_fruits = sales['fruit'].nunique()".into(),
             parsed: true,
         }));
-        assert_eq!(code.content["text"], "↻ not done yet\n");
+        assert_eq!(code.content()["text"], "↻ not done yet\n");
         let impossible = event(&AgentEvent::Verdict(Verdict {
             answer: String::new(),
             is_complete: false,
@@ -702,7 +629,7 @@ mod tests {
             parsed: true,
         }));
         assert_eq!(
-            impossible.content["text"],
+            impossible.content()["text"],
             "✗ this cannot be done here: sales.csv does not exist\n"
         );
     }
@@ -732,7 +659,7 @@ mod tests {
             "[trace] 2 turns · 7 in / 3 out tokens · 1.8 s\ngenerate → reflect → generate\n  \
              generate   ×2  1.50 s\n  reflect    ×1  0.25 s"
         );
-        assert_eq!(shown.content["metadata"]["mahtab"]["kind"], "trace");
+        assert_eq!(shown.content()["metadata"]["mahtab"]["kind"], "trace");
         let call = |shown, first_ms: Option<u64>, cached_tokens| ModelCall {
             shown,
             first_text: first_ms.map(Duration::from_millis),

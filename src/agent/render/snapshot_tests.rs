@@ -13,8 +13,8 @@ fn shown(items: &[(&str, Shown)]) -> String {
     items
         .iter()
         .map(|(what, shown)| {
-            let content = serde_json::to_string_pretty(&shown.content).unwrap();
-            format!("--- {what}: {}\n{content}", shown.msg_type)
+            let content = serde_json::to_string_pretty(&shown.content()).unwrap();
+            format!("--- {what}: {}\n{content}", shown.msg_type())
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -206,9 +206,9 @@ fn the_run_around_the_work() {
         ("trace", trace(&steps, &state, Duration::from_millis(3200))),
         (
             "status line",
-            status("running code", "run-1", "display_data"),
+            status("running code", "run-1", Placement::New),
         ),
-        ("status cleared", status("", "run-1", "update_display_data")),
+        ("status cleared", status("", "run-1", Placement::InPlace)),
         (
             "setup",
             setup("Set OPENAI_API_KEY, or install the local model."),

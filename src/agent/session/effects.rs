@@ -78,21 +78,24 @@ impl<'a, P: Ports> RunEffects<'a, P> {
     /// place (shown when the first node that does something starts).
     fn show_status(&mut self, activity: Activity) {
         let text = render::status_text(activity, self.last_error.as_deref());
-        let (msg_type, id) = match &self.status {
-            Some(id) => ("update_display_data", id.clone()),
+        let (placement, id) = match &self.status {
+            Some(id) => (render::Placement::InPlace, id.clone()),
             None => {
                 let id = format!("mahtab-status-{}", uuid::Uuid::new_v4().simple());
                 self.status = Some(id.clone());
-                ("display_data", id)
+                (render::Placement::New, id)
             }
         };
-        publish(self.ports, render::status(&text, &id, msg_type));
+        publish(self.ports, render::status(&text, &id, placement));
     }
 
     /// Empties the status line at the end of the run, so no stale line stays.
     pub(super) fn clear_status(&mut self) {
         if let Some(id) = self.status.take() {
-            publish(self.ports, render::status("", &id, "update_display_data"));
+            publish(
+                self.ports,
+                render::status("", &id, render::Placement::InPlace),
+            );
         }
     }
 

@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use crate::agent::ports::{Output, Ports};
+use crate::agent::render::{Display, Shown};
 use crate::exception::PythonException;
 
 /// One step of indentation in plain text.
@@ -60,22 +61,16 @@ fn prefixed(text: &str, prefix: &str) -> String {
 }
 
 impl<P: Ports> Ports for Indented<'_, P> {
-    fn publish(&self, msg_type: &str, mut content: Value) {
-        if msg_type == "stream" {
-            if let Some(text) = content["text"].as_str() {
-                content["text"] = Value::String(self.indent_stream(text));
-            }
-        } else if let Some(data) = content.get_mut("data").and_then(Value::as_object_mut) {
-            if let Some(plain) = data.get("text/plain").and_then(Value::as_str) {
-                let plain = prefixed(plain, &self.prefix);
-                data.insert("text/plain".into(), Value::String(plain));
-            }
-            if let Some(markdown) = data.get("text/markdown").and_then(Value::as_str) {
-                let markdown = prefixed(markdown, &self.quote);
-                data.insert("text/markdown".into(), Value::String(markdown));
-            }
-        }
-        self.inner.publish(msg_type, content);
+    fn publish(&self, shown: Shown) {
+        let shown = match shown {
+            Shown::Stream(text) => Shown::Stream(self.indent_stream(&text)),
+            Shown::Display(display) => Shown::Display(Display {
+                plain: prefixed(&display.plain, &self.prefix),
+                markdown: display.markdown.map(|m| prefixed(&m, &self.quote)),
+                ..display
+            }),
+        };
+        self.inner.publish(shown);
     }
 
     async fn python(&self, method: &str, args: Value) -> Result<Value, PythonException> {
@@ -101,13 +96,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::agent::render;
 
     #[derive(Default)]
-    struct Recorder(Mutex<Vec<(String, Value)>>);
+    struct Recorder(Mutex<Vec<Shown>>);
 
     impl Ports for Recorder {
-        fn publish(&self, msg_type: &str, content: Value) {
-            self.0.lock().unwrap().push((msg_type.to_owned(), content));
+        fn publish(&self, shown: Shown) {
+            self.0.lock().unwrap().push(shown);
         }
         async fn python(&self, _method: &str, _args: Value) -> Result<Value, PythonException> {
             Ok(Value::Null)
@@ -120,14 +116,14 @@ mod tests {
         let recorder = Recorder::default();
         let indented = Indented::new(&recorder, 2);
         for piece in ["Look", "ing\nat it", "\n", "done\n"] {
-            indented.publish("stream", json!({ "name": "stdout", "text": piece }));
+            indented.publish(render::stream(piece));
         }
         let text: String = recorder
             .0
             .lock()
             .unwrap()
             .iter()
-            .map(|(_, c)| c["text"].as_str().unwrap().to_owned())
+            .map(|shown| shown.content()["text"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(text, "│ │ Looking\n│ │ at it\n│ │ done\n");
     }
@@ -136,16 +132,14 @@ mod tests {
     fn panels_are_barred_in_text_and_quoted_in_markdown() {
         let recorder = Recorder::default();
         let indented = Indented::new(&recorder, 1);
-        indented.publish(
-            "display_data",
-            json!({
-                "data": { "text/plain": "[code]\nx = 1", "text/markdown": "**code**\n\nx" },
-                "metadata": { "mahtab": { "kind": "code" } },
-            }),
-        );
+        indented.publish(render::panel(
+            "[code]\nx = 1".into(),
+            "**code**\n\nx".into(),
+            json!({ "kind": "code" }),
+        ));
         let published = recorder.0.lock().unwrap();
-        let (msg_type, content) = &published[0];
-        assert_eq!(msg_type, "display_data");
+        let content = published[0].content();
+        assert_eq!(published[0].msg_type(), "display_data");
         assert_eq!(content["data"]["text/plain"], "│ [code]\n│ x = 1");
         assert_eq!(content["data"]["text/markdown"], "> **code**\n> \n> x");
         assert_eq!(content["metadata"]["mahtab"]["kind"], "code");
