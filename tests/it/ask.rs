@@ -78,7 +78,10 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
     let told = told_model(&requests[0]);
     assert!(told.contains("base: int = 6"), "{told}");
     // The cells run since the last request, and the prompt with {name} filled in.
-    assert!(told.contains("```python\nbase = 6\n```"), "{told}");
+    assert!(
+        told.contains("Cell 1, already run:\n    base = 6"),
+        "{told}"
+    );
     let asked = requests[0]["messages"][1]["content"].as_str().unwrap();
     assert_eq!(asked, "What is 6 times seven? {no interpolation} {missing}");
     let reflect = requests[1]["messages"].as_array().unwrap();

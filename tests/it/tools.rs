@@ -256,6 +256,33 @@ async fn a_skill_the_request_names_is_loaded_after_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_review_holds_the_work_to_the_steps_of_the_skill_the_request_names() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprint((3, 2))\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let skills = kernel.dir().join(".mahtab/skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("table-summary.md"),
+        "Summarise a table\n1. Print its shape.\n2. End with one sentence.\n",
+    )
+    .unwrap();
+    let (reply, _) = kernel
+        .execute("%%ask\nFollow the table-summary skill for sales.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let review = llm.last_message(1);
+    assert!(
+        review.contains("Follow the table-summary skill"),
+        "{review}"
+    );
+    assert!(review.contains("2. End with one sentence."), "{review}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_claude_clis_sessions_are_text_to_grep() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nprint(grep(claude_sessions(), 'parser'))\n```".into()),

@@ -379,17 +379,21 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
 }
 
 /// Whether `code` is one of the user's `recent_cells` sent again: every
-/// line of it (two at least, blank ones aside) is a line of the same cell.
-/// Code that changes any line of a cell is new code.
+/// line of it (two at least; blank lines and comments aside, which change
+/// nothing that runs) is a line of the same cell. Code that changes any
+/// line of a cell is new code.
 pub fn copies_a_recent_cell(code: &str, recent_cells: &[String]) -> bool {
-    let lines: Vec<&str> = code
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
+    let statements = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let lines = statements(code);
     lines.len() >= 2
         && recent_cells.iter().any(|cell| {
-            let cell: Vec<&str> = cell.lines().map(str::trim).collect();
+            let cell = statements(cell);
             lines.iter().all(|line| cell.contains(line))
         })
 }
@@ -500,6 +504,12 @@ mod tests {
         ));
         assert!(!copies_a_recent_cell("df.head()", &cells));
         assert!(!copies_a_recent_cell("df = 1\ndf.head()", &[]));
+        // Comments change nothing that runs: with them added, still a copy.
+        assert!(copies_a_recent_cell(
+            "# Load the data\ndf = pd.read_csv('a.csv')\n# Look at it\ndf.head()",
+            &cells
+        ));
+        assert!(!copies_a_recent_cell("# one\n# two\ndf.head()", &cells));
     }
 
     #[test]

@@ -12,41 +12,31 @@ pub mod memory;
 pub mod provider;
 pub mod record;
 mod replay;
+mod run;
 
 use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::config::choice::{ConfigError, local_model_choice};
 use crate::agent::config::layers::{self as settings, Settings};
-use crate::agent::config::options::{
-    self, AgentCell, Approval, AskOptions, DrawnGraph, GraphKind, UsageError,
-};
+use crate::agent::config::options::{self, AgentCell, Approval, AskOptions, DrawnGraph, GraphKind};
 use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
     Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
+use crate::agent::llm::Usage;
 use crate::agent::llm::local::shared;
-use crate::agent::llm::{ChatMessage, Usage};
-use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
-use crate::agent::run::limits::{
-    ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
-    TRIAGE_DEFAULT_MAX_REVIEWS,
-};
-use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice};
+use crate::agent::run::{AgentState, Agents};
 use crate::exception::PythonException;
 
 use effects::RunEffects;
 use indent::Indented;
-use lookups::{interpolate, recent_cells, run_changes, skills};
-use memory::{Conversation, answered_part};
-use provider::{
-    Provider, Providers, context_tokens, other_solutions, sampling, secrets, sees_images,
-};
+use memory::Conversation;
+use provider::Providers;
 use record::{CellKey, Record};
 use replay::{RecordedCell, RunFacts};
 
@@ -308,251 +298,6 @@ impl AgentSession {
             prompt: prompt.to_owned(),
             blocks,
         });
-    }
-
-    /// One run of a graph. The result has the model's last answer without
-    /// its code (`answer`) and, for a search, whether it ended with FINAL.
-    /// The run of an `%%ask` cell (`recorded`) becomes its record.
-    async fn run<P: Ports>(
-        &self,
-        job: Job,
-        cell_options: AskOptions,
-        recorded: Option<RecordedCell<'_>>,
-        ports: &P,
-    ) -> Result<Value, PythonException> {
-        let request = match &job {
-            Job::Ask { prompt } => prompt,
-            Job::Search(search) => &search.query,
-        };
-        if request.trim().is_empty() {
-            return Err(PythonException::new("UsageError", options::USAGE));
-        }
-        let settings = self.settings()?;
-        let options = settings.options_for(&cell_options);
-        if cell_options.informer && options.graph != Some(GraphKind::Planner) {
-            let usage = UsageError(
-                "--informer goes with --graph planner".into(),
-                options::USAGE,
-            );
-            return Err(usage.into());
-        }
-        let provider = tokio::select! {
-            provider = self.providers.provider(&settings, &options, ports) => provider?,
-            () = ports.cancelled() => return Err(PythonException::interrupted(INTERRUPTED)),
-        };
-
-        let started = Instant::now();
-        let kind = options.graph.unwrap_or_default();
-        let max_turns = options.max_turns.unwrap_or(match (&job, kind) {
-            (Job::Search(_), _) => RLM_MAX_TURNS,
-            (Job::Ask { .. }, GraphKind::Default) => DEFAULT_MAX_TURNS,
-            // For the analyst graph a turn is an attempt at the code.
-            (Job::Ask { .. }, GraphKind::Analyst) => ANALYST_MAX_ATTEMPTS,
-            (Job::Ask { .. }, GraphKind::Planner) => PLANNER_MAX_TURNS,
-            // For the triage graph a turn is a review.
-            (Job::Ask { .. }, GraphKind::Triage) => TRIAGE_DEFAULT_MAX_REVIEWS,
-        });
-        // Where this run's own messages start in its conversation.
-        let mut history_len = 0;
-        let mut state = match &job {
-            Job::Ask { prompt } => {
-                let memory = self.conversation.memory(ports).await;
-                let history = {
-                    let mut conversation = self
-                        .conversation
-                        .messages
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    if cell_options.new_conversation {
-                        conversation.clear();
-                        if let Some(memory) = &memory {
-                            memory.forget();
-                        }
-                    }
-                    conversation.clone()
-                };
-                history_len = history.len();
-                let prompt = interpolate(ports, prompt.clone()).await;
-                let (installed, named) = skills(ports, &prompt).await;
-                let mut state = AgentState::new(prompt, history, max_turns);
-                state.recent_cells = recent_cells(ports).await;
-                state.skills = installed;
-                // The instructions of a skill the request names go after
-                // it: a small model asked to follow one otherwise guesses
-                // how to load it.
-                if let Some(request) = state.conversation.last_mut() {
-                    for (name, text) in &named {
-                        request
-                            .content
-                            .push_str(&crate::agent::prompts::loaded_skill(name, text));
-                    }
-                }
-                state
-            }
-            Job::Search(search) => AgentState::new(search.query.clone(), Vec::new(), max_turns),
-        };
-        // The small local model rambles; a tighter cap keeps its turns short.
-        let local_spec = self.providers.local_spec(&provider).await;
-        let max_tokens = local_spec.map_or(MAX_TOKENS, |spec| spec.max_tokens);
-        let node_settings = NodeSettings {
-            model: provider.model().to_owned(),
-            judge_model: options.judge_model.clone(),
-            max_tokens,
-            context_tokens: match context_tokens(&settings, &provider, local_spec) {
-                Some(tokens) => tokens,
-                None => self.providers.served_window(&provider, ports).await,
-            },
-            execute: !cell_options.no_exec,
-            once: cell_options.once,
-            sampling: sampling(&settings, local_spec.is_some()),
-            vision: match sees_images(&settings, &provider, local_spec.is_some()) {
-                Some(said) => said,
-                None => self.providers.served_vision(&provider).await,
-            },
-            candidates: other_solutions(&settings, options.approval()),
-        };
-        // The triage may hand work to the claude CLI, unless it is the
-        // run's own provider already.
-        let claude = match (&provider, &job, kind) {
-            (Provider::Cli(_), _, _) => None,
-            (_, Job::Ask { .. }, GraphKind::Triage) => settings.claude_agent().map(Provider::Cli),
-            _ => None,
-        };
-        let agents = Agents {
-            claude: claude.is_some(),
-        };
-        let mut effects = RunEffects {
-            ports,
-            provider: &provider,
-            claude: claude.as_ref(),
-            model: ModelChoice::Configured,
-            confirm: options.approval() == Approval::Always,
-            prices: settings.prices(),
-            allow: options.allowed_kinds(),
-            trace: Vec::new(),
-            calls: Vec::new(),
-            started: Vec::new(),
-            status: None,
-            last_error: None,
-            forward_tokens: cell_options.forward_tokens,
-        };
-        let searching = matches!(job, Job::Search(_));
-        // Each graph has nodes of its own type: each arm runs its graph.
-        let graph_run = async {
-            match (job, kind) {
-                (Job::Search(search), _) => {
-                    rlm_graph::<RunEffects<P>>(node_settings, search, max_turns)
-                        .run(&mut state, &mut effects)
-                        .await
-                }
-                (Job::Ask { .. }, GraphKind::Default) => {
-                    default_graph::<RunEffects<P>>(node_settings, max_turns)
-                        .run(&mut state, &mut effects)
-                        .await
-                }
-                (Job::Ask { .. }, GraphKind::Analyst) => {
-                    analyst_graph::<RunEffects<P>>(node_settings, max_turns)
-                        .run(&mut state, &mut effects)
-                        .await
-                }
-                (Job::Ask { .. }, GraphKind::Planner) => {
-                    planner_graph::<RunEffects<P>>(node_settings, max_turns, options.informer)
-                        .run(&mut state, &mut effects)
-                        .await
-                }
-                (Job::Ask { .. }, GraphKind::Triage) => {
-                    triage_graph::<RunEffects<P>>(node_settings, max_turns, agents)
-                        .run(&mut state, &mut effects)
-                        .await
-                }
-            }
-        };
-        let result = tokio::select! {
-            result = graph_run => result,
-            () = ports.cancelled() => Err(AgentError::Interrupted),
-        };
-        effects.clear_status();
-        if !searching {
-            // Kept even when the run was interrupted: what was said stays said.
-            // Only this run's messages are added: a run that ended meanwhile
-            // (an `ask()` in this run's code, a `%%ask` in a subshell) added
-            // its own, and they stay.
-            let mut conversation = self
-                .conversation
-                .messages
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let mut own = state.conversation.get(history_len..).unwrap_or(&[]);
-            if result.is_err() {
-                own = answered_part(own);
-            }
-            // Figures were for this run's calls; later runs get the words.
-            conversation.extend(own.iter().map(|message| ChatMessage {
-                images: Vec::new(),
-                ..message.clone()
-            }));
-            let memory = self
-                .conversation
-                .memory
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            // Saved under the conversation's lock, so saves keep its order.
-            if let Some(memory) = memory {
-                memory.save(&conversation, &secrets(&settings));
-            }
-        }
-        let session = {
-            let mut session = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
-            session.runs += 1;
-            session.usage.add(state.usage);
-            *session
-        };
-        let elapsed = started.elapsed();
-        match result {
-            Ok(end) => {
-                if !searching && let Some(panel) = render::changes(&run_changes(ports).await) {
-                    publish(ports, panel);
-                }
-                let local_label = self.providers.local_label(&provider).await;
-                let (provider_name, model_name) = match &local_label {
-                    Some(label) => ("local model", label.as_str()),
-                    None => (provider.name(), provider.model()),
-                };
-                let summary = render::summary(
-                    provider_name,
-                    model_name,
-                    &state,
-                    end,
-                    elapsed,
-                    (session.runs > 1).then_some(&session.usage),
-                );
-                publish(ports, summary);
-                if let Some(recorded) = recorded {
-                    let facts = RunFacts {
-                        provider: provider_name,
-                        model: model_name,
-                        graph: kind.name(),
-                        ending: render::ending(&state, end),
-                        no_exec: cell_options.no_exec,
-                    };
-                    self.record(recorded, &state, facts, &secrets(&settings), ports)
-                        .await;
-                }
-                if cell_options.trace {
-                    publish(ports, render::trace(&effects.trace, &state, elapsed));
-                }
-                let finished = state.executions.iter().any(|e| e.finished);
-                Ok(json!({
-                    "answer": without_code(&state.answer),
-                    "finished": finished,
-                    "trace": render::trace_json(&effects.trace, &effects.calls, &state, elapsed),
-                    "result": render::result_json(&state),
-                }))
-            }
-            Err(AgentError::Interrupted) => Err(PythonException::interrupted(INTERRUPTED)),
-            Err(e) => Err(PythonException::new("AskError", e.to_string())),
-        }
     }
 
     /// What the session has kept and used, for `%ask_config`.
