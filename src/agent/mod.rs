@@ -20,6 +20,7 @@
 
 pub mod budget;
 pub mod config;
+pub mod failure;
 pub mod graph;
 pub mod graphs;
 pub mod llm;

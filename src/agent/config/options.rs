@@ -10,6 +10,7 @@ use clap::builder::NonEmptyStringValueParser;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
+use crate::agent::failure::AskFailure;
 use crate::agent::run::limits::GUARDED_KINDS;
 use crate::exception::PythonException;
 
@@ -469,7 +470,7 @@ pub const MAGICS_PAGE: &str = "every option: docs/src/magics-reference.md in mah
 
 impl From<UsageError> for PythonException {
     fn from(error: UsageError) -> Self {
-        Self::new("UsageError", error.to_string())
+        AskFailure::Usage.because(error.to_string())
     }
 }
 

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::agent::config::choice::{ConfigError, local_model_choice};
 use crate::agent::config::layers::{self as settings, Settings};
 use crate::agent::config::options::{self, AgentCell, Approval, AskOptions, DrawnGraph, GraphKind};
+use crate::agent::failure::AskFailure;
 use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
     Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
@@ -123,10 +124,7 @@ impl AgentSession {
                 self.serve(request, &ports).await
             }
             Ok(request) => self.serve(request, ports).await,
-            Err(e) => Err(PythonException::new(
-                "AskError",
-                format!("bad agent request: {e}"),
-            )),
+            Err(e) => Err(AskFailure::Run.because(format!("bad agent request: {e}"))),
         };
         result.unwrap_or_else(
             |failure| json!({ "error": { "ename": failure.ename, "evalue": failure.evalue } }),
@@ -183,10 +181,10 @@ impl AgentSession {
                     .clone();
                 match last {
                     Some(last) => Ok(json!({ "next_input": promoted(&last) })),
-                    None => Err(PythonException::new(
-                        "AskError",
-                        "no %%ask cell has run code in this kernel yet",
-                    )),
+                    None => {
+                        Err(AskFailure::Run
+                            .because("no %%ask cell has run code in this kernel yet"))
+                    }
                 }
             }
             Some(Ok(AgentCell::Configure(change))) => {
@@ -196,7 +194,7 @@ impl AgentSession {
                     defaults.clone()
                 };
                 let settings = Settings::now(defaults)
-                    .map_err(|e| PythonException::new("AskConfigError", e.to_string()))?;
+                    .map_err(|e| AskFailure::Config.because(e.to_string()))?;
                 let overview = settings::overview(&settings) + &self.overview_of_state(&settings);
                 publish(ports, render::stream(&overview));
                 Ok(json!({}))
@@ -206,10 +204,7 @@ impl AgentSession {
                 Ok(json!({}))
             }
             Some(Err(usage)) => Err(usage.into()),
-            None => Err(PythonException::new(
-                "AskError",
-                "not an %%ask or %ask_config cell",
-            )),
+            None => Err(AskFailure::Run.because("not an %%ask or %ask_config cell")),
         }
     }
 
@@ -224,8 +219,7 @@ impl AgentSession {
     /// The settings a run uses now: the settings file and environment under
     /// this kernel's `%ask_config` defaults.
     fn settings(&self) -> Result<Settings, PythonException> {
-        Settings::now(self.defaults())
-            .map_err(|e| PythonException::new("AskConfigError", e.to_string()))
+        Settings::now(self.defaults()).map_err(|e| AskFailure::Config.because(e.to_string()))
     }
 
     /// The replay of `recorded` (whose `%%ask` line says `cell_options`)
@@ -246,8 +240,7 @@ impl AgentSession {
         let Some(path) = replay::record_path(ports).await else {
             return Ok(None);
         };
-        let record =
-            Record::load(&path).map_err(|e| PythonException::new("AskError", e.to_string()))?;
+        let record = Record::load(&path).map_err(|e| AskFailure::Run.because(e.to_string()))?;
         let Some(run) = record.find(recorded.cell_id, recorded.key) else {
             return Ok(None);
         };

@@ -17,6 +17,7 @@ use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
 use crate::agent::scope;
 
+use crate::agent::failure::AskFailure;
 use crate::exception::PythonException;
 
 /// A run's provider.
@@ -91,12 +92,12 @@ impl Providers {
                 match config::local_model_choice(|name| settings.var(name)) {
                     Ok(Some(spec)) => self.local_model(ports, spec, settings).await?,
                     Ok(None) => return Err(no_provider(ports, config::HOW_TO_CONFIGURE)),
-                    Err(e) => return Err(PythonException::new("AskConfigError", e.to_string())),
+                    Err(e) => return Err(AskFailure::Config.because(e.to_string())),
                 }
             }
-            Err(e) => return Err(PythonException::new("AskConfigError", e.to_string())),
+            Err(e) => return Err(AskFailure::Config.because(e.to_string())),
         };
-        Provider::http(&choice).map_err(|e| PythonException::new("AskProviderError", e.to_string()))
+        Provider::http(&choice).map_err(|e| AskFailure::Provider.because(e.to_string()))
     }
 
     /// The context window an OpenAI-compatible server serves, asked of it
@@ -183,8 +184,7 @@ impl Providers {
         spec: &'static local::ModelSpec,
         settings: &Settings,
     ) -> Result<ProviderChoice, PythonException> {
-        let config_error =
-            |e: &dyn std::fmt::Display| PythonException::new("AskConfigError", e.to_string());
+        let config_error = |e: &dyn std::fmt::Display| AskFailure::Config.because(e.to_string());
         let mut slot = self.local_model.lock().await;
         let model = match settings.var("MAHTAB_LOCAL_MODEL_URL") {
             Some(url) => LocalModel::attach(&url, spec),
@@ -275,9 +275,7 @@ fn local_model_missing<P: Ports>(
         }
     );
     publish(ports, render::setup(&how));
-    PythonException::new(
-        "AskConfigError",
-        format!(
+    AskFailure::Config.because(format!(
             "no model provider is configured and the local model ({}) is not installed (the panel above says how to set one up)",
             spec.name
         ),
@@ -388,8 +386,7 @@ const MAX_CANDIDATES: u32 = 8;
 /// in notebooks), and the run ends with a short error.
 fn no_provider<P: Ports>(ports: &P, how: &str) -> PythonException {
     publish(ports, render::setup(how));
-    PythonException::new(
-        "AskConfigError",
+    AskFailure::Config.because(
         "no model provider is configured for %%ask (the panel above says how to set one up)",
     )
 }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::lookups::run_changes;
 use super::record::{CellKey, CellRun, Record, RecordedBlock};
 use super::{INTERRUPTED, effects};
+use crate::agent::failure::AskFailure;
 use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
@@ -85,7 +86,7 @@ pub(super) async fn replay<P: Ports>(
             Err(AgentError::Interrupted) => {
                 return Err(PythonException::interrupted(INTERRUPTED));
             }
-            Err(e) => return Err(PythonException::new("AskError", e.to_string())),
+            Err(e) => return Err(AskFailure::Run.because(e.to_string())),
         };
         let failed = execution.failed || execution.shown.is_none();
         let why = execution
@@ -103,14 +104,11 @@ pub(super) async fn replay<P: Ports>(
             }),
         );
         if failed {
-            return Err(PythonException::new(
-                "AskError",
-                format!(
-                    "the replay stopped at block {number} of {}: {why}\n`%%ask --fresh` asks \
+            return Err(AskFailure::Run.because(format!(
+                "the replay stopped at block {number} of {}: {why}\n`%%ask --fresh` asks \
                      the model again (and records the new run)",
-                    blocks.len()
-                ),
-            ));
+                blocks.len()
+            )));
         }
     }
     if let Some(panel) = render::changes(&run_changes(ports).await) {

@@ -18,6 +18,7 @@ use super::replay::{RecordedCell, RunFacts};
 use super::{AgentSession, INTERRUPTED, Job, MAX_TOKENS, SessionUsage};
 use crate::agent::config::layers::Settings;
 use crate::agent::config::options::{self, Approval, AskOptions, GraphKind, UsageError};
+use crate::agent::failure::AskFailure;
 use crate::agent::graph::RunEnd;
 use crate::agent::graphs::{
     Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
@@ -109,7 +110,7 @@ impl AgentSession {
             Err(AgentError::Interrupted) => {
                 return Err(PythonException::interrupted(INTERRUPTED));
             }
-            Err(e) => return Err(PythonException::new("AskError", e.to_string())),
+            Err(e) => return Err(AskFailure::Run.because(e.to_string())),
         };
         let ran = Ran {
             state: &state,
@@ -133,7 +134,7 @@ impl AgentSession {
             Job::Search(search) => &search.query,
         };
         if request.trim().is_empty() {
-            return Err(PythonException::new("UsageError", options::USAGE));
+            return Err(AskFailure::Usage.because(options::USAGE));
         }
         let settings = self.settings()?;
         let options = settings.options_for(cell_options);

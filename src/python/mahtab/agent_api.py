@@ -39,7 +39,12 @@ class UsageError(AskError):
     """Options the magic or ``ask()`` does not take."""
 
 
-_AGENT_ERRORS = {cls.__name__: cls for cls in (AskError, AskConfigError, AskProviderError, UsageError)}
+def _agent_error(name):
+    """The class of this module the kernel names for a failed request
+    (its ``AskFailure``); ``AskError`` for a name it does not know."""
+    cls = globals().get(name)
+    return cls if isinstance(cls, type) and issubclass(cls, AskError) else AskError
+
 
 # How deep rlm() calls may nest unless told otherwise.
 RLM_MAX_DEPTH = 3
@@ -237,7 +242,7 @@ class AgentApi:
         if error is not None:
             if error["ename"] == "KeyboardInterrupt":
                 raise KeyboardInterrupt(error["evalue"])
-            raise _AGENT_ERRORS.get(error["ename"], AskError)(error["evalue"]) from None
+            raise _agent_error(error["ename"])(error["evalue"]) from None
         return result
 
     def undo_history(self):
