@@ -366,7 +366,101 @@ impl ScopeCall for FindLocalModel<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    const AGENT_SCOPE: &str = include_str!("../python/mahtab/agent_scope.py");
+
+    /// Every call a run makes, as its method and the arguments it sends.
+    fn every_call() -> Vec<(&'static str, Value)> {
+        fn sent<C: ScopeCall>(call: C) -> (&'static str, Value) {
+            (C::METHOD, serde_json::to_value(&call).unwrap())
+        }
+        let some = ["x".to_owned()];
+        vec![
+            sent(RunCode {
+                code: "",
+                confirm: false,
+                allow: &some,
+            }),
+            sent(Token { text: "" }),
+            sent(Input {
+                prompt: "",
+                password: false,
+            }),
+            sent(NamespaceSummary {}),
+            sent(Describe {
+                request: "",
+                names: &some,
+            }),
+            sent(Missing {
+                names: &some,
+                files: &some,
+            }),
+            sent(Restore { names: &some }),
+            sent(TryCandidates {
+                codes: &some,
+                own: "",
+            }),
+            sent(CompareCandidates { names: &some }),
+            sent(Changes {}),
+            sent(TriageContext {}),
+            sent(FindRepair {
+                code: "",
+                error: "",
+            }),
+            sent(RecentCells {}),
+            sent(Skills { request: "" }),
+            sent(Interpolate { prompt: "" }),
+            sent(MemoryLocation {}),
+            sent(NotebookLocation {}),
+            sent(FindLocalModel {
+                file: "",
+                package: None,
+            }),
+        ]
+    }
+
+    /// The methods of the Python scope that take a call's arguments, each
+    /// with its body.
+    fn python_methods() -> Vec<(String, String)> {
+        let class = &AGENT_SCOPE[AGENT_SCOPE.find("\nclass AgentScope").unwrap()..];
+        let class = &class[..class[1..]
+            .find("\nclass ")
+            .map_or(class.len(), |end| end + 1)];
+        class
+            .split("\n    def ")
+            .skip(1)
+            .filter_map(|method| {
+                let (name, rest) = method.split_once('(')?;
+                let takes_args = rest.starts_with("self, args");
+                takes_args.then(|| (name.to_owned(), rest.to_owned()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_call_is_a_python_method_that_reads_the_arguments_sent() {
+        let methods = python_methods();
+        for (method, arguments) in every_call() {
+            let Some((_, body)) = methods.iter().find(|(name, _)| name == method) else {
+                panic!("AgentScope has no method {method}(self, args)");
+            };
+            for key in arguments.as_object().unwrap().keys() {
+                assert!(
+                    body.contains(&format!("\"{key}\"")),
+                    "AgentScope.{method} does not read {key:?}, which the run sends"
+                );
+            }
+        }
+        // And no method the run never calls.
+        let called: Vec<&str> = every_call().iter().map(|(method, _)| *method).collect();
+        for (name, _) in &methods {
+            assert!(
+                called.contains(&name.as_str()),
+                "no call of AgentScope.{name}"
+            );
+        }
+    }
 
     #[test]
     fn calls_are_the_arguments_their_methods_read() {

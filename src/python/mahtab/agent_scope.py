@@ -204,7 +204,8 @@ class AgentScope:
         return dumps({"prompt": interpolate(json.loads(args).get("prompt", ""), self.namespace)})
 
     def local_model(self, args):
-        return dumps(local_model(json.loads(args)))
+        request = json.loads(args)
+        return dumps(local_model(request["file"], request.get("package")))
 
     def memory(self, args):
         folder = os.path.join(jupyter_data_dir(), "mahtab", "conversations")

@@ -114,10 +114,10 @@ def _assemble_installed_model(file, folder):
     return None
 
 
-def local_model(args):
+def local_model(file, package=None):
     """Where the local model the kernel serves is, if this environment can
     serve it: whether the xllamacpp server package is here, and the GGUF file
-    ``args["file"]``, in the package ``args["package"]`` when one ships it,
+    ``file``, in the package ``package`` when one ships it,
     else in a models directory (``$MAHTAB_MODELS_DIR``, then ``mahtab/models``
     in the user's Jupyter data directory and in this environment's, where
     ``mahtab local-model`` puts it). Failing those, the data packages of
@@ -125,7 +125,6 @@ def local_model(args):
     Nothing is imported."""
     searched = []
     model = None
-    package = args.get("package")
     if package:
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
@@ -137,12 +136,12 @@ def local_model(args):
         searched.append(os.path.join(sys.prefix, "share", "jupyter", "mahtab", "models"))
         searched.extend(os.path.join(root, "share", "jupyter", "mahtab", "models") for root in ("/usr/local", "/usr"))
     for folder in searched:
-        candidate = os.path.join(folder, args["file"])
+        candidate = os.path.join(folder, file)
         if os.path.isfile(candidate):
             model = candidate
             break
     if model is None and not package:
-        model = _assemble_installed_model(args["file"], os.path.join(jupyter_data_dir(), "mahtab", "models"))
+        model = _assemble_installed_model(file, os.path.join(jupyter_data_dir(), "mahtab", "models"))
     server = importlib.util.find_spec("xllamacpp") is not None
     return {"python": sys.executable, "server": server, "model": model, "searched": searched,
             "from_wheel": _installed_by_pip()}
