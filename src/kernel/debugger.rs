@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use super::dap::{DapClient, Response};
 use super::iopub::Iopub;
 use crate::cell_files;
-use crate::python::{Parent, PythonHandle};
+use crate::python::{Parent, PythonHandle, RuntimeRequest};
 
 /// How long the variables panel's values may take to make, all together;
 /// after that the rest are listed without a value.
@@ -215,7 +215,7 @@ impl Debugger {
                     ..Parent::none()
                 };
                 let started = python
-                    .request_aside("debugpy_listen_request", json!({}), parent)
+                    .request_aside(RuntimeRequest::DebugpyListen, json!({}), parent)
                     .await
                     .map_err(|e| format!("debugpy did not start: {}: {}", e.ename, e.evalue))?;
                 let port = started["port"]

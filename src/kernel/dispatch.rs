@@ -65,7 +65,7 @@ pub(super) async fn answer(
         Request::CreateSubshell => subshells::create(replies, shared, request).await,
         Request::DeleteSubshell => subshells::delete(replies, shared, request).await,
         Request::ListSubshell => subshells::list(replies, shared, request).await,
-        Request::Execute(_) | Request::AskPython | Request::Comm | Request::Unknown => {
+        Request::Execute(_) | Request::Runtime(_) | Request::Unknown => {
             unsupported(replies, request, channel).await;
         }
     }

@@ -7,6 +7,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::python::RuntimeRequest;
+
 /// Why a request's content cannot be used; becomes an error reply.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {msg_type} content: {reason}")]
@@ -33,12 +35,9 @@ fn parse<T: for<'de> Deserialize<'de>>(msg_type: &str, content: &Value) -> Resul
 pub enum Request {
     /// Run a cell.
     Execute(ExecuteRequest),
-    /// complete, inspect, is_complete, history, comm_info: the Python
-    /// runtime answers.
-    AskPython,
-    /// comm_open, comm_msg, comm_close: Python's comm manager takes them;
-    /// they are not requests, so nothing replies.
-    Comm,
+    /// complete, inspect, is_complete, history, comm_info, and the comm
+    /// messages (which nothing replies to): the Python runtime serves them.
+    Runtime(RuntimeRequest),
     KernelInfo,
     /// Deprecated in the protocol, still sent by some clients.
     Connect,
@@ -85,20 +84,12 @@ impl Request {
                 })
             }
         };
+        if let Some(request) = RuntimeRequest::of_message(msg_type) {
+            object()?;
+            return Ok(Request::Runtime(request));
+        }
         Ok(match msg_type {
             "execute_request" => Request::Execute(ExecuteRequest::parse(content)?),
-            "is_complete_request"
-            | "complete_request"
-            | "inspect_request"
-            | "history_request"
-            | "comm_info_request" => {
-                object()?;
-                Request::AskPython
-            }
-            "comm_open" | "comm_msg" | "comm_close" => {
-                object()?;
-                Request::Comm
-            }
             "kernel_info_request" => Request::KernelInfo,
             "connect_request" => Request::Connect,
             "interrupt_request" => Request::Interrupt,
@@ -116,7 +107,7 @@ impl Request {
     /// the rest on both.
     pub fn served_on(&self, channel: Channel) -> bool {
         match self {
-            Request::Execute(_) | Request::AskPython | Request::Comm => channel == Channel::Shell,
+            Request::Execute(_) | Request::Runtime(_) => channel == Channel::Shell,
             Request::Debug
             | Request::CreateSubshell
             | Request::DeleteSubshell

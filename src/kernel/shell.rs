@@ -19,7 +19,7 @@ use super::execute_reply::ExecuteReply;
 use super::requests::{Channel, ExecuteRequest, Request};
 use super::router::{self, Replies, RouterChannel};
 use super::subshells::subshell_of;
-use crate::python::{ExecuteCell, Parent, PythonHandle};
+use crate::python::{ExecuteCell, Parent, PythonHandle, RuntimeRequest};
 use crate::wire::{Message, Outgoing};
 
 /// How long the first request may wait for an IOPub subscriber. A client that
@@ -139,8 +139,8 @@ impl Shell {
         replies.busy(request);
         match Request::parse(&request.header.msg_type, &request.content) {
             Ok(Request::Execute(exec)) => self.execute(request, exec, queued).await,
-            Ok(Request::AskPython) => self.ask_python(request).await,
-            Ok(Request::Comm) => self.tell_python(request).await,
+            Ok(Request::Runtime(asked)) if asked.replies() => self.ask_python(request, asked).await,
+            Ok(Request::Runtime(told)) => self.tell_python(request, told).await,
             Ok(parsed) => {
                 dispatch::answer(replies, &self.shared, request, parsed, Channel::Shell).await
             }
@@ -249,16 +249,12 @@ impl Shell {
     }
 
     /// Hands a comm message to Python's comm manager; no reply is due.
-    async fn tell_python(&self, request: &Message) {
+    async fn tell_python(&self, request: &Message, told: RuntimeRequest) {
         let msg_type = request.header.msg_type.as_str();
         let parent = Self::parent_for(request, false);
         let content = request.content.clone();
         let buffers = request.buffers.clone();
-        if let Err(error) = self
-            .python
-            .request(msg_type, content, buffers, parent)
-            .await
-        {
+        if let Err(error) = self.python.request(told, content, buffers, parent).await {
             tracing::warn!(
                 "shell: {msg_type} failed: {}: {}",
                 error.ename,
@@ -269,13 +265,13 @@ impl Shell {
 
     /// Requests answered by the Python runtime (their content is an
     /// object; Python checks the fields it needs).
-    async fn ask_python(&self, request: &Message) {
+    async fn ask_python(&self, request: &Message, asked: RuntimeRequest) {
         let replies = &self.replies;
         let msg_type = request.header.msg_type.as_str();
         let parent = Self::parent_for(request, false);
         match self
             .python
-            .request(msg_type, request.content.clone(), Vec::new(), parent)
+            .request(asked, request.content.clone(), Vec::new(), parent)
             .await
         {
             Ok(content) => {

@@ -338,7 +338,7 @@ impl Bridge {
                     let _ = reply.send(outcome);
                 }
                 Some(Command::Request {
-                    msg_type,
+                    request: asked,
                     content,
                     buffers,
                     parent,
@@ -349,7 +349,7 @@ impl Bridge {
                         py,
                         &runtime,
                         &self.buffer,
-                        (msg_type, content, &buffers),
+                        (asked, content, &buffers),
                         parent,
                         Thread::Subshell,
                     );

@@ -2,6 +2,7 @@
 //! commands, the cell to run and its outcome, the request a command serves
 //! (its parent), the environment to embed, and how input is asked for.
 
+use super::runtime_request::RuntimeRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -120,7 +121,7 @@ impl ExecuteOutcome {
 pub(super) enum Command {
     Execute(ExecuteCell, oneshot::Sender<ExecuteOutcome>),
     Request {
-        msg_type: String,
+        request: RuntimeRequest,
         content: Value,
         buffers: Vec<bytes::Bytes>,
         parent: Parent,

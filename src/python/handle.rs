@@ -16,6 +16,7 @@ use super::inline::AgentHost;
 use super::interpreter;
 use super::interrupt::{self, Interrupter};
 use super::output::OutputSink;
+use super::runtime_request::RuntimeRequest;
 use super::serve;
 use super::subshell_interrupts;
 use crate::exception::PythonException;
@@ -234,12 +235,12 @@ impl PythonHandle {
     /// are the message's, the result the reply's content.
     pub async fn request(
         &self,
-        msg_type: &str,
+        request: RuntimeRequest,
         content: Value,
         buffers: Vec<bytes::Bytes>,
         parent: Parent,
     ) -> Result<Value, PythonException> {
-        self.send_request(msg_type, content, buffers, parent, false)
+        self.send_request(request, content, buffers, parent, false)
             .await
     }
 
@@ -248,17 +249,17 @@ impl PythonHandle {
     /// request makes later still goes to it.
     pub async fn request_aside(
         &self,
-        msg_type: &str,
+        request: RuntimeRequest,
         content: Value,
         parent: Parent,
     ) -> Result<Value, PythonException> {
-        self.send_request(msg_type, content, Vec::new(), parent, true)
+        self.send_request(request, content, Vec::new(), parent, true)
             .await
     }
 
     async fn send_request(
         &self,
-        msg_type: &str,
+        request: RuntimeRequest,
         content: Value,
         buffers: Vec<bytes::Bytes>,
         parent: Parent,
@@ -266,7 +267,7 @@ impl PythonHandle {
     ) -> Result<Value, PythonException> {
         let (reply, result) = oneshot::channel();
         let command = Command::Request {
-            msg_type: msg_type.to_owned(),
+            request,
             content,
             buffers,
             parent,

@@ -206,7 +206,7 @@ fn run(
             }
             (
                 Command::Request {
-                    msg_type,
+                    request: asked,
                     content,
                     buffers,
                     parent,
@@ -220,7 +220,7 @@ fn run(
                     aside,
                 };
                 let result = Python::attach(|py| {
-                    let message = (msg_type, content, buffers.as_slice());
+                    let message = (asked, content, buffers.as_slice());
                     request(py, runtime.bind(py), &buffer, message, parent, thread)
                 });
                 buffer.flush();

@@ -27,6 +27,7 @@ mod interpreter;
 mod interrupt;
 mod output;
 mod pyerr;
+mod runtime_request;
 mod serve;
 mod sources;
 mod subshell;
@@ -44,3 +45,4 @@ pub use interrupt::{
     Interrupter, accept_sigint_in_current_thread, block_sigint_in_current_thread, sigint_taken_over,
 };
 pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName};
+pub use runtime_request::RuntimeRequest;

@@ -11,6 +11,7 @@ use super::commands::{Command, ExecuteCell, ExecuteOutcome, Parent};
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, StreamBuffer};
 use super::pyerr::python_error;
+use super::runtime_request::RuntimeRequest;
 use super::subshell::{Serving, SubshellInbox};
 use crate::exception::PythonException;
 
@@ -53,23 +54,25 @@ pub(super) enum Thread<'a> {
     Subshell,
 }
 
-/// Serves a request Python answers (its type, content and buffers) as a
-/// child of `parent`.
+/// Serves a request Python answers (what it asks, its content and buffers)
+/// as a child of `parent`: the runtime's method for it gets the content
+/// (the whole message, for a comm message).
 pub(super) fn request(
     py: Python<'_>,
     runtime: &Bound<'_, PyAny>,
     buffer: &StreamBuffer,
-    (msg_type, content, buffers): (String, Value, &[bytes::Bytes]),
+    (asked, content, buffers): (RuntimeRequest, Value, &[bytes::Bytes]),
     parent: Parent,
     thread: Thread<'_>,
 ) -> Result<Value, PythonException> {
     let buffers: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
     let content = content.to_string();
+    let (method, replies) = (asked.method(), asked.replies());
     let result = match thread {
         Thread::Main { drain_fds, aside } => {
             let previous = aside.then(|| buffer.main_request());
             buffer.serve_main(parent);
-            let result = call_json(runtime, "request", (msg_type, content, buffers));
+            let result = call_json(runtime, "request", (method, replies, content, buffers));
             drain_fds();
             if let Some(main) = previous {
                 buffer.serve_main(main);
@@ -79,7 +82,11 @@ pub(super) fn request(
         Thread::Subshell => {
             let header = parent.header.to_string();
             let _serving = Serving::start(parent, false);
-            call_json(runtime, "request_for", (header, msg_type, content, buffers))
+            call_json(
+                runtime,
+                "request_for",
+                (header, method, replies, content, buffers),
+            )
         }
     };
     result.map_err(|e| python_error(py, &e))

@@ -26,6 +26,13 @@ macro_rules! module {
     };
 }
 
+/// Whether some module of the package holds `text` (how tests hold the
+/// Python side to names the Rust side declares).
+#[cfg(test)]
+pub(crate) fn defines(text: &str) -> bool {
+    PACKAGE.iter().any(|source| source.text.contains(text))
+}
+
 const PACKAGE_NAME: &str = "mahtab";
 
 /// Every module of the package: the one list of them.

@@ -115,9 +115,10 @@ class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
 
     # -- requests, output and input ---------------------------------------------
 
-    def request(self, msg_type, content_json, buffers=()):
-        """Serves a shell message; returns the reply content as JSON text."""
-        return protocol.serve(self, msg_type, content_json, buffers)
+    def request(self, method, replies, content_json, buffers=()):
+        """Serves a request the kernel names by the method that serves it;
+        returns the reply content as JSON text."""
+        return protocol.serve(self, method, replies, content_json, buffers)
 
     def publish(self, msg_type, content, metadata=None, buffers=None):
         metadata_json = None if metadata is None else dumps(metadata)
