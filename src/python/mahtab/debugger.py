@@ -107,7 +107,7 @@ def make_pdb_interruptible(pdb):
 
 
 class DebuggerRequests:
-    """The runtime's side of the kernel's debugger: ``debugpy_listen_request``
+    """The runtime's side of the kernel's debugger: starting debugpy's listener
     and the calls the kernel makes by name. Needs the runtime's ``user_ns``
     and ``kernel_files`` (and ``shell``, if it has one)."""
 
