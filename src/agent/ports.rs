@@ -30,7 +30,7 @@ pub trait Ports: Send + Sync {
         &self,
         method: &str,
         args: Value,
-        output: Output,
+        output: LiveText,
     ) -> impl Future<Output = Result<Value, PythonException>> + Send {
         drop(output);
         self.python(method, args)
@@ -41,4 +41,4 @@ pub trait Ports: Send + Sync {
 }
 
 /// Where a Python call sends the text its code writes, as it writes it.
-pub type Output = tokio::sync::mpsc::UnboundedSender<String>;
+pub type LiveText = tokio::sync::mpsc::UnboundedSender<String>;

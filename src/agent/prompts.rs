@@ -435,19 +435,9 @@ fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Str
     let recent = if recent_cells.is_empty() {
         "(none)".to_owned()
     } else {
-        // A transcript, not fenced code: a small model copied fenced
-        // cells into its answer as if they were to be run again.
         recent_cells
             .iter()
-            .enumerate()
-            .map(|(i, code)| {
-                let indented: Vec<String> = code
-                    .trim_end()
-                    .lines()
-                    .map(|line| format!("    {line}").trim_end().to_owned())
-                    .collect();
-                format!("Cell {}, already run:\n{}", i + 1, indented.join("\n"))
-            })
+            .map(|code| format!("```python\n{}\n```", code.trim_end()))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -500,7 +490,7 @@ mod tests {
     fn templates_fill_their_placeholders() {
         let prompt = system("df: DataFrame (3 rows)", &["df = load()".to_owned()], &[]);
         assert!(prompt.contains("## Live namespace\ndf: DataFrame (3 rows)"));
-        assert!(prompt.contains("Cell 1, already run:\n    df = load()"));
+        assert!(prompt.contains("```python\ndf = load()\n```"));
         // What changes between requests comes last: the instructions and the
         // toolbox are a prefix that requests with other namespaces share.
         assert!(

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
-use super::ports::{Output, Ports};
+use super::ports::{LiveText, Ports};
 use super::run::{Agreement, Context, KeyInformation, Repair, RunChanges, Targets};
 use crate::exception::PythonException;
 
@@ -34,7 +34,7 @@ pub async fn call<P: Ports, C: ScopeCall>(
 pub async fn call_with_output<P: Ports, C: ScopeCall>(
     ports: &P,
     call: &C,
-    output: Output,
+    output: LiveText,
 ) -> Result<C::Reply, PythonException> {
     let reply = ports
         .python_with_output(C::METHOD, arguments(call)?, output)

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::iopub::Iopub;
-use crate::agent::ports::{Output, Ports};
+use crate::agent::ports::{LiveText, Ports};
 use crate::agent::session::AgentSession;
 use crate::agent::shown::Shown;
 use crate::exception::PythonException;
@@ -68,7 +68,7 @@ impl Ports for KernelPorts {
         &self,
         method: &str,
         args: Value,
-        output: Output,
+        output: LiveText,
     ) -> Result<Value, PythonException> {
         self.python.call(method, args, Some(output)).await
     }

@@ -104,11 +104,15 @@ async fn run(
                 Some(Command::Publish(out)) => socket.publish(codec.encode(&out)),
                 Some(Command::Flush(done)) => {
                     // Waited for beside the loop: a subscriber that does
-                    // not read must not stop publishing to the others.
+                    // not read must not stop publishing to the others,
+                    // nor hold its connection open once the kernel closes.
                     let drained = socket.drained();
+                    let closing = closing.clone();
                     tokio::spawn(async move {
-                        drained.await;
-                        let _ = done.send(());
+                        tokio::select! {
+                            () = drained => { let _ = done.send(()); }
+                            () = closing.cancelled() => {}
+                        }
                     });
                 }
                 None => break,

@@ -28,7 +28,7 @@ use super::pyerr::python_error;
 use crate::exception::PythonException;
 
 /// Where a call's method sends the text its code writes, as it writes it.
-pub type Output = tokio::sync::mpsc::UnboundedSender<String>;
+pub type LiveText = tokio::sync::mpsc::UnboundedSender<String>;
 
 /// How often a thread serving a run checks for an interrupt.
 const POLL: Duration = Duration::from_millis(50);
@@ -56,7 +56,7 @@ enum Message {
     Call {
         method: String,
         args: Value,
-        output: Option<Output>,
+        output: Option<LiveText>,
         reply: oneshot::Sender<Result<Value, PythonException>>,
     },
     Finished(Value),
@@ -78,7 +78,7 @@ impl InlinePython {
         &self,
         method: &str,
         args: Value,
-        output: Option<Output>,
+        output: Option<LiveText>,
     ) -> Result<Value, PythonException> {
         let (reply, result) = oneshot::channel();
         let message = Message::Call {
@@ -177,7 +177,7 @@ fn call_scope(
     scope: &Bound<'_, PyAny>,
     method: &str,
     args: &Value,
-    output: Option<Output>,
+    output: Option<LiveText>,
 ) -> PyResult<Value> {
     let args = args.to_string();
     let result = match output {

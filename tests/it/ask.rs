@@ -79,7 +79,11 @@ async fn ask_streams_text_runs_code_in_the_namespace_and_shows_panels() {
     assert!(told.contains("base: int = 6"), "{told}");
     // The cells run since the last request, and the prompt with {name} filled in.
     assert!(
-        told.contains("Cell 1, already run:\n    base = 6"),
+        told.contains(
+            "```python
+base = 6
+```"
+        ),
         "{told}"
     );
     let asked = requests[0]["messages"][1]["content"].as_str().unwrap();

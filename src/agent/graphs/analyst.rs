@@ -18,7 +18,7 @@
 //! answer), or, when every attempt failed, with all of them shown.
 
 use super::check::{Work, check};
-use super::steps::{Settings, close_with_answer, node, run_pending};
+use super::steps::{NodeSettings, close_with_answer, node, run_pending};
 use super::unmet::{Unmet, unmet};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::{ChatMessage, Role};
@@ -51,7 +51,7 @@ nodes! {
 
 /// The analyst graph, giving up after `max_attempts` failed attempts.
 pub fn analyst_graph<E: Effects>(
-    settings: Settings,
+    settings: NodeSettings,
     max_attempts: u32,
 ) -> Graph<AgentState, E, Step> {
     let (plan_settings, code_settings) = (settings.clone(), settings.clone());
@@ -121,7 +121,7 @@ fn last_attempt_failed(state: &AgentState) -> bool {
 async fn plan<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     let system = prompts::plan(&state.pinned_namespace(&namespace), &state.recent_cells);
@@ -137,7 +137,7 @@ async fn plan<E: Effects>(
 async fn code<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
@@ -211,7 +211,7 @@ async fn code<E: Effects>(
 async fn not_checked<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: &Settings,
+    settings: &NodeSettings,
     before: usize,
 ) -> Result<Option<Unmet>, AgentError> {
     let work = Work {
@@ -236,7 +236,7 @@ async fn not_checked<E: Effects>(
 async fn evaluate<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let system = prompts::evaluate(&state.request);
     let answer = settings.answer(state, effects, system).await?;
@@ -248,7 +248,7 @@ async fn evaluate<E: Effects>(
 async fn explain<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     // Roles must alternate; after the evaluation the model spoke last.
     if state
@@ -346,10 +346,10 @@ mod tests {
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const ONE_VALUE: &str = r#"{"form": "one number"}"#;
 
-    fn settings(execute: bool) -> Settings {
-        Settings {
+    fn settings(execute: bool) -> NodeSettings {
+        NodeSettings {
             execute,
-            ..Settings::for_tests()
+            ..NodeSettings::for_tests()
         }
     }
 

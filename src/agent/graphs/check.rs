@@ -9,7 +9,7 @@
 //! (`AgentState::checked`) for the summary line, so the user sees why the
 //! agent believes it.
 
-use super::steps::Settings;
+use super::steps::NodeSettings;
 use crate::agent::parse::form;
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
@@ -42,7 +42,7 @@ pub struct Work<'a> {
 pub async fn check<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: &Settings,
+    settings: &NodeSettings,
     work: Work<'_>,
 ) -> Result<Verdict, AgentError> {
     // The values the request names, as they are now: what "done" must be
@@ -96,7 +96,7 @@ fn same_in(agree: usize, of: usize) -> String {
 async fn contradicted_form<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: &Settings,
+    settings: &NodeSettings,
     values: &[KeyInformation],
 ) -> Result<Option<form::Contradiction>, AgentError> {
     for (name, description) in values.iter().take(FORM_CHECKS) {

@@ -29,7 +29,7 @@
 
 use super::check::{Work, check};
 use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
-use super::steps::{Settings, close_with_answer, node, run_pending};
+use super::steps::{NodeSettings, close_with_answer, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
@@ -60,7 +60,10 @@ nodes! {
 }
 
 /// The default graph for a run with `max_turns`.
-pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<AgentState, E, Step> {
+pub fn default_graph<E: Effects>(
+    settings: NodeSettings,
+    max_turns: u32,
+) -> Graph<AgentState, E, Step> {
     let generate_settings = settings.clone();
     let reflect_settings = settings.clone();
     let others_settings = settings.clone();
@@ -142,7 +145,7 @@ pub fn default_graph<E: Effects>(settings: Settings, max_turns: u32) -> Graph<Ag
 async fn generate<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let system = code_prompt(state, effects).await;
     let answer = settings.write_code(state, effects, system).await?;
@@ -168,7 +171,7 @@ async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> Str
 async fn others<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let system = code_prompt(state, effects).await;
     try_other_solutions(state, effects, &settings, system).await
@@ -247,7 +250,7 @@ async fn execute<E: Effects>(
 async fn reflect<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let solutions = compare_solutions(state, effects).await;
     let mut precheck = precheck(state, effects).await;
@@ -415,11 +418,11 @@ mod tests {
     const ONE_VALUE: &str = r#"{"form": "one number"}"#;
     const CANNOT_TELL: &str = r#"{"form": "cannot tell"}"#;
 
-    fn settings() -> Settings {
-        Settings::for_tests()
+    fn settings() -> NodeSettings {
+        NodeSettings::for_tests()
     }
 
-    fn run(script: &mut Script, state: &mut AgentState, settings: Settings) -> RunEnd {
+    fn run(script: &mut Script, state: &mut AgentState, settings: NodeSettings) -> RunEnd {
         let graph = default_graph::<Script>(settings, state.max_turns);
         tokio::runtime::Builder::new_current_thread()
             .build()
@@ -1019,7 +1022,7 @@ open('sales.csv')
     fn judgements_go_to_the_judge_model_and_the_work_to_the_model() {
         let mut script = Script::new(&["```python\nprint(x)\n```", DONE], ok);
         let mut state = AgentState::new("print x", Vec::new(), 5);
-        let settings = Settings {
+        let settings = NodeSettings {
             judge_model: Some("small-model".into()),
             ..settings()
         };
@@ -1061,7 +1064,7 @@ open('sales.csv')
     fn no_exec_shows_code_but_runs_nothing() {
         let mut script = Script::new(&["```python\nimport os\n```"], ok);
         let mut state = AgentState::new("show me", Vec::new(), 5);
-        let settings = Settings {
+        let settings = NodeSettings {
             execute: false,
             ..settings()
         };

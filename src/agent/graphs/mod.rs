@@ -18,7 +18,7 @@ pub use analyst::analyst_graph;
 pub use default::default_graph;
 pub use planner::planner_graph;
 pub use rlm::rlm_graph;
-pub use steps::Settings;
+pub use steps::NodeSettings;
 pub use triage::triage_graph;
 
 #[cfg(test)]
@@ -31,7 +31,7 @@ mod tests {
 
     #[test]
     fn every_graph_leads_only_to_nodes_it_has() {
-        let settings = Settings::for_tests;
+        let settings = NodeSettings::for_tests;
         let search = Search {
             query: "where?".into(),
             description: "str".into(),

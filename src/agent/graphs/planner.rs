@@ -16,7 +16,7 @@
 //! [`super::check`]; when it does not, the reasons are the next observation.
 
 use super::check::{Work, check};
-use super::steps::{Settings, node, run_pending};
+use super::steps::{NodeSettings, node, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
@@ -45,7 +45,7 @@ nodes! {
 
 /// The planner graph; with `informer`, the informer runs first.
 pub fn planner_graph<E: Effects>(
-    settings: Settings,
+    settings: NodeSettings,
     max_turns: u32,
     informer: bool,
 ) -> Graph<AgentState, E, Step> {
@@ -106,7 +106,7 @@ pub fn planner_graph<E: Effects>(
 async fn plan_step<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
     informer: bool,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
@@ -351,10 +351,10 @@ mod tests {
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const ONE_VALUE: &str = r#"{"form": "one number"}"#;
 
-    fn settings(execute: bool) -> Settings {
-        Settings {
+    fn settings(execute: bool) -> NodeSettings {
+        NodeSettings {
             execute,
-            ..Settings::for_tests()
+            ..NodeSettings::for_tests()
         }
     }
 

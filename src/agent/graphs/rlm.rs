@@ -8,7 +8,7 @@
 //!                    -> run -> (FINAL called: end) -> (turns left: explore | end)
 //! ```
 
-use super::steps::{Settings, node, run_pending};
+use super::steps::{NodeSettings, node, run_pending};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::code::code_blocks;
@@ -42,7 +42,7 @@ nodes! {
 
 /// The search graph for `search`, ending after `max_turns` turns.
 pub fn rlm_graph<E: Effects>(
-    settings: Settings,
+    settings: NodeSettings,
     search: Search,
     max_turns: u32,
 ) -> Graph<AgentState, E, Step> {
@@ -81,7 +81,7 @@ pub fn rlm_graph<E: Effects>(
 async fn explore<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
     search: Search,
 ) -> Result<(), AgentError> {
     let system = prompts::rlm(
@@ -137,8 +137,8 @@ mod tests {
     use crate::agent::run::Execution;
     use crate::agent::script::{Script, ok};
 
-    fn settings() -> Settings {
-        Settings::for_tests()
+    fn settings() -> NodeSettings {
+        NodeSettings::for_tests()
     }
 
     fn search() -> Search {

@@ -7,7 +7,7 @@
 //! otherwise the review is told how many agreed (agreement alone is never
 //! "done": a small model's samples agree on wrong values too).
 
-use super::steps::Settings;
+use super::steps::NodeSettings;
 use crate::agent::llm::Role;
 use crate::agent::parse::checks;
 use crate::agent::parse::code::code_blocks;
@@ -23,7 +23,7 @@ use crate::agent::run::{
 /// solution in this variable`).
 pub(super) fn names_to_compare(
     state: &AgentState,
-    settings: &Settings,
+    settings: &NodeSettings,
     answer: &str,
 ) -> Option<Vec<String>> {
     if settings.candidates == 0 || !settings.execute || settings.once {
@@ -79,7 +79,7 @@ fn mentions(text: &str, name: &str) -> bool {
 pub(super) async fn try_other_solutions<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: &Settings,
+    settings: &NodeSettings,
     system: String,
 ) -> Result<(), AgentError> {
     let Some(names) = names_to_compare(state, settings, &state.answer) else {
@@ -174,10 +174,10 @@ mod tests {
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const REQUEST: &str = "Store the number of rows in `n`.";
 
-    fn settings() -> Settings {
-        Settings {
+    fn settings() -> NodeSettings {
+        NodeSettings {
             candidates: 2,
-            ..Settings::for_tests()
+            ..NodeSettings::for_tests()
         }
     }
 
@@ -355,7 +355,7 @@ mod tests {
         let state = |request: &str| AgentState::new(request, Vec::new(), 5);
         let answer = "```python\ndef g(df):\n    total = 1\n    return df\n\nresult = g(df.copy())\nok == 1\ndf['a'] = 2\n```";
         let placeholder = "Drop the empty rows.\n\nresult = ... # put solution in this variable";
-        let names = |request: &str, settings: &Settings| {
+        let names = |request: &str, settings: &NodeSettings| {
             names_to_compare(&state(request), settings, answer)
         };
         assert_eq!(
@@ -369,7 +369,7 @@ mod tests {
         // "result" as part of a longer word is no mention; neither is a
         // request with no code to run, nor one answered --once.
         assert_eq!(names("Show the results of df.", &settings()), None);
-        let once = Settings {
+        let once = NodeSettings {
             once: true,
             ..settings()
         };

@@ -11,9 +11,10 @@ use crate::agent::parse::code::closed_code_blocks;
 use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 
-/// Settings the nodes need besides the state.
+/// What the nodes need to know besides the state: the model, its limits
+/// and what the cell allows (not the settings file: [`crate::agent::config::layers::Settings`]).
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct NodeSettings {
     pub model: String,
     /// The model for judgements the kernel reads (verdicts, plans,
     /// classifications), when not `model`.
@@ -35,11 +36,11 @@ pub struct Settings {
 }
 
 #[cfg(test)]
-impl Settings {
+impl NodeSettings {
     /// The settings the graphs' unit tests start from: a named model,
     /// execution on, no other solutions.
     pub(crate) fn for_tests() -> Self {
-        Settings {
+        NodeSettings {
             model: "test-model".into(),
             judge_model: None,
             max_tokens: 1000,
@@ -65,7 +66,7 @@ const CANDIDATE_TEMPERATURE: f32 = 0.7;
 /// reasoning first.
 const JUDGEMENT_TOKENS: u32 = 1024;
 
-impl Settings {
+impl NodeSettings {
     /// Asks the model, with `system` as the system prompt, about the
     /// conversation so far, for an answer the user watches stream in.
     pub(crate) async fn answer<E: Effects>(
@@ -77,7 +78,7 @@ impl Settings {
         self.answer_until(state, effects, system, &[]).await
     }
 
-    /// Like [`Settings::answer`], with the model stopping at any of `stop`.
+    /// Like [`NodeSettings::answer`], with the model stopping at any of `stop`.
     pub(crate) async fn answer_until<E: Effects>(
         &self,
         state: &mut AgentState,
@@ -101,7 +102,7 @@ impl Settings {
         .await
     }
 
-    /// Like [`Settings::answer`], for an answer whose code blocks will run:
+    /// Like [`NodeSettings::answer`], for an answer whose code blocks will run:
     /// each shows as a panel as soon as it is complete, and the node's
     /// [`run_pending`] shows only the rest.
     pub(crate) async fn write_code<E: Effects>(
@@ -248,7 +249,7 @@ impl Settings {
         self.judge_model.as_deref().unwrap_or(&self.model)
     }
 
-    /// Like [`Settings::answer`], for a short judgement (a verdict, a plan)
+    /// Like [`NodeSettings::answer`], for a short judgement (a verdict, a plan)
     /// that the kernel reads rather than shows, in the shape of `schema`
     /// where the provider enforces it.
     pub(crate) async fn judge<E: Effects>(
@@ -289,7 +290,7 @@ struct Call<'a> {
 async fn ask_model<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: &Settings,
+    settings: &NodeSettings,
     system: String,
     call: Call<'_>,
 ) -> Result<ChatOutcome, AgentError> {
@@ -306,7 +307,7 @@ async fn ask_model<E: Effects>(
 /// context window.
 fn model_request(
     state: &AgentState,
-    settings: &Settings,
+    settings: &NodeSettings,
     system: String,
     call: &Call<'_>,
 ) -> ChatRequest {

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::agent::ports::{Output, Ports};
+use crate::agent::ports::{LiveText, Ports};
 use crate::agent::render::{Display, Shown};
 use crate::exception::PythonException;
 
@@ -81,7 +81,7 @@ impl<P: Ports> Ports for Indented<'_, P> {
         &self,
         method: &str,
         args: Value,
-        output: Output,
+        output: LiveText,
     ) -> Result<Value, PythonException> {
         self.inner.python_with_output(method, args, output).await
     }

@@ -25,7 +25,7 @@ use crate::agent::config::options::{self, AgentCell, Approval, AskOptions, Drawn
 use crate::agent::failure::AskFailure;
 use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
-    Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
+    NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
 use crate::agent::llm::Usage;
 use crate::agent::llm::local::shared;

@@ -21,7 +21,7 @@ use crate::agent::config::options::{self, Approval, AskOptions, GraphKind, Usage
 use crate::agent::failure::AskFailure;
 use crate::agent::graph::RunEnd;
 use crate::agent::graphs::{
-    Settings as NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
+    NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::prose::without_code;

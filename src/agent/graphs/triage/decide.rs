@@ -2,7 +2,7 @@
 //! when confident, then a full plan.
 
 use super::pre_plan::describe;
-use crate::agent::graphs::steps::Settings;
+use crate::agent::graphs::steps::NodeSettings;
 use crate::agent::parse::triage::{parse_classification, parse_plan};
 use crate::agent::run::limits::{PLANNER_TOOLS, TRIAGE_CONFIDENT};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Agents, Decision, Effects};
@@ -11,7 +11,7 @@ use crate::agent::{prompts, schemas};
 pub(super) async fn classify<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
     agents: Agents,
 ) -> Result<(), AgentError> {
     let system = prompts::triage_classify(&state.request, &agents.listed(), &agents.choices());
@@ -38,7 +38,7 @@ pub(super) async fn classify<E: Effects>(
 pub(super) async fn plan<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
     agents: Agents,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;

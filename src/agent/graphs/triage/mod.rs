@@ -31,7 +31,7 @@ use pre_plan::pre_plan;
 use review::review;
 use work::{delegate, pass_failure, repair, respond, tool};
 
-use super::steps::{Settings, node};
+use super::steps::{NodeSettings, node};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::run::limits::TRIAGE_MAX_REVIEWS;
 use crate::agent::run::{AgentState, Agents, Decision, Effects};
@@ -53,7 +53,7 @@ nodes! {
 /// The triage graph handing work to `agents`; `max_reviews` is capped at
 /// [`TRIAGE_MAX_REVIEWS`].
 pub fn triage_graph<E: Effects>(
-    settings: Settings,
+    settings: NodeSettings,
     max_reviews: u32,
     agents: Agents,
 ) -> Graph<AgentState, E, Step> {

@@ -3,7 +3,7 @@
 
 use super::work::pass_failure;
 use crate::agent::graphs::check::{Work, check};
-use crate::agent::graphs::steps::{Settings, close_with_answer};
+use crate::agent::graphs::steps::{NodeSettings, close_with_answer};
 use crate::agent::graphs::unmet::unmet;
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::prompts;
@@ -12,7 +12,7 @@ use crate::agent::run::{AgentError, AgentEvent, AgentState, Decision, Effects, O
 pub(super) async fn review<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
     max_reviews: u32,
 ) -> Result<(), AgentError> {
     // The agent spoke last: its words are the answer the check reads, and
@@ -74,7 +74,7 @@ fn delegated_check(state: &AgentState) -> Option<Verdict> {
 async fn judge<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: &Settings,
+    settings: &NodeSettings,
     asked: bool,
 ) -> Result<Verdict, AgentError> {
     let answer = asked

@@ -39,10 +39,10 @@ fn answers_recorded_from_the_local_model_with_the_schemas() {
     );
 }
 
-fn settings(execute: bool) -> Settings {
-    Settings {
+fn settings(execute: bool) -> NodeSettings {
+    NodeSettings {
         execute,
-        ..Settings::for_tests()
+        ..NodeSettings::for_tests()
     }
 }
 

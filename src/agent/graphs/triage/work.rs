@@ -5,7 +5,7 @@
 use crate::agent::graphs::analyst::analyst_graph;
 use crate::agent::graphs::default::default_graph;
 use crate::agent::graphs::planner::planner_graph;
-use crate::agent::graphs::steps::{Settings, run_pending};
+use crate::agent::graphs::steps::{NodeSettings, run_pending};
 use crate::agent::llm::{ChatMessage, Role, claude_cli};
 use crate::agent::run::{
     Agent, AgentError, AgentEvent, AgentState, CodeBlock, Decision, Effects, Execution,
@@ -18,7 +18,7 @@ use crate::agent::run::{
 pub(super) async fn delegate<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
-    settings: Settings,
+    settings: NodeSettings,
     max_turns: u32,
 ) -> Result<(), AgentError> {
     let Some(Decision::Delegate { agent, task }) = state.triage.decision.clone() else {
@@ -56,7 +56,7 @@ pub(super) async fn delegate<E: Effects>(
         }
         Agent::Claude => {
             // Its calls go to the CLI, whose model has a larger window.
-            let settings = Settings {
+            let settings = NodeSettings {
                 context_tokens: settings.context_tokens.max(claude_cli::CONTEXT_TOKENS),
                 ..settings
             };
