@@ -222,6 +222,13 @@ async fn skills_are_listed_for_the_model_and_loaded_by_its_code() {
     assert!(stream_text(&iopub, "stdout").contains("✓ done"));
 }
 
+/// Writes the skill `name` into the kernel's project (`.mahtab/skills/`).
+fn project_skill(kernel: &Kernel, name: &str, text: &str) {
+    let skills = kernel.dir().join(".mahtab/skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join(format!("{name}.md")), text).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_skill_the_request_names_is_loaded_after_it() {
     let llm = FakeLlm::start(vec![
@@ -230,13 +237,11 @@ async fn a_skill_the_request_names_is_loaded_after_it() {
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let skills = kernel.dir().join(".mahtab/skills");
-    std::fs::create_dir_all(&skills).unwrap();
-    std::fs::write(
-        skills.join("table-summary.md"),
+    project_skill(
+        &kernel,
+        "table-summary",
         "Summarise a table\n1. Print its shape.\n",
-    )
-    .unwrap();
+    );
     // Named in other words than the file's: case and spaces for hyphens.
     let (reply, _) = kernel
         .execute("%%ask\nUse the Table Summary skill on sales.")
@@ -263,13 +268,11 @@ async fn the_review_holds_the_work_to_the_steps_of_the_skill_the_request_names()
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let skills = kernel.dir().join(".mahtab/skills");
-    std::fs::create_dir_all(&skills).unwrap();
-    std::fs::write(
-        skills.join("table-summary.md"),
+    project_skill(
+        &kernel,
+        "table-summary",
         "Summarise a table\n1. Print its shape.\n2. End with one sentence.\n",
-    )
-    .unwrap();
+    );
     let (reply, _) = kernel
         .execute("%%ask\nFollow the table-summary skill for sales.")
         .await;
