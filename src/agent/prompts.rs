@@ -82,7 +82,8 @@ pub fn loaded_skill(name: &str, text: &str) -> String {
     let text = text.trim();
     let text = &text[..crate::text::floor_char_boundary(text, SKILL_CHARS)];
     format!(
-        "\n\nThe skill {name} says (do its steps with Python code on the live variables):\n{text}"
+        "\n\nThe skill {name} is loaded; its instructions follow. Carry them out yourself with \
+         Python code on the live variables (the skill's name is not a function or a module).\n{text}"
     )
 }
 

@@ -65,6 +65,29 @@ async fn rlm_explores_a_description_and_returns_the_final_value() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_lone_call_runs_and_an_answer_in_words_after_it_is_returned() {
+    // The local model's answers to the demo's search: a call without a
+    // fence, then the answer in words instead of FINAL.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("grep('ERROR')".into()),
+        Reply::Answer("Line 601: \"ERROR disk full\", the disk is full.".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute(MAKE_LOG).await;
+    let (reply, _) = kernel.execute("found = rlm('what went wrong?', log)").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let second = llm.requests.lock().unwrap()[1]["messages"].to_string();
+    assert!(second.contains("601: ERROR disk full"), "{second}");
+    let (_, result) = kernel.execute("found").await;
+    assert_eq!(
+        result_text(&result),
+        "'Line 601: \"ERROR disk full\", the disk is full.'"
+    );
+    assert_eq!(llm.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_searchs_code_computes_but_opens_no_file_and_imports_no_os() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nimport re, collections\nprint(len(re.findall('ERROR', context)), sorted({3, 1}))\n```".into()),

@@ -252,7 +252,7 @@ async fn a_skill_the_request_names_is_loaded_after_it() {
         told.starts_with("Use the Table Summary skill on sales."),
         "{told}"
     );
-    assert!(told.contains("The skill table-summary says"), "{told}");
+    assert!(told.contains("The skill table-summary is loaded"), "{told}");
     assert!(told.contains("1. Print its shape."), "{told}");
     // A request that does not name it gets the list only.
     let (reply, _) = kernel.execute("%%ask\nSummarise sales.").await;

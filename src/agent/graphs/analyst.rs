@@ -124,7 +124,10 @@ async fn plan<E: Effects>(
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
-    let system = prompts::plan(&state.pinned_namespace(&namespace), &state.recent_cells);
+    let system = prompts::plan(
+        &state.pinned_namespace(&namespace),
+        state.recent_cells_shown(),
+    );
     let answer = settings
         .judge(state, effects, system, schemas::analyst_plan())
         .await?;
@@ -143,7 +146,7 @@ async fn code<E: Effects>(
     state.namespace_names = checks::summary_names(&namespace);
     let system = prompts::analyst_code(
         &state.pinned_namespace(&namespace),
-        &state.recent_cells,
+        state.recent_cells_shown(),
         &state.skills,
     );
     let answer = settings.write_code(state, effects, system).await?;

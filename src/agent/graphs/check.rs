@@ -10,8 +10,8 @@
 //! agent believes it.
 
 use super::steps::NodeSettings;
-use crate::agent::parse::form;
 use crate::agent::parse::{checks, verdict::parse_verdict};
+use crate::agent::parse::{claims, form};
 use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
 use crate::agent::{prompts, schemas};
 
@@ -53,13 +53,16 @@ pub async fn check<E: Effects>(
     } else {
         effects.describe(&state.request, &names).await
     };
+    let since = work.since.min(state.executions.len());
+    if let Some(verdict) = uncomputed(&state.executions[since..]) {
+        return Ok(verdict);
+    }
     if let Some(why) = contradicted_form(state, effects, settings, &values).await? {
         return Ok(Verdict::not_done(why.reasoning, why.next_action));
     }
     // Other solutions agreeing is told to the review, never stands in for
     // it: measured, a small model's samples agree on the same wrong value
     // as often as on a right one.
-    let since = work.since.min(state.executions.len());
     let mut review = prompts::review_request(&state.request, &state.executions[since..]);
     if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
         review.push_str(&prompts::answer_to_check(answer));
@@ -81,6 +84,20 @@ pub async fn check<E: Effects>(
         }
     }
     Ok(verdict)
+}
+
+/// Not done when a block printed, as fixed text, a number nothing it
+/// computed holds: a guess of the result written out, which a review
+/// reading the text beside the computed values has passed.
+fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
+    let number = executions
+        .iter()
+        .find_map(|e| claims::uncomputed_number(&e.code, &e.output))?;
+    Some(Verdict::not_done(
+        format!("the code printed {number} as fixed text, and nothing it computed is {number}"),
+        "print the values the code computes (an f-string such as f\"... {value} ...\"), \
+         not numbers written into the text",
+    ))
 }
 
 /// The summary's line for how many solutions agreed.

@@ -161,7 +161,7 @@ async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> Str
     state.namespace_names = checks::summary_names(&namespace);
     prompts::system(
         &state.pinned_namespace(&namespace),
-        &state.recent_cells,
+        state.recent_cells_shown(),
         &state.skills,
     )
 }
@@ -241,6 +241,10 @@ async fn execute<E: Effects>(
     state.last_turn_blocks = state.executions.len() - before;
     if !enabled || once {
         state.outcome = Some(Outcome::Answered);
+    } else if ran.copied {
+        // The copy leaves the conversation, and the recent cells the
+        // prompt: shown either, a small model sends the cell once more.
+        state.conversation.pop();
     } else {
         state.conversation.push(ChatMessage::user(ran.report));
     }
@@ -298,6 +302,16 @@ async fn reflect<E: Effects>(
             state.blocks_shown = 0;
             return Ok(());
         }
+        Precheck::CopiedCell => {
+            if state.recent_cells_copied == 1 {
+                // Nothing ran: the first copy does not use up a turn, so
+                // the answer without the cells in view gets the one it took.
+                state.turn -= 1;
+            } else if state.turn >= state.max_turns {
+                state.outcome = Some(Outcome::MaxTurns);
+            }
+            return Ok(());
+        }
         Precheck::Repeated { error } => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
@@ -348,12 +362,19 @@ enum Precheck {
     /// The block failed on a key it spelled otherwise than the data does:
     /// the same block with the data's spelling runs next.
     Respell(Respelling),
+    /// The turn's answer was a cell the user ran since the last request,
+    /// not run: the model answers again without that cell in view.
+    CopiedCell,
     /// The turn ran the code of the turn before with the same outcome
     /// (`error`: the error line, when that outcome was a failure).
     Repeated { error: Option<String> },
 }
 
 async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Precheck {
+    let last = state.executions.last();
+    if last.is_some_and(|e| e.output == prompts::RECENT_CELL_AGAIN) {
+        return Precheck::CopiedCell;
+    }
     let blocks = state.last_turn_blocks;
     if checks::repeated(&state.executions, blocks) {
         state.repeats += 1;
@@ -648,7 +669,7 @@ open('sales.csv')
     }
 
     #[test]
-    fn a_cell_the_user_ran_sent_again_is_not_run_and_the_model_is_told() {
+    fn a_cell_the_user_ran_sent_again_is_not_run_and_leaves_the_prompt() {
         let cell = "from pathlib import Path\nPath('notes.md').write_text('hi')\nprint('saved')";
         let mut script = Script::new(
             &[
@@ -662,8 +683,64 @@ open('sales.csv')
         state.recent_cells = vec![cell.to_owned()];
         run(&mut script, &mut state, settings());
         assert_eq!(script.executed, ["print(len('hi'))"]);
+        // Asked again as at first, but with neither the cell nor the copy
+        // in view.
+        let (first, again) = (&script.requests[0], &script.requests[1]);
+        assert!(
+            first.system.contains("write_text('hi')"),
+            "{}",
+            first.system
+        );
+        assert!(
+            !again.system.contains("write_text('hi')"),
+            "{}",
+            again.system
+        );
+        assert_eq!(again.messages.len(), first.messages.len());
+        assert_eq!(latest(again), "count the characters of the note");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn a_first_copy_uses_no_turn_and_a_second_ends_the_run_at_the_turn_limit() {
+        let cell = "x = 1\nprint(x)";
+        let copy = "```python\nx = 1\nprint(x)\n```";
+        let mut script = Script::new(&[copy, "```python\n# x\nx = 1\nprint(x)\n```"], ok);
+        let mut state = AgentState::new("show x", Vec::new(), 1);
+        state.recent_cells = vec![cell.to_owned()];
+        run(&mut script, &mut state, settings());
+        assert!(script.executed.is_empty());
+        assert_eq!(script.requests.len(), 2);
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+    }
+
+    #[test]
+    fn a_number_printed_as_fixed_text_and_never_computed_is_not_done_without_a_review() {
+        fn prints(code: &str) -> Execution {
+            // What print(m) and each text print.
+            let output = if code.contains("f'") {
+                "The mean is 3.0"
+            } else {
+                "3.0\nThe mean is 12.5"
+            };
+            Execution {
+                output: output.into(),
+                ..ok(code)
+            }
+        }
+        let mut script = Script::new(
+            &[
+                "```python\nprint(m)\nprint('The mean is 12.5')\n```",
+                "```python\nprint(f'The mean is {m}')\n```",
+                DONE,
+            ],
+            prints,
+        );
+        let mut state = AgentState::new("print the mean of the data", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
         let told = latest(&script.requests[1]);
-        assert!(told.contains("Not run again"), "{told}");
+        assert!(told.contains("12.5 as fixed text"), "{told}");
+        assert_eq!(script.requests.len(), 3);
         assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 

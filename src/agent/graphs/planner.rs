@@ -113,7 +113,7 @@ async fn plan_step<E: Effects>(
     state.namespace_names = checks::summary_names(&namespace);
     let system = prompts::planner(
         &state.pinned_namespace(&namespace),
-        &state.recent_cells,
+        state.recent_cells_shown(),
         &state.skills,
         informer.then_some(state.key_information.as_slice()),
     );

@@ -11,9 +11,9 @@
 use super::steps::{NodeSettings, node, run_pending};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::code::code_blocks;
+use crate::agent::parse::code::{bare_call, code_blocks};
 use crate::agent::prompts;
-use crate::agent::run::{AgentError, AgentState, Effects, Outcome};
+use crate::agent::run::{AgentError, AgentState, CodeBlock, Effects, Outcome};
 
 /// What the sub-agent is told it searches.
 #[derive(Debug, Clone)]
@@ -98,11 +98,27 @@ async fn explore<E: Effects>(
 fn extract(state: &mut AgentState) -> Result<(), AgentError> {
     state.pending = code_blocks(&state.answer);
     if state.pending.is_empty() {
-        if state.turn >= state.max_turns {
-            state.outcome = Some(Outcome::MaxTurns);
-        } else {
-            state.conversation.push(ChatMessage::user(NEEDS_CODE));
-        }
+        // Every turn of a search is code: a lone call written without a
+        // fence is run, not sent back.
+        state.pending.extend(bare_call(&state.answer));
+    }
+    if !state.pending.is_empty() {
+        return Ok(());
+    }
+    let looked = state.executions.iter().any(|e| !e.failed);
+    let words = state.answer.trim();
+    if looked && !words.is_empty() {
+        // Words after code looked are what the search found (asked for
+        // FINAL instead, the local model wrote the example back): returned
+        // as FINAL returns it (a JSON string is a Python string literal).
+        let literal = serde_json::Value::from(words).to_string();
+        state.pending.push(CodeBlock {
+            code: format!("FINAL({literal})"),
+        });
+    } else if state.turn < state.max_turns {
+        state.conversation.push(ChatMessage::user(NEEDS_CODE));
+    } else {
+        state.outcome = Some(Outcome::MaxTurns);
     }
     Ok(())
 }
@@ -217,6 +233,30 @@ mod tests {
                 .content
                 .contains("FINAL(answer)")
         );
+    }
+
+    #[test]
+    fn a_lone_call_written_without_a_fence_runs() {
+        // As the local model answered the demo's search at first.
+        let mut script = Script::new(&["grep('ERROR')", "```python\nFINAL(7)\n```"], final_called);
+        let state = run_graph(&mut script, 10);
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        assert_eq!(script.executed, ["grep('ERROR')", "FINAL(7)"]);
+    }
+
+    #[test]
+    fn words_after_code_looked_are_the_answer() {
+        let mut script = Script::new(
+            &["```python\ngrep('ERROR')\n```", "Line \"7\"."],
+            final_called,
+        );
+        let state = run_graph(&mut script, 3);
+        assert_eq!(
+            script.executed,
+            ["grep('ERROR')", "FINAL(\"Line \\\"7\\\".\")"]
+        );
+        assert_eq!(state.outcome, Some(Outcome::Answered));
+        assert_eq!(state.turn, 2);
     }
 
     #[test]

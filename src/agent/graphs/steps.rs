@@ -342,6 +342,8 @@ pub(crate) struct BlocksRun {
     pub report: String,
     /// Whether a block failed (the blocks after it were not run).
     pub failed: bool,
+    /// Whether the block that failed was a recent cell sent again (not run).
+    pub copied: bool,
 }
 
 /// Shows each pending block and, when `enabled`, runs it in order, stopping
@@ -355,6 +357,7 @@ pub(crate) async fn run_pending<E: Effects>(
     let shown = std::mem::take(&mut state.blocks_shown);
     let mut reports = Vec::new();
     let mut failed = false;
+    let mut copied = false;
     for (index, block) in blocks.into_iter().enumerate() {
         let (turn, code) = (state.turn, block.code);
         if index >= shown {
@@ -367,9 +370,11 @@ pub(crate) async fn run_pending<E: Effects>(
         if !enabled {
             continue;
         }
-        let execution = if checks::copies_a_recent_cell(&code, &state.recent_cells) {
+        copied = checks::copies_a_recent_cell(&code, &state.recent_cells);
+        let execution = if copied {
             // The user ran it already: running it again would repeat
             // what it did, and do nothing the request asks.
+            state.recent_cells_copied += 1;
             Execution::not_run(code.clone(), prompts::RECENT_CELL_AGAIN)
         } else {
             effects.execute(&code).await?
@@ -403,6 +408,7 @@ pub(crate) async fn run_pending<E: Effects>(
     Ok(BlocksRun {
         report: reports.join("\n\n"),
         failed,
+        copied,
     })
 }
 

@@ -103,6 +103,26 @@ fn take_fenced<'a>(
     ""
 }
 
+/// An answer with no fence that is one call and nothing else (`grep('ERROR')`,
+/// in backticks or not): what a small model writes when it means code but
+/// forgets the fence. Only where every answer should be code (a search's
+/// turns); a sentence is never one.
+pub fn bare_call(text: &str) -> Option<CodeBlock> {
+    let line = text.trim().trim_matches('`').trim();
+    let open = line.find('(')?;
+    let callee = &line[..open];
+    let named = callee.split('.').all(|part| {
+        part.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+    });
+    let closed = line.ends_with(')') && line.matches('(').count() == line.matches(')').count();
+    (named && closed && !line.contains('\n')).then(|| CodeBlock {
+        code: line.to_owned(),
+    })
+}
+
 /// Keeps `code` when its fence says Python, or says nothing and the code
 /// reads as Python.
 fn push_runnable(info: &str, code: String, blocks: &mut Vec<CodeBlock>) {
@@ -292,5 +312,24 @@ mod tests {
         assert_eq!(codes(text), ["total = 5"]);
         let nested = "   ```python\n   if x:\n       y = 1\n   ```";
         assert_eq!(codes(nested), ["if x:\n    y = 1"]);
+    }
+
+    #[test]
+    fn a_lone_call_without_a_fence_is_code_and_a_sentence_is_not() {
+        let code = |text: &str| bare_call(text).map(|block| block.code);
+        assert_eq!(code("grep('ERROR')").as_deref(), Some("grep('ERROR')"));
+        assert_eq!(
+            code(" `peek(context, 500)`\n").as_deref(),
+            Some("peek(context, 500)")
+        );
+        assert_eq!(
+            code("re.findall(r'a(b)', context)").as_deref(),
+            Some("re.findall(r'a(b)', context)")
+        );
+        assert_eq!(code("The error is on line 3 (db)."), None);
+        assert_eq!(code("grep('ERROR')\nthen read it"), None);
+        assert_eq!(code("FINAL('x') and more"), None);
+        assert_eq!(code("2 + 3"), None);
+        assert_eq!(code(""), None);
     }
 }

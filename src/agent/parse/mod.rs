@@ -1,11 +1,13 @@
 //! Reading model text, as pure functions: code blocks, prose without its
 //! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
-//! request and a turn's outcome, and a key respelled as the data spells it. Small models write all of these loosely;
+//! request and a turn's outcome, a key respelled as the data spells it, and
+//! numbers a block printed as fixed text rather than computed. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
 
 pub mod action;
 pub mod checks;
+pub mod claims;
 pub mod code;
 pub mod form;
 pub mod in_place;

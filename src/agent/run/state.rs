@@ -67,6 +67,10 @@ pub struct AgentState {
     pub request: String,
     /// Code of the cells the user ran since the previous request.
     pub recent_cells: Vec<String>,
+    /// How many blocks re-sent one of `recent_cells`: after the first the
+    /// prompts leave them out (a small model that copied one keeps copying
+    /// it while it sees it).
+    pub recent_cells_copied: u32,
     /// The skills the model may load: name and description.
     pub skills: Vec<Skill>,
     /// The conversation so far, this run's request and turns included; it
@@ -187,6 +191,16 @@ impl AgentState {
             .clone()
     }
 
+    /// The cells the user ran since the last request, as the prompts show
+    /// them: none once a block re-sent one.
+    pub fn recent_cells_shown(&self) -> &[String] {
+        if self.recent_cells_copied > 0 {
+            &[]
+        } else {
+            &self.recent_cells
+        }
+    }
+
     /// Records the model's answer to a turn: counted, kept in the
     /// conversation, and the one the next node reads.
     pub fn record_answer(&mut self, text: String) {
@@ -203,6 +217,7 @@ impl AgentState {
         Self {
             request,
             recent_cells: Vec::new(),
+            recent_cells_copied: 0,
             skills: Vec::new(),
             conversation,
             turn: 0,

@@ -44,7 +44,7 @@ pub(super) async fn plan<E: Effects>(
     let namespace = effects.namespace().await;
     let system = prompts::triage_plan(
         &state.pinned_namespace(&namespace),
-        &state.recent_cells,
+        state.recent_cells_shown(),
         &state.skills,
         &agents.listed(),
         &agents.choices(),

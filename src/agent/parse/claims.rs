@@ -1,0 +1,124 @@
+//! Values a block states rather than computes: a `print("...")` of fixed
+//! text holding a decimal number that nothing else the block printed
+//! holds (`print("The largest price is 12.5")` beside a computed `3.0`).
+//! A small model writes its guess of the result into the text; the review,
+//! reading both, passes it. Only decimals count: a whole number in fixed
+//! text is as often a label (`"Step 2"`, `"Top 10 rows"`) as a claim.
+
+/// The first decimal number `code` prints as fixed text that its `output`
+/// does not otherwise hold (as printed, or rounded to the digits written).
+pub fn uncomputed_number(code: &str, output: &str) -> Option<String> {
+    let claims: Vec<&str> = code.lines().filter_map(printed_literal).collect();
+    if claims.is_empty() {
+        return None;
+    }
+    // What the block printed besides those texts.
+    let computed: Vec<f64> = output
+        .lines()
+        .filter(|line| !claims.iter().any(|claim| line.trim() == claim.trim()))
+        .flat_map(numbers)
+        .filter_map(|number| number.parse().ok())
+        .collect();
+    claims
+        .iter()
+        .flat_map(|claim| numbers(claim))
+        .filter(|number| number.contains('.'))
+        .find(|number| !computed.iter().any(|value| rounds_to(*value, number)))
+        .map(str::to_owned)
+}
+
+/// The text of `print("...")` or `print('...')` when that is the whole line
+/// and the text is fixed (no f-string, no formatting, no concatenation).
+fn printed_literal(line: &str) -> Option<&str> {
+    let inner = line
+        .trim()
+        .strip_prefix("print(")?
+        .strip_suffix(')')?
+        .trim();
+    let quote = inner.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let text = inner.strip_prefix(quote)?.strip_suffix(quote)?;
+    let fixed = !text.contains(quote) && !text.contains('\\') && !text.contains('%');
+    fixed.then_some(text)
+}
+
+/// The numbers written in `text` (`12.5`, `3`, `-0.25`), as written.
+fn numbers(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i].is_ascii_digit()
+            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || b"_.".contains(&bytes[i - 1])));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let begin = if i > 0 && bytes[i - 1] == b'-' {
+            i - 1
+        } else {
+            i
+        };
+        let mut end = i;
+        while end < bytes.len() && bytes[end].is_ascii_digit() {
+            end += 1;
+        }
+        if end + 1 < bytes.len() && bytes[end] == b'.' && bytes[end + 1].is_ascii_digit() {
+            end += 1;
+            while end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+            }
+        }
+        found.push(&text[begin..end]);
+        i = end;
+    }
+    found
+}
+
+/// Whether `value` written to as many decimals as `written` has is `written`.
+fn rounds_to(value: f64, written: &str) -> bool {
+    let Ok(number) = written.parse::<f64>() else {
+        return false;
+    };
+    let decimals = written.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    (value - number).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decimal_in_fixed_text_that_nothing_computed_is_found() {
+        // As the local model followed the demo's table-summary skill.
+        let code =
+            "print(sales['price'].max())\nprint(\"The largest price is 12.5, the largest qty 4.\")";
+        let output = "3.0\nThe largest price is 12.5, the largest qty 4.";
+        assert_eq!(uncomputed_number(code, output).as_deref(), Some("12.5"));
+    }
+
+    #[test]
+    fn computed_values_labels_and_formatted_text_are_not_claims() {
+        // The same value computed (rounded as written).
+        let code = "print(total)\nprint('The total is 44.2')";
+        assert_eq!(
+            uncomputed_number(code, "44.2000001\nThe total is 44.2"),
+            None
+        );
+        // Whole numbers in fixed text are labels as often as claims.
+        assert_eq!(
+            uncomputed_number("print('Step 2: top 10')", "Step 2: top 10"),
+            None
+        );
+        // Formatted text is computed.
+        let code = "print(f'The mean is {m:.2f}')";
+        assert_eq!(uncomputed_number(code, "The mean is 0.25"), None);
+        assert_eq!(uncomputed_number("print('%.1f' % x)", "2.5"), None);
+        assert_eq!(uncomputed_number("x = 'rate 0.5'", ""), None);
+    }
+
+    #[test]
+    fn numbers_are_read_as_written() {
+        assert_eq!(numbers("a 12.5, b -3 and x2 (4.0)."), ["12.5", "-3", "4.0"]);
+        assert_eq!(numbers("v1.2 1.x"), ["1"]);
+    }
+}
