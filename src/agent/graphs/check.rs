@@ -86,10 +86,20 @@ pub async fn check<E: Effects>(
     Ok(verdict)
 }
 
-/// Not done when a block printed, as fixed text, a number nothing it
-/// computed holds: a guess of the result written out, which a review
-/// reading the text beside the computed values has passed.
+/// Not done when the code made a table or array whose every value is
+/// missing, or printed, as fixed text, a number nothing it computed holds:
+/// a placeholder or a guess of the result, which a review reading them
+/// beside the request has passed.
 fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
+    if let Some(name) = checks::hollow_values(executions).first() {
+        return Some(Verdict::not_done(
+            format!("every value in `{name}` is missing (None or NaN): it holds no result"),
+            format!(
+                "compute real values for `{name}`; a placeholder such as None returned where \
+                 something failed is not a result"
+            ),
+        ));
+    }
     let number = executions
         .iter()
         .find_map(|e| claims::uncomputed_number(&e.code, &e.output))?;

@@ -398,6 +398,13 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         {
             return Precheck::Respell(respelling);
         }
+        // Data the namespace holds, read again from a file that is not
+        // here, is the model's mistake, whatever the request quotes.
+        if let Some(hint) = checks::reloads_a_variable(&failed.code, &error, &state.namespace_names)
+        {
+            let next = format!("fix the cause of the error ({hint}) and run the corrected code");
+            return not_done(format!("the code failed ({error})"), &next);
+        }
         // A file or module nobody asked for was the model's guess: not a
         // sign that the request cannot be done.
         let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
@@ -740,6 +747,38 @@ open('sales.csv')
         run(&mut script, &mut state, settings());
         let told = latest(&script.requests[1]);
         assert!(told.contains("12.5 as fixed text"), "{told}");
+        assert_eq!(script.requests.len(), 3);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
+    fn a_table_of_missing_values_is_not_done_without_a_review() {
+        fn made(code: &str) -> Execution {
+            let hollow = if code.contains("None") {
+                ", every value missing"
+            } else {
+                ""
+            };
+            Execution {
+                changes: vec![format!("result: DataFrame 3x2, columns D, E{hollow} (new)")],
+                ..ok(code)
+            }
+        }
+        let mut script = Script::new(
+            &[
+                "```python\nresult = pivot(lambda v: (None, None))\n```",
+                "```python\nresult = pivot(sum)\n```",
+                DONE,
+            ],
+            made,
+        );
+        let mut state = AgentState::new("make the pivot table", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        let told = latest(&script.requests[1]);
+        assert!(
+            told.contains("every value in `result` is missing"),
+            "{told}"
+        );
         assert_eq!(script.requests.len(), 3);
         assert_eq!(state.outcome, Some(Outcome::Complete));
     }

@@ -214,6 +214,24 @@ const FIGURE_WORDS: [&str; 10] = [
     "heatmap",
 ];
 
+/// How a change line says a table, series or array holds only missing
+/// values (`mahtab/namespace.py` writes it).
+pub const EVERY_VALUE_MISSING: &str = "every value missing";
+
+/// The values the change lines of `executions` say hold only missing values
+/// (`result: DataFrame 3x2, columns D, E, every value missing (new)`).
+pub fn hollow_values(executions: &[Execution]) -> Vec<&str> {
+    let marker = format!(", {EVERY_VALUE_MISSING} (");
+    let mut names: Vec<&str> = executions
+        .iter()
+        .flat_map(|e| e.changes.iter())
+        .filter(|line| line.contains(&marker))
+        .filter_map(|line| line.split_once(": ").map(|(name, _)| name))
+        .collect();
+    names.dedup();
+    names
+}
+
 /// What `name` was last set to, when that is no result at all: `"NaN"`
 /// (missing values not skipped) or `"None"` (the result of a method that
 /// changes in place), read from the change lines (`n: float = nan (new)`).
@@ -226,6 +244,9 @@ pub fn empty_value(executions: &[Execution], name: &str) -> Option<&'static str>
     let described = line
         .rsplit_once(" (")
         .map_or(line.as_str(), |(text, _)| text);
+    let described = described
+        .strip_suffix(EVERY_VALUE_MISSING)
+        .map_or(described, |text| text.trim_end_matches(", "));
     match described.rsplit_once(" = ")?.1 {
         "nan" | "np.float64(nan)" | "np.float32(nan)" | "<NA>" => Some("NaN"),
         "None" => Some("None"),
@@ -438,6 +459,34 @@ pub fn not_asked_for(error_line: &str, asked: &str) -> Option<String> {
     None
 }
 
+/// For a file that is not there, read by a line of `code` that assigns a
+/// variable the namespace already holds (`df = pd.read_csv('data.csv')`
+/// beside a loaded `df`, the request quoting how it was made): the hint to
+/// use that variable. None for anything else.
+pub fn reloads_a_variable(
+    code: &str,
+    error_line: &str,
+    namespace_names: &[String],
+) -> Option<String> {
+    let rest = error_line.strip_prefix("FileNotFoundError:")?;
+    let end = rest.rfind(['\'', '"'])?;
+    let path = &rest[rest[..end].rfind(['\'', '"'])? + 1..end];
+    let file = path.rsplit('/').next().filter(|file| !file.is_empty())?;
+    code.lines()
+        .filter(|line| line.contains(file))
+        .find_map(|line| {
+            let (target, _) = line.split_once('=')?;
+            let name = target.trim();
+            let loaded = is_identifier(name) && namespace_names.iter().any(|n| n == name);
+            loaded.then(|| {
+                format!(
+                    "`{name}` is already in the namespace: use it as it is instead of reading \
+                 {file} again"
+                )
+            })
+        })
+}
+
 /// Errors about the world outside the code (a file, a package, a
 /// connection, a permission), which another attempt may not be able to fix:
 /// for those a review decides whether the request can be done at all.
@@ -468,6 +517,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_missing_file_read_into_a_loaded_variable_points_to_the_variable() {
+        let names = ["df".to_owned()];
+        let error = "FileNotFoundError: [Errno 2] No such file or directory: 'inn.txt'";
+        let code = "import pandas as pd\ndf = pd.read_csv('inn.txt', sep='\\t')\nprint(df)";
+        let hint = reloads_a_variable(code, error, &names).unwrap();
+        assert!(
+            hint.starts_with("`df` is already in the namespace"),
+            "{hint}"
+        );
+        // A variable not loaded, another file, another error: no hint.
+        assert_eq!(reloads_a_variable(code, error, &["x".to_owned()]), None);
+        let other = "FileNotFoundError: [Errno 2] No such file or directory: 'b.csv'";
+        assert_eq!(reloads_a_variable(code, other, &names), None);
+        assert_eq!(
+            reloads_a_variable(code, "KeyError: 'inn.txt'", &names),
+            None
+        );
+        let compared = "if df == pd.read_csv('inn.txt'):\n    pass";
+        assert_eq!(reloads_a_variable(compared, error, &names), None);
+    }
+
+    #[test]
+    fn values_that_hold_only_missing_values_are_named_once() {
+        let ran = |changes: &[&str]| Execution {
+            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+            ..crate::agent::script::ok("")
+        };
+        let turns = [
+            ran(&[
+                "result: DataFrame 3x2, columns D, E, every value missing (new)",
+                "f: function (new)",
+            ]),
+            ran(&["result: DataFrame 3x2, columns D, E, every value missing (changed)"]),
+            ran(&["s: Series shape (2,) dtype float64 = 0 1.0 1 NaN (new)"]),
+        ];
+        assert_eq!(hollow_values(&turns), ["result"]);
+        assert!(hollow_values(&turns[2..]).is_empty());
+        // The Python side writes the words the check reads.
+        let namespace_py = include_str!("../../python/mahtab/namespace.py");
+        let declared = format!("EVERY_VALUE_MISSING = \"{EVERY_VALUE_MISSING}\"");
+        assert!(namespace_py.contains(&declared));
+    }
+
+    #[test]
     fn a_named_value_that_is_nan_or_none_is_found_from_the_latest_change() {
         let ran = |changes: &[&str]| Execution {
             changes: changes.iter().map(|c| (*c).to_owned()).collect(),
@@ -477,6 +570,10 @@ mod tests {
             "m: float64 shape () dtype float64 = np.float64(nan) (new)",
         ])];
         assert_eq!(empty_value(&nan, "m"), Some("NaN"));
+        let marked = [ran(&[
+            "m: float64 shape () dtype float64 = np.float64(nan), every value missing (new)",
+        ])];
+        assert_eq!(empty_value(&marked, "m"), Some("NaN"));
         let none = [ran(&["df: NoneType = None (changed)"])];
         assert_eq!(empty_value(&none, "df"), Some("None"));
         // The latest change counts; other names and real values do not.

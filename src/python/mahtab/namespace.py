@@ -64,9 +64,53 @@ def namespace_summary(namespace, limit=4000):
     return clip_middle("\n".join(lines), limit)
 
 
+# Said of a table, series or array whose every value is missing; the agent's
+# check reads it in the changes (src/agent/graphs/check.rs).
+EVERY_VALUE_MISSING = "every value missing"
+
+# Past this many values a table is not read through for the words above.
+_MISSING_SCAN_LIMIT = 100_000
+
+
 def describe_briefly(value):
     """A value in a few words: its type with shape, length or columns, and a
-    short value where one fits (``DataFrame 4x3, columns a, b, c``)."""
+    short value where one fits (``DataFrame 4x3, columns a, b, c``); a table
+    or array whose every value is missing says so."""
+    text = _describe_briefly(value)
+    if _every_value_missing(value):
+        text += ", " + EVERY_VALUE_MISSING
+    return text
+
+
+def _every_value_missing(value):
+    """Whether a table, series or array holds values and none is there: each
+    is None, NaN, NaT, NA, or a tuple or list of those (the placeholder a
+    failing path returned)."""
+    size, flat = getattr(value, "size", None), getattr(value, "ravel", None)
+    if not isinstance(size, int) or not 0 < size <= _MISSING_SCAN_LIMIT:
+        return False
+    to_numpy = getattr(value, "to_numpy", None)
+    try:
+        cells = to_numpy().ravel() if callable(to_numpy) else flat() if callable(flat) else None
+        return cells is not None and all(_missing(cell) for cell in cells)
+    except Exception:
+        return False
+
+
+def _missing(cell):
+    if cell is None or type(cell).__name__ in ("NAType", "NaTType"):
+        return True
+    if isinstance(cell, (tuple, list)):
+        return len(cell) > 0 and all(_missing(part) for part in cell)
+    if isinstance(cell, float) or type(cell).__module__ == "numpy":
+        try:
+            return bool(cell != cell)
+        except Exception:
+            return False
+    return False
+
+
+def _describe_briefly(value):
     kind = type(value).__name__
     if isinstance(value, types.ModuleType):
         return "module %s" % value.__name__
