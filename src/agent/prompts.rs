@@ -218,6 +218,12 @@ pub fn respelled(written: &str, key: &str) -> String {
     format!("The data spells '{written}' as '{key}': the same code again with that spelling.")
 }
 
+/// The status line of a block run again without the line that read `file`
+/// into `name`, which the namespace holds already.
+pub fn not_reloaded(name: &str, file: &str) -> String {
+    format!("`{name}` is loaded already: the same code again without reading {file}.")
+}
+
 /// Sent back once when a turn ran the same code with the same result as the
 /// turn before.
 pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \

@@ -11,7 +11,7 @@
 
 use super::steps::NodeSettings;
 use crate::agent::parse::{checks, verdict::parse_verdict};
-use crate::agent::parse::{claims, form};
+use crate::agent::parse::{claims, form, pitfalls};
 use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
 use crate::agent::{prompts, schemas};
 
@@ -87,9 +87,10 @@ pub async fn check<E: Effects>(
 }
 
 /// Not done when the code made a table or array whose every value is
-/// missing, or printed, as fixed text, a number nothing it computed holds:
-/// a placeholder or a guess of the result, which a review reading them
-/// beside the request has passed.
+/// missing, counted a boolean mask with `len()`, or printed, as fixed text,
+/// a number nothing it computed holds: a placeholder, a count of every row
+/// or a guess of the result, which a review reading them beside the
+/// request has passed.
 fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
     if let Some(name) = checks::hollow_values(executions).first() {
         return Some(Verdict::not_done(
@@ -98,6 +99,17 @@ fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
                 "compute real values for `{name}`; a placeholder such as None returned where \
                  something failed is not a result"
             ),
+        ));
+    }
+    if let Some(counted) = pitfalls::length_of_a_mask(executions) {
+        let mask = &counted.mask;
+        return Some(Verdict::not_done(
+            format!(
+                "len({mask}) counts every one of the {} values of the boolean mask {mask}, \
+                 True or False",
+                counted.rows
+            ),
+            format!("count the True values with {mask}.sum()"),
         ));
     }
     let number = executions

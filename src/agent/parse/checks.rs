@@ -459,32 +459,53 @@ pub fn not_asked_for(error_line: &str, asked: &str) -> Option<String> {
     None
 }
 
-/// For a file that is not there, read by a line of `code` that assigns a
-/// variable the namespace already holds (`df = pd.read_csv('data.csv')`
-/// beside a loaded `df`, the request quoting how it was made): the hint to
-/// use that variable. None for anything else.
+/// A block that failed reading a file that is not there into a variable
+/// the namespace already holds (`df = pd.read_csv('data.csv')` beside a
+/// loaded `df`, the request quoting how it was made), without that line.
+#[derive(Debug, PartialEq)]
+pub struct Reload {
+    /// The variable the line assigned.
+    pub name: String,
+    /// The file it read.
+    pub file: String,
+    /// The block without the line.
+    pub code: String,
+}
+
+/// The [`Reload`] of `code`, whose block failed with `error_line`, when the
+/// line that read the missing file is one whole top-level statement
+/// assigning a variable in `namespace_names`.
 pub fn reloads_a_variable(
     code: &str,
     error_line: &str,
     namespace_names: &[String],
-) -> Option<String> {
+) -> Option<Reload> {
     let rest = error_line.strip_prefix("FileNotFoundError:")?;
     let end = rest.rfind(['\'', '"'])?;
     let path = &rest[rest[..end].rfind(['\'', '"'])? + 1..end];
     let file = path.rsplit('/').next().filter(|file| !file.is_empty())?;
-    code.lines()
-        .filter(|line| line.contains(file))
-        .find_map(|line| {
-            let (target, _) = line.split_once('=')?;
-            let name = target.trim();
-            let loaded = is_identifier(name) && namespace_names.iter().any(|n| n == name);
-            loaded.then(|| {
-                format!(
-                    "`{name}` is already in the namespace: use it as it is instead of reading \
-                 {file} again"
-                )
-            })
-        })
+    let lines: Vec<&str> = code.lines().collect();
+    let (index, name) = lines.iter().enumerate().find_map(|(index, line)| {
+        let (target, value) = line.split_once('=')?;
+        let name = target.trim_end();
+        let whole = !line.starts_with(char::is_whitespace)
+            && value.contains(file)
+            && value.matches('(').count() == value.matches(')').count()
+            && !value.trim_end().ends_with(['\\', ',']);
+        let loaded = is_identifier(name) && namespace_names.iter().any(|n| n == name);
+        (whole && loaded).then(|| (index, name.to_owned()))
+    })?;
+    let rest: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != index)
+        .map(|(_, line)| *line)
+        .collect();
+    Some(Reload {
+        name,
+        file: file.to_owned(),
+        code: rest.join("\n"),
+    })
 }
 
 /// Errors about the world outside the code (a file, a package, a
@@ -517,16 +538,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_missing_file_read_into_a_loaded_variable_points_to_the_variable() {
+    fn a_missing_file_read_into_a_loaded_variable_is_left_out() {
         let names = ["df".to_owned()];
         let error = "FileNotFoundError: [Errno 2] No such file or directory: 'inn.txt'";
         let code = "import pandas as pd\ndf = pd.read_csv('inn.txt', sep='\\t')\nprint(df)";
-        let hint = reloads_a_variable(code, error, &names).unwrap();
-        assert!(
-            hint.starts_with("`df` is already in the namespace"),
-            "{hint}"
+        let reload = reloads_a_variable(code, error, &names).unwrap();
+        assert_eq!(
+            (reload.name.as_str(), reload.file.as_str()),
+            ("df", "inn.txt")
         );
-        // A variable not loaded, another file, another error: no hint.
+        assert_eq!(reload.code, "import pandas as pd\nprint(df)");
+        // A variable not loaded, another file, another error: none.
         assert_eq!(reloads_a_variable(code, error, &["x".to_owned()]), None);
         let other = "FileNotFoundError: [Errno 2] No such file or directory: 'b.csv'";
         assert_eq!(reloads_a_variable(code, other, &names), None);
@@ -534,8 +556,13 @@ mod tests {
             reloads_a_variable(code, "KeyError: 'inn.txt'", &names),
             None
         );
+        // Not one whole top-level statement: left as it is.
         let compared = "if df == pd.read_csv('inn.txt'):\n    pass";
         assert_eq!(reloads_a_variable(compared, error, &names), None);
+        let nested = "try:\n    df = pd.read_csv('inn.txt')\nexcept OSError:\n    pass";
+        assert_eq!(reloads_a_variable(nested, error, &names), None);
+        let continued = "df = pd.read_csv('inn.txt',\n    sep=',')";
+        assert_eq!(reloads_a_variable(continued, error, &names), None);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
 //! request and a turn's outcome, a key respelled as the data spells it, and
-//! numbers a block printed as fixed text rather than computed. Small models write all of these loosely;
+//! numbers a block printed as fixed text rather than computed, and
+//! well-known mistakes such as `len()` of a boolean mask. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
 
 pub mod action;
@@ -12,6 +13,7 @@ pub mod code;
 pub mod form;
 pub mod in_place;
 pub mod json;
+pub mod pitfalls;
 pub mod plan;
 pub mod prose;
 pub mod respell;

@@ -1,0 +1,447 @@
+//! The default graph (seeds 000 and 002):
+//!
+//! ```text
+//! generate -> extract -> (no code: end) -> [others] -> execute -> reflect
+//!     ^                                                             |
+//!     +---- not complete and turns left ----------------------------+--> end
+//! ```
+//!
+//! The reflection's reasoning and next step go into the conversation, so the
+//! next generate turn builds on them, and a final text-only answer stays in
+//! the conversation for the next `%%ask`.
+//!
+//! Cheap checks come before a model judges (see [`crate::agent::parse::checks`]): a first
+//! answer with no code for a request that needs some is sent back once; a
+//! failed block, or a variable or file the request names that is not there,
+//! means not done without asking (a block that failed on a key it spelled
+//! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
+//! with the data's spelling, no model asked: [`crate::agent::parse::respell`];
+//! one that failed reading a variable the namespace holds from a file that
+//! is not here runs again without that line);
+//! and a turn that only repeats the one before is told so once, then the
+//! run stops. They may say "not done";
+//! only the check says "done" ([`super::check`]: the form each value the
+//! request names must have, compared by code, then a review of the request
+//! beside the code, its report and those values as they are now).
+//!
+//! Where other solutions are tried ([`super::solutions`]: sampled beside
+//! the turn's answer, run on scratch copies), their values weigh in first:
+//! another answer with as many solutions behind it is not done, shown to
+//! the model; otherwise the review is told how many agreed.
+
+use super::check::{Work, check};
+use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
+use super::steps::{NodeSettings, close_with_answer, node, run_pending};
+use super::unmet::unmet;
+use crate::agent::graph::{Activity, Graph, Route, nodes};
+use crate::agent::llm::ChatMessage;
+use crate::agent::parse::checks;
+use crate::agent::parse::code::{closed_code_blocks, code_blocks};
+use crate::agent::parse::prose::review_words;
+use crate::agent::parse::respell::respell;
+use crate::agent::prompts;
+use crate::agent::run::{
+    AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
+};
+
+/// A cap on nodes per run, well above what the turn limit allows, so a
+/// routing mistake cannot loop forever.
+fn step_cap(max_turns: u32) -> usize {
+    (max_turns as usize) * 4 + 4
+}
+
+nodes! {
+    /// The default graph's nodes.
+    pub enum Step {
+        Generate = "generate", Some(Activity::Answering);
+        Extract = "extract", None;
+        Others = "others", Some(Activity::TryingOtherSolutions);
+        Execute = "execute", Some(Activity::RunningCode);
+        Reflect = "reflect", Some(Activity::Reviewing);
+    }
+}
+
+/// The default graph for a run with `max_turns`.
+pub fn default_graph<E: Effects>(
+    settings: NodeSettings,
+    max_turns: u32,
+) -> Graph<AgentState, E, Step> {
+    let generate_settings = settings.clone();
+    let reflect_settings = settings.clone();
+    let others_settings = settings.clone();
+    let route_settings = settings.clone();
+    let execute_enabled = settings.execute;
+    let once = settings.once;
+    Graph::new(Step::Generate, step_cap(max_turns))
+        .node(
+            Step::Generate,
+            node(move |s, e| Box::pin(generate(s, e, generate_settings.clone()))),
+        )
+        .node(
+            Step::Extract,
+            node(move |s, _e| Box::pin(async move { extract(s, once) })),
+        )
+        .node(
+            Step::Others,
+            node(move |s, e| Box::pin(others(s, e, others_settings.clone()))),
+        )
+        .node(
+            Step::Execute,
+            node(move |s, e| Box::pin(execute(s, e, execute_enabled, once))),
+        )
+        .node(
+            Step::Reflect,
+            node(move |s, e| Box::pin(reflect(s, e, reflect_settings.clone()))),
+        )
+        .edge(Step::Generate, Route::To(Step::Extract))
+        .conditional_edge(
+            Step::Extract,
+            &[
+                Route::To(Step::Others),
+                Route::To(Step::Execute),
+                Route::To(Step::Generate),
+                Route::End,
+            ],
+            move |s: &AgentState| {
+                if !s.pending.is_empty()
+                    && names_to_compare(s, &route_settings, &s.answer).is_some()
+                {
+                    Route::To(Step::Others)
+                } else if !s.pending.is_empty() {
+                    Route::To(Step::Execute)
+                } else if s.outcome.is_none() {
+                    Route::To(Step::Generate)
+                } else {
+                    Route::End
+                }
+            },
+        )
+        .edge(Step::Others, Route::To(Step::Execute))
+        .conditional_edge(
+            Step::Execute,
+            &[Route::To(Step::Reflect), Route::End],
+            move |_s: &AgentState| {
+                if execute_enabled && !once {
+                    Route::To(Step::Reflect)
+                } else {
+                    Route::End
+                }
+            },
+        )
+        .conditional_edge(
+            Step::Reflect,
+            &[
+                Route::To(Step::Generate),
+                Route::To(Step::Execute),
+                Route::End,
+            ],
+            |s: &AgentState| match s.outcome {
+                Some(_) => Route::End,
+                // A respelled block runs without asking the model.
+                None if !s.pending.is_empty() => Route::To(Step::Execute),
+                None => Route::To(Step::Generate),
+            },
+        )
+}
+
+async fn generate<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: NodeSettings,
+) -> Result<(), AgentError> {
+    let system = code_prompt(state, effects).await;
+    let answer = settings.write_code(state, effects, system).await?;
+    state.truncated = answer.truncated;
+    state.record_answer(answer.text);
+    Ok(())
+}
+
+/// The system prompt code is written under (the same from call to call of
+/// a run: its namespace summary is the first prompt's).
+async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
+    let namespace = effects.namespace().await;
+    state.namespace_names = checks::summary_names(&namespace);
+    prompts::system(
+        &state.pinned_namespace(&namespace),
+        state.recent_cells_shown(),
+        &state.skills,
+    )
+}
+
+/// Samples other solutions of the turn's request and tries them on
+/// scratch copies, before the turn's own code runs.
+async fn others<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: NodeSettings,
+) -> Result<(), AgentError> {
+    let system = code_prompt(state, effects).await;
+    try_other_solutions(state, effects, &settings, system).await
+}
+
+fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
+    // A block cut off at the length limit would fail half-written.
+    state.pending = if state.truncated {
+        closed_code_blocks(&state.answer)
+    } else {
+        code_blocks(&state.answer)
+    };
+    if !state.pending.is_empty() {
+        return Ok(());
+    }
+    if state.truncated && !once && state.turn < state.max_turns {
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
+        return Ok(());
+    }
+    // An answer with no code after a turn the review found unfinished only
+    // claims what no code did: asked once to do it.
+    let unfinished = state
+        .verdict
+        .as_ref()
+        .filter(|verdict| verdict.parsed && !verdict.is_complete && !verdict.cannot_fix);
+    if let Some(verdict) = unfinished
+        && !once
+        && !state.nudged_after_review
+        && state.turn < state.max_turns
+    {
+        state.nudged_after_review = true;
+        let reason = review_words(&verdict.reasoning);
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::still_unfinished(&reason)));
+        return Ok(());
+    }
+    // An answer with no code before any ran cannot have done a request
+    // that needs code: asked once to do it (a small model often answers
+    // "3" to "store the count in `n`").
+    let nudge = !once
+        && state.executions.is_empty()
+        && !state.nudged_for_code
+        && state.turn < state.max_turns
+        && checks::needs_code(&state.request, &state.namespace_names);
+    if nudge {
+        state.nudged_for_code = true;
+        state
+            .conversation
+            .push(ChatMessage::user(prompts::CODE_PLEASE.to_owned()));
+    } else {
+        state.outcome = Some(Outcome::Answered);
+    }
+    Ok(())
+}
+
+async fn execute<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    enabled: bool,
+    once: bool,
+) -> Result<(), AgentError> {
+    let before = state.executions.len();
+    let ran = run_pending(state, effects, enabled).await?;
+    state.last_turn_blocks = state.executions.len() - before;
+    if !enabled || once {
+        state.outcome = Some(Outcome::Answered);
+    } else if ran.copied {
+        // The copy leaves the conversation, and the recent cells the
+        // prompt: shown either, a small model sends the cell once more.
+        state.conversation.pop();
+    } else {
+        state.conversation.push(ChatMessage::user(ran.report));
+    }
+    Ok(())
+}
+
+async fn reflect<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: NodeSettings,
+) -> Result<(), AgentError> {
+    let solutions = compare_solutions(state, effects).await;
+    let mut precheck = precheck(state, effects).await;
+    // Another answer with as many solutions behind it settles "not done"
+    // before any review, and the model is told both.
+    let mut feedback = None;
+    if let (Precheck::Judge { failed: false }, Some(solutions)) = (&precheck, &solutions)
+        && let Some((verdict, told)) = dispute(solutions)
+    {
+        precheck = Precheck::NotDone(verdict);
+        feedback = Some(told);
+    }
+    let verdict = match precheck {
+        Precheck::Judge { failed } => {
+            let since = state.executions.len() - this_turns_executions(state).len();
+            let consensus = solutions.as_ref().map(|s| s.agreement.consensus());
+            let agreed = match consensus {
+                Some(Consensus::Unanimous { of }) => Some((of, of)),
+                Some(Consensus::Majority { agree, of }) => Some((agree, of)),
+                _ => None,
+            };
+            let work = Work {
+                since,
+                failed,
+                answer: None,
+                agreed,
+            };
+            let mut verdict = check(state, effects, &settings, work).await?;
+            // "Cannot be done" with nothing failing (a small model reads a
+            // warning so) gets one more turn before it is believed.
+            if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
+                state.doubted_cannot_fix = true;
+                verdict.cannot_fix = false;
+            }
+            verdict
+        }
+        Precheck::NotDone(verdict) => verdict,
+        Precheck::Rerun { note, code } => {
+            effects.emit(AgentEvent::Status(note.clone()));
+            state.record_answer(format!("{note}\n\n```python\n{code}\n```"));
+            state.pending = vec![CodeBlock { code }];
+            state.blocks_shown = 0;
+            return Ok(());
+        }
+        Precheck::CopiedCell => {
+            if state.recent_cells_copied == 1 {
+                // Nothing ran: the first copy does not use up a turn, so
+                // the answer without the cells in view gets the one it took.
+                state.turn -= 1;
+            } else if state.turn >= state.max_turns {
+                state.outcome = Some(Outcome::MaxTurns);
+            }
+            return Ok(());
+        }
+        Precheck::Repeated { error } => {
+            if state.repeats > 1 || state.turn >= state.max_turns {
+                state.outcome = Some(Outcome::Repeating);
+            } else {
+                let unfinished = state
+                    .verdict
+                    .as_ref()
+                    .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty());
+                let feedback = match (error, unfinished) {
+                    (Some(error), _) => {
+                        prompts::repeated_failure(&error, checks::error_hint(&error))
+                    }
+                    (None, Some(verdict)) => {
+                        prompts::repeated_unfinished(&verdict.reasoning, &verdict.next_action)
+                    }
+                    (None, None) => prompts::REPEATED.to_owned(),
+                };
+                state.conversation.push(ChatMessage::user(feedback));
+            }
+            return Ok(());
+        }
+    };
+    effects.emit(AgentEvent::Verdict(verdict.clone()));
+    if verdict.is_complete {
+        state.outcome = Some(Outcome::Complete);
+        close_with_answer(state, effects, &verdict.answer);
+    } else if verdict.cannot_fix {
+        // Said once, with the reason, instead of spending every turn left.
+        state.outcome = Some(Outcome::CannotBeDone);
+    } else if state.turn >= state.max_turns {
+        state.outcome = Some(Outcome::MaxTurns);
+    } else {
+        let feedback = feedback
+            .unwrap_or_else(|| prompts::not_done_yet(&verdict.reasoning, &verdict.next_action));
+        state.conversation.push(ChatMessage::user(feedback));
+    }
+    state.verdict = Some(verdict);
+    Ok(())
+}
+
+/// What the checks before the review found.
+enum Precheck {
+    /// Nothing settles it: the model judges (`failed`: whether the last
+    /// block failed, in a way only a review can tell fixable or not).
+    Judge { failed: bool },
+    /// Not done, and why, without asking.
+    NotDone(Verdict),
+    /// The block failed on a mistake the kernel can mend without asking
+    /// (a key spelled otherwise than the data does, a loaded variable read
+    /// again from a file that is not here): `code`, so mended, runs next,
+    /// and `note` says how.
+    Rerun { note: String, code: String },
+    /// The turn's answer was a cell the user ran since the last request,
+    /// not run: the model answers again without that cell in view.
+    CopiedCell,
+    /// The turn ran the code of the turn before with the same outcome
+    /// (`error`: the error line, when that outcome was a failure).
+    Repeated { error: Option<String> },
+}
+
+async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Precheck {
+    let last = state.executions.last();
+    if last.is_some_and(|e| e.output == prompts::RECENT_CELL_AGAIN) {
+        return Precheck::CopiedCell;
+    }
+    let blocks = state.last_turn_blocks;
+    if checks::repeated(&state.executions, blocks) {
+        state.repeats += 1;
+        let error = state
+            .executions
+            .last()
+            .filter(|e| e.failed && !checks::refused(&e.output))
+            .map(|e| checks::error_line(&e.output).to_owned());
+        return Precheck::Repeated { error };
+    }
+    let not_done = |reasoning: String, next_action: &str| {
+        Precheck::NotDone(Verdict::not_done(reasoning, next_action))
+    };
+    // (A block the guard or the user did not allow is not an error to fix:
+    // the review decides what it means for the request.)
+    let last = state.executions.last();
+    if let Some(failed) = last.filter(|e| e.failed && !checks::refused(&e.output)) {
+        let error = checks::error_line(&failed.output).to_owned();
+        if state.turn < state.max_turns
+            && let Some(respelling) = respell(&failed.code, &error)
+        {
+            let note = prompts::respelled(&respelling.written, &respelling.key);
+            return Precheck::Rerun {
+                note,
+                code: respelling.code,
+            };
+        }
+        // Data the namespace holds, read again from a file that is not
+        // here (told so, the local model kept reading it): the block runs
+        // again without that line.
+        if state.turn < state.max_turns
+            && let Some(reload) =
+                checks::reloads_a_variable(&failed.code, &error, &state.namespace_names)
+        {
+            return Precheck::Rerun {
+                note: prompts::not_reloaded(&reload.name, &reload.file),
+                code: reload.code,
+            };
+        }
+        // A file or module nobody asked for was the model's guess: not a
+        // sign that the request cannot be done.
+        let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
+        if let Some(hint) = checks::not_asked_for(&error, &asked) {
+            let next = format!("fix the cause of the error ({hint}) and run the corrected code");
+            return not_done(format!("the code failed ({error})"), &next);
+        }
+        if checks::may_be_unfixable(&error) {
+            return Precheck::Judge { failed: true };
+        }
+        let next = match checks::failure_hint(&failed.output) {
+            Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
+            None => "fix the cause of the error and run the corrected code".to_owned(),
+        };
+        return not_done(format!("the code failed ({error})"), &next);
+    }
+    if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
+        return not_done(unmet.reasoning, &unmet.next_action);
+    }
+    Precheck::Judge { failed: false }
+}
+
+/// The code the last turn ran, for the review.
+fn this_turns_executions(state: &AgentState) -> &[Execution] {
+    let start = state.executions.len() - state.last_turn_blocks.min(state.executions.len());
+    &state.executions[start..]
+}
+
+#[cfg(test)]
+mod tests;

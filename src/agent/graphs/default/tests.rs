@@ -1,0 +1,801 @@
+//! The default graph's routes, each driven by a scripted model and
+//! executor: what is run, what the model is told, how the run ends.
+
+use super::*;
+use crate::agent::graph::RunEnd;
+use crate::agent::llm::Role;
+use crate::agent::script::{Script, fails_once, latest, ok};
+
+const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
+const NOT_DONE: &str =
+    r#"{"is_complete": false, "reasoning": "no total yet", "next_action": "sum the column"}"#;
+const ONE_VALUE: &str = r#"{"form": "one number"}"#;
+const CANNOT_TELL: &str = r#"{"form": "cannot tell"}"#;
+
+fn settings() -> NodeSettings {
+    NodeSettings::for_tests()
+}
+
+fn run(script: &mut Script, state: &mut AgentState, settings: NodeSettings) -> RunEnd {
+    let graph = default_graph::<Script>(settings, state.max_turns);
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(graph.run(state, script))
+        .unwrap()
+}
+
+fn nodes_run(script: &Script) -> Vec<&'static str> {
+    script.nodes.clone()
+}
+
+#[test]
+fn text_only_answer_ends_after_one_call_and_stays_in_the_conversation() {
+    let mut script = Script::new(&["Python lists are ordered."], ok);
+    let mut state = AgentState::new("what is a list?", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(nodes_run(&script), ["generate", "extract"]);
+    assert_eq!(state.outcome, Some(Outcome::Answered));
+    assert_eq!(state.conversation.last().unwrap().role, Role::Assistant);
+    assert!(script.executed.is_empty());
+    // The namespace summary is in the system prompt; the message is the request.
+    let request = &script.requests[0];
+    assert!(request.system.contains("x: int = 1"), "{}", request.system);
+    assert_eq!(latest(request), "what is a list?");
+}
+
+#[test]
+fn code_then_done() {
+    let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
+    let mut state = AgentState::new("compute", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        nodes_run(&script),
+        ["generate", "extract", "execute", "reflect"]
+    );
+    assert_eq!(script.executed, ["print(6*7)"]);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.usage.input_tokens, 20);
+    // The model was shown the execution output before reflecting.
+    let last = script.requests.last().unwrap();
+    assert!(last.messages.last().unwrap().content.contains("42"));
+    assert!(
+        script
+            .events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Code { code, .. } if code == "print(6*7)"))
+    );
+}
+
+#[test]
+fn a_finished_run_ends_with_the_reviews_answer() {
+    let done = r#"{"is_complete": true, "reasoning": "shown", "next_action": "", "answer": "The total is 42."}"#;
+    let mut script = Script::new(&["```python\nprint(6*7)\n```", done], ok);
+    let mut state = AgentState::new("total?", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.answer, "The total is 42.");
+    let last = state.conversation.last().unwrap();
+    assert_eq!(
+        (last.role, last.content.as_str()),
+        (Role::Assistant, "The total is 42.")
+    );
+    assert!(matches!(script.events.last(), Some(AgentEvent::Answer(a)) if a == "The total is 42."));
+    // Without an answer, the run ends as before.
+    let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
+    let mut state = AgentState::new("total?", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.conversation.last().unwrap().role, Role::User);
+    assert!(
+        !script
+            .events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Answer(_)))
+    );
+}
+
+#[test]
+fn multi_turn_through_reflection_feeds_reasoning_back() {
+    let mut script = Script::new(
+        &[
+            "```python\nx = 1\n```",
+            NOT_DONE,
+            "```python\nprint(x + 1)\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("sum it", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.turn, 2);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    // The second generate call saw the reviewer's reasoning and next step.
+    let second_generate = &script.requests[2];
+    let feedback = &second_generate.messages.last().unwrap().content;
+    assert!(feedback.contains("no total yet") && feedback.contains("sum the column"));
+    // Its system prompt was the first one's, though the namespace had
+    // changed: a prompt cache reuses it, and the report said what changed.
+    assert_eq!(second_generate.system, script.requests[0].system);
+    assert!(!second_generate.system.contains("blocks_run"));
+}
+
+#[test]
+fn a_loaded_variable_read_again_from_a_missing_file_runs_again_without_that_line() {
+    // `x` is in the scripted namespace (x: int = 1).
+    let mut script = Script::new(
+        &["```python\nx = pd.read_csv('inn.txt')\nprint(x)\n```", DONE],
+        |code| match code.contains("inn.txt") {
+            true => Execution {
+                output: "FileNotFoundError: [Errno 2] No such file or directory: 'inn.txt'".into(),
+                failed: true,
+                ..ok(code)
+            },
+            false => ok(code),
+        },
+    );
+    let mut state = AgentState::new("print x", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        script.executed,
+        ["x = pd.read_csv('inn.txt')\nprint(x)", "print(x)"]
+    );
+    assert_eq!(script.requests.len(), 2);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert!(script.events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Status(s) if s.contains("`x` is loaded already")
+    )));
+}
+
+#[test]
+fn a_key_spelled_otherwise_than_the_data_runs_again_respelled_without_asking() {
+    const WRITTEN: &str = "m = weather['wind_speed'].mean()";
+    let mut script = Script::new(
+        &["```python\nm = weather['wind_speed'].mean()\n```", DONE],
+        |code| match code.contains("'wind_speed'") {
+            true => Execution {
+                output: "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?"
+                    .into(),
+                failed: true,
+                ..ok(code)
+            },
+            false => ok(code),
+        },
+    );
+    let mut state = AgentState::new("the mean wind speed of weather", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        script.executed,
+        [WRITTEN, "m = weather['wind speed'].mean()"]
+    );
+    assert_eq!(
+        nodes_run(&script),
+        [
+            "generate", "extract", "execute", "reflect", "execute", "reflect"
+        ]
+    );
+    // One answer and one review: the respelling asked no model.
+    assert_eq!(script.requests.len(), 2);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert!(script.events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Status(s) if s.contains("spells 'wind_speed' as 'wind speed'")
+    )));
+    // The conversation says what ran, as if written so.
+    assert!(
+        state
+            .conversation
+            .iter()
+            .any(|m| m.role == Role::Assistant && m.content.contains("weather['wind speed']"))
+    );
+}
+
+#[test]
+fn a_review_that_finds_the_request_impossible_ends_the_run() {
+    let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "sales.csv does not exist", "next_action": ""}"#;
+    let mut script = Script::new(
+        &[
+            "```python
+open('sales.csv')
+```",
+            cannot,
+        ],
+        |code| Execution {
+            output: "FileNotFoundError: [Errno 2] No such file or directory: 'sales.csv'".into(),
+            failed: true,
+            ..ok(code)
+        },
+    );
+    let mut state = AgentState::new("sum sales.csv", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+    assert_eq!(state.turn, 1);
+    assert_eq!(
+        nodes_run(&script),
+        ["generate", "extract", "execute", "reflect"]
+    );
+}
+
+#[test]
+fn a_file_the_request_never_named_is_the_models_guess_and_goes_back_to_it() {
+    let mut script = Script::new(
+        &[
+            "```python\ndf = pd.read_csv('inn.txt')\n```",
+            "```python\nprint(df.shape)\n```",
+            DONE,
+        ],
+        |code| match code.contains("inn.txt") {
+            true => Execution {
+                output: "FileNotFoundError: [Errno 2] No such file or directory: 'inn.txt'".into(),
+                failed: true,
+                ..ok(code)
+            },
+            false => ok(code),
+        },
+    );
+    let mut state = AgentState::new("count the rows of df", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // No review between: the next turn is told the data is in the namespace.
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("no file \"inn.txt\" here"), "{told}");
+    assert_eq!(
+        script.executed,
+        ["df = pd.read_csv('inn.txt')", "print(df.shape)"]
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_claim_without_code_after_an_unfinished_turn_is_sent_back_once() {
+    let mut script = Script::new(
+        &[
+            "```python\n1/0\n```",
+            "It is done now.",
+            "```python\nprint('fixed')\n```",
+            DONE,
+        ],
+        fails_once,
+    );
+    let mut state = AgentState::new("divide", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["1/0", "print('fixed')"]);
+    let told = latest(&script.requests[2]);
+    assert!(told.starts_with("The request is not finished"), "{told}");
+    assert!(told.contains("ZeroDivisionError"), "{told}");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_cell_the_user_ran_sent_again_is_not_run_and_leaves_the_prompt() {
+    let cell = "from pathlib import Path\nPath('notes.md').write_text('hi')\nprint('saved')";
+    let mut script = Script::new(
+        &[
+            "```python\nPath('notes.md').write_text('hi')\nprint('saved')\n```",
+            "```python\nprint(len('hi'))\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("count the characters of the note", Vec::new(), 5);
+    state.recent_cells = vec![cell.to_owned()];
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["print(len('hi'))"]);
+    // Asked again as at first, but with neither the cell nor the copy
+    // in view.
+    let (first, again) = (&script.requests[0], &script.requests[1]);
+    assert!(
+        first.system.contains("write_text('hi')"),
+        "{}",
+        first.system
+    );
+    assert!(
+        !again.system.contains("write_text('hi')"),
+        "{}",
+        again.system
+    );
+    assert_eq!(again.messages.len(), first.messages.len());
+    assert_eq!(latest(again), "count the characters of the note");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_first_copy_uses_no_turn_and_a_second_ends_the_run_at_the_turn_limit() {
+    let cell = "x = 1\nprint(x)";
+    let copy = "```python\nx = 1\nprint(x)\n```";
+    let mut script = Script::new(&[copy, "```python\n# x\nx = 1\nprint(x)\n```"], ok);
+    let mut state = AgentState::new("show x", Vec::new(), 1);
+    state.recent_cells = vec![cell.to_owned()];
+    run(&mut script, &mut state, settings());
+    assert!(script.executed.is_empty());
+    assert_eq!(script.requests.len(), 2);
+    assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+}
+
+#[test]
+fn a_number_printed_as_fixed_text_and_never_computed_is_not_done_without_a_review() {
+    fn prints(code: &str) -> Execution {
+        // What print(m) and each text print.
+        let output = if code.contains("f'") {
+            "The mean is 3.0"
+        } else {
+            "3.0\nThe mean is 12.5"
+        };
+        Execution {
+            output: output.into(),
+            ..ok(code)
+        }
+    }
+    let mut script = Script::new(
+        &[
+            "```python\nprint(m)\nprint('The mean is 12.5')\n```",
+            "```python\nprint(f'The mean is {m}')\n```",
+            DONE,
+        ],
+        prints,
+    );
+    let mut state = AgentState::new("print the mean of the data", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("12.5 as fixed text"), "{told}");
+    assert_eq!(script.requests.len(), 3);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_table_of_missing_values_is_not_done_without_a_review() {
+    fn made(code: &str) -> Execution {
+        let hollow = if code.contains("None") {
+            ", every value missing"
+        } else {
+            ""
+        };
+        Execution {
+            changes: vec![format!("result: DataFrame 3x2, columns D, E{hollow} (new)")],
+            ..ok(code)
+        }
+    }
+    let mut script = Script::new(
+        &[
+            "```python\nresult = pivot(lambda v: (None, None))\n```",
+            "```python\nresult = pivot(sum)\n```",
+            DONE,
+        ],
+        made,
+    );
+    let mut state = AgentState::new("make the pivot table", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[1]);
+    assert!(
+        told.contains("every value in `result` is missing"),
+        "{told}"
+    );
+    assert_eq!(script.requests.len(), 3);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn cannot_be_done_with_nothing_failing_gets_one_more_turn() {
+    let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "a warning", "next_action": ""}"#;
+    let mut script = Script::new(
+        &[
+            "```python\nprint(1)\n```",
+            cannot,
+            "```python\nprint(2)\n```",
+            cannot,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("print a number", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+    assert_eq!(state.turn, 2);
+}
+
+#[test]
+fn max_turns_reached() {
+    let mut script = Script::new(
+        &[
+            "```python\na = 1\n```",
+            NOT_DONE,
+            "```python\nb = 2\n```",
+            NOT_DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("never done", Vec::new(), 2);
+    let end = run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+    assert_eq!(state.turn, 2);
+    assert!(matches!(end, RunEnd::Finished { steps: 8 }));
+}
+
+#[test]
+fn error_recovery_the_failure_reaches_the_next_turn_without_a_review() {
+    let mut script = Script::new(
+        &[
+            "```python\n1/0\n```\n```python\nprint('never')\n```",
+            "```python\nprint('fixed')\n```",
+            DONE,
+        ],
+        fails_once,
+    );
+    let mut state = AgentState::new("divide", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // The block after the failing one was not run.
+    assert_eq!(script.executed, ["1/0", "print('fixed')"]);
+    // A failed block is not done: no model is asked, the next turn is
+    // told the error.
+    let next_turn = &script.requests[1];
+    let told: Vec<&str> = next_turn
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert!(
+        told.iter().any(|m| m.contains("ZeroDivisionError")),
+        "{told:?}"
+    );
+    assert!(
+        matches!(&script.events[..], [_, _, AgentEvent::Verdict(v), ..] if v.reasoning.contains("ZeroDivisionError")),
+        "{:?}",
+        script.events
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(script.requests.len(), 3);
+}
+
+#[test]
+fn an_answer_without_code_to_a_request_that_needs_some_is_sent_back_once() {
+    let mut script = Script::new(&["3", "```python\nn = 3\n```", ONE_VALUE, DONE], ok);
+    let mut state = AgentState::new("Count the fruits and store it in `n`.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["n = 3"]);
+    let second = &script.requests[1];
+    assert!(latest(second).starts_with(prompts::CODE_PLEASE));
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+
+    // A question that needs no code is answered in words.
+    let mut script = Script::new(&["A left join keeps every row of the left table."], ok);
+    let mut state = AgentState::new("What does a left join do?", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::Answered));
+    assert_eq!(script.requests.len(), 1);
+}
+
+#[test]
+fn a_named_variable_that_exists_is_judged_by_its_value_never_by_existing() {
+    let mut script = Script::new(
+        &[
+            "```python\nprint(3)\n```",
+            "```python\ntotal = [1, 2, 3]\n```",
+            ONE_VALUE,
+            "```python\ntotal = 7\n```",
+            NOT_DONE,
+            "```python\ntotal = 6\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("Store the sum in `total`.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // `total` missing after the first turn: told so, with no review call.
+    let last = latest(&script.requests[1]);
+    assert!(last.contains("`total` does not exist yet"), "{last}");
+    // There after the second, as a list: the model said, before it saw
+    // the value, that one value is asked for; code compared the two.
+    let asked = latest(&script.requests[2]);
+    assert_eq!(asked, "Request: Store the sum in `total`.\nVariable: total");
+    assert_eq!(script.requests[2].system, prompts::EXPECTED_FORM);
+    let told = latest(&script.requests[3]);
+    assert!(
+            told.contains("`total` must hold one value for this request, but it holds several (list, 3 items of int)"),
+            "{told}"
+        );
+    // One value: the review sees it beside the request (the form is not
+    // asked again), and may still find it wrong.
+    let review = latest(&script.requests[4]);
+    assert!(
+        review.contains("The values the request names, as they are now:\ntotal: int: 7"),
+        "{review}"
+    );
+    assert!(latest(&script.requests[5]).contains("no total yet"));
+    // Done only once a review said so, having looked at the value.
+    assert_eq!(script.requests.len(), 7);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.checked, ["total: int: 6"]);
+    assert_eq!(script.described.len(), 3);
+}
+
+#[test]
+fn a_done_without_named_values_says_what_the_review_looked_at() {
+    let mut script = Script::new(&["```python\nprint(6 * 7)\n```", DONE], |code| Execution {
+        output: "42\n".into(),
+        ..ok(code)
+    });
+    let mut state = AgentState::new("What is six times seven?", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.checked, ["the printed output"]);
+    assert!(script.described.is_empty(), "no value is named");
+}
+
+#[test]
+fn a_common_error_goes_back_with_a_hint() {
+    let mut script = Script::new(
+        &[
+            "```python\ntop = sales[sales['qty']]\n```",
+            "```python\ntop = 1\n```",
+            DONE,
+        ],
+        |code| Execution {
+            output: if code.contains("sales") {
+                r#"KeyError: "None of [Index([3, 1], dtype='int64')] are in the [columns]""#
+                    .to_owned()
+            } else {
+                String::new()
+            },
+            failed: code.contains("sales"),
+            ..ok(code)
+        },
+    );
+    let mut state = AgentState::new("Find the top row of sales.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("the code failed (KeyError"), "{told}");
+    assert!(told.contains("boolean mask"), "{told}");
+}
+
+#[test]
+fn a_variable_asked_to_change_itself_and_rebound_instead_is_not_done() {
+    let mut script = Script::new(
+        &[
+            "```python\nx = [v * 2 for v in x]\n```",
+            "```python\nx[:] = [v * 2 for v in x]\n```",
+            DONE,
+        ],
+        |code| Execution {
+            changes: vec![if code.starts_with("x = ") {
+                "x: list len 3 (changed)".to_owned()
+            } else {
+                "x: list len 3 (changed in place)".to_owned()
+            }],
+            ..ok(code)
+        },
+    );
+    let mut state = AgentState::new("Double the numbers in x (change x itself).", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // The rebinding was sent back without a review, with the model's own
+    // line said in place; the change in place went to the review.
+    let second = &script.requests[1];
+    let last = &second.messages.last().unwrap().content;
+    assert!(last.contains("`x` was assigned a new object"), "{last}");
+    // Its original object went back under the name first.
+    assert!(
+        last.contains("`x` names the original object again"),
+        "{last}"
+    );
+    assert_eq!(script.restored, ["x"]);
+    assert!(last.contains("write `x[:] = [v * 2 for v in x]`"), "{last}");
+    assert_eq!(script.requests.len(), 3);
+    let review = latest(&script.requests[2]);
+    assert!(
+        review.contains("x: list len 3 (changed in place)"),
+        "{review}"
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.checked, ["x: list len 3 (changed in place)"]);
+}
+
+#[test]
+fn the_review_reads_the_request_and_the_turns_facts_only() {
+    let mut script = Script::new(&["Let me look.\n```python\nprint(x)\n```", DONE], ok);
+    let history = vec![
+        ChatMessage::user("an older request"),
+        ChatMessage::assistant("an older answer"),
+    ];
+    let mut state = AgentState::new("What is x?", history, 5);
+    run(&mut script, &mut state, settings());
+    let review = &script.requests[1];
+    assert_eq!(review.messages.len(), 1);
+    let told = &review.messages[0].content;
+    assert!(told.starts_with("Request:\nWhat is x?\n"), "{told}");
+    assert!(
+        told.contains("```python\nprint(x)\n```\nIt printed:\n42\n"),
+        "{told}"
+    );
+    assert!(!told.contains("older"), "{told}");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn an_answer_cut_off_mid_block_runs_nothing_of_it_and_asks_again() {
+    let mut script = Script::new(
+        &[
+            "```python\nrows = [1, 2,",
+            "```python\nrows = [1, 2]\n```",
+            DONE,
+        ],
+        ok,
+    );
+    script.truncate_first = true;
+    let mut state = AgentState::new("make rows", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["rows = [1, 2]"]);
+    assert!(latest(&script.requests[1]).starts_with(prompts::CUT_OFF));
+}
+
+#[test]
+fn the_same_code_with_the_same_result_is_told_once_then_the_run_stops() {
+    let mut script = Script::new(
+        &[
+            "```python\nprint(1)\n```",
+            NOT_DONE,
+            "```python\nprint(1)\n```",
+            "```python\nprint(1)\n```",
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("print one", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
+    let third_turn = &script.requests[3];
+    let told = &third_turn.messages.last().unwrap().content;
+    assert!(
+        told.contains("same code again and got the same result"),
+        "{told}"
+    );
+    assert_eq!(script.requests.len(), 4);
+}
+
+#[test]
+fn the_same_failing_code_is_told_it_cannot_work_with_the_error_and_a_hint() {
+    let mut script = Script::new(
+        &[
+            "```python\nx = 1/0\n```",
+            "```python\nx = 1/0\n```",
+            "```python\nx = 1\n```",
+            DONE,
+        ],
+        fails_once,
+    );
+    let mut state = AgentState::new("set x", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // After the second identical failure: no review call, the model is
+    // told the block cannot work, then its different block is judged.
+    let told = latest(&script.requests[2]);
+    assert!(told.contains("failed with the same error"), "{told}");
+    assert!(
+        told.contains("ZeroDivisionError: division by zero"),
+        "{told}"
+    );
+    assert!(!told.contains(prompts::REPEATED), "{told}");
+    assert_eq!(script.executed.last().unwrap(), "x = 1");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_change_pandas_says_went_to_a_copy_is_not_done_without_a_review() {
+    let mut script = Script::new(
+        &[
+            "```python\ndf['a'].fillna(0, inplace=True)\n```",
+            "```python\ndf['a'] = df['a'].fillna(0)\n```",
+            DONE,
+        ],
+        |code| Execution {
+            output: if code.contains("inplace=True") {
+                "<agent>:1: ChainedAssignmentError: A value is being set on a copy".into()
+            } else {
+                String::new()
+            },
+            ..ok(code)
+        },
+    );
+    let mut state = AgentState::new("Fill the gaps in df's column a with 0.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("went to a copy"), "{told}");
+    assert!(
+        told.contains("write `df['a'] = df['a'].fillna(0)`"),
+        "{told}"
+    );
+    assert_eq!(script.requests.len(), 3);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn the_same_unfinished_code_again_is_told_why_it_was_not_enough() {
+    let mut script = Script::new(
+        &[
+            "```python\nprint(1)\n```",
+            NOT_DONE,
+            "```python\nprint(1)\n```",
+            "```python\nprint(sum(x))\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("print the total", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[3]);
+    assert!(told.contains("same code again"), "{told}");
+    assert!(told.contains("no total yet"), "{told}");
+    assert!(told.contains("Next: sum the column."), "{told}");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn judgements_go_to_the_judge_model_and_the_work_to_the_model() {
+    let mut script = Script::new(&["```python\nprint(x)\n```", DONE], ok);
+    let mut state = AgentState::new("print x", Vec::new(), 5);
+    let settings = NodeSettings {
+        judge_model: Some("small-model".into()),
+        ..settings()
+    };
+    run(&mut script, &mut state, settings);
+    let models: Vec<&str> = script.requests.iter().map(|r| r.model.as_str()).collect();
+    assert_eq!(models, ["test-model", "small-model"]);
+}
+
+#[test]
+fn a_named_result_that_came_out_nan_is_not_done_without_a_review() {
+    let mut script = Script::new(
+        &[
+            "```python\nm = readings.mean()\n```",
+            "```python\nm = np.nanmean(readings)\n```",
+            CANNOT_TELL,
+            DONE,
+        ],
+        |code| Execution {
+            changes: vec![if code.contains("nanmean") {
+                "m: float = 3.75 (changed)".to_owned()
+            } else {
+                "m: float = nan (new)".to_owned()
+            }],
+            ..ok(code)
+        },
+    );
+    let mut state = AgentState::new("Store the mean of readings in `m`.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("`m` is NaN"), "{told}");
+    assert!(told.contains("np.nanmean(a)"), "{told}");
+    // NaN is sent back with no review call; the number that follows goes
+    // to the form question and the review, which says done.
+    assert_eq!(script.requests.len(), 4);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn no_exec_shows_code_but_runs_nothing() {
+    let mut script = Script::new(&["```python\nimport os\n```"], ok);
+    let mut state = AgentState::new("show me", Vec::new(), 5);
+    let settings = NodeSettings {
+        execute: false,
+        ..settings()
+    };
+    run(&mut script, &mut state, settings);
+    assert!(script.executed.is_empty());
+    assert!(
+        script
+            .events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Code { .. }))
+    );
+    assert_eq!(nodes_run(&script), ["generate", "extract", "execute"]);
+}
+
+#[test]
+fn unparseable_reflection_counts_as_not_done() {
+    let mut script = Script::new(
+        &[
+            "```python\nx = 1\n```",
+            "hmm, looks fine to me",
+            "All done: x is 1.",
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("set x", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::Answered));
+    let feedback = &script.requests[2].messages.last().unwrap().content;
+    assert!(feedback.contains("hmm, looks fine to me"));
+}
