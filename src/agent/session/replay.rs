@@ -15,8 +15,9 @@ use super::{INTERRUPTED, effects};
 use crate::agent::failure::AskFailure;
 use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
+use crate::agent::prompts;
 use crate::agent::render::{self, publish};
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Outcome};
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Execution, Outcome};
 use crate::agent::scope;
 use crate::exception::PythonException;
 
@@ -132,8 +133,10 @@ pub(super) fn not_recorded(state: &AgentState) -> Option<&'static str> {
     if !matches!(state.outcome, Some(Outcome::Complete | Outcome::Answered)) {
         return Some("the run did not finish");
     }
-    // Code that did not run (declined, refused by the guard) has no panel.
-    if state.executions.iter().any(|e| e.shown.is_none()) {
+    // Code that did not run (declined, refused by the guard) has no panel;
+    // a cell the user ran, sent again and not run, did nothing to replay.
+    let withheld = |e: &Execution| e.shown.is_none() && e.output != prompts::RECENT_CELL_AGAIN;
+    if state.executions.iter().any(withheld) {
         return Some("some of its code was not run");
     }
     None
@@ -185,4 +188,28 @@ pub(super) fn keep(
     record
         .save(path, secrets)
         .map_err(|e| format!("not recorded in {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::script::ok;
+
+    #[test]
+    fn a_finished_run_is_recorded_unless_code_was_withheld_other_than_a_copied_cell() {
+        let mut state = AgentState::new("sum it", Vec::new(), 2);
+        state.outcome = Some(Outcome::Complete);
+        let ran = Execution {
+            shown: Some(String::new()),
+            ..ok("total = 3")
+        };
+        state.executions = vec![Execution::not_run("x = 1", prompts::RECENT_CELL_AGAIN), ran];
+        assert_eq!(not_recorded(&state), None);
+        state
+            .executions
+            .push(Execution::not_run("rm()", "Not run: declined"));
+        assert_eq!(not_recorded(&state), Some("some of its code was not run"));
+        state.outcome = Some(Outcome::MaxTurns);
+        assert_eq!(not_recorded(&state), Some("the run did not finish"));
+    }
 }

@@ -44,10 +44,11 @@ use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
 };
 
-/// A cap on nodes per run, well above what the turn limit allows, so a
-/// routing mistake cannot loop forever.
+/// A cap on nodes per run, well above what the turn limit allows (with the
+/// two answers that use no turn: one without code, one copy of a cell), so
+/// a routing mistake cannot loop forever.
 fn step_cap(max_turns: u32) -> usize {
-    (max_turns as usize) * 4 + 4
+    (max_turns as usize + 2) * 4 + 4
 }
 
 nodes! {
@@ -215,14 +216,15 @@ fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
     }
     // An answer with no code before any ran cannot have done a request
     // that needs code: asked once to do it (a small model often answers
-    // "3" to "store the count in `n`").
+    // "3" to "store the count in `n`"). Nothing ran, so the answer uses
+    // no turn.
     let nudge = !once
         && state.executions.is_empty()
         && !state.nudged_for_code
-        && state.turn < state.max_turns
         && checks::needs_code(&state.request, &state.namespace_names);
     if nudge {
         state.nudged_for_code = true;
+        state.turn -= 1;
         state
             .conversation
             .push(ChatMessage::user(prompts::CODE_PLEASE.to_owned()));

@@ -444,14 +444,15 @@ fn error_recovery_the_failure_reaches_the_next_turn_without_a_review() {
 }
 
 #[test]
-fn an_answer_without_code_to_a_request_that_needs_some_is_sent_back_once() {
+fn an_answer_without_code_to_a_request_that_needs_some_is_sent_back_once_using_no_turn() {
     let mut script = Script::new(&["3", "```python\nn = 3\n```", ONE_VALUE, DONE], ok);
-    let mut state = AgentState::new("Count the fruits and store it in `n`.", Vec::new(), 5);
+    let mut state = AgentState::new("Count the fruits and store it in `n`.", Vec::new(), 1);
     run(&mut script, &mut state, settings());
     assert_eq!(script.executed, ["n = 3"]);
     let second = &script.requests[1];
     assert!(latest(second).starts_with(prompts::CODE_PLEASE));
     assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.turn, 1);
 
     // A question that needs no code is answered in words.
     let mut script = Script::new(&["A left join keeps every row of the left table."], ok);
