@@ -346,6 +346,11 @@ pub(crate) struct BlocksRun {
     pub copied: bool,
 }
 
+/// Whether `execution` is a cell the user ran, sent again and not run.
+pub(crate) fn resent_cell(execution: &Execution) -> bool {
+    execution.output == prompts::RECENT_CELL_AGAIN
+}
+
 /// Shows each pending block and, when `enabled`, runs it in order, stopping
 /// at the first failure.
 pub(crate) async fn run_pending<E: Effects>(

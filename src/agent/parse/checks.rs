@@ -425,20 +425,23 @@ pub fn refused(output: &str) -> bool {
     output.starts_with("Not run:")
 }
 
+/// The last quoted text of an error line (`'data.csv'` of `No such file or
+/// directory: 'data.csv'`).
+fn last_quoted(text: &str) -> Option<&str> {
+    let end = text.rfind(['\'', '"'])?;
+    let start = text[..end].rfind(['\'', '"'])? + 1;
+    Some(&text[start..end])
+}
+
 /// For a file or a module the code reached for that is not there, when
 /// nothing the user wrote (`asked`: the request and the cells they ran)
 /// names it: the model's own guess, which another attempt can do without.
 /// The hint that says so; None for anything else.
 pub fn not_asked_for(error_line: &str, asked: &str) -> Option<String> {
-    let quoted = |text: &str| -> Option<String> {
-        let end = text.rfind(['\'', '"'])?;
-        let start = text[..end].rfind(['\'', '"'])? + 1;
-        Some(text[start..end].to_owned())
-    };
     let named = |name: &str| !name.is_empty() && asked.contains(name);
     if let Some(rest) = error_line.strip_prefix("FileNotFoundError:") {
-        let path = quoted(rest)?;
-        let file = path.rsplit('/').next().unwrap_or(&path);
+        let path = last_quoted(rest)?;
+        let file = path.rsplit('/').next().unwrap_or(path);
         return (!named(file)).then(|| {
             format!(
                 "there is no file {file:?} here, and the request names none: the data is in \
@@ -447,8 +450,8 @@ pub fn not_asked_for(error_line: &str, asked: &str) -> Option<String> {
         });
     }
     if error_line.starts_with("ModuleNotFoundError:") {
-        let module = quoted(error_line)?;
-        let package = module.split('.').next().unwrap_or(&module);
+        let module = last_quoted(error_line)?;
+        let package = module.split('.').next().unwrap_or(module);
         return (!named(package)).then(|| {
             format!(
                 "{package} is not installed here, and the request does not ask for it: do \
@@ -480,9 +483,7 @@ pub fn reloads_a_variable(
     error_line: &str,
     namespace_names: &[String],
 ) -> Option<Reload> {
-    let rest = error_line.strip_prefix("FileNotFoundError:")?;
-    let end = rest.rfind(['\'', '"'])?;
-    let path = &rest[rest[..end].rfind(['\'', '"'])? + 1..end];
+    let path = last_quoted(error_line.strip_prefix("FileNotFoundError:")?)?;
     let file = path.rsplit('/').next().filter(|file| !file.is_empty())?;
     let lines: Vec<&str> = code.lines().collect();
     let (index, name) = lines.iter().enumerate().find_map(|(index, line)| {

@@ -13,9 +13,9 @@ use super::lookups::run_changes;
 use super::record::{CellKey, CellRun, Record, RecordedBlock};
 use super::{INTERRUPTED, effects};
 use crate::agent::failure::AskFailure;
+use crate::agent::graphs::steps::resent_cell;
 use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
-use crate::agent::prompts;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Execution, Outcome};
 use crate::agent::scope;
@@ -135,7 +135,7 @@ pub(super) fn not_recorded(state: &AgentState) -> Option<&'static str> {
     }
     // Code that did not run (declined, refused by the guard) has no panel;
     // a cell the user ran, sent again and not run, did nothing to replay.
-    let withheld = |e: &Execution| e.shown.is_none() && e.output != prompts::RECENT_CELL_AGAIN;
+    let withheld = |e: &Execution| e.shown.is_none() && !resent_cell(e);
     if state.executions.iter().any(withheld) {
         return Some("some of its code was not run");
     }
@@ -193,6 +193,7 @@ pub(super) fn keep(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::prompts;
     use crate::agent::script::ok;
 
     #[test]

@@ -31,7 +31,7 @@
 
 use super::check::{Work, check};
 use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
-use super::steps::{NodeSettings, close_with_answer, node, run_pending};
+use super::steps::{NodeSettings, close_with_answer, node, resent_cell, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
@@ -375,7 +375,7 @@ enum Precheck {
 
 async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Precheck {
     let last = state.executions.last();
-    if last.is_some_and(|e| e.output == prompts::RECENT_CELL_AGAIN) {
+    if last.is_some_and(resent_cell) {
         return Precheck::CopiedCell;
     }
     let blocks = state.last_turn_blocks;
