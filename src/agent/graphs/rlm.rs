@@ -1,10 +1,11 @@
 //! The recursive search behind `rlm(query, context)` (seed 002): a sub-agent
 //! that sees only a description of a large value, explores it with code
 //! (peek, grep, partition, and `rlm()` again on parts) in a namespace of its
-//! own, and ends by calling `FINAL(answer)`:
+//! own, and ends by calling `FINAL(answer)` (an answer in words after code
+//! has looked is made that call):
 //!
 //! ```text
-//! explore -> extract -> (no code: asked for code) -> explore
+//! explore -> extract -> (no code, nothing looked yet: asked for code) -> explore
 //!                    -> run -> (FINAL called: end) -> (turns left: explore | end)
 //! ```
 
