@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use super::dap::{DapClient, Response};
 use super::iopub::Iopub;
 use crate::cell_files;
-use crate::python::{Parent, PythonHandle, RuntimeRequest};
+use crate::python::{Parent, PythonHandle, RuntimeMethod, RuntimeRequest};
 
 /// How long the variables panel's values may take to make, all together;
 /// after that the rest are listed without a value.
@@ -88,7 +88,7 @@ impl Debugger {
             "dumpCell" => Ok(dump_cell(request, &arguments)),
             "inspectVariables" => python
                 .call_now(
-                    "debug_variables",
+                    RuntimeMethod::DebugVariables,
                     json!({ "seconds": REPR_SECONDS }),
                     // Just past the Python side's own deadline: only a repr
                     // that is still running then gets the TimeoutError.
@@ -105,7 +105,7 @@ impl Debugger {
                     |field: &str| arguments.get(field).or_else(|| request.get(field)).cloned();
                 let args = json!({ "startModule": paging("startModule"), "moduleCount": paging("moduleCount") });
                 python
-                    .call_now("debug_modules", args, PYTHON_CALL_LIMIT)
+                    .call_now(RuntimeMethod::DebugModules, args, PYTHON_CALL_LIMIT)
                     .await
                     .map(|body| response(command, body))
                     .map_err(|e| e.evalue)
@@ -295,7 +295,7 @@ impl Debugger {
             _ => json!({ "name": name }),
         };
         python
-            .call_now("debug_rich_inspect", args, PYTHON_CALL_LIMIT)
+            .call_now(RuntimeMethod::DebugRichInspect, args, PYTHON_CALL_LIMIT)
             .await
             .map(|body| response("richInspectVariables", body))
             .map_err(|e| e.evalue)

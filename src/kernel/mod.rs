@@ -8,7 +8,6 @@
 //! its idle. This module never touches pyo3; Python is reached through
 //! [`PythonHandle`].
 
-mod ask;
 mod control;
 mod dap;
 mod debugger;
@@ -33,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::session::AgentSession;
 use crate::python::{
-    InputProvider, InputUnavailable, Interrupter, Output, OutputSink, Parent, PythonConfig,
-    PythonHandle, StreamName,
+    AgentRuns, InputProvider, InputUnavailable, Interrupter, Output, OutputSink, Parent,
+    PythonConfig, PythonHandle, StreamName,
 };
 use crate::wire::{Codec, Signer, SigningError, no_parent};
 use crate::zmtp::{Endpoint, Listener, Mechanism, Router, RouterSender, XPub, curve};
@@ -221,13 +220,9 @@ pub async fn serve_until(
     let (stdin, stdin_task) = Stdin::start(stdin, shell.sender(), codec.clone(), closing.clone());
     let io = Arc::new(KernelIo::new(iopub.clone(), stdin));
     let agents = Arc::new(AgentSession::default());
-    let adapter = Arc::new(ask::AgentAdapter {
-        session: agents.clone(),
-        iopub: iopub.clone(),
-        runtime: tokio::runtime::Handle::current(),
-    });
+    let agents = AgentRuns::new(agents, tokio::runtime::Handle::current());
     let debugger = python.debugger;
-    let (python_handle, interrupter) = PythonHandle::start(python, io.clone(), io.clone(), adapter);
+    let (python_handle, interrupter) = PythonHandle::start(python, io.clone(), io.clone(), agents);
     let (control, control_replies) =
         RouterChannel::new("control", control, codec.clone(), iopub.clone());
     let (shell, shell_replies) = RouterChannel::new("shell", shell, codec.clone(), iopub.clone());

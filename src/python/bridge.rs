@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::commands::{Command, InputProvider, Parent};
 use super::fd_capture::{self};
 use super::gil::recv_released;
-use super::inline::{self, AgentHost};
+use super::inline::{self, AgentRuns};
 use super::interrupt::{self, check_interrupt};
 use super::output::{Output, StreamBuffer, StreamName};
 use super::serve::{Thread, execute, request};
@@ -36,7 +36,7 @@ const INPUT_POLL: Duration = Duration::from_millis(50);
 pub(super) struct Bridge {
     buffer: Arc<StreamBuffer>,
     input: Arc<dyn InputProvider>,
-    agents: Arc<dyn AgentHost>,
+    agents: AgentRuns,
     connection_file: Option<String>,
     /// The last parent header Python chose for a thread, parsed: a thread
     /// writes many times with the same one.
@@ -47,7 +47,7 @@ impl Bridge {
     pub(super) fn new(
         buffer: Arc<StreamBuffer>,
         input: Arc<dyn InputProvider>,
-        agents: Arc<dyn AgentHost>,
+        agents: AgentRuns,
         connection_file: Option<String>,
     ) -> Self {
         Self {
@@ -186,7 +186,7 @@ impl Bridge {
         // What the cell printed before comes before what the run shows.
         self.buffer.flush();
         let parent = self.serving().header;
-        let result = inline::serve(py, self.agents.as_ref(), request, &scope, parent)?;
+        let result = inline::serve(py, &self.agents, &self.buffer, request, &scope, parent)?;
         Ok(result.to_string())
     }
 

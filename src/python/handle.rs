@@ -12,10 +12,11 @@ use super::async_exc::TimedCall;
 use super::commands::{
     Command, ExecuteCell, ExecuteOutcome, InputProvider, Parent, PythonConfig, RuntimeState,
 };
-use super::inline::AgentHost;
+use super::inline::AgentRuns;
 use super::interpreter;
 use super::interrupt::{self, Interrupter};
 use super::output::OutputSink;
+use super::runtime_method::RuntimeMethod;
 use super::runtime_request::RuntimeRequest;
 use super::serve;
 use super::subshell_interrupts;
@@ -77,7 +78,7 @@ impl PythonHandle {
         config: PythonConfig,
         sink: Arc<dyn OutputSink>,
         input: Arc<dyn InputProvider>,
-        agents: Arc<dyn AgentHost>,
+        agents: AgentRuns,
     ) -> (Self, Interrupter) {
         let (commands, receiver) = mpsc::channel();
         let (ready, runtime) = watch::channel(RuntimeState::Starting);
@@ -124,12 +125,11 @@ impl PythonHandle {
     /// finish on its own).
     pub async fn call_now(
         &self,
-        method: &str,
+        method: RuntimeMethod,
         args: Value,
         limit: std::time::Duration,
     ) -> Result<Value, PythonException> {
         let runtime = self.started_runtime().await?;
-        let method = method.to_owned();
         let call = Arc::new(TimedCall::default());
         let (done, result) = oneshot::channel();
         let thread_call = call.clone();
@@ -139,7 +139,7 @@ impl PythonHandle {
             .spawn(move || {
                 let outcome = pyo3::Python::attach(|py| {
                     thread_call.begin();
-                    let outcome = serve::call_runtime(py, &runtime, &method, &args);
+                    let outcome = serve::call_runtime(py, &runtime, method, &args);
                     thread_call.end();
                     outcome
                 });

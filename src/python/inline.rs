@@ -1,13 +1,14 @@
 //! Agent runs asked for from Python: `%%ask` cells, `ask()`, `rlm()` and
 //! `%ask_config` all call the bridge's `ask`, on the interpreter thread.
 //!
-//! The run itself is async work elsewhere (the [`AgentHost`] the kernel
-//! provides), but everything it needs from Python (running the code the
-//! model wrote, a summary of the namespace, a prompt for the user) must
-//! happen on this very thread, which is blocked in the call. So the thread
-//! serves the run inline: it waits for the run's [`InlinePython::call`]s and
-//! answers each with the GIL held, until the run says it is done. A run that
-//! calls `ask()` again from the code it runs just nests another such loop.
+//! The run itself is async work on the kernel's runtime ([`AgentRuns`]),
+//! but everything it needs from Python (running the code the model wrote, a
+//! summary of the namespace, a prompt for the user) must happen on this
+//! very thread, which is blocked in the call. So the run's ports are
+//! [`InlinePython`], made here: its calls travel to this thread, which
+//! answers each with the GIL held until the run says it is done, and what
+//! it shows goes out with the cell's other output. A run that calls
+//! `ask()` again from the code it runs just nests another such loop.
 //!
 //! An interrupt lands in this loop (or in the code being served): the run is
 //! cancelled, and once it has finished the call raises `KeyboardInterrupt`.
@@ -18,17 +19,18 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::gil::recv_released;
 use super::interrupt;
+use super::output::{Output, StreamBuffer};
 use super::pyerr::python_error;
+use crate::agent::ports::{LiveText, Ports};
+use crate::agent::session::AgentSession;
+use crate::agent::shown::Shown;
 use crate::exception::PythonException;
-
-/// Where a call's method sends the text its code writes, as it writes it.
-pub type LiveText = tokio::sync::mpsc::UnboundedSender<String>;
 
 /// How often a thread serving a run checks for an interrupt.
 const POLL: Duration = Duration::from_millis(50);
@@ -37,19 +39,28 @@ const POLL: Duration = Duration::from_millis(50);
 /// waits on) before the interrupt is raised regardless.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-/// Starts agent runs for the Python side. The kernel implements it.
-pub trait AgentHost: Send + Sync + 'static {
-    /// Starts a run of `request` (JSON from the runtime), whose output
-    /// belongs to `parent` (the header of the request that asked). The run reaches Python only through `python`, and must
-    /// end, by [`InlinePython::finish`] or by dropping it, soon after
-    /// `cancel` is cancelled.
-    fn start(
-        &self,
-        request: Value,
-        parent: Arc<Value>,
-        python: InlinePython,
-        cancel: CancellationToken,
-    );
+/// The agent session the kernel's runs belong to, and the async runtime
+/// they run on.
+#[derive(Clone)]
+pub struct AgentRuns {
+    session: Arc<AgentSession>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl AgentRuns {
+    pub fn new(session: Arc<AgentSession>, runtime: tokio::runtime::Handle) -> Self {
+        Self { session, runtime }
+    }
+
+    /// Starts a run of `request` (JSON from the runtime) working through
+    /// `python`; its result goes back to the waiting thread.
+    fn start(&self, request: Value, python: InlinePython) {
+        let session = self.session.clone();
+        self.runtime.spawn(async move {
+            let result = session.handle(request, &python).await;
+            python.finish(result);
+        });
+    }
 }
 
 enum Message {
@@ -62,10 +73,15 @@ enum Message {
     Finished(Value),
 }
 
-/// A run's way to the Python thread that asked for it. Dropping it without
-/// [`InlinePython::finish`] ends the call with an error.
-pub struct InlinePython {
+/// A run's ports: the Python thread that asked for it, the cell's output,
+/// and its stop button. Dropping it without [`InlinePython::finish`] ends
+/// the call with an error.
+struct InlinePython {
     messages: mpsc::Sender<Message>,
+    output: Arc<StreamBuffer>,
+    /// The request of the cell that asked for the run.
+    parent: Arc<Value>,
+    cancel: CancellationToken,
 }
 
 impl InlinePython {
@@ -74,7 +90,7 @@ impl InlinePython {
     /// as the error (`KeyboardInterrupt` when the user pressed stop). With
     /// `output`, the method gets a second argument: a function that sends
     /// the text it is given there.
-    pub async fn call(
+    async fn call(
         &self,
         method: &str,
         args: Value,
@@ -98,17 +114,49 @@ impl InlinePython {
     }
 
     /// Ends the run with `result`, which the Python call returns.
-    pub fn finish(self, result: Value) {
+    fn finish(self, result: Value) {
         let _ = self.messages.send(Message::Finished(result));
     }
 }
 
-/// Starts a run of `request` with `host` and serves it on this thread until
-/// it finishes; returns its result. `scope` is the Python object whose
-/// methods the run calls (each takes and returns JSON text).
+impl Ports for InlinePython {
+    fn publish(&self, shown: Shown) {
+        let message = Output::Message {
+            msg_type: shown.msg_type().to_owned(),
+            content: shown.content(),
+            metadata: Value::Object(Map::new()),
+            buffers: Vec::new(),
+        };
+        // After what the cell's code printed so far, as the user expects.
+        self.output.emit_after_flush(message, Some(&self.parent));
+    }
+
+    async fn python(&self, method: &str, args: Value) -> Result<Value, PythonException> {
+        self.call(method, args, None).await
+    }
+
+    async fn python_with_output(
+        &self,
+        method: &str,
+        args: Value,
+        output: LiveText,
+    ) -> Result<Value, PythonException> {
+        self.call(method, args, Some(output)).await
+    }
+
+    async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+}
+
+/// Starts a run of `request` and serves it on this thread until it
+/// finishes; returns its result. `scope` is the Python object whose methods
+/// the run calls (each takes and returns JSON text); what the run shows
+/// goes to `output` as a child of `parent`.
 pub(super) fn serve(
     py: Python<'_>,
-    host: &dyn AgentHost,
+    runs: &AgentRuns,
+    output: &Arc<StreamBuffer>,
     request: Value,
     scope: &Bound<'_, PyAny>,
     parent: Arc<Value>,
@@ -116,7 +164,13 @@ pub(super) fn serve(
     let (messages, mut inbox) = mpsc::channel();
     let cancel = CancellationToken::new();
     let interrupts = super::interrupt::interrupt_count();
-    host.start(request, parent, InlinePython { messages }, cancel.clone());
+    let python = InlinePython {
+        messages,
+        output: output.clone(),
+        parent,
+        cancel: cancel.clone(),
+    };
+    runs.start(request, python);
     let mut interrupted: Option<(PyErr, Instant)> = None;
     loop {
         let received;

@@ -15,9 +15,10 @@ use super::bridge::Bridge;
 use super::commands::{Command, ExecuteOutcome, InputProvider, PythonConfig, RuntimeState};
 use super::fd_capture::FdCapture;
 use super::init::{describe, initialize, load_runtime};
-use super::inline::AgentHost;
+use super::inline::AgentRuns;
 use super::interrupt::{self};
 use super::output::{OutputSink, StreamBuffer};
+use super::runtime_method::RuntimeMethod;
 use super::serve::{Thread, error_output, execute, request};
 use crate::exception::PythonException;
 
@@ -25,7 +26,7 @@ pub(super) fn spawn(
     config: PythonConfig,
     sink: Arc<dyn OutputSink>,
     input: Arc<dyn InputProvider>,
-    agents: Arc<dyn AgentHost>,
+    agents: AgentRuns,
     commands: Receiver<Command>,
     ready: tokio::sync::watch::Sender<RuntimeState>,
     wake_fd: Option<OwnedFd>,
@@ -82,7 +83,7 @@ fn run(
     config: PythonConfig,
     sink: Arc<dyn OutputSink>,
     input: Arc<dyn InputProvider>,
-    agents: Arc<dyn AgentHost>,
+    agents: AgentRuns,
     commands: Receiver<Command>,
     ready: tokio::sync::watch::Sender<RuntimeState>,
     wake_fd: Option<OwnedFd>,
@@ -177,7 +178,10 @@ fn run(
         match (command, &runtime) {
             (Command::Shutdown(done), Ok(runtime)) => {
                 Python::attach(|py| {
-                    if let Err(e) = runtime.bind(py).call_method0("shutdown") {
+                    if let Err(e) = runtime
+                        .bind(py)
+                        .call_method0(RuntimeMethod::Shutdown.name())
+                    {
                         tracing::warn!("runtime shutdown failed: {}", describe(py, &e));
                     }
                 });
@@ -241,7 +245,7 @@ fn run_event_loop(runtime: &Py<PyAny>, wake_fd: &OwnedFd) -> bool {
     Python::attach(|py| {
         match runtime
             .bind(py)
-            .call_method1("run_event_loop", (wake_fd.as_raw_fd(),))
+            .call_method1(RuntimeMethod::RunEventLoop.name(), (wake_fd.as_raw_fd(),))
             .and_then(|ran| ran.extract::<bool>())
         {
             Ok(ran) => ran,

@@ -9,7 +9,8 @@
 //! interpreter's main thread (`hosted`). Each kernel subshell has a Python thread of its own
 //! (`subshell`). The modules, leaves first: `commands` (what goes to a
 //! Python thread and back), `gil`, `pyerr`, `async_exc`, `output` and
-//! `fd_capture`; `subshell_interrupts` and `interrupt`; `subshell`,
+//! `fd_capture`; `runtime_method` and `runtime_request` (the runtime's methods the
+//! kernel calls); `subshell_interrupts` and `interrupt`; `subshell`,
 //! `inline` (agent runs served on the thread that asked), `serve` (one
 //! command), `bridge` (what the runtime holds), `init`, `interpreter` (the
 //! thread), and `handle` (the kernel's side).
@@ -27,6 +28,7 @@ mod interpreter;
 mod interrupt;
 mod output;
 mod pyerr;
+mod runtime_method;
 mod runtime_request;
 mod serve;
 mod sources;
@@ -40,9 +42,10 @@ pub use commands::{
 pub use fd_capture::{original_stderr, preserve_stderr};
 pub use handle::{PythonHandle, linked_python_version};
 pub use hosted::run_hosted;
-pub use inline::{AgentHost, InlinePython};
+pub use inline::AgentRuns;
 pub use interrupt::{
     Interrupter, accept_sigint_in_current_thread, block_sigint_in_current_thread, sigint_taken_over,
 };
 pub use output::{FLUSH_INTERVAL, MAX_BATCH_BYTES, Output, OutputSink, StreamName};
+pub use runtime_method::RuntimeMethod;
 pub use runtime_request::RuntimeRequest;

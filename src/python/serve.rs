@@ -11,6 +11,7 @@ use super::commands::{Command, ExecuteCell, ExecuteOutcome, Parent};
 use super::interrupt::{self, CellRunning};
 use super::output::{Output, StreamBuffer};
 use super::pyerr::python_error;
+use super::runtime_method::RuntimeMethod;
 use super::runtime_request::RuntimeRequest;
 use super::subshell::{Serving, SubshellInbox};
 use crate::exception::PythonException;
@@ -19,7 +20,7 @@ use crate::exception::PythonException;
 pub(super) fn call_runtime(
     py: Python<'_>,
     runtime: &Py<PyAny>,
-    method: &str,
+    method: RuntimeMethod,
     args: &Value,
 ) -> Result<Value, PythonException> {
     call_json(runtime.bind(py), method, (args.to_string(),)).map_err(|e| python_error(py, &e))
@@ -36,7 +37,7 @@ pub(super) fn start_subshell(
     let inbox = Bound::new(py, SubshellInbox::new(commands)).map_err(|e| python_error(py, &e))?;
     runtime
         .bind(py)
-        .call_method1("start_subshell", (inbox, name))
+        .call_method1(RuntimeMethod::StartSubshell.name(), (inbox, name))
         .map(drop)
         .map_err(|e| python_error(py, &e))
 }
@@ -72,7 +73,11 @@ pub(super) fn request(
         Thread::Main { drain_fds, aside } => {
             let previous = aside.then(|| buffer.main_request());
             buffer.serve_main(parent);
-            let result = call_json(runtime, "request", (method, replies, content, buffers));
+            let result = call_json(
+                runtime,
+                RuntimeMethod::Request,
+                (method, replies, content, buffers),
+            );
             drain_fds();
             if let Some(main) = previous {
                 buffer.serve_main(main);
@@ -84,7 +89,7 @@ pub(super) fn request(
             let _serving = Serving::start(parent, false);
             call_json(
                 runtime,
-                "request_for",
+                RuntimeMethod::RequestFor,
                 (header, method, replies, content, buffers),
             )
         }
@@ -124,7 +129,7 @@ pub(super) fn execute(
         Thread::Main { drain_fds, .. } => {
             buffer.serve_main(cell.parent);
             let running = CellRunning::start();
-            let result = call_json(runtime, "execute", args);
+            let result = call_json(runtime, RuntimeMethod::Execute, args);
             drop(running);
             interrupt::discard_pending_interrupt(py);
             drain_fds();
@@ -136,7 +141,7 @@ pub(super) fn execute(
             let (code, count, silent, store_history, expressions) = args;
             call_json(
                 runtime,
-                "execute_for",
+                RuntimeMethod::ExecuteFor,
                 (header, code, count, silent, store_history, expressions),
             )
         }
@@ -202,9 +207,9 @@ pub(super) fn error_output(error: &PythonException) -> Output {
 /// Calls a runtime method that returns JSON text and parses it.
 fn call_json<'py>(
     runtime: &Bound<'py, PyAny>,
-    method: &str,
+    method: RuntimeMethod,
     args: impl pyo3::call::PyCallArgs<'py>,
 ) -> PyResult<Value> {
-    let text: String = runtime.call_method1(method, args)?.extract()?;
+    let text: String = runtime.call_method1(method.name(), args)?.extract()?;
     serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
 }

@@ -26,7 +26,7 @@ PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", 
 # not minutes (when nothing else keeps the cores busy).
 ASK_TIMEOUT = 240
 
-# What the kernel itself streams into an %%ask cell (src/kernel/ask.rs):
+# What the kernel itself streams into an %%ask cell (src/agent/render/):
 # the start notice, the reflection's verdict, the plan. Not the model's text.
 KERNEL_LINES = ("(starting the local model", "✓ ", "↻ ", "plan: ")
 
