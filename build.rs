@@ -1,5 +1,6 @@
 //! Links mahtab to the libpython it was built against and records its version;
-//! reads the lists both languages need from the Python files that define them.
+//! turns the names both languages use (the package's `declared.json`) into
+//! Rust constants.
 //!
 //! The rpath makes the binary load that libpython at run time rather than
 //! whichever one the loader finds first (on Debian with pyenv, plain linking
@@ -59,60 +60,31 @@ fn link_libpython_when_pyo3_does_not(config: &pyo3_build_config::InterpreterConf
     std::fs::write(&unit_test_link, attribute).expect("write link_libpython.rs");
 }
 
-/// The toolbox's functions (`__all__` of `mahtab/tools.py`) and the kinds of
-/// action the guard asks about (the keys of `KINDS` in `mahtab/guard.py`),
-/// as Rust constants in `$OUT_DIR/python_lists.rs`: the Python files define
-/// them, and Rust validates options and lists tools with the same names.
+/// The names both languages use, declared once in
+/// `src/python/mahtab/declared.json` (the package's `mahtab.declared` reads
+/// it too): the toolbox's functions and the kinds of action the guard asks
+/// about, as Rust constants in `$OUT_DIR/python_lists.rs`, so Rust validates
+/// options and lists tools with the same names.
 fn python_lists() {
-    const TOOLS: &str = "src/python/mahtab/tools.py";
-    const GUARD: &str = "src/python/mahtab/guard.py";
-    println!("cargo:rerun-if-changed={TOOLS}");
-    println!("cargo:rerun-if-changed={GUARD}");
-    let tools = quoted_between(&read(TOOLS), "__all__ = [", "]", TOOLS);
-    let kinds: Vec<String> = quoted_between(&read(GUARD), "KINDS = {", "}", GUARD)
-        .into_iter()
-        .step_by(2) // key, description, key, ...
-        .collect();
-    let list = |items: &[String]| {
-        let quoted: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
-        format!("&[{}]", quoted.join(", "))
-    };
+    const DECLARED: &str = "src/python/mahtab/declared.json";
+    println!("cargo:rerun-if-changed={DECLARED}");
+    #[derive(serde::Deserialize)]
+    struct Declared {
+        toolbox_functions: Vec<String>,
+        guarded_kinds: serde_json::Map<String, serde_json::Value>,
+    }
+    let text =
+        std::fs::read_to_string(DECLARED).unwrap_or_else(|e| panic!("cannot read {DECLARED}: {e}"));
+    let declared: Declared =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{DECLARED}: {e}"));
+    let kinds: Vec<&String> = declared.guarded_kinds.keys().collect();
     let code = format!(
-        "/// `__all__` of `{TOOLS}`.\npub const TOOLBOX_FUNCTIONS: &[&str] = {};\n\
-         /// The keys of `KINDS` in `{GUARD}`.\npub const GUARDED_KINDS: &[&str] = {};\n",
-        list(&tools),
-        list(&kinds)
+        "/// The toolbox's functions, from `{DECLARED}`.\n\
+         pub const TOOLBOX_FUNCTIONS: &[&str] = &{:?};\n\
+         /// The kinds of action the guard asks about, from `{DECLARED}`.\n\
+         pub const GUARDED_KINDS: &[&str] = &{:?};\n",
+        declared.toolbox_functions, kinds
     );
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("python_lists.rs"), code).expect("write python_lists.rs");
-}
-
-fn read(path: &str) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
-}
-
-/// The double-quoted strings from the line that starts with `start` up to
-/// the first line with `end`, in order.
-fn quoted_between(text: &str, start: &str, end: &str, path: &str) -> Vec<String> {
-    let from = text
-        .lines()
-        .position(|line| line.starts_with(start))
-        .unwrap_or_else(|| panic!("{path} has no line starting with {start:?}"));
-    let mut found = Vec::new();
-    for (i, line) in text.lines().enumerate().skip(from) {
-        let body = if i == from {
-            &line[start.len()..]
-        } else {
-            line
-        };
-        let mut parts = body.split('"');
-        parts.next();
-        while let (Some(item), Some(_)) = (parts.next(), parts.next()) {
-            found.push(item.to_owned());
-        }
-        if body.contains(end) {
-            return found;
-        }
-    }
-    panic!("{path}: {start:?} does not end with {end:?}")
 }

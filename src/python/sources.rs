@@ -3,9 +3,9 @@
 //! compiles when it is first imported, so the agent's modules cost nothing
 //! until the agent first runs.
 
-use pyo3::exceptions::PyImportError;
+use pyo3::exceptions::{PyImportError, PyOSError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 /// A module of the package: its name, the file name its code compiles under
 /// (what tracebacks and the debugger show), and its source.
@@ -25,6 +25,19 @@ macro_rules! module {
         }
     };
 }
+
+/// A file of the package that is not a module: its file name and contents.
+struct Resource {
+    file: &'static str,
+    text: &'static str,
+}
+
+/// Every data file of the package, read by its modules with
+/// `pkgutil.get_data` (the finder's [`EmbeddedPackage::get_data`]).
+const RESOURCES: &[Resource] = &[Resource {
+    file: "mahtab/declared.json",
+    text: include_str!("mahtab/declared.json"),
+}];
 
 /// Whether some module of the package holds `text` (how tests hold the
 /// Python side to names the Rust side declares).
@@ -52,6 +65,7 @@ const PACKAGE: &[Source] = &[
     module!("completion"),
     module!("context"),
     module!("debugger"),
+    module!("declared"),
     module!("display"),
     module!("event_loop"),
     module!("figures"),
@@ -137,6 +151,19 @@ impl EmbeddedPackage {
         Ok(())
     }
 
+    /// The contents of a data file of the package (`path` as `pkgutil`
+    /// makes it from the package's `__file__`), as a file-system loader
+    /// would read it.
+    fn get_data<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+        RESOURCES
+            .iter()
+            .find(|resource| resource.file == path)
+            .map(|resource| PyBytes::new(py, resource.text.as_bytes()))
+            .ok_or_else(|| {
+                PyOSError::new_err(format!("{path} is not a file of the kernel's package"))
+            })
+    }
+
     /// The file names of the package's modules, loaded or not.
     fn file_names(&self) -> Vec<&'static str> {
         PACKAGE.iter().map(|source| source.file).collect()
@@ -173,16 +200,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_python_file_of_the_package_is_embedded_once() {
+    fn every_file_of_the_package_is_embedded_once() {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/python/mahtab");
         let mut on_disk: Vec<String> = std::fs::read_dir(folder)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-            .filter(|name| name.ends_with(".py"))
+            .filter(|name| !name.starts_with('.') && name != "__pycache__")
             .map(|name| format!("mahtab/{name}"))
             .collect();
         on_disk.sort();
-        let mut embedded: Vec<String> = PACKAGE.iter().map(|s| s.file.to_owned()).collect();
+        let mut embedded: Vec<String> = PACKAGE
+            .iter()
+            .map(|s| s.file)
+            .chain(RESOURCES.iter().map(|r| r.file))
+            .map(str::to_owned)
+            .collect();
         embedded.sort();
         assert_eq!(embedded, on_disk);
         assert!(find("mahtab.streams").is_some() && find("mahtab.nothing").is_none());

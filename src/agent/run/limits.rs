@@ -31,8 +31,8 @@ pub const TRIAGE_CONFIDENT: f64 = 0.9;
 /// Turns of an `rlm()` sub-agent.
 pub const RLM_MAX_TURNS: u32 = 10;
 
-// TOOLBOX_FUNCTIONS and GUARDED_KINDS, read from the Python files that
-// define them (build.rs).
+// TOOLBOX_FUNCTIONS and GUARDED_KINDS, from the package's declared.json
+// (build.rs), which its Python side reads too.
 include!(concat!(env!("OUT_DIR"), "/python_lists.rs"));
 
 /// The toolbox functions the planner may call by name: the toolbox's own

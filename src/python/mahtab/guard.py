@@ -14,12 +14,7 @@ does not report.
 
 import ast
 
-KINDS = {
-    "shell": "run shell commands",
-    "files": "delete or overwrite files",
-    "network": "reach the network",
-    "install": "install packages",
-}
+from mahtab.declared import GUARDED_KINDS as KINDS
 
 _SHELL_CALLS = {
     "os.system", "os.popen", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execv", "os.execve",

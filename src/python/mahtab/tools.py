@@ -19,11 +19,11 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = [
-    "describe", "peek", "peek_raw", "grep", "grep_raw", "partition", "files", "grep_files", "git", "read",
-    "read_json", "edit", "create", "write", "write_json", "move", "delete", "skill", "skills",
-    "claude_sessions",
-]  # fmt: skip
+from mahtab.declared import TOOLBOX_FUNCTIONS
+
+# The toolbox's functions are declared in declared.json, which the kernel's
+# build reads too; a test holds this module's functions to that list.
+__all__ = list(TOOLBOX_FUNCTIONS)
 
 # Most matches grep lists before it says how many more there were.
 GREP_LIMIT = 200

@@ -83,3 +83,21 @@ def test_the_toolbox_loads_on_first_use():
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "2: b" in shown
+
+
+def test_the_declared_names_are_what_the_modules_hold():
+    """declared.json names the toolbox's functions and the guard's kinds
+    for both languages (the kernel's build reads it): each toolbox name is
+    a function of mahtab.tools, and the guard reports only declared kinds."""
+    import json
+
+    from mahtab import declared, guard, tools
+
+    on_disk = json.loads((PACKAGE_DIR / "declared.json").read_text())
+    assert list(declared.TOOLBOX_FUNCTIONS) == on_disk["toolbox_functions"] == tools.__all__
+    for name in tools.__all__:
+        assert callable(getattr(tools, name)), name
+    assert guard.KINDS == on_disk["guarded_kinds"]
+    code = "import os, shutil, urllib.request\nos.system('ls')\nshutil.rmtree('x')\nurllib.request.urlopen('u')\n"
+    found = {finding.kind for finding in guard.inspect(code)}
+    assert found and found <= set(guard.KINDS)
