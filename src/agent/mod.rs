@@ -14,9 +14,9 @@
 //!   (options and settings);
 //! - [`graphs`]: the default, analyst, planner, triage and `rlm()` graphs;
 //! - [`render`]: how a run looks in the cell (depends on events and state);
-//! - [`session`]: serving `%%ask` and `ask()` over the [`ports`] the kernel
-//!   implements: routing, provider choice, conversation and memory, and the
-//!   effects that run code.
+//! - [`session`]: serving `%%ask` and `ask()` over the [`ports`] the Python
+//!   side implements: routing, provider choice, conversation and memory, and
+//!   the effects that run code, through the typed calls of [`scope_calls`].
 
 pub mod budget;
 pub mod config;
@@ -30,7 +30,7 @@ pub mod prompts;
 pub mod render;
 pub mod run;
 pub mod schemas;
-pub mod scope;
+pub mod scope_calls;
 #[cfg(test)]
 mod script;
 pub mod session;

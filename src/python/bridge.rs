@@ -11,13 +11,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use serde_json::{Map, Value};
 
+use super::agent_runs::{self, AgentRuns};
 use super::commands::{Command, InputProvider, Parent};
 use super::fd_capture::{self};
 use super::gil::recv_released;
-use super::inline::{self, AgentRuns};
 use super::interrupt::{self, check_interrupt};
 use super::output::{Output, StreamBuffer, StreamName};
-use super::serve::{Thread, execute, request};
+use super::runtime_calls::{Thread, execute, request};
 use super::subshell::{self, SubshellInbox};
 use super::subshell_interrupts;
 
@@ -179,14 +179,14 @@ impl Bridge {
 
     /// Runs an agent request (`%%ask`, `ask()`, `rlm()`, `%ask_config`;
     /// JSON text) and returns its result (JSON text). The run calls back
-    /// into `scope` on this thread; see [`inline`].
+    /// into `scope` on this thread; see [`agent_runs`].
     fn ask(&self, py: Python<'_>, request: &str, scope: Bound<'_, PyAny>) -> PyResult<String> {
         let request: Value =
             serde_json::from_str(request).map_err(|e| PyValueError::new_err(e.to_string()))?;
         // What the cell printed before comes before what the run shows.
         self.buffer.flush();
         let parent = self.serving().header;
-        let result = inline::serve(py, &self.agents, &self.buffer, request, &scope, parent)?;
+        let result = agent_runs::run_here(py, &self.agents, &self.buffer, request, &scope, parent)?;
         Ok(result.to_string())
     }
 

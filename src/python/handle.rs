@@ -8,17 +8,17 @@ use std::sync::{Arc, mpsc};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
+use super::agent_runs::AgentRuns;
 use super::async_exc::TimedCall;
 use super::commands::{
     Command, ExecuteCell, ExecuteOutcome, InputProvider, Parent, PythonConfig, RuntimeState,
 };
-use super::inline::AgentRuns;
 use super::interpreter;
 use super::interrupt::{self, Interrupter};
 use super::output::OutputSink;
+use super::runtime_calls;
 use super::runtime_method::RuntimeMethod;
 use super::runtime_request::RuntimeRequest;
-use super::serve;
 use super::subshell_interrupts;
 use crate::exception::PythonException;
 
@@ -139,7 +139,7 @@ impl PythonHandle {
             .spawn(move || {
                 let outcome = pyo3::Python::attach(|py| {
                     thread_call.begin();
-                    let outcome = serve::call_runtime(py, &runtime, method, &args);
+                    let outcome = runtime_calls::call_runtime(py, &runtime, method, &args);
                     thread_call.end();
                     outcome
                 });
@@ -188,7 +188,7 @@ impl PythonHandle {
         // Taking the GIL may wait for a cell to let go of it: not on the
         // async runtime's threads.
         tokio::task::spawn_blocking(move || {
-            pyo3::Python::attach(|py| serve::start_subshell(py, &runtime, receiver, &name))
+            pyo3::Python::attach(|py| runtime_calls::start_subshell(py, &runtime, receiver, &name))
         })
         .await
         .map_err(|e| PythonException::internal(format!("cannot start a subshell: {e}")))??;

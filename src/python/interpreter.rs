@@ -11,15 +11,15 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 
 use pyo3::prelude::*;
 
+use super::agent_runs::AgentRuns;
 use super::bridge::Bridge;
 use super::commands::{Command, ExecuteOutcome, InputProvider, PythonConfig, RuntimeState};
 use super::fd_capture::FdCapture;
 use super::init::{describe, initialize, load_runtime};
-use super::inline::AgentRuns;
 use super::interrupt::{self};
 use super::output::{OutputSink, StreamBuffer};
+use super::runtime_calls::{Thread, error_output, execute, request};
 use super::runtime_method::RuntimeMethod;
-use super::serve::{Thread, error_output, execute, request};
 use crate::exception::PythonException;
 
 pub(super) fn spawn(

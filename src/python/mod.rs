@@ -11,10 +11,11 @@
 //! Python thread and back), `gil`, `pyerr`, `async_exc`, `output` and
 //! `fd_capture`; `runtime_method` and `runtime_request` (the runtime's methods the
 //! kernel calls); `subshell_interrupts` and `interrupt`; `subshell`,
-//! `inline` (agent runs served on the thread that asked), `serve` (one
-//! command), `bridge` (what the runtime holds), `init`, `interpreter` (the
+//! `agent_runs` (agent runs served on the thread that asked),
+//! `runtime_calls` (one command), `bridge` (what the runtime holds), `init`, `interpreter` (the
 //! thread), and `handle` (the kernel's side).
 
+mod agent_runs;
 mod async_exc;
 mod bridge;
 mod commands;
@@ -23,26 +24,25 @@ mod gil;
 mod handle;
 mod hosted;
 mod init;
-mod inline;
 mod interpreter;
 mod interrupt;
 mod output;
 mod pyerr;
+mod runtime_calls;
 mod runtime_method;
 mod runtime_request;
-mod serve;
 mod sources;
 mod subshell;
 mod subshell_interrupts;
 
 pub use crate::exception::PythonException;
+pub use agent_runs::AgentRuns;
 pub use commands::{
     ExecuteCell, ExecuteOutcome, InputProvider, InputUnavailable, Parent, PythonConfig,
 };
 pub use fd_capture::{original_stderr, preserve_stderr};
 pub use handle::{PythonHandle, linked_python_version};
 pub use hosted::run_hosted;
-pub use inline::AgentRuns;
 pub use interrupt::{
     Interrupter, accept_sigint_in_current_thread, block_sigint_in_current_thread, sigint_taken_over,
 };

@@ -18,7 +18,7 @@ use crate::agent::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
     ModelChoice, Repair, Showing, Targets,
 };
-use crate::agent::scope;
+use crate::agent::scope_calls;
 use crate::exception::{ExceptionKind, PythonException};
 
 use super::provider::Provider;
@@ -29,7 +29,7 @@ pub(super) const STREAM_COALESCE: Duration = Duration::from_millis(20);
 /// Gives the Python scope a piece of a shown answer, for an `ask()`
 /// caller's `on_token` (which runs on the caller's thread).
 async fn forward_token<P: Ports>(ports: &P, text: String) {
-    if let Err(e) = scope::call(ports, &scope::Token { text: &text }).await {
+    if let Err(e) = scope_calls::call(ports, &scope_calls::Token { text: &text }).await {
         tracing::debug!("%%ask: on_token was not called: {e}");
     }
 }
@@ -271,7 +271,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn namespace(&mut self) -> String {
-        match scope::call(self.ports, &scope::NamespaceSummary {}).await {
+        match scope_calls::call(self.ports, &scope_calls::NamespaceSummary {}).await {
             Ok(reply) => reply.summary,
             Err(e) => {
                 tracing::warn!("%%ask: no namespace summary: {e}");
@@ -281,7 +281,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn describe(&mut self, request: &str, names: &[String]) -> Vec<KeyInformation> {
-        match scope::call(self.ports, &scope::Describe { request, names }).await {
+        match scope_calls::call(self.ports, &scope_calls::Describe { request, names }).await {
             Ok(reply) => reply.described,
             Err(e) => {
                 tracing::warn!("%%ask: the informer found nothing: {e}");
@@ -295,7 +295,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         codes: &[String],
         own: &str,
     ) -> Result<Vec<String>, AgentError> {
-        match scope::call(self.ports, &scope::TryCandidates { codes, own }).await {
+        match scope_calls::call(self.ports, &scope_calls::TryCandidates { codes, own }).await {
             Ok(tried) => Ok(tried.notes),
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
             Err(e) => {
@@ -306,7 +306,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn compare_candidates(&mut self, names: &[String]) -> Agreement {
-        match scope::call(self.ports, &scope::CompareCandidates { names }).await {
+        match scope_calls::call(self.ports, &scope_calls::CompareCandidates { names }).await {
             Ok(agreement) => agreement,
             Err(e) => {
                 tracing::warn!("%%ask: solutions not compared: {e}");
@@ -316,7 +316,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn restore(&mut self, names: &[String]) -> Vec<String> {
-        match scope::call(self.ports, &scope::Restore { names }).await {
+        match scope_calls::call(self.ports, &scope_calls::Restore { names }).await {
             Ok(restored) => restored.names,
             Err(e) => {
                 tracing::warn!("%%ask: cannot put variables back: {e}");
@@ -326,11 +326,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn missing(&mut self, targets: &Targets) -> Targets {
-        let missing = scope::Missing {
+        let missing = scope_calls::Missing {
             names: &targets.names,
             files: &targets.files,
         };
-        match scope::call(self.ports, &missing).await {
+        match scope_calls::call(self.ports, &missing).await {
             Ok(missing) => missing,
             Err(e) => {
                 tracing::warn!("%%ask: cannot check what exists: {e}");
@@ -340,7 +340,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn triage_context(&mut self) -> Context {
-        match scope::call(self.ports, &scope::TriageContext {}).await {
+        match scope_calls::call(self.ports, &scope_calls::TriageContext {}).await {
             Ok(context) => context,
             Err(e) => {
                 tracing::warn!("%%ask: no context for the triage: {e}");
@@ -350,7 +350,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn repair(&mut self, code: &str, error: &str) -> Option<Repair> {
-        match scope::call(self.ports, &scope::FindRepair { code, error }).await {
+        match scope_calls::call(self.ports, &scope_calls::FindRepair { code, error }).await {
             Ok(reply) => reply.repair,
             Err(e) => {
                 tracing::warn!("%%ask: no repair: {e}");
@@ -372,11 +372,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
 /// stdin channel, which every frontend answers): the refusal the model is
 /// told, or None when the user typed "y" or "yes".
 async fn refusal<P: Ports>(ports: &P) -> Result<Option<&'static str>, AgentError> {
-    let question = scope::Input {
+    let question = scope_calls::Input {
         prompt: "Run this code? [y/N] ",
         password: false,
     };
-    match scope::call(ports, &question).await {
+    match scope_calls::call(ports, &question).await {
         Ok(typed) => {
             let text = typed.value.trim().to_ascii_lowercase();
             Ok((text != "y" && text != "yes").then_some(DECLINED))
@@ -403,12 +403,12 @@ pub(super) async fn run_block<P: Ports>(
     }
     // What the code writes shows while it runs (see `live`).
     let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
-    let run = scope::RunCode {
+    let run = scope_calls::RunCode {
         code,
         confirm,
         allow,
     };
-    let call = scope::call_with_output(ports, &run, output);
+    let call = scope_calls::call_with_output(ports, &run, output);
     tokio::pin!(call);
     let mut live = LiveOutput::new();
     let mut refresh = tokio::time::interval(live::REFRESH);

@@ -6,7 +6,7 @@
 
 use crate::agent::ports::Ports;
 use crate::agent::run::{RunChanges, Skill};
-use crate::agent::scope;
+use crate::agent::scope_calls;
 
 /// Replaces `{name}` in the prompt with that variable's value (`{{` and `}}`
 /// stand for braces), as jupyter-ai does.
@@ -14,7 +14,7 @@ pub(super) async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
     if !prompt.contains('{') {
         return prompt;
     }
-    match scope::call(ports, &scope::Interpolate { prompt: &prompt }).await {
+    match scope_calls::call(ports, &scope_calls::Interpolate { prompt: &prompt }).await {
         Ok(reply) => reply.prompt,
         Err(e) => {
             tracing::warn!("%%ask: prompt not interpolated: {e}");
@@ -25,7 +25,7 @@ pub(super) async fn interpolate<P: Ports>(ports: &P, prompt: String) -> String {
 
 /// The cells the user ran since the last request.
 pub(super) async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
-    match scope::call(ports, &scope::RecentCells {}).await {
+    match scope_calls::call(ports, &scope_calls::RecentCells {}).await {
         Ok(reply) => reply.cells,
         Err(e) => {
             tracing::warn!("%%ask: no recent cells: {e}");
@@ -36,7 +36,7 @@ pub(super) async fn recent_cells<P: Ports>(ports: &P) -> Vec<String> {
 
 /// What the run changed in the namespace and in files.
 pub(super) async fn run_changes<P: Ports>(ports: &P) -> RunChanges {
-    scope::call(ports, &scope::Changes {})
+    scope_calls::call(ports, &scope_calls::Changes {})
         .await
         .unwrap_or_else(|e| {
             tracing::warn!("%%ask: no changes: {e}");
@@ -50,7 +50,7 @@ pub(super) async fn skills<P: Ports>(
     ports: &P,
     request: &str,
 ) -> (Vec<Skill>, Vec<(String, String)>) {
-    match scope::call(ports, &scope::Skills { request }).await {
+    match scope_calls::call(ports, &scope_calls::Skills { request }).await {
         Ok(reply) => (reply.skills.into_iter().collect(), reply.named),
         Err(e) => {
             tracing::warn!("%%ask: no skills: {e}");

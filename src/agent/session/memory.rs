@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::ports::Ports;
-use crate::agent::scope;
+use crate::agent::scope_calls;
 
 /// The most messages kept.
 pub const MAX_MESSAGES: usize = 40;
@@ -148,7 +148,7 @@ impl Conversation {
         {
             return Some(memory);
         }
-        let location = match scope::call(ports, &scope::MemoryLocation {}).await {
+        let location = match scope_calls::call(ports, &scope_calls::MemoryLocation {}).await {
             Ok(location) => location,
             Err(e) => {
                 tracing::warn!("%%ask: no memory: {e}");

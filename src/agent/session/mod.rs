@@ -121,9 +121,9 @@ impl AgentSession {
         let result = match serde_json::from_value::<Request>(request) {
             Ok(request) if indent > 0 => {
                 let ports = Indented::new(ports, indent);
-                self.serve(request, &ports).await
+                self.respond(request, &ports).await
             }
-            Ok(request) => self.serve(request, ports).await,
+            Ok(request) => self.respond(request, ports).await,
             Err(e) => Err(AskFailure::Run.because(format!("bad agent request: {e}"))),
         };
         result.unwrap_or_else(
@@ -131,7 +131,11 @@ impl AgentSession {
         )
     }
 
-    async fn serve<P: Ports>(&self, request: Request, ports: &P) -> Result<Value, PythonException> {
+    async fn respond<P: Ports>(
+        &self,
+        request: Request,
+        ports: &P,
+    ) -> Result<Value, PythonException> {
         match request {
             Request::Cell { code, cell_id } => self.cell(&code, cell_id.as_deref(), ports).await,
             Request::Ask { prompt, options } => {

@@ -15,7 +15,7 @@ use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Sampling};
 use crate::agent::llm::{claude_cli, openai, window};
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
-use crate::agent::scope;
+use crate::agent::scope_calls;
 
 use crate::agent::failure::AskFailure;
 use crate::exception::PythonException;
@@ -196,11 +196,11 @@ impl Providers {
                 match lock.running().await.map_err(|e| config_error(&e))? {
                     Some(server) => LocalModel::shared(&server, spec, shared::Origin::Reused),
                     None => {
-                        let find = scope::FindLocalModel {
+                        let find = scope_calls::FindLocalModel {
                             file: spec.file,
                             package: spec.package,
                         };
-                        let found = scope::call(ports, &find)
+                        let found = scope_calls::call(ports, &find)
                             .await
                             .map_err(|e| config_error(&e))?;
                         let (true, Some(model_file)) = (found.server, found.model.as_deref())
@@ -243,7 +243,7 @@ impl Providers {
 fn local_model_missing<P: Ports>(
     ports: &P,
     spec: &local::ModelSpec,
-    found: &scope::LocalModelFound,
+    found: &scope_calls::LocalModelFound,
 ) -> PythonException {
     let mut missing = Vec::new();
     if !found.server {

@@ -18,7 +18,7 @@ use crate::agent::parse::prose::without_code;
 use crate::agent::ports::Ports;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Execution, Outcome};
-use crate::agent::scope;
+use crate::agent::scope_calls;
 use crate::exception::PythonException;
 
 /// The `%%ask` cell a run is for, as its record names it.
@@ -41,7 +41,7 @@ pub(super) struct RunFacts<'a> {
 
 /// Where this notebook's record is (None, logged, when Python cannot say).
 pub(super) async fn record_path<P: Ports>(ports: &P) -> Option<PathBuf> {
-    match scope::call(ports, &scope::NotebookLocation {}).await {
+    match scope_calls::call(ports, &scope_calls::NotebookLocation {}).await {
         Ok(found) => {
             let notebook = found.notebook.as_deref().map(std::path::Path::new);
             Some(super::record::location(

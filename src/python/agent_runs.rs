@@ -153,7 +153,7 @@ impl Ports for InlinePython {
 /// finishes; returns its result. `scope` is the Python object whose methods
 /// the run calls (each takes and returns JSON text); what the run shows
 /// goes to `output` as a child of `parent`.
-pub(super) fn serve(
+pub(super) fn run_here(
     py: Python<'_>,
     runs: &AgentRuns,
     output: &Arc<StreamBuffer>,
