@@ -10,8 +10,8 @@
 //! agent believes it.
 
 use super::steps::NodeSettings;
+use crate::agent::parse::{bindings, claims, form, pitfalls};
 use crate::agent::parse::{checks, verdict::parse_verdict};
-use crate::agent::parse::{claims, form, pitfalls};
 use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
 use crate::agent::{prompts, schemas};
 
@@ -166,18 +166,27 @@ async fn contradicted_form<E: Effects>(
 }
 
 /// What a review that said "done" looked at, a line each: the values the
-/// request names (`revenue: float: 30.5`), else what the code changed, else
+/// request names (`revenue: float: 30.5`), else the values the code made or
+/// changed (not a loop's variable, a module, a function or a class), else
 /// the figures it showed, else that it looked at the output only.
 fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
     let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
     if !values.is_empty() {
         return values.iter().map(|(_, about)| first_line(about)).collect();
     }
-    let changed: Vec<String> = executions
+    let scaffolding: Vec<String> = executions
+        .iter()
+        .flat_map(|e| bindings::scaffolding_names(&e.code))
+        .collect();
+    let mut changed: Vec<String> = executions
         .iter()
         .flat_map(|e| e.changes.iter())
+        .filter(|line| holds_a_result(line, &scaffolding))
         .map(|line| first_line(line))
         .collect();
+    // What the code made comes first: the result is more often a new name
+    // than an input it rebound along the way.
+    changed.sort_by_key(|line| !line.ends_with("(new)"));
     if !changed.is_empty() {
         return changed;
     }
@@ -197,6 +206,20 @@ fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
         return vec![format!("{figures} figure(s) or table(s) shown")];
     }
     vec!["the printed output".to_owned()]
+}
+
+/// Whether a line of what a block changed (`name: description (new)`)
+/// names a value that may be a result: not a deletion, a loop's or a
+/// `with`'s variable (`scaffolding`), an imported module, a function or a
+/// class.
+fn holds_a_result(change: &str, scaffolding: &[String]) -> bool {
+    let Some((name, about)) = change.split_once(": ") else {
+        return false;
+    };
+    let tool = ["module ", "function (", "class ("]
+        .iter()
+        .any(|kind| about.starts_with(kind));
+    !tool && !scaffolding.iter().any(|s| s == name)
 }
 
 #[cfg(test)]
@@ -232,5 +255,41 @@ mod tests {
             ["1 figure(s) or table(s) shown"]
         );
         assert_eq!(checked(&[ran("6\n", &[], 0)], &[]), ["the printed output"]);
+    }
+
+    #[test]
+    fn what_the_code_changed_counts_its_results_not_its_loop_variables_or_tools() {
+        let mut block = ran(
+            "",
+            &[
+                "pd: module pandas (new)",
+                "helper: function (new)",
+                "totals: dict, 2 items (new)",
+                "col: str = 'qty' (new)",
+                "old (deleted)",
+            ],
+            0,
+        );
+        block.code = "import pandas as pd\ndef helper(x):\n    return x\ntotals = {}\n\
+                      for col in ['price', 'qty']:\n    totals[col] = helper(col)\n"
+            .into();
+        assert_eq!(
+            checked(std::slice::from_ref(&block), &[]),
+            ["totals: dict, 2 items (new)"]
+        );
+        let mut inputs_first = block.clone();
+        inputs_first.changes = vec![
+            "bins: list len 5 = [1, 10, 25, 50, 100] (changed)".into(),
+            "result: DataFrame 2x1, columns 1 (new)".into(),
+        ];
+        assert_eq!(
+            checked(&[inputs_first], &[]),
+            [
+                "result: DataFrame 2x1, columns 1 (new)",
+                "bins: list len 5 = [1, 10, 25, 50, 100] (changed)"
+            ]
+        );
+        block.changes = vec!["col: str = 'qty' (new)".into()];
+        assert_eq!(checked(&[block], &[]), ["the printed output"]);
     }
 }
