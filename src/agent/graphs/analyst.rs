@@ -202,7 +202,10 @@ async fn code<E: Effects>(
         state.failed_attempts.push(failure);
         state
             .conversation
-            .push(ChatMessage::user(prompts::fix_request(&ran.report, hint)));
+            .push(ChatMessage::user(prompts::fix_request(
+                &ran.report,
+                hint.as_deref(),
+            )));
     } else {
         state.conversation.push(ChatMessage::user(ran.report));
     }

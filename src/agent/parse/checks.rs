@@ -6,6 +6,7 @@
 //! called finished) is caught without another call.
 
 use crate::agent::run::{Execution, Targets};
+use std::borrow::Cow;
 
 /// File kinds a notebook request writes.
 const FILE_KINDS: [&str; 16] = [
@@ -300,12 +301,29 @@ pub fn error_line(output: &str) -> &str {
         .trim()
 }
 
-/// Like [`error_hint`], for a failed block's whole `output`: the line of
-/// code the traceback shows can say more than the error (a column picked
-/// before `groupby` makes the grouping column's KeyError, though the table
-/// has that column).
-pub fn failure_hint(output: &str) -> Option<&'static str> {
+/// Like [`error_hint`], for a failed block's whole `output`: the traceback
+/// can say more than the error (a column picked before `groupby` makes the
+/// grouping column's KeyError, though the table has that column; a lookup
+/// that fails inside a function a library called means the function was
+/// given something else than the code assumed).
+pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
     let error = error_line(output);
+    let lookup = ["KeyError", "IndexError", "AttributeError"]
+        .iter()
+        .any(|kind| error.starts_with(kind));
+    if lookup && let Some((function, library)) = failing_callback(output) {
+        let pandas = if library == "pandas" {
+            " (pandas' agg, apply and transform pass one column, row or group at a time, not \
+             the whole table)"
+        } else {
+            ""
+        };
+        return Some(Cow::Owned(format!(
+            "the error is raised inside {function}, which {library} calls: it is given \
+             something else than the code assumed{pandas}; print type() and a few values of \
+             what it receives, or compute without it"
+        )));
+    }
     if let Some(key) = error
         .strip_prefix("KeyError: ")
         .map(|key| key.split(". Did you mean: ").next().unwrap_or(key))
@@ -314,12 +332,32 @@ pub fn failure_hint(output: &str) -> Option<&'static str> {
             .iter()
             .any(|quote| output.contains(&format!("].groupby({quote}{key}{quote}")))
     {
-        return Some(
+        return Some(Cow::Borrowed(
             "a column was picked before groupby, so the column to group by is not in it: \
              group the table and pick the column after (table.groupby('key')['value'].sum())",
-        );
+        ));
     }
-    error_hint(error)
+    error_hint(error).map(Cow::Borrowed)
+}
+
+/// The function of the agent's code that raised the error in `output`'s
+/// traceback, and the library that called it: the innermost frame of agent
+/// code (`File "<agent>", line 8, in total_of`) is a function's, right
+/// after a line of library frames (`... 8 frames in pandas`).
+fn failing_callback(output: &str) -> Option<(&str, &str)> {
+    let mut caller = None;
+    let mut last = None;
+    for line in output.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("... ") {
+            caller = rest.split_once(" in ").map(|(_, library)| library);
+        } else if let Some(rest) = line.strip_prefix("File \"<agent>\", line ") {
+            let function = rest.split_once(", in ").map(|(_, name)| name.trim());
+            last = function.zip(caller);
+            caller = None;
+        }
+    }
+    let (function, library) = last?;
+    (function != "<module>" && !function.starts_with('<')).then_some((function, library))
 }
 
 /// What a common error means and how it is usually fixed, for a small
@@ -710,6 +748,24 @@ mod tests {
                 .unwrap()
                 .contains("print the keys")
         );
+        // Recorded from the 1.5B coder model: a lookup failing inside the
+        // block's own function, which pandas called with one column.
+        let callback = "Traceback (most recent call last):\n  File \"<agent>\", line 13, in <module>\n    result = pd.pivot_table(df, values=['D', 'E'], index=['A'], aggfunc=custom_aggfunc)\n  ... 8 frames in pandas\n  File \"<agent>\", line 8, in custom_aggfunc\n    'sum_D': values['D'].sum(),\n             ~~~~~~^^^^^\n  ... 3 frames in pandas\nKeyError: 'D'";
+        let hint = failure_hint(callback).unwrap();
+        assert!(
+            hint.contains("inside custom_aggfunc, which pandas calls"),
+            "{hint}"
+        );
+        assert!(hint.contains("one column, row or group at a time"));
+        // Called by the block itself, a function's KeyError is a missing key.
+        let own = callback.replace("  ... 8 frames in pandas\n", "");
+        assert!(failure_hint(&own).unwrap().contains("print the keys"));
+        // Another error inside a callback keeps its own hint.
+        let text = callback.replace(
+            "KeyError: 'D'",
+            "ValueError: could not convert string to float: 'x'",
+        );
+        assert!(failure_hint(&text).unwrap().contains("the values are text"));
         // A key close to one that exists (close_names.py): use that one.
         let close = "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?";
         assert!(error_hint(close).unwrap().contains("spelled exactly"));

@@ -211,8 +211,12 @@ pub fn review_words(text: &str) -> String {
 }
 
 /// Whether a line reads as code rather than words (an assignment, a call
-/// with no sentence around it).
+/// with no sentence around it). What a double-quoted span holds does not
+/// count: an error message quoted in a sentence (`the code failed
+/// (KeyError: "... [('A', 'B'), ...]")`) is still a sentence.
 fn looks_like_code(words: &str) -> bool {
+    let unquoted: String = words.split('"').step_by(2).collect();
+    let words = unquoted.as_str();
     let letters = words
         .chars()
         .filter(|c| c.is_alphabetic() || *c == ' ')
@@ -328,5 +332,17 @@ mod tests {
         assert_eq!(push("`py"), "");
         assert_eq!(push("thon\nx = 1\n"), "");
         assert_eq!(push("```\nok"), "ok");
+    }
+
+    #[test]
+    fn a_quoted_error_in_a_sentence_is_shown_but_code_is_not() {
+        let failed = "the code failed (KeyError: \"The following id_vars or value_vars are not \
+                      present in the DataFrame: [('A', 'A', 'A'), ('B', 'B', 'C')]\")";
+        assert!(review_words(failed).starts_with("the code failed (KeyError: \"The following"));
+        assert_eq!(
+            review_words("df[\"total\"] = df[\"price\"] * df[\"qty\"]"),
+            ""
+        );
+        assert_eq!(review_words("print(\"The answer is\", total)"), "");
     }
 }
