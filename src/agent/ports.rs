@@ -1,5 +1,5 @@
 //! The agent's ports: all it needs from the rest of the kernel, which the
-//! Python side implements (`python::inline`, on the thread that asked for
+//! Python side implements (`python::agent_runs`, on the thread that asked for
 //! the run). With these, a run publishes what the user sees, works
 //! in Python, and notices the stop button; it never touches ZeroMQ or pyo3.
 
