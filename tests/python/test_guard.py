@@ -7,15 +7,20 @@ refusing without stdin, --allow) is tested through the kernel in tests/it."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "mahtab" / "guard.py"
+SOURCE_ROOT = Path(__file__).resolve().parents[2] / "src" / "python"
+SOURCE = SOURCE_ROOT / "mahtab" / "guard.py"
 
 
 @pytest.fixture(scope="module")
 def guard():
+    # The guard reads its kinds from mahtab.declared: the package's source.
+    if str(SOURCE_ROOT) not in sys.path:
+        sys.path.insert(0, str(SOURCE_ROOT))
     spec = importlib.util.spec_from_file_location("mahtab_guard_under_test", SOURCE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "python" / "mahtab" / "tools.py"
+SOURCE_ROOT = Path(__file__).resolve().parents[2] / "src" / "python"
+SOURCE = SOURCE_ROOT / "mahtab" / "tools.py"
 
 
 @pytest.fixture
 def tools(tmp_path, monkeypatch):
+    # The toolbox reads its names from mahtab.declared: the package's source.
+    monkeypatch.syspath_prepend(str(SOURCE_ROOT))
     spec = importlib.util.spec_from_file_location("mahtab_tools_under_test", SOURCE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
