@@ -15,15 +15,9 @@ pub fn scaffolding_names(code: &str) -> Vec<String> {
                 targets.extend(identifiers(target));
             }
         } else if line.starts_with("with ") {
-            for (_, after) in line
-                .match_indices(" as ")
-                .map(|(i, _)| line.split_at(i + 4))
-            {
-                let name: String = after
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                targets.extend(identifiers(&name));
+            // The name after each `as` (`with a as f, b as g:`).
+            for after in line.split(" as ").skip(1) {
+                targets.extend(identifiers(after).into_iter().take(1));
             }
         }
     }
