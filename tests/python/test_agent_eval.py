@@ -190,6 +190,24 @@ def test_every_public_task_passes_its_reference_and_refuses_a_wrong_answer(tmp_p
 
 
 @needs_benchmarks
+def test_a_dabench_key_in_the_formats_notation_names_the_answer() -> None:
+    """`@mean[mean_value]` and `mean[mean_value]` both name `mean`, as the
+    benchmark's own parser reads them; another name does not."""
+    task = next(t for t in public_tasks() if t.name.startswith("dabench_"))
+    reference = task.solution.removeprefix("answers = ")
+
+    def passes(key_form: str) -> bool:
+        names = {"__name__": "__main__"}
+        exec(task.hidden_setup, names)
+        answers = {key_form.format(name=key): value for key, value in eval(reference).items()}
+        names["answers"] = answers
+        return eval(task.check, names) is True
+
+    assert passes("@{name}[value]") and passes("{name}[value]") and passes("{name}")
+    assert not passes("{name}_value")
+
+
+@needs_benchmarks
 def test_public_tasks_run_through_the_kernel_and_split_once(tmp_path) -> None:
     report, printed = run_eval(
         tmp_path, "--replay", "--strict", "--suite", "public", "--split", "held-out", "--sample", "6",
