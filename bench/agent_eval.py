@@ -353,6 +353,7 @@ def summarize(results, graphs):
         cold = next((r.calls[0] for r in mine if r.repeat == 0 and r.calls), None)
         solved_times = [r.seconds for r in mine if r.solved]
         claimed = [r for r in mine if r.outcome == "Complete"]
+        unsure = [r for r in mine if r.outcome == "Unconfirmed"]
         rows.append({
             "graph": graph,
             "solved": statistics.mean(solved_per_repeat),
@@ -373,6 +374,8 @@ def summarize(results, graphs):
             "median_solved_seconds": statistics.median(solved_times) if solved_times else None,
             "done_claims": len(claimed) // len(repeats),
             "done_wrong": sum(not r.solved for r in claimed) // len(repeats),
+            "unconfirmed": len(unsure) // len(repeats),
+            "unconfirmed_wrong": sum(not r.solved for r in unsure) // len(repeats),
         })
     return rows
 
@@ -387,7 +390,7 @@ def print_report(rows, results, provider):
     seconds = lambda value: "-" if value is None else f"{value:.1f}s"  # noqa: E731
     percent = lambda value: "-" if value is None else f"{value:.0%}"  # noqa: E731
     print(f"{'graph':<8} {'solved':>11} {'turns':>6} {'tokens':>9} {'cold':>6} {'turn 1':>7} {'turn 2':>7} "
-          f"{'cached':>7} {'hidden':>7} {'per task':>9} {'median ok':>10} {'done, wrong':>12}")
+          f"{'cached':>7} {'hidden':>7} {'per task':>9} {'median ok':>10} {'done, wrong':>12} {'unsure, wrong':>14}")
     for row in rows:
         solved = f"{row['solved']:g}/{row['tasks']}"
         if row["solved_min"] != row["solved_max"]:
@@ -397,7 +400,7 @@ def print_report(rows, results, provider):
               f"{seconds(row['second_turn_text']):>7} {percent(row['second_turn_cached']):>7} "
               f"{seconds(row['hidden_text']):>7} "
               f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10} "
-              f"{done_wrong(row):>12}")
+              f"{done_wrong(row):>12} {unsure_wrong(row):>14}")
     failed = [r for r in results if not r.solved]
     if failed:
         print("\nnot solved:")
@@ -408,12 +411,19 @@ def print_report(rows, results, provider):
           "\n text: cold, the graph's first call with nothing cached; turn 1 and turn 2, each task's first and"
           "\n second turns of the conversation; cached, the share of turn 2's prompt the server had cached;"
           "\n hidden, the reviews, plans and classifications; median ok: of solved tasks; done, wrong: the"
-          "\n runs that ended \"done\" (a check passed), and how many of them the task's check found wrong)")
+          "\n runs that ended \"done\" (a check passed), and how many of them the task's check found wrong;"
+          "\n unsure, wrong: the runs whose check passed but whose judge was unsure of it, so they ended"
+          "\n \"not confirmed\" rather than \"done\", and how many of them were wrong)")
 
 
 def done_wrong(row):
     """`claims (wrong)`, or "-" for a graph that never says done (single)."""
     return f"{row['done_claims']} ({row['done_wrong']})" if row["done_claims"] else "-"
+
+
+def unsure_wrong(row):
+    """`unconfirmed runs (wrong)`, or "-" where none ended so."""
+    return f"{row['unconfirmed']} ({row['unconfirmed_wrong']})" if row["unconfirmed"] else "-"
 
 
 class LocalServer:

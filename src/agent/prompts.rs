@@ -183,6 +183,10 @@ pub const RECENT_CELL_AGAIN: &str = "Not run again: this block is a cell the use
 it made is in the namespace). Write new code that does what the request asks, using those \
 variables.";
 
+/// After a review, its verdict asked for alone (weighed by its tokens'
+/// likeliest choices).
+pub const VERDICT_ALONE: &str = "\n\nYour verdict alone, as JSON: {\"is_complete\": true or false}";
+
 /// Said at the end of the prompt of another solution, sampled beside the
 /// turn's answer: its code alone.
 pub const CODE_ONLY: &str = "\n\n(Reply with the ```python block alone, no explanation.)";

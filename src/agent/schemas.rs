@@ -49,11 +49,24 @@ pub fn verdict() -> AnswerSchema {
         description: "Whether the request is done, and if not, what to do next.",
         schema: object(&[
             ("reasoning", short_text()),
-            ("is_complete", json!({ "type": "boolean" })),
+            (DONE_FIELD, json!({ "type": "boolean" })),
             ("cannot_fix", json!({ "type": "boolean" })),
             ("next_action", short_text()),
             ("answer", text()),
         ]),
+    }
+}
+
+/// The field of a verdict that says "done".
+pub const DONE_FIELD: &str = "is_complete";
+
+/// A verdict alone, `{"is_complete": true}`: what a "done" is weighed by
+/// ([`crate::agent::graphs::NodeSettings::likelihood_done`]).
+pub fn verdict_alone() -> AnswerSchema {
+    AnswerSchema {
+        name: "verdict",
+        description: "Whether the request is done.",
+        schema: object(&[(DONE_FIELD, json!({ "type": "boolean" }))]),
     }
 }
 

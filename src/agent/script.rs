@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::llm::{ChatOutcome, ChatRequest, Usage};
+use super::llm::{ChatOutcome, ChatRequest, TokenChoices, Usage};
 use super::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
     ModelChoice, Observer, Repair, Showing, Targets,
@@ -37,6 +37,10 @@ pub struct Script {
     /// What each `compare_candidates` call answers, in order (then no
     /// agreement).
     pub agreements: VecDeque<Agreement>,
+    /// How likely the judge holds "done", for each call that asks for token
+    /// choices, in order: answered `{"is_complete": true}` with `true` and
+    /// `false` that likely.
+    pub done_likelihoods: VecDeque<f32>,
 }
 
 impl Script {
@@ -75,7 +79,28 @@ impl Script {
             truncate_first: false,
             tried: Vec::new(),
             agreements: VecDeque::new(),
+            done_likelihoods: VecDeque::new(),
         }
+    }
+}
+
+/// A verdict alone whose `true` was `p` likely against `false`.
+fn weighed_verdict(p: f32) -> ChatOutcome {
+    let token = |text: &str, choices: Vec<(String, f32)>| TokenChoices {
+        token: text.to_owned(),
+        choices,
+    };
+    ChatOutcome {
+        text: "{\"is_complete\": true}".into(),
+        token_choices: vec![
+            token("{\"is_complete\":", Vec::new()),
+            token(
+                " true",
+                vec![(" true".into(), p.ln()), (" false".into(), (1.0 - p).ln())],
+            ),
+            token("}", Vec::new()),
+        ],
+        ..ChatOutcome::default()
     }
 }
 
@@ -92,8 +117,16 @@ impl Effects for Script {
         request: ChatRequest,
         _showing: Showing,
     ) -> Result<ChatOutcome, AgentError> {
+        let weighed = request.token_choices;
         self.requests.push(request);
         self.models.push(self.model);
+        if weighed {
+            let p = self
+                .done_likelihoods
+                .pop_front()
+                .expect("the script has a likelihood left");
+            return Ok(weighed_verdict(p));
+        }
         let text = self
             .answers
             .pop_front()
@@ -108,6 +141,7 @@ impl Effects for Script {
             },
             blocks_shown: 0,
             truncated: std::mem::take(&mut self.truncate_first),
+            token_choices: Vec::new(),
         })
     }
 

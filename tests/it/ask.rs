@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{FakeLlm, Reply, Step};
 use crate::support::{
     Channel, Kernel, is_panel, is_status, panel_texts, result_text, stream_text, told_model, types,
 };
@@ -424,4 +424,93 @@ async fn a_block_shown_early_that_never_ran_says_so() {
     assert!(errors[0].contains("NameError"), "{errors:?}");
     assert_eq!(errors[1], "[error]\n(not run: a block before it failed)");
     assert!(panel_texts(&iopub, "output").is_empty());
+}
+
+/// The verdict asked for alone, as llama.cpp's server streams it when asked
+/// for each token's likeliest choices (every chunk carries its token's):
+/// `true` held `p_true` likely against `false`.
+fn verdict_alone_stream(p_true: f32) -> String {
+    let chunk = |text: &str, choices: Vec<(&str, f32)>, finish: Option<&str>| {
+        let top: Vec<_> = choices
+            .iter()
+            .map(|(token, p)| json!({ "id": 1, "token": token, "bytes": [32], "logprob": p.ln() }))
+            .collect();
+        let choice = json!({
+            "index": 0,
+            "delta": { "content": text },
+            "finish_reason": finish,
+            "logprobs": { "content": [{
+                "id": 1, "token": text, "bytes": [32], "logprob": choices[0].1.ln(), "top_logprobs": top,
+            }]},
+        });
+        format!(
+            "data: {}\n\n",
+            json!({ "object": "chat.completion.chunk", "choices": [choice] })
+        )
+    };
+    [
+        chunk("{\"is_complete\":", vec![("{\"is_complete\":", 0.99)], None),
+        chunk(
+            " true",
+            vec![(" true", p_true), (" false", 1.0 - p_true)],
+            None,
+        ),
+        chunk("}", vec![("}", 0.99)], Some("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
+    let review = r#"{"reasoning": "42 is printed", "is_complete": true, "cannot_fix": false, "next_action": "", "answer": "It is 42."}"#;
+    for (p_true, ending, mark) in [
+        (
+            0.46,
+            "answered, not confirmed · the review passed it but was 46% sure",
+            "? 42 is printed (not confirmed: the review was 46% sure)",
+        ),
+        (0.95, "done · checked: ", "✓ 42 is printed"),
+    ] {
+        let llm = FakeLlm::start(vec![
+            Reply::Answer("```python\nprint(6 * 7)\n```".into()),
+            Reply::Answer(review.into()),
+            Reply::Steps(vec![Step::text(verdict_alone_stream(p_true))]),
+        ])
+        .await;
+        // The embedded local model's settings, its server at the fake's URL.
+        let env = [
+            ("MAHTAB_LOCAL_MODEL_URL", llm.base_url.clone()),
+            ("MAHTAB_LOCAL_MODEL", "coder-1.5b".to_owned()),
+        ];
+        let mut kernel = Kernel::start_with_env(&env).await;
+        let (reply, iopub) = kernel.execute("%%ask\nprint six times seven").await;
+        assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+        let streamed = stream_text(&iopub, "stdout");
+        assert!(
+            streamed.contains(mark),
+            "{streamed} {:?}",
+            panel_texts(&iopub, "summary")
+        );
+        let summary = panel_texts(&iopub, "summary");
+        assert!(summary[0].starts_with(ending), "{summary:?}");
+        // The verdict was asked for alone after the very same review, for
+        // the token choices, and nothing else was asked.
+        let requests = llm.requests.lock().unwrap().clone();
+        assert_eq!(requests.len(), 3);
+        let (judged, weighed) = (&requests[1], &requests[2]);
+        assert_eq!(
+            (weighed["logprobs"].clone(), judged.get("logprobs")),
+            (json!(true), None)
+        );
+        assert_eq!(weighed["messages"][0], judged["messages"][0]);
+        let (review_text, alone) = (
+            judged["messages"][1]["content"].as_str().unwrap(),
+            weighed["messages"][1]["content"].as_str().unwrap(),
+        );
+        assert!(
+            alone.starts_with(review_text) && alone.ends_with("{\"is_complete\": true or false}"),
+            "{alone}"
+        );
+    }
 }

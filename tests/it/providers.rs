@@ -48,6 +48,7 @@ fn request() -> ChatRequest {
         sampling: Default::default(),
         schema: None,
         stop: &[],
+        token_choices: false,
     }
 }
 

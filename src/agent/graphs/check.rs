@@ -7,7 +7,10 @@
 //! same when others were tried (`Work::agreed`: told to the review, never
 //! standing in for it). What the check looked at is kept
 //! (`AgentState::checked`) for the summary line, so the user sees why the
-//! agent believes it.
+//! agent believes it. Where the provider gives its tokens' likeliest
+//! choices, a "done" is weighed by how likely the judge held it, asked for
+//! the verdict alone (`Verdict::confidence`); one it was unsure of ends the
+//! run unconfirmed, not done.
 
 use super::steps::NodeSettings;
 use crate::agent::parse::{bindings, claims, form, pitfalls};
@@ -73,11 +76,24 @@ pub async fn check<E: Effects>(
     }
     let system = prompts::reflect();
     let answer = settings
-        .judge_alone(state, effects, system, review, schemas::verdict())
+        .judge_alone(
+            state,
+            effects,
+            system.clone(),
+            review.clone(),
+            schemas::verdict(),
+        )
         .await?;
     let mut verdict = parse_verdict(&answer.text);
     verdict.is_complete &= !work.failed;
     if verdict.is_complete {
+        // Weighed where the provider says how likely each token was: a
+        // small model's review passes wrong work with a confident sentence,
+        // but the verdict asked for alone is less sure of it.
+        let likelihood = settings
+            .likelihood_done(state, effects, system, review)
+            .await?;
+        verdict.confidence = likelihood.map(|p| (p * 100.0).round().clamp(0.0, 100.0) as u8);
         state.checked = checked(&state.executions[since..], &values);
         if let Some((agree, of)) = work.agreed {
             state.checked.push(same_in(agree, of));

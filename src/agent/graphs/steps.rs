@@ -8,8 +8,9 @@ use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
 use crate::agent::parse::checks;
 use crate::agent::parse::code::closed_code_blocks;
-use crate::agent::prompts;
+use crate::agent::parse::verdict::likelihood_true;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
+use crate::agent::{prompts, schemas};
 
 /// What the nodes need to know besides the state: the model, its limits
 /// and what the cell allows (not the settings file: [`crate::agent::config::layers::Settings`]).
@@ -33,6 +34,9 @@ pub struct NodeSettings {
     /// How many other solutions of a turn's request are sampled and tried
     /// on scratch copies beside its own code (0: none).
     pub candidates: u32,
+    /// The provider gives its tokens' likeliest choices (the local model's
+    /// server): a "done" is weighed by them.
+    pub token_choices: bool,
 }
 
 #[cfg(test)]
@@ -50,6 +54,7 @@ impl NodeSettings {
             sampling: Default::default(),
             vision: false,
             candidates: 0,
+            token_choices: false,
         }
     }
 }
@@ -65,6 +70,10 @@ const CANDIDATE_TEMPERATURE: f32 = 0.7;
 /// closing answer included); reasoning models spend part of this on hidden
 /// reasoning first.
 const JUDGEMENT_TOKENS: u32 = 1024;
+
+/// The cap on a verdict asked for alone: `{"is_complete": true}` and the
+/// tokens a small model puts around it.
+const VERDICT_ALONE_TOKENS: u32 = 16;
 
 impl NodeSettings {
     /// Asks the model, with `system` as the system prompt, about the
@@ -238,10 +247,42 @@ impl NodeSettings {
             sampling: self.sampling,
             schema: Some(schema),
             stop: &[],
+            token_choices: false,
         };
         let answer = effects.chat(request, Showing::Hidden).await?;
         state.usage.add(answer.usage);
         Ok(answer)
+    }
+
+    /// How likely the judge holds the request done: its verdict asked for
+    /// alone, after the same `review` under the same `system` (a prompt
+    /// cache holds all but the last line, so it costs a few tokens), and
+    /// read from the likeliest choices of the token that says it. None
+    /// where the provider gives no token choices.
+    pub(crate) async fn likelihood_done<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        review: String,
+    ) -> Result<Option<f32>, AgentError> {
+        if !self.token_choices {
+            return Ok(None);
+        }
+        let message = ChatMessage::user(format!("{review}{}", prompts::VERDICT_ALONE));
+        let request = ChatRequest {
+            model: self.judge_model().to_owned(),
+            system,
+            messages: budget::fit("", &[message], self.context_tokens, VERDICT_ALONE_TOKENS),
+            max_tokens: VERDICT_ALONE_TOKENS,
+            sampling: self.sampling,
+            schema: Some(schemas::verdict_alone()),
+            stop: &[],
+            token_choices: true,
+        };
+        let answer = effects.chat(request, Showing::Hidden).await?;
+        state.usage.add(answer.usage);
+        Ok(likelihood_true(&answer.token_choices, schemas::DONE_FIELD))
     }
 
     /// The model judgements go to.
@@ -325,6 +366,7 @@ fn model_request(
         sampling: settings.sampling,
         schema: call.schema.clone(),
         stop: call.stop,
+        token_choices: false,
     }
 }
 

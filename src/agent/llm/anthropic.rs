@@ -358,6 +358,7 @@ mod tests {
             },
             schema: None,
             stop: &[],
+            token_choices: false,
         });
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
         assert!(body.get("stop_sequences").is_none());

@@ -135,7 +135,10 @@ impl ClaudeCli {
                         outcome.text.push_str(&text);
                     }
                     ChatEvent::Usage(usage) => outcome.usage = usage,
-                    ChatEvent::Finished | ChatEvent::Truncated | ChatEvent::Done => {}
+                    ChatEvent::Finished
+                    | ChatEvent::Truncated
+                    | ChatEvent::Done
+                    | ChatEvent::TokenChoices(_) => {}
                     ChatEvent::Error(e) => return Err(e),
                 }
             }
@@ -254,6 +257,7 @@ mod tests {
             sampling: Default::default(),
             schema: None,
             stop: &[],
+            token_choices: false,
         };
         let cli = ClaudeCli {
             program: "claude".into(),

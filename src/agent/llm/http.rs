@@ -381,6 +381,7 @@ impl Answer {
                     on_text(&text);
                     self.outcome.text.push_str(&text);
                 }
+                ChatEvent::TokenChoices(choices) => self.outcome.token_choices.extend(choices),
                 ChatEvent::Usage(usage) => self.outcome.usage = usage,
                 ChatEvent::Finished => self.finished = true,
                 ChatEvent::Truncated => self.outcome.truncated = true,

@@ -61,6 +61,18 @@ pub struct ChatOutcome {
     pub blocks_shown: usize,
     /// The answer was cut off at the length limit.
     pub truncated: bool,
+    /// Each token's likeliest choices, when the request asked for them and
+    /// the provider gave them (empty otherwise).
+    pub token_choices: Vec<TokenChoices>,
+}
+
+/// One token of an answer and the model's likeliest choices at that point,
+/// with their log-probabilities (an OpenAI-compatible server's
+/// `top_logprobs`): what a yes-or-no answer is weighed by.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TokenChoices {
+    pub token: String,
+    pub choices: Vec<(String, f32)>,
 }
 
 /// A provider-independent chat request.
@@ -78,6 +90,9 @@ pub struct ChatRequest {
     /// Text at which the model stops writing (the planner's `Observation:`,
     /// which is the kernel's to write), where the provider takes it.
     pub stop: &'static [&'static str],
+    /// Ask for each token's likeliest choices ([`TokenChoices`]), where the
+    /// provider gives them.
+    pub token_choices: bool,
 }
 
 /// A JSON schema for an answer, which a provider enforces where it can
@@ -133,6 +148,8 @@ impl Usage {
 pub enum ChatEvent {
     /// A piece of the answer's text.
     Text(String),
+    /// The likeliest choices of the tokens just sent, when asked for.
+    TokenChoices(Vec<TokenChoices>),
     /// Token counts; the last one seen holds the totals.
     Usage(Usage),
     /// The answer's text is complete, but the stream goes on (OpenAI's

@@ -2,7 +2,8 @@
 //! llama.cpp server, LM Studio): the request body, and the `data:` chunks
 //! of its SSE stream, ending with `[DONE]`. Usage arrives in a last chunk
 //! with no choices when `stream_options.include_usage` is set; servers that
-//! never send it leave the usage unknown, which is not an error.
+//! never send it leave the usage unknown, which is not an error. Asked
+//! for, each token's likeliest choices come with it (`logprobs`).
 
 use std::borrow::Cow;
 
@@ -10,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::sse::SseEvent;
-use super::{ChatEvent, ChatRequest, LlmError, Usage};
+use super::{ChatEvent, ChatRequest, LlmError, TokenChoices, Usage};
 
 const PROVIDER: &str = "OpenAI-compatible server";
 
@@ -63,6 +64,9 @@ pub fn takes_images(model: &str) -> bool {
     !TEXT_ONLY.iter().any(|m| model.starts_with(m)) && SEEING.iter().any(|m| model.starts_with(m))
 }
 
+/// How many of each token's likeliest choices are asked for, when any are.
+const TOP_CHOICES: u32 = 5;
+
 /// The JSON body of a streaming `POST {base}/chat/completions`.
 pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
@@ -99,6 +103,10 @@ pub fn request_body(request: &ChatRequest, limit: TokenLimit) -> Value {
     if !request.stop.is_empty() && limit == TokenLimit::MaxTokens {
         body["stop"] = json!(request.stop);
     }
+    if request.token_choices {
+        body["logprobs"] = json!(true);
+        body["top_logprobs"] = json!(TOP_CHOICES);
+    }
     if let Some(schema) = &request.schema {
         // Not `strict`: OpenAI's strict mode refuses optional fields, and
         // llama.cpp turns any schema into a grammar regardless.
@@ -129,6 +137,45 @@ struct Choice<'a> {
     delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
     finish_reason: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    logprobs: Option<Logprobs<'a>>,
+}
+
+/// The tokens of a chunk with their likeliest choices (`logprobs.content`).
+#[derive(Deserialize)]
+struct Logprobs<'a> {
+    #[serde(default, borrow)]
+    content: Option<Vec<TokenLogprob<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct TokenLogprob<'a> {
+    #[serde(borrow)]
+    token: Cow<'a, str>,
+    #[serde(default, borrow)]
+    top_logprobs: Vec<TopLogprob<'a>>,
+}
+
+/// One choice; a log-probability of minus infinity comes as `null`.
+#[derive(Deserialize)]
+struct TopLogprob<'a> {
+    #[serde(borrow)]
+    token: Cow<'a, str>,
+    #[serde(default)]
+    logprob: Option<f32>,
+}
+
+impl TokenLogprob<'_> {
+    fn choices(self) -> TokenChoices {
+        TokenChoices {
+            token: self.token.into_owned(),
+            choices: self
+                .top_logprobs
+                .into_iter()
+                .map(|c| (c.token.into_owned(), c.logprob.unwrap_or(f32::NEG_INFINITY)))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -170,6 +217,12 @@ pub fn parse_event(event: &SseEvent) -> Vec<ChatEvent> {
                 && !text.is_empty()
             {
                 events.push(ChatEvent::Text(text.into_owned()));
+            }
+            if let Some(tokens) = choice.logprobs.and_then(|l| l.content)
+                && !tokens.is_empty()
+            {
+                let choices = tokens.into_iter().map(TokenLogprob::choices).collect();
+                events.push(ChatEvent::TokenChoices(choices));
             }
             if let Some(reason) = choice.finish_reason {
                 if reason == "length" {
@@ -357,6 +410,7 @@ mod tests {
             sampling: Default::default(),
             schema: None,
             stop: &[],
+            token_choices: false,
         };
         let body = request_body(&request, TokenLimit::MaxTokens);
         assert_eq!(
@@ -448,6 +502,7 @@ mod tests {
             sampling: Default::default(),
             schema: None,
             stop: &[],
+            token_choices: false,
         };
         let limit = TokenLimit::for_server("https://api.openai.com/v1");
         let body = request_body(&request, limit);
@@ -457,6 +512,45 @@ mod tests {
             TokenLimit::for_server("http://127.0.0.1:11434/v1"),
             TokenLimit::MaxTokens
         );
+    }
+
+    #[test]
+    fn token_choices_are_asked_for_and_read_from_the_chunks() {
+        let request = ChatRequest {
+            token_choices: true,
+            ..Default::default()
+        };
+        let body = request_body(&request, TokenLimit::MaxTokens);
+        assert_eq!(
+            (body["logprobs"].clone(), body["top_logprobs"].clone()),
+            (json!(true), json!(5))
+        );
+        let plain = request_body(&ChatRequest::default(), TokenLimit::MaxTokens);
+        assert!(plain.get("logprobs").is_none(), "{plain}");
+        // As the local model's llama.cpp server sends them (one token a
+        // chunk; `bytes` and `id` unread; minus infinity as null).
+        let stream = concat!(
+            "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\" true\"},",
+            "\"logprobs\":{\"content\":[{\"id\":830,\"token\":\" true\",\"bytes\":[32,116,114,117,101],",
+            "\"logprob\":-0.09,\"top_logprobs\":[{\"id\":830,\"token\":\" true\",\"bytes\":[32],\"logprob\":-0.09},",
+            "{\"id\":895,\"token\":\" false\",\"bytes\":[32],\"logprob\":-2.5},",
+            "{\"id\":1,\"token\":\"\\\"\",\"bytes\":[34],\"logprob\":null}]}]}}],",
+            "\"object\":\"chat.completion.chunk\"}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let expected = vec![
+            ChatEvent::Text(" true".into()),
+            ChatEvent::TokenChoices(vec![TokenChoices {
+                token: " true".into(),
+                choices: vec![
+                    (" true".into(), -0.09),
+                    (" false".into(), -2.5),
+                    ("\"".into(), f32::NEG_INFINITY),
+                ],
+            }]),
+            ChatEvent::Done,
+        ];
+        assert_eq!(events(stream, 9), expected);
     }
 
     #[test]

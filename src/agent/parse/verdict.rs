@@ -2,12 +2,53 @@
 //! request, why, and what to do next. Small models wrap the JSON in prose or
 //! a code fence, or answer with XML tags instead; all of those are read. An
 //! answer that says nothing readable counts as "not complete", with the text
-//! kept as the reasoning, so the next turn still learns from it.
+//! kept as the reasoning, so the next turn still learns from it. Where the
+//! answer came with its tokens' likeliest choices, how likely the model held
+//! a yes-or-no field true is read from them.
 
 use serde_json::Value;
 
 use super::json::{json_objects, python_dicts, truthy};
+use crate::agent::llm::TokenChoices;
 use crate::agent::run::Verdict;
+
+/// How likely the model held the boolean `field` true rather than false:
+/// read at the token where its value begins (after `"field":`), from the
+/// choices spelled `true` and `false` there. One of them missing from the
+/// likeliest choices counts as no likelier than the least likely listed.
+/// None when the field is not there or neither choice is among them.
+pub fn likelihood_true(tokens: &[TokenChoices], field: &str) -> Option<f32> {
+    let key = format!("\"{field}\":");
+    let mut text = String::new();
+    for token in tokens {
+        if text.trim_end().ends_with(&key) && !token.token.trim().is_empty() {
+            return weigh(&token.choices);
+        }
+        text.push_str(&token.token);
+    }
+    None
+}
+
+/// P(true) against P(false) among one token's choices.
+fn weigh(choices: &[(String, f32)]) -> Option<f32> {
+    let least = choices
+        .iter()
+        .map(|(_, p)| *p)
+        .fold(f32::INFINITY, f32::min);
+    let chance = |word: &str| -> Option<f32> {
+        let found: Vec<f32> = choices
+            .iter()
+            .filter(|(token, _)| token.trim() == word)
+            .map(|(_, logprob)| logprob.exp())
+            .collect();
+        (!found.is_empty()).then(|| found.iter().sum())
+    };
+    let (yes, no) = match (chance("true"), chance("false")) {
+        (None, None) => return None,
+        (yes, no) => (yes.unwrap_or(least.exp()), no.unwrap_or(least.exp())),
+    };
+    (yes + no > 0.0).then(|| yes / (yes + no))
+}
 
 /// Reads a verdict from a model's answer: JSON (also written as a Python
 /// dict), XML-like tags, or `key: value` lines (Markdown lists and bold
@@ -32,6 +73,7 @@ pub fn parse_verdict(answer: &str) -> Verdict {
         next_action: String::new(),
         answer: String::new(),
         parsed: false,
+        confidence: None,
     }
 }
 
@@ -69,6 +111,7 @@ fn from_json(value: &Value) -> Option<Verdict> {
             String::new()
         },
         parsed: true,
+        confidence: None,
     })
 }
 
@@ -106,6 +149,7 @@ fn from_lines(text: &str) -> Option<Verdict> {
             String::new()
         },
         parsed: true,
+        confidence: None,
     })
 }
 
@@ -130,12 +174,49 @@ fn from_tags(text: &str) -> Option<Verdict> {
             false => String::new(),
         },
         parsed: true,
+        confidence: None,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn token(text: &str, choices: &[(&str, f32)]) -> TokenChoices {
+        TokenChoices {
+            token: text.into(),
+            choices: choices.iter().map(|(t, p)| ((*t).to_owned(), *p)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_likelihood_of_true_is_read_where_the_fields_value_begins() {
+        // As the local model's server reported a verdict's tokens: a first
+        // token the grammar refused, then the object.
+        let tokens = [
+            token("```", &[("```", -0.3), ("{\n", -2.0)]),
+            token("{\n", &[("{\n", -0.02)]),
+            token(" ", &[(" ", -0.1)]),
+            token(" \"", &[(" \"", -0.0)]),
+            token("is", &[("is", -0.0)]),
+            token("_complete", &[("_complete", -0.0)]),
+            token("\":", &[("\":", -0.0)]),
+            token(" true", &[(" true", -0.2), (" false", -1.8), (" \"", -7.0)]),
+        ];
+        let p = likelihood_true(&tokens, "is_complete").unwrap();
+        let expected = (-0.2f32).exp() / ((-0.2f32).exp() + (-1.8f32).exp());
+        assert!((p - expected).abs() < 1e-6, "{p} vs {expected}");
+        assert_eq!(likelihood_true(&tokens, "cannot_fix"), None);
+        // "false" not among the choices: no likelier than the least listed.
+        let sure = [
+            token("\"right\":", &[]),
+            token("true", &[("true", -0.01), ("1", -6.0)]),
+        ];
+        let p = likelihood_true(&sure, "right").unwrap();
+        assert!(p > 0.99 && p < 1.0, "{p}");
+        let neither = [token("\"right\":", &[]), token(" \"", &[(" \"", -0.1)])];
+        assert_eq!(likelihood_true(&neither, "right"), None);
+    }
 
     /// Verdicts Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp server,
     /// temperature 0) wrote with the verdict schema: a failed run (judged

@@ -16,7 +16,9 @@ use crate::agent::graph::RunEnd;
 use crate::agent::llm::Usage;
 use crate::agent::parse::prose::review_words;
 use crate::agent::ports::Ports;
-use crate::agent::run::{Activity, AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges};
+use crate::agent::run::{
+    Activity, AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges, Verdict,
+};
 
 pub use crate::agent::shown::{Display, Placement, Shown};
 
@@ -100,6 +102,14 @@ pub fn event(event: &AgentEvent) -> Shown {
                 json!({ "kind": title, "turn": turn, "block": block }),
             )
         }
+        AgentEvent::Verdict(verdict) if verdict.unconfirmed() => stream(&format!(
+            "? {} (not confirmed: the review was {}% sure)\n",
+            match review_words(&verdict.reasoning) {
+                words if words.is_empty() => "done".to_owned(),
+                words => words,
+            },
+            verdict.confidence.unwrap_or_default()
+        )),
         AgentEvent::Verdict(verdict) if verdict.is_complete => {
             let words = review_words(&verdict.reasoning);
             stream(&format!(
@@ -205,6 +215,7 @@ pub fn ending(state: &AgentState, end: RunEnd) -> String {
         // "Done" only with what was checked to say so.
         (Some(Outcome::Complete), _) if state.checked.is_empty() => "answered",
         (Some(Outcome::Complete), _) => "done",
+        (Some(Outcome::Unconfirmed), _) => "answered, not confirmed",
         (Some(Outcome::Answered), _) => "answered",
         (Some(Outcome::MaxTurns), _) => "stopped at the turn limit",
         (Some(Outcome::GaveUp), _) => "gave up: every attempt failed",
@@ -220,6 +231,14 @@ pub fn ending(state: &AgentState, end: RunEnd) -> String {
             let end = crate::text::floor_char_boundary(&all, CHECKED_SHOWN);
             let more = if end < all.len() { "…" } else { "" };
             format!(" · checked: {}{more}", &all[..end])
+        }
+        Some(Outcome::Unconfirmed) => {
+            let sure = state.verdict.as_ref().and_then(|v| v.confidence);
+            format!(
+                " · the review passed it but was {}% sure (confirmed from {}%)",
+                sure.unwrap_or_default(),
+                Verdict::CONFIRMED
+            )
         }
         Some(Outcome::Complete | Outcome::Answered) => " · not checked".to_owned(),
         _ => String::new(),
@@ -596,6 +615,7 @@ mod tests {
             reasoning: " total shown ".into(),
             next_action: String::new(),
             parsed: true,
+            confidence: None,
         }));
         assert_eq!(done.content()["text"], "✓ total shown\n");
         let not_yet = event(&AgentEvent::Verdict(Verdict {
@@ -605,6 +625,7 @@ mod tests {
             reasoning: "no plot".into(),
             next_action: "plot it".into(),
             parsed: true,
+            confidence: None,
         }));
         assert_eq!(
             not_yet.content()["text"],
@@ -618,6 +639,7 @@ mod tests {
             reasoning: "```python\nn_fruits = sales['fruit'].nunique()\n```".into(),
             next_action: "n_fruits = sales['fruit'].nunique()".into(),
             parsed: true,
+            confidence: None,
         }));
         assert_eq!(code.content()["text"], "↻ not done yet\n");
         let impossible = event(&AgentEvent::Verdict(Verdict {
@@ -627,6 +649,7 @@ mod tests {
             reasoning: "sales.csv does not exist".into(),
             next_action: String::new(),
             parsed: true,
+            confidence: None,
         }));
         assert_eq!(
             impossible.content()["text"],

@@ -41,6 +41,7 @@ fn verdict(is_complete: bool, cannot_fix: bool, reasoning: &str, answer: &str) -
         next_action: if is_complete { "" } else { "print the total" }.into(),
         answer: answer.into(),
         parsed: true,
+        confidence: None,
     }
 }
 

@@ -24,9 +24,23 @@ pub struct Verdict {
     /// False when nothing in the answer could be read as a verdict.
     #[serde(skip)]
     pub parsed: bool,
+    /// How sure the judge was of "done", in percent, where the provider
+    /// gives its tokens' likeliest choices (see `graphs::check`); None
+    /// where it does not, or when the verdict is not "done".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<u8>,
 }
 
 impl Verdict {
+    /// The least confidence, in percent, that confirms a "done": chosen on
+    /// the development split of the evaluation (bench/README.md).
+    pub const CONFIRMED: u8 = 80;
+
+    /// "Done", but the judge was less sure of it than [`Verdict::CONFIRMED`].
+    pub fn unconfirmed(&self) -> bool {
+        self.is_complete && self.confidence.is_some_and(|c| c < Self::CONFIRMED)
+    }
+
     /// Not done, for `reasoning`, with `next_action` to do next: a
     /// judgement the kernel made itself (read as if parsed).
     pub fn not_done(reasoning: impl Into<String>, next_action: impl Into<String>) -> Self {
@@ -37,6 +51,7 @@ impl Verdict {
             next_action: next_action.into(),
             answer: String::new(),
             parsed: true,
+            confidence: None,
         }
     }
 }
@@ -313,6 +328,9 @@ pub enum Outcome {
     Answered,
     /// The reflection step judged the request done.
     Complete,
+    /// The review judged it done, but was unsure of it: the answer stands,
+    /// not confirmed ([`Verdict::unconfirmed`]).
+    Unconfirmed,
     /// The turn limit was reached first.
     MaxTurns,
     /// Every attempt at the code failed (the analyst graph's error node).

@@ -362,6 +362,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         sampling: Default::default(),
         vision: false,
         candidates: 0,
+        token_choices: false,
     };
     let turns = 1;
     let (name, diagram) = match graph {

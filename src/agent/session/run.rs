@@ -32,7 +32,7 @@ use crate::agent::run::limits::{
     ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
     TRIAGE_DEFAULT_MAX_REVIEWS,
 };
-use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice};
+use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Outcome, Verdict};
 use crate::exception::PythonException;
 
 /// What a run was asked to do and with what, once the settings are read.
@@ -112,6 +112,12 @@ impl AgentSession {
             }
             Err(e) => return Err(AskFailure::Run.because(e.to_string())),
         };
+        // A "done" the judge was unsure of stands as an answer, not as done.
+        if state.outcome == Some(Outcome::Complete)
+            && state.verdict.as_ref().is_some_and(Verdict::unconfirmed)
+        {
+            state.outcome = Some(Outcome::Unconfirmed);
+        }
         let ran = Ran {
             state: &state,
             session,
@@ -239,6 +245,7 @@ impl AgentSession {
                 None => self.providers.served_vision(provider).await,
             },
             candidates: other_solutions(settings, setup.options.approval()),
+            token_choices: local_spec.is_some(),
         }
     }
 

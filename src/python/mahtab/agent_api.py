@@ -83,7 +83,8 @@ def _magic_args(code, magic):
 class AskAnswer(str):
     """What ``ask()`` returns: the model's final answer, as a str, with the
     run's trace (``.trace``: its steps, turns, tokens and seconds) and what
-    it did: ``.outcome`` (how it ended: "Complete", "Answered", "GaveUp",
+    it did: ``.outcome`` (how it ended: "Complete", "Unconfirmed" (its
+    check passed, but the judge was unsure of it), "Answered", "GaveUp",
     ...), ``.plan`` (the analyst's plan, a dict, else None), ``.code`` (each
     block that ran), ``.output`` (what the last block that worked printed,
     or None), ``.figures`` (how many figures and other rich outputs were

@@ -800,3 +800,68 @@ fn unparseable_reflection_counts_as_not_done() {
     let feedback = &script.requests[2].messages.last().unwrap().content;
     assert!(feedback.contains("hmm, looks fine to me"));
 }
+
+#[test]
+fn a_done_is_weighed_where_the_provider_gives_token_choices() {
+    let weighing = || NodeSettings {
+        token_choices: true,
+        ..settings()
+    };
+    for (likelihood, confidence, unconfirmed, shown) in [
+        (
+            0.46,
+            46,
+            true,
+            "? answered (not confirmed: the review was 46% sure)\n",
+        ),
+        (0.93, 93, false, "✓ answered\n"),
+    ] {
+        let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
+        script.done_likelihoods.push_back(likelihood);
+        let mut state = AgentState::new("compute", Vec::new(), 5);
+        run(&mut script, &mut state, weighing());
+        // Done either way in the graph; the run's ending reads the verdict.
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+        let verdict = state.verdict.clone().unwrap();
+        assert_eq!(
+            (verdict.confidence, verdict.unconfirmed()),
+            (Some(confidence), unconfirmed)
+        );
+        let line = script.events.iter().find_map(|e| match e {
+            AgentEvent::Verdict(_) => {
+                Some(crate::agent::render::event(e).content()["text"].clone())
+            }
+            _ => None,
+        });
+        assert_eq!(line.unwrap(), shown);
+        // Asked after the very review it weighs, with its prompt and message.
+        let [.., review, alone] = script.requests.as_slice() else {
+            panic!("two calls at least");
+        };
+        assert!(alone.token_choices && !review.token_choices);
+        assert_eq!(alone.system, review.system);
+        let asked = &alone.messages[0].content;
+        assert_eq!(
+            asked.strip_suffix(prompts::VERDICT_ALONE),
+            Some(review.messages[0].content.as_str())
+        );
+    }
+    // A "not done" is not weighed: nothing to confirm.
+    let mut script = Script::new(
+        &[
+            "```python\nprint(6*7)\n```",
+            NOT_DONE,
+            "```python\nprint(42)\n```",
+            DONE,
+        ],
+        ok,
+    );
+    script.done_likelihoods.push_back(0.9);
+    let mut state = AgentState::new("compute", Vec::new(), 5);
+    run(&mut script, &mut state, weighing());
+    assert_eq!(
+        script.requests.iter().filter(|r| r.token_choices).count(),
+        1
+    );
+    assert_eq!(state.verdict.unwrap().confidence, Some(90));
+}
