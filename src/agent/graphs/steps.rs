@@ -71,6 +71,25 @@ const CANDIDATE_TEMPERATURE: f32 = 0.7;
 /// reasoning first.
 const JUDGEMENT_TOKENS: u32 = 1024;
 
+/// The answer a judgement call asks for: its shape, its length, and
+/// whether its tokens' likeliest choices come with it.
+struct Reply {
+    schema: AnswerSchema,
+    max_tokens: u32,
+    token_choices: bool,
+}
+
+impl Reply {
+    /// A judgement in the shape of `schema`, text only.
+    fn judgement(schema: AnswerSchema) -> Self {
+        Reply {
+            schema,
+            max_tokens: JUDGEMENT_TOKENS,
+            token_choices: false,
+        }
+    }
+}
+
 /// The cap on a verdict asked for alone: `{"is_complete": true}` and the
 /// tokens a small model puts around it.
 const VERDICT_ALONE_TOKENS: u32 = 16;
@@ -213,7 +232,7 @@ impl NodeSettings {
             message.images = state.new_figures();
             state.images_sent += message.images.len();
         }
-        self.judge_message(state, effects, system, message, schema)
+        self.judge_message(state, effects, system, message, Reply::judgement(schema))
             .await
     }
 
@@ -227,7 +246,8 @@ impl NodeSettings {
         question: String,
         schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
-        self.judge_message(state, effects, system, ChatMessage::user(question), schema)
+        let message = ChatMessage::user(question);
+        self.judge_message(state, effects, system, message, Reply::judgement(schema))
             .await
     }
 
@@ -237,17 +257,17 @@ impl NodeSettings {
         effects: &mut E,
         system: String,
         message: ChatMessage,
-        schema: AnswerSchema,
+        reply: Reply,
     ) -> Result<ChatOutcome, AgentError> {
         let request = ChatRequest {
             model: self.judge_model().to_owned(),
             system,
-            messages: budget::fit("", &[message], self.context_tokens, JUDGEMENT_TOKENS),
-            max_tokens: JUDGEMENT_TOKENS,
+            messages: budget::fit("", &[message], self.context_tokens, reply.max_tokens),
+            max_tokens: reply.max_tokens,
             sampling: self.sampling,
-            schema: Some(schema),
+            schema: Some(reply.schema),
             stop: &[],
-            token_choices: false,
+            token_choices: reply.token_choices,
         };
         let answer = effects.chat(request, Showing::Hidden).await?;
         state.usage.add(answer.usage);
@@ -270,18 +290,14 @@ impl NodeSettings {
             return Ok(None);
         }
         let message = ChatMessage::user(format!("{review}{}", prompts::VERDICT_ALONE));
-        let request = ChatRequest {
-            model: self.judge_model().to_owned(),
-            system,
-            messages: budget::fit("", &[message], self.context_tokens, VERDICT_ALONE_TOKENS),
+        let reply = Reply {
+            schema: schemas::verdict_alone(),
             max_tokens: VERDICT_ALONE_TOKENS,
-            sampling: self.sampling,
-            schema: Some(schemas::verdict_alone()),
-            stop: &[],
             token_choices: true,
         };
-        let answer = effects.chat(request, Showing::Hidden).await?;
-        state.usage.add(answer.usage);
+        let answer = self
+            .judge_message(state, effects, system, message, reply)
+            .await?;
         Ok(likelihood_true(&answer.token_choices, schemas::DONE_FIELD))
     }
 
