@@ -332,7 +332,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, launcher: Launcher) -> Resu
 }
 
 /// The installer of the local models (also runnable on its own).
-const LOCAL_MODEL_INSTALLER: &str = include_str!("python/mahtab/local_models.py");
+const LOCAL_MODEL_INSTALLER: &str = include_str!("python/mahtab/agent/local_models.py");
 
 fn install_local_model(model: &str, dir: Option<PathBuf>, python: Option<PathBuf>) -> Result<()> {
     let python = python.unwrap_or_else(|| PathBuf::from("python3"));

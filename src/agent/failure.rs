@@ -1,5 +1,5 @@
 //! How a failed agent request reaches Python: each kind of failure is an
-//! exception class of `mahtab.agent_api` (all subclasses of `AskError`),
+//! exception class of `mahtab.agent.api` (all subclasses of `AskError`),
 //! named here once; the Python side raises the class the name gives.
 
 use crate::exception::PythonException;
@@ -22,7 +22,7 @@ impl AskFailure {
     /// Every kind, for the test that holds the Python side to them.
     pub const ALL: [AskFailure; 4] = [Self::Run, Self::Config, Self::Provider, Self::Usage];
 
-    /// The class `mahtab.agent_api` raises for it.
+    /// The class `mahtab.agent.api` raises for it.
     pub const fn class(self) -> &'static str {
         match self {
             Self::Run => "AskError",
@@ -42,7 +42,7 @@ impl AskFailure {
 mod tests {
     use super::*;
 
-    const AGENT_API: &str = include_str!("../python/mahtab/agent_api.py");
+    const AGENT_API: &str = include_str!("../python/mahtab/agent/api.py");
 
     #[test]
     fn every_failure_is_a_class_of_the_python_side() {
@@ -51,7 +51,7 @@ mod tests {
             let declared = AGENT_API
                 .lines()
                 .any(|line| line.starts_with(&format!("class {class}(")));
-            assert!(declared, "agent_api.py declares no class {class}");
+            assert!(declared, "mahtab/agent/api.py declares no class {class}");
             let base = if failure == AskFailure::Run {
                 "Exception"
             } else {

@@ -368,7 +368,7 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
-    const AGENT_SCOPE: &str = include_str!("../python/mahtab/agent_scope.py");
+    const AGENT_SCOPE: &str = include_str!("../python/mahtab/agent/scope.py");
 
     /// Every call a run makes, as its method and the arguments it sends.
     fn every_call() -> Vec<(&'static str, Value)> {

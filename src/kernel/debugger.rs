@@ -276,8 +276,8 @@ impl Debugger {
                 // The frame's value, kept in full on the Python side: the
                 // debugger's own text of a value is shortened.
                 let expression = format!(
-                    "__import__('mahtab.debugger').debugger.keep_for_debugger(\
-                     __import__('mahtab.display').display.mime_bundle({name}))"
+                    "__import__('mahtab.runtime.debugger').runtime.debugger.keep_for_debugger(\
+                     __import__('mahtab.runtime.display').runtime.display.mime_bundle({name}))"
                 );
                 let evaluated = client
                     .request(

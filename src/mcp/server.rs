@@ -164,8 +164,10 @@ impl KernelTools {
     /// DataFrame columns with dtypes, a short value.
     #[tool]
     async fn variables(&self) -> Result<CallToolResult, McpError> {
-        self.query("__import__('mahtab.mcp_queries').mcp_queries.variables(globals())".into())
-            .await
+        self.query(
+            "__import__('mahtab.agent.mcp_queries').agent.mcp_queries.variables(globals())".into(),
+        )
+        .await
     }
 
     /// Describes one value in detail: type, size, a table's columns with
@@ -178,7 +180,7 @@ impl KernelTools {
         // A JSON string is a Python string literal.
         let expression = Value::String(args.expression).to_string();
         self.query(format!(
-            "__import__('mahtab.mcp_queries').mcp_queries.inspect(globals(), {expression})"
+            "__import__('mahtab.agent.mcp_queries').agent.mcp_queries.inspect(globals(), {expression})"
         ))
         .await
     }

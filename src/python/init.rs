@@ -59,19 +59,17 @@ pub(super) fn initialize(config: &PythonConfig) -> Result<(), String> {
 /// IPython imports, else plain Python (and says so once, on stderr).
 pub(super) fn load_runtime(py: Python<'_>, bridge: impl Fn() -> Bridge) -> PyResult<Py<PyAny>> {
     sources::install(py)?;
-    let ipython = py
-        .import("mahtab.ipython_runtime")
-        .and_then(|ipython| ipython.getattr("IPythonRuntime")?.call1((bridge(),)));
+    let runtimes = py.import("mahtab.runtimes")?;
+    let ipython = runtimes
+        .getattr("ipython_runtime")
+        .and_then(|start| start.call1((bridge(),)));
     match ipython {
         Ok(shell) => Ok(shell.unbind()),
         Err(e) => {
             // Without a working IPython the kernel still runs plain Python.
             // The kernel's log says so once; a cell that uses a magic says so
             // in its error.
-            let plain = py
-                .import("mahtab.plain_runtime")?
-                .getattr("Runtime")?
-                .call1((bridge(),))?;
+            let plain = runtimes.getattr("PlainRuntime")?.call1((bridge(),))?;
             let reason = if e.is_instance_of::<pyo3::exceptions::PyImportError>(py) {
                 format!("IPython is not available ({})", e.value(py))
             } else {

@@ -5,8 +5,8 @@
 //! the runtime serves through [`RuntimeMethod::Request`] are
 //! [`super::RuntimeRequest`].
 
-/// A method of the runtime object (`mahtab.runtime.Runtime` or its IPython
-/// subclass).
+/// A method of the runtime object (`mahtab.runtimes`: the plain or the
+/// IPython runtime of `mahtab.runtime`, with the agent's entry points).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuntimeMethod {
     /// Run a cell on the interpreter thread; JSON text of the reply's

@@ -8,20 +8,45 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 /// A module of the package: its name, the file name its code compiles under
-/// (what tracebacks and the debugger show), and its source.
+/// (what tracebacks and the debugger show), its source, and whether it is a
+/// package (a folder's `__init__.py`).
 struct Source {
     name: &'static str,
     file: &'static str,
     text: &'static str,
+    package: bool,
 }
 
-/// `module!("streams")` is `mahtab.streams`, from `mahtab/streams.py`.
+/// `module!("streams")` is `mahtab.streams`, from `mahtab/streams.py`;
+/// `module!("runtime", "base")` is `mahtab.runtime.base`, from
+/// `mahtab/runtime/base.py`; `package!("runtime")` is `mahtab.runtime`,
+/// from `mahtab/runtime/__init__.py`.
 macro_rules! module {
     ($stem:literal) => {
         Source {
             name: concat!("mahtab.", $stem),
             file: concat!("mahtab/", $stem, ".py"),
             text: include_str!(concat!("mahtab/", $stem, ".py")),
+            package: false,
+        }
+    };
+    ($folder:literal, $stem:literal) => {
+        Source {
+            name: concat!("mahtab.", $folder, ".", $stem),
+            file: concat!("mahtab/", $folder, "/", $stem, ".py"),
+            text: include_str!(concat!("mahtab/", $folder, "/", $stem, ".py")),
+            package: false,
+        }
+    };
+}
+
+macro_rules! package {
+    ($folder:literal) => {
+        Source {
+            name: concat!("mahtab.", $folder),
+            file: concat!("mahtab/", $folder, "/__init__.py"),
+            text: include_str!(concat!("mahtab/", $folder, "/__init__.py")),
+            package: true,
         }
     };
 }
@@ -54,38 +79,43 @@ const PACKAGE: &[Source] = &[
         name: PACKAGE_NAME,
         file: "mahtab/__init__.py",
         text: include_str!("mahtab/__init__.py"),
+        package: true,
     },
     module!("__main__"),
-    module!("agent_api"),
-    module!("agent_code"),
-    module!("agent_scope"),
-    module!("candidates"),
-    module!("close_names"),
-    module!("comms"),
-    module!("completion"),
-    module!("context"),
-    module!("debugger"),
     module!("declared"),
-    module!("display"),
-    module!("event_loop"),
-    module!("figures"),
-    module!("guard"),
-    module!("import_hooks"),
-    module!("introspection"),
-    module!("ipython_runtime"),
-    module!("ipython_shell"),
-    module!("local_models"),
-    module!("mcp_queries"),
-    module!("messages"),
-    module!("namespace"),
-    module!("paths"),
-    module!("plain_runtime"),
-    module!("protocol"),
-    module!("reprs"),
-    module!("runtime"),
-    module!("streams"),
+    module!("runtimes"),
     module!("tools"),
-    module!("undo"),
+    package!("runtime"),
+    module!("runtime", "base"),
+    module!("runtime", "comms"),
+    module!("runtime", "completion"),
+    module!("runtime", "debugger"),
+    module!("runtime", "display"),
+    module!("runtime", "event_loop"),
+    module!("runtime", "figures"),
+    module!("runtime", "import_hooks"),
+    module!("runtime", "introspection"),
+    module!("runtime", "ipython"),
+    module!("runtime", "ipython_shell"),
+    module!("runtime", "messages"),
+    module!("runtime", "paths"),
+    module!("runtime", "plain"),
+    module!("runtime", "protocol"),
+    module!("runtime", "reprs"),
+    module!("runtime", "streams"),
+    package!("agent"),
+    module!("agent", "api"),
+    module!("agent", "candidates"),
+    module!("agent", "close_names"),
+    module!("agent", "context"),
+    module!("agent", "execution"),
+    module!("agent", "guard"),
+    module!("agent", "local_models"),
+    module!("agent", "magics"),
+    module!("agent", "mcp_queries"),
+    module!("agent", "namespace"),
+    module!("agent", "scope"),
+    module!("agent", "undo"),
 ];
 
 fn find(name: &str) -> Option<&'static Source> {
@@ -114,7 +144,7 @@ impl EmbeddedPackage {
         let py = slf.py();
         let options = PyDict::new(py);
         options.set_item("origin", source.file)?;
-        options.set_item("is_package", source.name == PACKAGE_NAME)?;
+        options.set_item("is_package", source.package)?;
         let spec = py
             .import("importlib.machinery")?
             .getattr("ModuleSpec")?
@@ -201,13 +231,24 @@ mod tests {
 
     #[test]
     fn every_file_of_the_package_is_embedded_once() {
+        fn files(folder: &std::path::Path, under: &str, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(folder).unwrap() {
+                let entry = entry.unwrap();
+                let name = entry.file_name().into_string().unwrap();
+                if name.starts_with('.') || name == "__pycache__" {
+                    continue;
+                }
+                let path = format!("{under}/{name}");
+                if entry.file_type().unwrap().is_dir() {
+                    files(&entry.path(), &path, found);
+                } else {
+                    found.push(path);
+                }
+            }
+        }
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/python/mahtab");
-        let mut on_disk: Vec<String> = std::fs::read_dir(folder)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-            .filter(|name| !name.starts_with('.') && name != "__pycache__")
-            .map(|name| format!("mahtab/{name}"))
-            .collect();
+        let mut on_disk = Vec::new();
+        files(&folder, "mahtab", &mut on_disk);
         on_disk.sort();
         let mut embedded: Vec<String> = PACKAGE
             .iter()
@@ -217,6 +258,20 @@ mod tests {
             .collect();
         embedded.sort();
         assert_eq!(embedded, on_disk);
-        assert!(find("mahtab.streams").is_some() && find("mahtab.nothing").is_none());
+        assert!(find("mahtab.runtime.streams").is_some() && find("mahtab.streams").is_none());
+        // Each folder is a package, and only they and the top are.
+        let packages: Vec<&str> = PACKAGE
+            .iter()
+            .filter(|s| s.package)
+            .map(|s| s.file)
+            .collect();
+        assert_eq!(
+            packages,
+            [
+                "mahtab/__init__.py",
+                "mahtab/runtime/__init__.py",
+                "mahtab/agent/__init__.py"
+            ]
+        );
     }
 }

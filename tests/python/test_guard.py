@@ -1,5 +1,5 @@
-"""Unit tests of the guard on agent code (src/python/mahtab/guard.py, the kernel's
-``mahtab.guard``), loaded straight from its file: each kind of action is
+"""Unit tests of the guard on agent code (src/python/mahtab/agent/guard.py, the kernel's
+``mahtab.agent.guard``), loaded straight from its file: each kind of action is
 found, also behind an alias, a from-import, getattr or __import__, and
 ordinary data work is not. What the kernel does with the findings (asking,
 refusing without stdin, --allow) is tested through the kernel in tests/it."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2] / "src" / "python"
-SOURCE = SOURCE_ROOT / "mahtab" / "guard.py"
+SOURCE = SOURCE_ROOT / "mahtab" / "agent" / "guard.py"
 
 
 @pytest.fixture(scope="module")

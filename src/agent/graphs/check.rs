@@ -18,7 +18,7 @@ use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
 use crate::agent::{prompts, schemas};
 
-/// How agent code's output tells of a figure it showed (`agent_code.py`).
+/// How agent code's output tells of a figure it showed (`mahtab/agent/execution.py`).
 const FIGURE_LINE: &str = "[displayed: figure: ";
 
 /// How many of the values a request names have their form checked.

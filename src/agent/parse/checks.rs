@@ -216,7 +216,7 @@ const FIGURE_WORDS: [&str; 10] = [
 ];
 
 /// How a change line says a table, series or array holds only missing
-/// values (`mahtab/namespace.py` writes it).
+/// values (`mahtab/agent/namespace.py` writes it).
 pub const EVERY_VALUE_MISSING: &str = "every value missing";
 
 /// The values the change lines of `executions` say hold only missing values
@@ -621,7 +621,7 @@ mod tests {
         assert_eq!(hollow_values(&turns), ["result"]);
         assert!(hollow_values(&turns[2..]).is_empty());
         // The Python side writes the words the check reads.
-        let namespace_py = include_str!("../../python/mahtab/namespace.py");
+        let namespace_py = include_str!("../../python/mahtab/agent/namespace.py");
         let declared = format!("EVERY_VALUE_MISSING = \"{EVERY_VALUE_MISSING}\"");
         assert!(namespace_py.contains(&declared));
     }

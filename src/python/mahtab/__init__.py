@@ -6,20 +6,15 @@ tests do). ``ask``, ``rlm`` and ``AskError`` are set here when the runtime
 starts; ``mahtab.tools`` (``from mahtab.tools import grep``) loads on first
 use.
 
-Modules, each with one job:
+Two folders, imports pointing one way:
 
-- ``runtime``: what both runtimes share; ``plain_runtime`` (plain Python) and
-  ``ipython_runtime`` with ``ipython_shell`` (IPython) build on it;
-- ``streams``, ``event_loop``, ``display``, ``messages``: output, the cells'
-  asyncio loop, rich output, JSON for the bridge;
-- ``protocol``, ``completion``, ``introspection``, ``comms``, ``debugger``:
-  the requests the kernel hands to Python;
-- ``agent_api``: ``ask()``, ``rlm()`` and ``%%ask`` cells; on the first run
-  they load ``agent_scope``, ``agent_code`` (with ``close_names``: "Did
-  you mean" for a missing key), ``namespace``, ``context``, ``tools``,
-  ``guard`` and ``undo`` (what runs changed, ``%ask_undo``);
-- ``reprs``, ``paths``, ``import_hooks``: bounded reprs, the Jupyter data
-  directory, patching a module when it is first imported.
+- ``runtime``: cells, output and the requests the kernel hands to Python;
+- ``agent``: ``ask()``, ``rlm()``, ``%%ask`` and what a run needs; it builds
+  on the runtime, which imports nothing of it;
+
+and at the top, ``runtimes`` (the runtime classes the kernel starts, the
+agent mixed in), ``tools`` (the agent's toolbox, public as
+``mahtab.tools``) and ``declared`` (names the Rust side reads too).
 """
 
 

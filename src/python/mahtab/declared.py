@@ -4,7 +4,7 @@ options and lists tools with exactly these names.
 
 - ``TOOLBOX_FUNCTIONS``: the toolbox's functions (``mahtab.tools.__all__``);
 - ``GUARDED_KINDS``: the kinds of action the guard asks about, each with the
-  words that say it to the user (``mahtab.guard.KINDS``).
+  words that say it to the user (``mahtab.agent.guard.KINDS``).
 """
 
 import json

@@ -6,7 +6,7 @@ import os
 import sysconfig
 import traceback
 
-from mahtab import agent_code
+from mahtab.agent import execution
 
 
 def frame(path, name="f"):
@@ -23,7 +23,7 @@ def test_library_frames_are_summed_up_where_they_are():
         frame("<agent>", "helper"),
         frame(os.path.join(stdlib, "json", "decoder.py"), "decode"),
     ]
-    text = "".join(agent_code._frames_text(frames))
+    text = "".join(execution._frames_text(frames))
     assert text.count('File "<agent>", line 3') == 2
     assert "  ... 2 frames in pandas\n" in text
     assert "  ... 1 frame in the standard library\n" in text
@@ -32,4 +32,4 @@ def test_library_frames_are_summed_up_where_they_are():
 
 def test_the_users_own_files_keep_their_frames():
     own = frame("/home/user/project/analysis.py", "load")
-    assert agent_code._frames_text([own]) == traceback.format_list([own])
+    assert execution._frames_text([own]) == traceback.format_list([own])

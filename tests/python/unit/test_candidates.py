@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mahtab import candidates
+from mahtab.agent import candidates
 
 
 class Runtime:
@@ -19,7 +19,7 @@ class Runtime:
         self.published = []
         self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
 
-    def _agent_python(self, code):
+    def _as_python(self, code):
         return code
 
     def publish(self, *args, **kwargs):

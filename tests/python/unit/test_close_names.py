@@ -5,7 +5,7 @@ import types
 
 import pandas as pd
 
-from mahtab import agent_code, close_names
+from mahtab.agent import close_names, execution
 
 
 class Runtime:
@@ -15,10 +15,10 @@ class Runtime:
         self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
         self._agent_displays = []
 
-    def _agent_python(self, code):
+    def _as_python(self, code):
         return code
 
-    def _agent_code_finished(self):
+    def _after_code(self):
         pass
 
     def publish(self, *args, **kwargs):
@@ -26,7 +26,7 @@ class Runtime:
 
 
 def run(code, namespace):
-    return agent_code.run_agent_code(Runtime(), code, namespace)
+    return execution.run_agent_code(Runtime(), code, namespace)
 
 
 def test_a_column_spelled_another_way_is_suggested_with_its_table():

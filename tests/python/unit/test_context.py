@@ -1,9 +1,9 @@
 """Known fixes for failed agent code and prompt interpolation
-(``mahtab.context``)."""
+(``mahtab.agent.context``)."""
 
 import pytest
 
-from mahtab.context import conversation_key, interpolate, notebook_path, repair, skills_named
+from mahtab.agent.context import conversation_key, interpolate, notebook_path, repair, skills_named
 
 
 def test_a_loaded_module_under_its_usual_name_is_imported():

@@ -50,10 +50,10 @@ def test_no_page_runs_on_without_a_heading(page):
 
 
 def test_the_ask_help_names_a_page_of_the_book():
-    from mahtab.ipython_runtime import _ASK_HELP
+    from mahtab.agent.magics import ASK_HELP
 
-    named = re.findall(r"docs/src/[\w-]+\.md", _ASK_HELP)
-    assert named and all((ROOT / path).is_file() for path in named), _ASK_HELP
+    named = re.findall(r"docs/src/[\w-]+\.md", ASK_HELP)
+    assert named and all((ROOT / path).is_file() for path in named), ASK_HELP
 
 
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)

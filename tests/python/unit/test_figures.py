@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from mahtab.figures import IMAGE_MAX_SIDE, FigureWatch, describe_figure, downscaled_png  # noqa: E402
+from mahtab.runtime.figures import IMAGE_MAX_SIDE, FigureWatch, describe_figure, downscaled_png  # noqa: E402
 
 
 def render(figure):

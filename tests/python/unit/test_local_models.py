@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mahtab import local_models
+from mahtab.agent import local_models
 
 
 def distribution(site: Path, name: str, version: str, chunk: bytes) -> None:

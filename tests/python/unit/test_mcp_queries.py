@@ -1,6 +1,6 @@
 """The namespace answers `mahtab mcp` gets: text as it is, bounded."""
 
-from mahtab import mcp_queries
+from mahtab.agent import mcp_queries
 
 
 def test_variables_lists_user_values_and_reprs_as_plain_text():

@@ -1,4 +1,4 @@
-"""What the agent is told of the namespace (``mahtab.namespace``), and the
+"""What the agent is told of the namespace (``mahtab.agent.namespace``), and the
 words that tell its check a table, series or array holds nothing but
 missing values."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mahtab.namespace import (
+from mahtab.agent.namespace import (
     EVERY_VALUE_MISSING,
     describe_briefly,
     fingerprints,

@@ -12,11 +12,12 @@ SOURCE_ROOT = Path(__file__).resolve().parents[3] / "src" / "python"
 PACKAGE_DIR = SOURCE_ROOT / "mahtab"
 
 MAX_LINES = 600
-MODULES = sorted(PACKAGE_DIR.glob("*.py"))
+MODULES = sorted(PACKAGE_DIR.rglob("*.py"))
 
 
 def module_name(path):
-    return "mahtab" if path.stem == "__init__" else "mahtab." + path.stem
+    parts = ("mahtab",) + path.relative_to(PACKAGE_DIR).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imported_modules(path):
@@ -33,7 +34,7 @@ def imported_modules(path):
     return {name for name in found if name in names} - {module_name(path)}
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE_DIR)))
 def test_each_module_is_short_and_says_what_it_is_for(path):
     text = path.read_text()
     assert len(text.splitlines()) <= MAX_LINES
@@ -60,16 +61,29 @@ def test_no_module_imports_one_that_imports_it_back():
         visit(name)
 
 
+def test_the_runtime_imports_nothing_of_the_agent():
+    """The two folders' imports point one way: the agent builds on the
+    runtime; the runtime needs only itself (``mahtab.runtimes`` joins
+    them)."""
+    runtime = [path for path in MODULES if module_name(path).startswith("mahtab.runtime.")]
+    assert len(runtime) > 10
+    for path in runtime:
+        outside = {name for name in imported_modules(path) if not name.startswith("mahtab.runtime")}
+        assert not outside, f"{module_name(path)} imports {sorted(outside)}"
+    agent = [module_name(path) for path in MODULES if module_name(path).startswith("mahtab.agent")]
+    assert "mahtab.agent.api" in agent and "mahtab.runtime.plain" in imported_modules(PACKAGE_DIR / "runtimes.py")
+
+
 def test_the_runtime_starts_without_the_agents_parts():
     """The plain runtime's modules (and what IPython's adds to them) load
     none of the agent's: those load on its first run."""
     code = (
         "import sys; sys.path.insert(0, %r)\n"
-        "import mahtab.plain_runtime, mahtab.runtime\n"
+        "import mahtab.runtimes\n"
         "print(' '.join(sorted(sys.modules)))\n" % str(SOURCE_ROOT)
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    for lazy in ("agent_scope", "agent_code", "namespace", "context", "tools", "guard"):
+    for lazy in ("agent.scope", "agent.execution", "agent.namespace", "agent.context", "tools", "agent.guard"):
         assert "mahtab." + lazy not in loaded
     assert "difflib" not in loaded and "subprocess" not in loaded
 
@@ -91,7 +105,8 @@ def test_the_declared_names_are_what_the_modules_hold():
     a function of mahtab.tools, and the guard reports only declared kinds."""
     import json
 
-    from mahtab import declared, guard, tools
+    from mahtab import declared, tools
+    from mahtab.agent import guard
 
     on_disk = json.loads((PACKAGE_DIR / "declared.json").read_text())
     assert list(declared.TOOLBOX_FUNCTIONS) == on_disk["toolbox_functions"] == tools.__all__

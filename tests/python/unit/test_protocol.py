@@ -1,5 +1,5 @@
 """How the runtime serves the requests the kernel names by method
-(``mahtab.protocol``)."""
+(``mahtab.runtime.protocol``)."""
 
 import json
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mahtab import protocol
+from mahtab.runtime import protocol
 
 
 class Recorder:
@@ -54,8 +54,8 @@ def test_a_method_that_serves_no_request_is_refused_by_name(method):
 
 def test_every_method_the_kernel_names_exists_on_both_runtimes():
     pytest.importorskip("IPython")
-    from mahtab.ipython_runtime import IPythonRuntime
-    from mahtab.plain_runtime import Runtime
+    from mahtab.runtime.ipython import IPythonRuntime
+    from mahtab.runtime.plain import Runtime
 
     declared = Path(__file__).resolve().parents[3] / "src" / "python" / "runtime_request.rs"
     methods = set(re.findall(r'"(do_\w+)"', declared.read_text()))

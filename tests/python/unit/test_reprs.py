@@ -1,10 +1,10 @@
-"""Bounded text of values (``mahtab.reprs``) and the debugger's variables
-made of it (``mahtab.debugger``)."""
+"""Bounded text of values (``mahtab.runtime.reprs``) and the debugger's variables
+made of it (``mahtab.runtime.debugger``)."""
 
 import time
 
-from mahtab.debugger import debugger_variables
-from mahtab.reprs import bounded_repr, clip_middle, short_repr
+from mahtab.runtime.debugger import debugger_variables
+from mahtab.runtime.reprs import bounded_repr, clip_middle, short_repr
 
 
 def test_a_huge_list_costs_its_first_items():

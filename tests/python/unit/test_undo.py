@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mahtab import tools
-from mahtab.undo import UndoHistory, parse_count
+from mahtab.agent.undo import UndoHistory, parse_count
 
 
 def run_block(journal, code, namespace):

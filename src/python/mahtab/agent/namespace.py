@@ -8,7 +8,7 @@ Loaded with the agent, on its first run.
 import ast
 import types
 
-from mahtab.reprs import bounded_repr, clip_middle, short_repr
+from mahtab.runtime.reprs import bounded_repr, clip_middle, short_repr
 
 
 def _columns(frame, columns, dtypes, shown=20, samples=3):

@@ -6,7 +6,7 @@ table of message types is kept here.
 
 import json
 
-from mahtab.messages import dumps
+from mahtab.runtime.messages import dumps
 
 
 def serve(runtime, method, replies, content_json, buffers=()):

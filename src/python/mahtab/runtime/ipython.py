@@ -1,6 +1,6 @@
 """The runtime with IPython: cells, completion, inspection and history
 through the kernel's IPython shell (magics, ``obj?``, IPython tracebacks,
-``In``/``Out``), ``%%ask`` as magics, and what libraries read of
+``In``/``Out``), and what libraries read of
 ``get_ipython().kernel``. Importing it fails with ImportError when IPython
 is not installed.
 """
@@ -15,18 +15,18 @@ import types
 from IPython.core.completer import provisionalcompleter
 from IPython.utils.tokenutil import token_at_cursor
 
-from mahtab.completion import code_and_cursor, imported_module_attributes
-from mahtab.debugger import loaded_source_files
-from mahtab.import_hooks import patch_on_import
-from mahtab.ipython_shell import (
+from mahtab.runtime.completion import code_and_cursor, imported_module_attributes
+from mahtab.runtime.debugger import loaded_source_files
+from mahtab.runtime.import_hooks import patch_on_import
+from mahtab.runtime.ipython_shell import (
     FastTransformerManager,
     KernelDisplayPublisher,
     ZMQInteractiveShell,
     run_on_this_threads_loop,
 )
-from mahtab.messages import dumps
-from mahtab.paths import history_file
-from mahtab.runtime import BaseRuntime
+from mahtab.runtime.messages import dumps
+from mahtab.runtime.paths import history_file
+from mahtab.runtime.base import BaseRuntime
 
 
 class KernelView:
@@ -146,21 +146,6 @@ def _speed_up_introspection():
     oinspect.pylight = html.escape
 
 
-_ASK_HELP = """the %%ask page of mahtab's book: docs/src/ask.md in its repository.
-
-    %%ask [--model MODEL] [--provider anthropic|openai|claude] [--judge-model MODEL] [--max-turns N]
-          [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once]
-          [--approve always|risky|never] [--confirm] [--allow KINDS] [--new] [--trace] [--fresh]
-    <your request>
-
-    A cell with a record of its run (NOTEBOOK.ask.json) replays it with no model call; --fresh asks again.
-
-    %ask_undo [N]   puts back what the last N agent runs changed
-    %ask_code       puts the code the last %%ask cell ran into a new cell below
-    %ask_config [--model M] [--provider P] [--max-turns N] [--graph G] [--informer] [--allow KINDS] [--replay on|off] | --reset
-
-    %ask_graph [default|analyst|planner|triage|rlm]
-"""
 
 
 def _use_ipython_debugger(debugger):
@@ -199,45 +184,13 @@ class IPythonRuntime(BaseRuntime):
         # notebook then names the code that runs. Tracebacks still say
         # "Cell In[n]" (IPython maps the name to the cell's number).
         self.shell.compile.get_code_name = lambda raw_code, transformed_code, number: bridge.cell_file_name(raw_code)
-        self._register_agent_magics()
+        self._add_magics(self.shell)
         self.shell.register_magic_function(self._connect_info, "line", "connect_info")
         self.kernel_files = loaded_source_files()
-
-    def _register_agent_magics(self):
-        """``%%ask`` and ``%ask_config`` are magics here, as IPython users
-        expect (``%%ask?`` shows their help); the agent parses them."""
-
-        def ask(line, cell):
-            self.ask_cell("%%ask " + line + "\n" + cell)
-
-        def ask_config(line):
-            self.ask_cell("%ask_config " + line)
-
-        def ask_graph(line):
-            self.ask_cell("%ask_graph " + line)
-
-        def ask_code(line):
-            self.ask_cell("%ask_code " + line)
-
-        ask.__doc__ = "Sends the cell to the agent: " + _ASK_HELP
-        ask_config.__doc__ = "Sets or shows the defaults of %%ask: " + _ASK_HELP
-        ask_graph.__doc__ = "Draws an agent graph (Mermaid), or lists them: " + _ASK_HELP
-        ask_code.__doc__ = "Puts the code the last %%ask cell ran into a new cell below: " + _ASK_HELP
-        self.shell.register_magic_function(self._ask_undo_magic, "line", "ask_undo")
-        self.shell.register_magic_function(ask, "cell", "ask")
-        self.shell.register_magic_function(ask_config, "line", "ask_config")
-        self.shell.register_magic_function(ask_graph, "line", "ask_graph")
-        self.shell.register_magic_function(ask_code, "line", "ask_code")
 
     def set_next_input(self, text):
         """Asks the frontend to put ``text`` in a new cell below this one."""
         self.shell.set_next_input(text, replace=False)
-
-    def _ask_undo_magic(self, line=""):
-        """%ask_undo [N]: puts back what the last N agent runs (%%ask, ask())
-        changed in the namespace and the files their tools wrote, except
-        what your own cells changed since."""
-        self.ask_undo(line)
 
     def _connect_info(self, line=""):
         """Shows how another client (a console, say) can join this kernel."""
@@ -268,7 +221,7 @@ class IPythonRuntime(BaseRuntime):
         # Else IPython's debugger is being imported and imported pdb: the hook
         # on its own import does the rest.
 
-    def _agent_python(self, code):
+    def _as_python(self, code):
         # The static transformations only (`!cmd`, `%magic`, `%%magic`), not
         # the dynamic ones of one-line cells: automagic would take the
         # toolbox's `edit(...)` for IPython's %edit.
@@ -278,7 +231,7 @@ class IPythonRuntime(BaseRuntime):
         # The loop cells with top-level await use on this thread.
         return run_on_this_threads_loop(coroutine)
 
-    def _agent_code_finished(self):
+    def _after_code(self):
         # What IPython does after each cell: the inline backend shows the
         # figures drawn without plt.show() (in this cell, not the user's next).
         self.shell.events.trigger("post_execute")

@@ -14,12 +14,12 @@ import re
 import traceback
 
 from mahtab import tools
-from mahtab import candidates
-from mahtab.agent_code import FinalAnswer, run_agent_code
-from mahtab.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
-from mahtab.messages import dumps
-from mahtab.namespace import is_user_variable, namespace_summary
-from mahtab.paths import jupyter_data_dir
+from mahtab.agent import candidates
+from mahtab.agent.execution import FinalAnswer, run_agent_code
+from mahtab.agent.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
+from mahtab.runtime.messages import dumps
+from mahtab.agent.namespace import is_user_variable, namespace_summary
+from mahtab.runtime.paths import jupyter_data_dir
 
 # How many variables the informer describes at most, and how many of the
 # newest tables and arrays when the request names none.

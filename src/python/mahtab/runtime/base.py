@@ -20,14 +20,13 @@ import sys
 import threading
 import time
 
-from mahtab import protocol
-from mahtab.agent_api import AgentApi
-from mahtab.comms import CommRequests, install_comms
-from mahtab.debugger import DebuggerRequests, make_pdb_interruptible
-from mahtab.event_loop import run_between_cells
-from mahtab.import_hooks import patch_on_import
-from mahtab.messages import dumps
-from mahtab.streams import THREAD_PARENT, KernelStream, reset_thread_parent, set_thread_parent, thread_parent
+from mahtab.runtime import protocol
+from mahtab.runtime.comms import CommRequests, install_comms
+from mahtab.runtime.debugger import DebuggerRequests, make_pdb_interruptible
+from mahtab.runtime.event_loop import run_between_cells, run_on_own_loop
+from mahtab.runtime.import_hooks import patch_on_import
+from mahtab.runtime.messages import dumps
+from mahtab.runtime.streams import THREAD_PARENT, KernelStream, reset_thread_parent, set_thread_parent, thread_parent
 
 
 def _interruptible_sleep(bridge):
@@ -43,7 +42,7 @@ def _interruptible_sleep(bridge):
     return sleep
 
 
-class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
+class BaseRuntime(CommRequests, DebuggerRequests):
     """What every runtime shares: stream redirection, publishing, requests, comms."""
 
     def __init__(self, bridge):
@@ -61,7 +60,6 @@ class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
         # signal over at the OS level).
         if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        self._start_agent_api()
         # Like `python -m ipykernel_launcher`: modules next to the notebook import.
         if "" not in sys.path:
             sys.path.insert(0, "")
@@ -134,6 +132,36 @@ class BaseRuntime(AgentApi, CommRequests, DebuggerRequests):
         """``getpass.getpass()``: like input(), without echo in the frontend."""
         __tracebackhide__ = True
         return self.bridge.input(str(prompt), True)
+
+    # -- what the package's other parts build on (the agent: mahtab.agent) ------
+    # A runtime alone serves no agent; mahtab.runtimes mixes one in before
+    # these, and code run outside a cell goes through them as a cell would.
+
+    def _serve_special_cell(self, code):
+        """Serves ``code`` if it is a cell that is not Python to this runtime
+        but another part's (the agent's ``%%ask`` in plain Python); whether
+        it was."""
+        return False
+
+    def _add_magics(self, shell):
+        """Registers other parts' magics with IPython's ``shell``."""
+
+    def note_cell(self, code, store_history, reply=None):
+        """Called after each cell the user ran, with its reply."""
+
+    def _as_python(self, code):
+        """Code in a cell's syntax as plain Python: the IPython runtime
+        turns its magics and shell escapes into calls."""
+        return code
+
+    def _run_coroutine(self, coroutine):
+        """Runs ``coroutine`` on this thread's event loop (one of its own)."""
+        return run_on_own_loop(coroutine)
+
+    def _after_code(self):
+        """Runs after code outside a cell ran, failed or not, while its
+        output is still captured: the place for what a shell does after
+        each execution."""
 
     def shutdown(self):
         """Called once before the kernel exits."""

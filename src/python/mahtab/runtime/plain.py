@@ -10,12 +10,11 @@ import linecache
 import sys
 import types
 
-from mahtab.agent_api import is_agent_cell, undo_args
-from mahtab.debugger import loaded_source_files
-from mahtab.display import PlainDisplay, mime_bundle
-from mahtab.introspection import PlainIntrospection
-from mahtab.messages import dumps, error_content
-from mahtab.runtime import BaseRuntime
+from mahtab.runtime.debugger import loaded_source_files
+from mahtab.runtime.display import PlainDisplay, mime_bundle
+from mahtab.runtime.introspection import PlainIntrospection
+from mahtab.runtime.messages import dumps, error_content
+from mahtab.runtime.base import BaseRuntime
 
 
 class ExitAutocall:
@@ -81,13 +80,7 @@ class Runtime(PlainDisplay, PlainIntrospection, BaseRuntime):
         self.payloads.append({"source": "set_next_input", "text": text, "replace": False})
 
     def _run_cell(self, code, execution_count, silent):
-        undo = undo_args(code)
-        if undo is not None:
-            self.ask_undo(undo)
-            return
-        if is_agent_cell(code):
-            self.bridge.user_code_starting()
-            self.ask_cell(code)
+        if self._serve_special_cell(code):
             return
         filename = "<cell %d>" % execution_count if execution_count else "<cell>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
@@ -124,7 +117,7 @@ class Runtime(PlainDisplay, PlainIntrospection, BaseRuntime):
 def _kernel_files():
     """The files of the kernel's own Python loaded now: a cell's traceback
     starts after their frames."""
-    package = __package__ + "."
+    package = __name__.partition(".")[0] + "."
     modules = list(sys.modules.items())
     return {getattr(module, "__file__", None) for name, module in modules if name.startswith(package)}
 

@@ -17,11 +17,15 @@ import sys
 import sysconfig
 import traceback
 
-from mahtab import close_names, guard, tools
-from mahtab.display import mime_bundle
-from mahtab.figures import FigureWatch, downscaled_png
-from mahtab.namespace import fingerprints, namespace_changes
-from mahtab.reprs import clip_middle
+from mahtab.agent import close_names
+
+from mahtab.agent import guard
+
+from mahtab import tools
+from mahtab.runtime.display import mime_bundle
+from mahtab.runtime.figures import FigureWatch, downscaled_png
+from mahtab.agent.namespace import fingerprints, namespace_changes
+from mahtab.runtime.reprs import clip_middle
 
 AGENT_OUTPUT_LIMIT = 10_000
 # Figures of one block whose images go to a model that sees images.
@@ -79,7 +83,7 @@ def _confirm_write(runtime, action):
 
 def _guard(runtime, code, allow):
     """Why agent code must not run, if it would do what the user should
-    agree to first (see mahtab.guard) and the user does not, or cannot
+    agree to first (see mahtab.agent.guard) and the user does not, or cannot
     be asked; None when it may run."""
     findings = [finding for finding in guard.inspect(code) if finding.kind not in allow]
     if not findings:
@@ -125,7 +129,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a
     # cell; the code as written names its file and is what a debugger and
     # a traceback show (the static transformations keep its lines).
-    written, code = code, runtime._agent_python(code)
+    written, code = code, runtime._as_python(code)
     refusal = None if confirm else _guard(runtime, code, allow)
     if refusal is not None:
         return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal,
@@ -194,7 +198,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         captured.append(error)
     finally:
         namespace["__builtins__"] = saved_builtins
-        runtime._agent_code_finished()
+        runtime._after_code()
         sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write, tools.file_journal = saved
         watch.__exit__(None, None, None)
     try:

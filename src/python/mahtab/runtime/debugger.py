@@ -10,9 +10,9 @@ import sys
 import time
 import uuid
 
-from mahtab.display import mime_bundle
-from mahtab.messages import dumps
-from mahtab.reprs import short_repr
+from mahtab.runtime.display import mime_bundle
+from mahtab.runtime.messages import dumps
+from mahtab.runtime.reprs import short_repr
 
 
 def loaded_source_files():

@@ -13,8 +13,8 @@ import os
 import re
 import sys
 
-from mahtab.paths import jupyter_data_dir
-from mahtab.reprs import clip_middle
+from mahtab.runtime.paths import jupyter_data_dir
+from mahtab.runtime.reprs import clip_middle
 
 # The names modules are usually imported under.
 MODULE_ALIASES = {
@@ -105,7 +105,7 @@ def _assemble_installed_model(file, folder):
     ``pip install "mahtab[local]"`` installed, if they are here."""
     from pathlib import Path
 
-    from mahtab import local_models
+    from mahtab.agent import local_models
 
     for model in local_models.MODELS.values():
         if model.file == file:

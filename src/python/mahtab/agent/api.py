@@ -13,9 +13,8 @@ import re
 import sys
 from collections import deque
 
-from mahtab.event_loop import run_on_own_loop
-from mahtab.messages import dumps
-from mahtab.reprs import clip_middle
+from mahtab.runtime.messages import dumps
+from mahtab.runtime.reprs import clip_middle
 
 
 class AskError(Exception):
@@ -106,9 +105,16 @@ class AskAnswer(str):
 
 
 class AgentApi:
-    """The runtime's agent entry points, and the hooks through which agent
-    code runs as a cell would (each runtime adjusts them). Needs the
-    runtime's ``bridge`` and ``user_ns``."""
+    """The agent's entry points on a runtime: mixed in before a runtime class
+    of ``mahtab.runtime`` (``mahtab.runtimes``), it takes that runtime's
+    hooks for cells that are the agent's and for the cells it keeps for the
+    next request, and runs agent code through the runtime's own (``_as_python``,
+    ``_run_coroutine``, ``_after_code``). Needs the runtime's ``bridge`` and
+    ``user_ns``."""
+
+    def __init__(self, bridge):
+        self._start_agent_api()
+        super().__init__(bridge)
 
     def _start_agent_api(self):
         self._recent_cells = deque(maxlen=RECENT_CELLS)
@@ -119,7 +125,7 @@ class AgentApi:
         # ask() and rlm() are at hand in every cell, like display(), and importable.
         builtins.ask = self.ask
         builtins.rlm = self.rlm
-        package = sys.modules[__package__]
+        package = sys.modules[__name__.partition(".")[0]]
         package.ask = self.ask
         package.rlm = self.rlm
         package.AskError = AskError
@@ -155,7 +161,7 @@ class AgentApi:
         ``on_code_block`` and ``on_execution`` are called as the run goes
         (see AskCallbacks)."""
         __tracebackhide__ = True
-        from mahtab.agent_scope import AgentScope, AskCallbacks  # loaded on the first run
+        from mahtab.agent.scope import AgentScope, AskCallbacks  # loaded on the first run
 
         callbacks = AskCallbacks(on_token, on_code_block, on_execution)
         options = {
@@ -190,7 +196,7 @@ class AgentApi:
             raise AskError(
                 "rlm(): the depth limit (%d) is reached; explore this part with peek, grep and partition" % max_depth
             )
-        from mahtab.agent_scope import AgentScope, describe_value, rlm_namespace  # loaded on the first run
+        from mahtab.agent.scope import AgentScope, describe_value, rlm_namespace  # loaded on the first run
 
         def nested(query, context, **kwargs):
             kwargs.setdefault("max_depth", max_depth)
@@ -226,7 +232,7 @@ class AgentApi:
     def _agent_request(self, request, scope=None):
         __tracebackhide__ = True
         if scope is None:
-            from mahtab.agent_scope import AgentScope  # loaded on the first run
+            from mahtab.agent.scope import AgentScope  # loaded on the first run
 
             scope = AgentScope(self, self.user_ns, journal=self.undo_history().journal())
         # A run started from inside another run's code shows indented.
@@ -249,7 +255,7 @@ class AgentApi:
     def undo_history(self):
         """The agent runs ``%ask_undo`` can undo (made on first use)."""
         if self._undo_history is None:
-            from mahtab.undo import UndoHistory
+            from mahtab.agent.undo import UndoHistory
 
             self._undo_history = UndoHistory()
         return self._undo_history
@@ -258,7 +264,7 @@ class AgentApi:
         """``%ask_undo [N]``: puts back what the last N agent runs changed in
         the namespace and the files their tools wrote, except what the user's
         own code changed since."""
-        from mahtab.undo import parse_count
+        from mahtab.agent.undo import parse_count
 
         try:
             count = parse_count(line)
@@ -281,17 +287,22 @@ class AgentApi:
         self._recent_cells.clear()
         return cells
 
-    # -- how agent code runs (see agent_code) ----------------------------------
+    # -- the runtime's hooks it takes (mahtab.runtime.base) ---------------------
 
-    def _agent_python(self, code):
-        """Agent code as Python: the IPython runtime turns its syntax
-        (magics, shell escapes) into calls, as for a cell."""
-        return code
+    def _serve_special_cell(self, code):
+        """In plain Python: ``%%ask`` cells and the agent's line magics,
+        read by their text (the IPython runtime has them as magics)."""
+        undo = undo_args(code)
+        if undo is not None:
+            self.ask_undo(undo)
+            return True
+        if is_agent_cell(code):
+            self.bridge.user_code_starting()
+            self.ask_cell(code)
+            return True
+        return False
 
-    def _run_coroutine(self, coroutine):
-        """Runs ``coroutine`` on this thread's event loop (one of its own)."""
-        return run_on_own_loop(coroutine)
+    def _add_magics(self, shell):
+        from mahtab.agent import magics
 
-    def _agent_code_finished(self):
-        """Runs after agent code, failed or not, while its output is still
-        captured: the place for what a shell does after each execution."""
+        magics.register(self, shell)

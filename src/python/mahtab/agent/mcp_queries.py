@@ -4,7 +4,7 @@ described in detail. Called from an execute request's user expressions,
 on a subshell of the MCP server's own, so it answers while cells run.
 """
 
-from mahtab.namespace import namespace_summary
+from mahtab.agent.namespace import namespace_summary
 
 # What one answer may hold; the tools say more with a narrower question.
 VARIABLES_CHARS = 20000

@@ -1,4 +1,4 @@
-"""mahtab.guard: what agent code would do that the user should agree to first.
+"""mahtab.agent.guard: what agent code would do that the user should agree to first.
 
 The model's code runs with the user's rights, and text in the data it reads
 (a cell, a file, a DataFrame) can steer it. So before a block runs, its

@@ -16,11 +16,11 @@ import math
 import numbers
 import sys
 
-from mahtab import guard
-from mahtab.agent_code import agent_builtins
-from mahtab.namespace import describe_briefly
-from mahtab.reprs import clip_middle
-from mahtab.undo import COPIED_BUILTINS, copy_value, is_data, size_of
+from mahtab.agent import guard
+from mahtab.agent.execution import agent_builtins
+from mahtab.agent.namespace import describe_briefly
+from mahtab.runtime.reprs import clip_middle
+from mahtab.agent.undo import COPIED_BUILTINS, copy_value, is_data, size_of
 
 # The most a candidate's copies of the namespace may take together.
 COPY_BUDGET_BYTES = 256 * 1024 * 1024
@@ -88,7 +88,7 @@ def _draws_at_random(tree):
 def draws_at_random(runtime, code):
     """Whether ``code`` (a whole turn's, as written) draws at random."""
     try:
-        return _draws_at_random(ast.parse(runtime._agent_python(code)))
+        return _draws_at_random(ast.parse(runtime._as_python(code)))
     except SyntaxError:
         return False
 
@@ -151,7 +151,7 @@ def try_candidate(runtime, code, namespace):
     displays and figures thrown away: (the scratch namespace after it ran,
     None) or (None, why it was not tried or what it raised)."""
     try:
-        code = runtime._agent_python(code)
+        code = runtime._as_python(code)
         tree = compile(code, "<candidate>", "exec", flags=ast.PyCF_ONLY_AST)
     except SyntaxError as error:
         return None, "SyntaxError: %s" % error.msg

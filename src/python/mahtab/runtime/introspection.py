@@ -9,7 +9,7 @@ import inspect
 import pydoc
 import rlcompleter
 
-from mahtab.completion import code_and_cursor, cursor_token, imported_module_attributes
+from mahtab.runtime.completion import code_and_cursor, cursor_token, imported_module_attributes
 
 
 class PlainIntrospection:

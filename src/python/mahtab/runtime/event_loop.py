@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 
-from mahtab.streams import look_for_thread_parents, stop_looking_for_thread_parents
+from mahtab.runtime.streams import look_for_thread_parents, stop_looking_for_thread_parents
 
 
 def _event_loop_of_this_thread():

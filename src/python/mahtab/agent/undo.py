@@ -16,7 +16,7 @@ import os
 import sys
 import types
 
-from mahtab.namespace import describe_briefly, fingerprint, stored_names
+from mahtab.agent.namespace import describe_briefly, fingerprint, stored_names
 
 # Copies kept for undo, all remembered runs together. Past it the oldest runs
 # are forgotten; a value that does not fit even then is not kept.

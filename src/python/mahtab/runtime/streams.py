@@ -11,7 +11,7 @@ import functools
 import io
 import os
 
-from mahtab.messages import dumps
+from mahtab.runtime.messages import dumps
 
 # The request a thread's output belongs to, when Python code chose one with
 # set_thread_parent (a header, JSON text); otherwise output goes to the

@@ -21,8 +21,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.payload import PayloadManager
 from traitlets import Any, Instance, Type, default
 
-from mahtab.event_loop import run_on_own_loop
-from mahtab.streams import reset_thread_parent, set_thread_parent, thread_parent
+from mahtab.runtime.event_loop import run_on_own_loop
+from mahtab.runtime.streams import reset_thread_parent, set_thread_parent, thread_parent
 
 
 class KernelDisplayPublisher(DisplayPublisher):

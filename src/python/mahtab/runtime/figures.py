@@ -10,7 +10,7 @@ matplotlib is imported), only while agent code runs.
 import base64
 import io
 
-from mahtab.import_hooks import patch_on_import
+from mahtab.runtime.import_hooks import patch_on_import
 
 # Longest side of an image sent to a model, in pixels.
 IMAGE_MAX_SIDE = 768
