@@ -17,7 +17,7 @@ struct Source {
     package: bool,
 }
 
-/// `module!("streams")` is `mahtab.streams`, from `mahtab/streams.py`;
+/// `module!("tools")` is `mahtab.tools`, from `mahtab/tools.py`;
 /// `module!("runtime", "base")` is `mahtab.runtime.base`, from
 /// `mahtab/runtime/base.py`; `package!("runtime")` is `mahtab.runtime`,
 /// from `mahtab/runtime/__init__.py`.
