@@ -473,7 +473,8 @@ async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
         (0.95, "done · checked: ", "✓ 42 is printed"),
     ] {
         let llm = FakeLlm::start(vec![
-            Reply::Answer("```python\nprint(6 * 7)\n```".into()),
+            // As llama.cpp ends an answer at the stop text: without it.
+            Reply::Answer("```python\nprint(6 * 7)".into()),
             Reply::Answer(review.into()),
             Reply::Steps(vec![Step::text(verdict_alone_stream(p_true))]),
         ])
@@ -498,6 +499,8 @@ async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
         // the token choices, and nothing else was asked.
         let requests = llm.requests.lock().unwrap().clone();
         assert_eq!(requests.len(), 3);
+        // The local model's answer stops after its first block.
+        assert_eq!(requests[0]["stop"], json!(["\n```\n\n"]));
         let (judged, weighed) = (&requests[1], &requests[2]);
         assert_eq!(
             (weighed["logprobs"].clone(), judged.get("logprobs")),

@@ -7,7 +7,7 @@ use crate::agent::budget;
 use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
 use crate::agent::parse::checks;
-use crate::agent::parse::code::closed_code_blocks;
+use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::verdict::likelihood_true;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 use crate::agent::{prompts, schemas};
@@ -37,6 +37,11 @@ pub struct NodeSettings {
     /// The provider gives its tokens' likeliest choices (the local model's
     /// server): a "done" is weighed by them.
     pub token_choices: bool,
+    /// A turn's answer ends at the blank line after its first code block
+    /// (the local model: what it writes there describes output it has not
+    /// seen, at a few tokens a second). Never with `once`, whose one answer
+    /// is all the code that runs.
+    pub stop_after_block: bool,
 }
 
 #[cfg(test)]
@@ -55,12 +60,18 @@ impl NodeSettings {
             vision: false,
             candidates: 0,
             token_choices: false,
+            stop_after_block: false,
         }
     }
 }
 
 /// Where another solution's answer stops: the end of its code block.
 const BLOCK_END: &[&str] = &["\n```\n"];
+
+/// Where a turn's answer stops with [`NodeSettings::stop_after_block`]: a
+/// closing fence and the blank line after it (an opening fence is followed
+/// by code, not by a blank line).
+pub(super) const AFTER_FIRST_BLOCK: &[&str] = &["\n```\n\n"];
 
 /// How other solutions are sampled: varied enough to differ where the
 /// model is unsure, not so much that they stop making sense.
@@ -142,7 +153,12 @@ impl NodeSettings {
         let showing = Showing::ProseAndCode {
             turn: state.turn + 1,
         };
-        let answer = ask_model(
+        let stop = if self.stop_after_block && !self.once {
+            AFTER_FIRST_BLOCK
+        } else {
+            &[]
+        };
+        let mut answer = ask_model(
             state,
             effects,
             self,
@@ -152,10 +168,17 @@ impl NodeSettings {
                 max_tokens: self.max_tokens,
                 showing,
                 schema: None,
-                stop: &[],
+                stop,
             },
         )
         .await?;
+        // The server leaves the stop text out: the block it closed is closed
+        // again, so the conversation shows whole blocks.
+        if !answer.truncated
+            && code_blocks(&answer.text).len() > closed_code_blocks(&answer.text).len()
+        {
+            answer.text.push_str("\n```");
+        }
         state.blocks_shown = answer.blocks_shown;
         Ok(answer)
     }

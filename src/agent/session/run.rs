@@ -246,6 +246,7 @@ impl AgentSession {
             },
             candidates: other_solutions(settings, setup.options.approval()),
             token_choices: local_spec.is_some(),
+            stop_after_block: local_spec.is_some(),
         }
     }
 

@@ -865,3 +865,45 @@ fn a_done_is_weighed_where_the_provider_gives_token_choices() {
     );
     assert_eq!(state.verdict.unwrap().confidence, Some(90));
 }
+
+#[test]
+fn a_turn_stops_after_its_first_block_where_the_settings_say_so() {
+    // The server leaves the stop text (the closing fence) out of the answer.
+    let cut = "Printing it.\n```python\nprint(6*7)";
+    for (stop_after_block, once, stopped) in [
+        (true, false, true),
+        (true, true, false),
+        (false, false, false),
+    ] {
+        let settings = NodeSettings {
+            stop_after_block,
+            once,
+            ..settings()
+        };
+        let mut script = Script::new(&[cut, DONE], ok);
+        let mut state = AgentState::new("compute", Vec::new(), 5);
+        run(&mut script, &mut state, settings);
+        assert_eq!(
+            !script.requests[0].stop.is_empty(),
+            stopped,
+            "{stop_after_block} {once}"
+        );
+        // The block ran, and the conversation shows it closed.
+        assert_eq!(state.executions[0].code.trim(), "print(6*7)");
+        let answer = state
+            .conversation
+            .iter()
+            .find(|m| m.role == Role::Assistant)
+            .unwrap();
+        assert!(
+            answer.content.ends_with("print(6*7)\n```"),
+            "{}",
+            answer.content
+        );
+    }
+    // The stop text ends a closed block followed by a blank line only: it is
+    // not in an opening fence, bare or tagged, nor in code.
+    let stop = super::super::steps::AFTER_FIRST_BLOCK[0];
+    let answer = "Here:\n```\nimport math\n\nx = 1\n```\n\nIt prints 1.";
+    assert_eq!(answer.find(stop), Some(answer.find("\n```\n\nIt").unwrap()));
+}
