@@ -504,6 +504,9 @@ def parse_args():
     parser.add_argument("--repeat", type=int, default=1, help="run each task this many times")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --json: keep the results that file holds from the same kernel binary and "
+                             "provider, and run only the rest (a split too long for one sitting)")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a task is not solved")
     parser.add_argument("--show", action="store_true",
                         help="print each task's cell (streamed text and panels) to stderr")
@@ -576,7 +579,9 @@ def main():
         env["MAHTAB_CANDIDATES"] = str(args.candidates)
         provider += f"; {args.candidates} other solutions a turn"
     provider += f"; {len(tasks)} tasks of suite {args.suite}, split {args.split}"
-    results = []
+    kernel = kernel_identity(ksm)
+    results = resumed(args, kernel, provider) if args.resume else []
+    done = {(r.graph, r.task, r.repeat) for r in results}
     try:
         for repeat in range(args.repeat):
             for graph in args.graphs:
@@ -586,6 +591,8 @@ def main():
                     local = LocalServer(args.local)
                     env.update(local.env())
                 for task in tasks:
+                    if (graph, task.name, repeat) in done:
+                        continue
                     result = run_task(ksm, env, graph, task, args.timeout, args.max_turns, args.show)
                     result.repeat = repeat
                     mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
@@ -593,7 +600,7 @@ def main():
                           file=sys.stderr, flush=True)
                     results.append(result)
                     # Kept as it goes: a run stopped early still has its figures.
-                    save_json(args.json, provider, summarize(results, args.graphs), results)
+                    save_json(args.json, provider, kernel, summarize(results, args.graphs), results)
     finally:
         if replay:
             replay.close()
@@ -601,16 +608,44 @@ def main():
             local.close()
     rows = summarize(results, args.graphs)
     print_report(rows, results, provider)
-    save_json(args.json, provider, rows, results)
+    save_json(args.json, provider, kernel, rows, results)
     if args.strict and not all(r.solved for r in results):
         sys.exit(1)
 
 
-def save_json(path, provider, rows, results):
+def save_json(path, provider, kernel, rows, results):
     """Every result so far, and the summary of them, in `path` (if given)."""
     if path:
         Path(path).write_text(json.dumps(
-            {"provider": provider, "summary": rows, "results": [asdict(r) for r in results]}, indent=2))
+            {"provider": provider, "kernel": kernel, "summary": rows, "results": [asdict(r) for r in results]},
+            indent=2))
+
+
+def kernel_identity(ksm):
+    """The mahtab binary the kernelspec starts, by its sha256: results from
+    another build are not the same measurement."""
+    binary = Path(ksm.get_kernel_spec("mahtab").argv[0])
+    digest = hashlib.sha256()
+    with open(binary, "rb") as f:
+        for piece in iter(lambda: f.read(1 << 20), b""):
+            digest.update(piece)
+    return {"binary": str(binary), "sha256": digest.hexdigest()}
+
+
+def resumed(args, kernel, provider):
+    """The results `args.json` holds, when they came from this kernel binary
+    and provider (an exit that says why otherwise)."""
+    if not args.json:
+        sys.exit("--resume needs --json: the file whose results to keep")
+    path = Path(args.json)
+    if not path.exists():
+        return []
+    earlier = json.loads(path.read_text())
+    if earlier.get("kernel", {}).get("sha256") != kernel["sha256"]:
+        sys.exit(f"{path} holds results of another mahtab binary than {kernel['binary']}: not resumed")
+    if earlier.get("provider") != provider:
+        sys.exit(f"{path} holds results of another run ({earlier.get('provider')}): not resumed")
+    return [Result(**r) for r in earlier["results"]]
 
 
 def describe_provider(env):

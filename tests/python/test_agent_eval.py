@@ -224,3 +224,37 @@ def test_public_tasks_run_through_the_kernel_and_split_once(tmp_path) -> None:
     finally:
         sys.path.remove(str(ROOT / "bench"))
     assert all(split_of(t) == "held-out" for t in public_tasks() if t.name in names)
+
+
+def test_a_run_resumed_from_its_file_runs_only_what_it_lacks(tmp_path) -> None:
+    tasks = ["pandas_pivot", "plot_title", "numpy_spread"]
+    args = ["--replay", "--graphs", "single", "--only", ",".join(tasks)]
+    report, _ = run_eval(tmp_path, *args, timeout=REPLAY_TIMEOUT)
+    assert sorted(r["task"] for r in report["results"]) == sorted(tasks)
+    tasks = [r["task"] for r in report["results"]]  # in the suite's order
+    out = tmp_path / "eval.json"
+
+    def resume():
+        return subprocess.run(
+            [sys.executable, str(EVAL), "--json", str(out), "--resume", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=REPLAY_TIMEOUT,
+        )
+
+    # As if the run had stopped after its first task.
+    report["results"] = report["results"][:1]
+    out.write_text(json.dumps(report))
+    completed = resume()
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    ran = [line.split()[1] for line in completed.stderr.splitlines() if line.startswith("  single ")]
+    assert ran == tasks[1:], completed.stderr
+    resumed = json.loads(out.read_text())
+    assert [r["task"] for r in resumed["results"]] == tasks
+    assert resumed["summary"][0]["tasks"] == 3 and resumed["summary"][0]["solved"] == 3, resumed["summary"]
+    # Results of another build are another measurement: not resumed.
+    resumed["kernel"]["sha256"] = "0" * 64
+    out.write_text(json.dumps(resumed))
+    refused = resume()
+    assert refused.returncode != 0 and "another mahtab binary" in refused.stderr, refused.stderr
