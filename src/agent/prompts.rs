@@ -9,9 +9,14 @@ const REFLECT: &str = include_str!("../../prompts/reflect.md");
 /// The question of the form a named value must have, asked before the
 /// value is seen.
 pub const EXPECTED_FORM: &str = include_str!("../../prompts/expected_form.md");
-const PLAN: &str = include_str!("../../prompts/plan.md");
+/// The analyst's question before any work: does the request need code, an
+/// evaluation, an explanation.
+pub const PLAN: &str = include_str!("../../prompts/plan.md");
 const ANALYST_CODE: &str = include_str!("../../prompts/analyst_code.md");
-const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
+/// Asks for a critical look at results the conversation shows.
+pub const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
+/// Asks for the final answer once the conversation shows the results.
+pub const EXPLAIN_RESULTS: &str = include_str!("../../prompts/explain_results.md");
 const EXPLAIN: &str = include_str!("../../prompts/explain.md");
 const TOOLBOX: &str = include_str!("../../prompts/toolbox.md");
 const RLM: &str = include_str!("../../prompts/rlm.md");
@@ -33,17 +38,25 @@ const TRIAGE_PLAN: &str = include_str!("../../prompts/triage_plan.md");
 /// the instructions and the toolbox too (about 700 tokens: with the local
 /// model on 2 cores, some 9 s of its time to the first text).
 pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
+    instructions_then_context(SYSTEM, skills, namespace, recent_cells)
+}
+
+/// `instructions`, the toolbox, then the namespace and the recent cells:
+/// what changes between requests comes last, so every request's prompt
+/// starts with the same text, which a provider's prompt cache keeps (on a
+/// small local model, several seconds of every first call).
+fn instructions_then_context(
+    instructions: &str,
+    skills: &[Skill],
+    namespace: &str,
+    recent_cells: &[String],
+) -> String {
     format!(
         "{}\n\n{}\n\n{}",
-        SYSTEM.trim_end(),
+        instructions.trim_end(),
         toolbox(skills).trim_end(),
         with_context(CONTEXT, namespace, recent_cells)
     )
-}
-
-/// `prompt`, then the toolbox.
-fn with_toolbox(prompt: String, skills: &[Skill]) -> String {
-    format!("{prompt}\n\n{}", toolbox(skills))
 }
 
 /// The toolbox the model's code can call, and the skills it can load.
@@ -93,22 +106,12 @@ pub fn reflect() -> String {
     REFLECT.to_owned()
 }
 
-/// The analyst graph's planning prompt.
-pub fn plan(namespace: &str, recent_cells: &[String]) -> String {
-    with_context(PLAN, namespace, recent_cells)
-}
-
 /// The analyst graph's prompt for writing (and fixing) the code.
 pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
-    with_toolbox(with_context(ANALYST_CODE, namespace, recent_cells), skills)
+    instructions_then_context(ANALYST_CODE, skills, namespace, recent_cells)
 }
 
-/// The analyst graph's prompt for examining the code's results.
-pub fn evaluate(request: &str) -> String {
-    EVALUATE.replace("{request}", request)
-}
-
-/// The analyst graph's prompt for the final answer.
+/// The analyst graph's prompt for an answer no code was needed for.
 pub fn explain(request: &str, namespace: &str) -> String {
     with_context(&EXPLAIN.replace("{request}", request), namespace, &[])
 }
@@ -137,14 +140,13 @@ missing values, first rows). The input is their names.\n";
             };
             (
                 inform.to_owned(),
-                format!("\n## Key information\n{found}\n"),
+                format!("\n\n## Key information\n{found}"),
             )
         }
     };
-    let template = PLANNER
-        .replace("{inform}", &inform)
-        .replace("{key_information}", &found);
-    with_toolbox(with_context(&template, namespace, recent_cells), skills)
+    let instructions = PLANNER.replace("{inform}", &inform);
+    // What the informer finds changes most often: it comes last.
+    instructions_then_context(&instructions, skills, namespace, recent_cells) + &found
 }
 
 /// The triage graph's quick classification: which agent, how sure.
@@ -165,10 +167,10 @@ pub fn triage_plan(
     agents: &str,
     choices: &str,
 ) -> String {
-    let template = TRIAGE_PLAN
+    let instructions = TRIAGE_PLAN
         .replace("{agents}", agents)
         .replace("{choices}", choices);
-    with_toolbox(with_context(&template, namespace, recent_cells), skills)
+    instructions_then_context(&instructions, skills, namespace, recent_cells)
 }
 
 /// Sent back once when the first answer has no code but the request needs
@@ -430,9 +432,6 @@ pub fn fix_request(report: &str, hint: Option<&str>) -> String {
     }
 }
 
-/// Asks for the final answer once the work is done.
-pub const ANSWER_NOW: &str = "Now answer my request, based on the results above.";
-
 fn namespace_or_none(namespace: &str) -> &str {
     if namespace.trim().is_empty() {
         "(no user variables yet)"
@@ -508,29 +507,44 @@ mod tests {
             prompt.find("peek(") < prompt.find("df: DataFrame"),
             "{prompt}"
         );
-        let other = system("s: Series (2)", &[], &[]);
-        let shared = prompt
-            .bytes()
-            .zip(other.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        assert!(
-            prompt[..shared].contains("delete(path)"),
-            "{}",
-            &prompt[..shared]
-        );
+        type Build = fn(&str, &[String]) -> String;
+        let builders: [Build; 4] = [
+            |n, r| system(n, r, &[]),
+            |n, r| analyst_code(n, r, &[]),
+            |n, r| planner(n, r, &[], Some(&[("df".into(), "df: 3 rows".into())])),
+            |n, r| triage_plan(n, r, &[], "- default: code", "default"),
+        ];
+        for build in builders {
+            let prompt = build("df: DataFrame (3 rows)", &["df = load()".to_owned()]);
+            let other = build("s: Series (2)", &[]);
+            let shared = prompt
+                .bytes()
+                .zip(other.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            assert!(
+                prompt[..shared].contains("delete(path)"),
+                "{}",
+                &prompt[..shared]
+            );
+            assert!(prompt.contains("## Live namespace\ndf: DataFrame (3 rows)"));
+        }
         assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         assert!(system("", &[], &[]).contains("(no user variables yet)"));
         assert!(!reflect().contains("{request}"));
         for prompt in [
-            plan("df: DataFrame", &[]),
             analyst_code("df: DataFrame", &[], &[]),
             explain("why?", "df: DataFrame"),
         ] {
             assert!(prompt.contains("df: DataFrame"), "{prompt}");
             assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         }
-        assert!(evaluate("is it high?").contains("is it high?"));
+        // Questions asked as the next turn of a conversation: no placeholders.
+        for question in [PLAN, EVALUATE, EXPLAIN_RESULTS] {
+            for placeholder in ["{request}", "{namespace}", "{recent_cells}"] {
+                assert!(!question.contains(placeholder), "{question}");
+            }
+        }
         assert!(fix_request("This code failed", None).starts_with("This code failed"));
     }
 

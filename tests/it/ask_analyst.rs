@@ -1,9 +1,11 @@
 //! The analyst graph through the real kernel: planning, retries of failing
 //! code, evaluation and explanation, and giving up with every attempt shown.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{Event, FakeLlm, Reply, Step, openai_chunk};
 use crate::support::{Kernel, is_panel, result_text, stream_text};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -109,4 +111,42 @@ async fn the_analyst_graph_gives_up_after_its_attempts_and_shows_them_all() {
     assert_eq!(llm.requests.lock().unwrap().len(), 3);
     let (reply, _) = kernel.execute("1 + 1").await;
     assert_eq!(reply.content["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explanation_that_repeats_itself_is_stopped_and_kept_once() {
+    let line = "The values in the `views` column are grouped into bins by user.\n";
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(r#"{"needs_code": true, "needs_evaluation": false}"#.into()),
+        Reply::Answer("```python\ncounts = {'tom': 3}\nprint(counts)\n```".into()),
+        Reply::Answer(r#"{"is_complete": true, "reasoning": "counted", "next_action": ""}"#.into()),
+        // The explanation loops, and the server would go on until told to stop.
+        Reply::Steps(vec![
+            Step::text(openai_chunk("Tom has 3 views.\n")),
+            Step::text(openai_chunk(line)),
+            Step::text(openai_chunk(line)),
+            Step::text(openai_chunk(line)),
+            Step::text(openai_chunk(line)),
+            Step::Hold,
+        ]),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute("answer = ask('How many views has each user?', graph='analyst')")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    llm.wait_for(Event::Closed(3), Duration::from_secs(5))
+        .await
+        .expect("the looping answer's connection is closed");
+    let text = stream_text(&iopub, "stdout");
+    assert!(
+        text.contains("(stopped here: the model was repeating itself)"),
+        "{text}"
+    );
+    // The answer says it once.
+    let (_, iopub) = kernel.execute("print(answer)").await;
+    let kept = stream_text(&iopub, "stdout");
+    assert_eq!(kept.matches(line.trim_end()).count(), 1, "{kept}");
+    assert!(kept.starts_with("Tom has 3 views."), "{kept}");
 }

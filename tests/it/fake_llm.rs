@@ -320,7 +320,8 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(Head, Value
     }
 }
 
-fn openai_chunk(text: &str) -> String {
+/// One OpenAI-style `chat.completion.chunk` event carrying `text`.
+pub fn openai_chunk(text: &str) -> String {
     let event = json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}], "usage": null});
     format!("data: {event}\n\n")
 }

@@ -21,7 +21,7 @@ use super::check::{Work, check};
 use super::steps::{NodeSettings, close_with_answer, node, run_pending};
 use super::unmet::{Unmet, unmet};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
-use crate::agent::llm::{ChatMessage, Role};
+use crate::agent::llm::ChatMessage;
 use crate::agent::parse::checks;
 use crate::agent::parse::code::code_blocks;
 use crate::agent::parse::plan::parse_plan;
@@ -123,13 +123,17 @@ async fn plan<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    let namespace = effects.namespace().await;
-    let system = prompts::plan(
-        &state.pinned_namespace(&namespace),
-        state.recent_cells_shown(),
-    );
+    // Asked under the code turns' system prompt, after the request: the
+    // first code turn then finds all of its prompt cached.
+    let system = code_prompt(state, effects).await;
     let answer = settings
-        .judge(state, effects, system, schemas::analyst_plan())
+        .judge_after(
+            state,
+            effects,
+            system,
+            prompts::PLAN.trim_end(),
+            schemas::analyst_plan(),
+        )
         .await?;
     let plan = parse_plan(&answer.text);
     effects.emit(AgentEvent::Plan(plan.clone()));
@@ -144,11 +148,7 @@ async fn code<E: Effects>(
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
-    let system = prompts::analyst_code(
-        &state.pinned_namespace(&namespace),
-        state.recent_cells_shown(),
-        &state.skills,
-    );
+    let system = code_system(state, &namespace);
     let answer = settings.write_code(state, effects, system).await?;
     state.pending = code_blocks(&answer.text);
     state.record_answer(answer.text);
@@ -244,7 +244,10 @@ async fn evaluate<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    let system = prompts::evaluate(&state.request);
+    let system = code_prompt(state, effects).await;
+    state
+        .conversation
+        .push(ChatMessage::user(prompts::EVALUATE.trim_end()));
     let answer = settings.answer(state, effects, system).await?;
     // The explanation reads it from the conversation.
     state.conversation.push(ChatMessage::assistant(answer.text));
@@ -256,18 +259,16 @@ async fn explain<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    // Roles must alternate; after the evaluation the model spoke last.
-    if state
-        .conversation
-        .last()
-        .is_some_and(|m| m.role == Role::Assistant)
-    {
+    let system = if state.executions.is_empty() {
+        // No code was needed: the request alone, with what the namespace holds.
+        let namespace = effects.namespace().await;
+        prompts::explain(&state.request, &namespace)
+    } else {
         state
             .conversation
-            .push(ChatMessage::user(prompts::ANSWER_NOW));
-    }
-    let namespace = effects.namespace().await;
-    let system = prompts::explain(&state.request, &namespace);
+            .push(ChatMessage::user(prompts::EXPLAIN_RESULTS.trim_end()));
+        code_prompt(state, effects).await
+    };
     let answer = settings.answer(state, effects, system).await?;
     state
         .conversation
@@ -280,6 +281,26 @@ async fn explain<E: Effects>(
         state.outcome = Some(Outcome::Complete);
     }
     Ok(())
+}
+
+/// The system prompt the code turns were asked under (the namespace in it
+/// is the one pinned at the run's start), for a step that continues their
+/// conversation: the provider has all of it cached but the last results and
+/// the step's own question. (A prompt of its own, with the request and the
+/// namespace in it, cost a small local model about ten seconds a step.)
+async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
+    let namespace = effects.namespace().await;
+    code_system(state, &namespace)
+}
+
+/// The code turns' system prompt, with the namespace pinned at the run's
+/// start (`fresh` the first time).
+fn code_system(state: &mut AgentState, fresh: &str) -> String {
+    prompts::analyst_code(
+        &state.pinned_namespace(fresh),
+        state.recent_cells_shown(),
+        &state.skills,
+    )
 }
 
 /// What `executions` did, in a few lines: the variables they changed, else
@@ -329,6 +350,7 @@ fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), Ag
 mod tests {
     use super::*;
     use crate::agent::graph::RunEnd;
+    use crate::agent::llm::{ChatRequest, Role};
     use crate::agent::run::limits::ANALYST_MAX_ATTEMPTS;
     use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
 
@@ -379,6 +401,21 @@ mod tests {
             rich_outputs: 0,
             images: Vec::new(),
         }
+    }
+
+    /// `request` has the code turn's system prompt, and the code turn's
+    /// messages and answer are the start of its own.
+    fn assert_continues_the_code_turn(script: &Script, request: &ChatRequest) {
+        let code = script
+            .requests
+            .iter()
+            .find(|r| r.system.starts_with("You write Python") && r.schema.is_none())
+            .expect("a code turn");
+        assert_eq!(request.system, code.system);
+        let n = code.messages.len();
+        assert_eq!(request.messages[..n], code.messages[..]);
+        assert_eq!(request.messages[n].role, Role::Assistant);
+        assert!(request.messages[n].content.contains("```python"));
     }
 
     #[test]
@@ -434,10 +471,20 @@ mod tests {
         assert_eq!(script.nodes, ["plan", "code", "explain"]);
         assert_eq!(script.executed, ["print(6*7)"]);
         assert_eq!(state.outcome, Some(Outcome::Complete));
-        // The explanation saw the output.
+        // The explanation saw the output, asked as the next turn of the code's
+        // conversation under its system prompt: all but the output and the
+        // question is a prefix the provider has cached.
         let explain = script.requests.last().unwrap();
-        assert!(explain.messages.last().unwrap().content.contains("42"));
-        assert!(explain.system.contains("total?"));
+        let last = &explain.messages.last().unwrap().content;
+        assert!(last.contains("42") && last.ends_with(prompts::EXPLAIN_RESULTS.trim_end()));
+        assert_continues_the_code_turn(&script, explain);
+        // The plan was asked under the same prompt, after the request, and
+        // the code turn was not told of the question.
+        let (plan, code) = (&script.requests[0], &script.requests[1]);
+        assert_eq!(plan.system, code.system);
+        let question = &plan.messages.last().unwrap().content;
+        assert!(question.starts_with("total?") && question.ends_with(prompts::PLAN.trim_end()));
+        assert_eq!(code.messages.last().unwrap().content, "total?");
         assert_roles_alternate(&script);
     }
 
@@ -466,11 +513,16 @@ mod tests {
         let explain = script.requests.last().unwrap();
         let n = explain.messages.len();
         assert_eq!(explain.messages[n - 2].content, "42 is high for this data.");
-        assert!(
-            explain.messages[n - 1]
-                .content
-                .starts_with(prompts::ANSWER_NOW)
+        assert_eq!(
+            explain.messages[n - 1].content,
+            prompts::EXPLAIN_RESULTS.trim_end()
         );
+        assert_continues_the_code_turn(&script, explain);
+        // So did the evaluation, told the output.
+        let evaluate = &script.requests[script.requests.len() - 2];
+        let last = &evaluate.messages.last().unwrap().content;
+        assert!(last.contains("42") && last.ends_with(prompts::EVALUATE.trim_end()));
+        assert_continues_the_code_turn(&script, evaluate);
         assert_eq!(state.usage.input_tokens, 50);
         assert_roles_alternate(&script);
     }

@@ -354,6 +354,41 @@ impl NodeSettings {
         )
         .await
     }
+
+    /// Like [`NodeSettings::judge`], with `question` asked after the
+    /// conversation, which does not keep it. Asked under the system prompt
+    /// of the turns that follow, it leaves them their prompt cached: a
+    /// provider that caches prompts has all of it but the question.
+    pub(crate) async fn judge_after<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: String,
+        question: &str,
+        schema: AnswerSchema,
+    ) -> Result<ChatOutcome, AgentError> {
+        let mut conversation = state.conversation.clone();
+        // Merged into the user's last message, if the conversation ends so.
+        conversation.push(ChatMessage::user(question));
+        let request = ChatRequest {
+            model: self.judge_model().to_owned(),
+            messages: budget::fit(
+                &system,
+                &conversation,
+                self.context_tokens,
+                JUDGEMENT_TOKENS,
+            ),
+            system,
+            max_tokens: JUDGEMENT_TOKENS,
+            sampling: self.sampling,
+            schema: Some(schema),
+            stop: &[],
+            token_choices: false,
+        };
+        let answer = effects.chat(request, Showing::Hidden).await?;
+        state.usage.add(answer.usage);
+        Ok(answer)
+    }
 }
 
 /// What one model call asks for besides the system prompt and the

@@ -3,8 +3,9 @@
 //! planner's action, the triage's answers, the cheap checks on a
 //! request and a turn's outcome, a key respelled as the data spells it, and
 //! numbers a block printed as fixed text rather than computed, and
-//! well-known mistakes such as `len()` of a boolean mask, and the names a
-//! block binds only as a loop's or a `with`'s variable. Small models write all of these loosely;
+//! well-known mistakes such as `len()` of a boolean mask, the names a
+//! block binds only as a loop's or a `with`'s variable, and an answer that
+//! repeats itself. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
 
 pub mod action;
@@ -18,6 +19,7 @@ pub mod json;
 pub mod pitfalls;
 pub mod plan;
 pub mod prose;
+pub mod repetition;
 pub mod respell;
 pub mod triage;
 pub mod verdict;

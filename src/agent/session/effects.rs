@@ -6,10 +6,12 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::agent::budget;
 use crate::agent::graph::Observer;
 use crate::agent::llm::prices::Prices;
-use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError};
+use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Usage};
 use crate::agent::parse::code::complete_code_blocks;
+use crate::agent::parse::repetition::RepeatWatch;
 use crate::agent::ports::Ports;
 use crate::agent::render::live::{self, LiveOutput};
 use crate::agent::render::stream::ShownText;
@@ -31,6 +33,30 @@ pub(super) const STREAM_COALESCE: Duration = Duration::from_millis(20);
 async fn forward_token<P: Ports>(ports: &P, text: String) {
     if let Err(e) = scope_calls::call(ports, &scope_calls::Token { text: &text }).await {
         tracing::debug!("%%ask: on_token was not called: {e}");
+    }
+}
+
+/// About how many tokens `request` sends.
+fn estimated_prompt(request: &ChatRequest) -> u64 {
+    let messages = request.messages.iter().map(|m| m.content.as_str());
+    std::iter::once(request.system.as_str())
+        .chain(messages)
+        .map(|text| budget::estimate_tokens(text) as u64)
+        .sum()
+}
+
+/// The outcome of a call stopped early with `text` (the provider never
+/// said what it counted, so the usage is estimated).
+fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
+    ChatOutcome {
+        text: text.to_owned(),
+        usage: Usage {
+            input_tokens: prompt_tokens,
+            output_tokens: budget::estimate_tokens(text) as u64,
+            ..Usage::default()
+        },
+        truncated: true,
+        ..ChatOutcome::default()
     }
 }
 
@@ -146,6 +172,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         // provider's callback cannot wait for Python.
         let forward = self.forward_tokens && showing != Showing::Hidden;
         let (token_sender, mut tokens) = tokio::sync::mpsc::unbounded_channel::<String>();
+        // Prose that loops ends the call (code and judgements are bounded
+        // otherwise: a block's end, a schema's lengths).
+        let mut repeats = (showing == Showing::Prose).then(RepeatWatch::default);
+        let looping = tokio::sync::Notify::new();
+        let prompt_tokens = estimated_prompt(&request);
         let asked = Instant::now();
         let mut first_text = None;
         let model;
@@ -156,6 +187,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 }
                 if forward {
                     let _ = token_sender.send(text.to_owned());
+                }
+                if let Some(watch) = repeats.as_mut()
+                    && watch.push(text)
+                {
+                    looping.notify_one();
                 }
                 let mut shown = lock();
                 shown.push(text);
@@ -191,10 +227,22 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
-                    result = &mut chat => break result,
+                    result = &mut chat => break Some(result),
                     _ = tick.tick() => lock().coalescer.tick(),
                     Some(text) = tokens.recv() => forward_token(ports, text).await,
+                    // Dropping the call closes its connection, which ends
+                    // the generation on the server too.
+                    _ = looping.notified() => break None,
                 }
+            }
+        };
+        let result = match (result, repeats) {
+            (Some(result), _) => result,
+            (None, watch) => {
+                lock()
+                    .coalescer
+                    .interject("\n(stopped here: the model was repeating itself)\n");
+                Ok(cut_short(watch.unwrap_or_default().text(), prompt_tokens))
             }
         };
         while let Ok(text) = tokens.try_recv() {
