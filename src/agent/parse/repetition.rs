@@ -1,7 +1,9 @@
 //! A model repeating itself. A small model decoding greedily can say the
 //! same sentence again and again until its token limit, which on a CPU is
 //! minutes of a cell. Watched while an answer streams, so the call can end
-//! at the third saying, with the answer cut back to its first.
+//! at the third saying, with the answer cut back to its first. Only prose
+//! counts: code says the same line several times for good reasons
+//! (`plt.figure(figsize=(10, 6))` before each of three plots).
 
 use std::collections::HashMap;
 
@@ -17,6 +19,8 @@ pub struct RepeatWatch {
     text: String,
     /// Where the next line to look at starts.
     next_line: usize,
+    /// The lines looked at so far end inside a fenced code block.
+    in_code: bool,
     /// Each long line: how often it was said, and where its second saying
     /// starts.
     said: HashMap<String, (usize, usize)>,
@@ -36,7 +40,11 @@ impl RepeatWatch {
             let start = self.next_line;
             self.next_line = start + end + 1;
             let line = self.text[start..start + end].trim();
-            if line.chars().count() < MIN_CHARS {
+            if line.starts_with("```") {
+                self.in_code = !self.in_code;
+                continue;
+            }
+            if self.in_code || line.chars().count() < MIN_CHARS {
                 continue;
             }
             let (count, second) = self.said.entry(line.to_owned()).or_insert((0, 0));
@@ -113,6 +121,9 @@ column shows the number of views in each bin for each user.\n";
         let answers = [
             // Short lines repeat in any answer.
             "```python\nplt.show()\n```\n\n```python\nplt.show()\n```\n\n```python\nplt.show()\n```\n",
+            // Code repeats lines.
+            "Three plots:\n```python\nplt.figure(figsize=(10, 6))\ndf.a.plot()\n\
+plt.figure(figsize=(10, 6))\ndf.b.plot()\nplt.figure(figsize=(10, 6))\ndf.c.plot()\n```\n",
             // A long line said twice is a summary, not a loop.
             "The mean of price is 12.5 over 40 rows.\nIt is computed from every row.\n\
 The mean of price is 12.5 over 40 rows.\n",
@@ -124,6 +135,15 @@ The mean of price is 12.5 over 40 rows.\n",
             assert_eq!(stopped, None, "{answer}");
             assert_eq!(watch.text(), answer);
         }
+        // Prose after a block loops like any other.
+        let line = "The plot shows the monthly totals of the sales table.\n";
+        let answer = format!("```python\n{line}{line}{line}```\n{line}{line}{line}");
+        let (watch, stopped) = streamed(&answer, 9);
+        assert!(stopped.is_some());
+        assert_eq!(
+            watch.text(),
+            format!("```python\n{line}{line}{line}```\n{line}")
+        );
         // A loop whose last line has not ended is not judged yet.
         let mut watch = RepeatWatch::default();
         let line = "The total revenue of the sales table is 44.2 in all.";

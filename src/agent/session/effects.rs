@@ -46,7 +46,9 @@ fn estimated_prompt(request: &ChatRequest) -> u64 {
 }
 
 /// The outcome of a call stopped early with `text` (the provider never
-/// said what it counted, so the usage is estimated).
+/// said what it counted, so the usage is estimated). Not `truncated`: the
+/// text is whole up to where it started to repeat, and any code block in it
+/// closed (lines in code never count as repeats).
 fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
     ChatOutcome {
         text: text.to_owned(),
@@ -55,7 +57,6 @@ fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
             output_tokens: budget::estimate_tokens(text) as u64,
             ..Usage::default()
         },
-        truncated: true,
         ..ChatOutcome::default()
     }
 }
@@ -172,9 +173,9 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         // provider's callback cannot wait for Python.
         let forward = self.forward_tokens && showing != Showing::Hidden;
         let (token_sender, mut tokens) = tokio::sync::mpsc::unbounded_channel::<String>();
-        // Prose that loops ends the call (code and judgements are bounded
-        // otherwise: a block's end, a schema's lengths).
-        let mut repeats = (showing == Showing::Prose).then(RepeatWatch::default);
+        // Prose that loops ends the call (judgements are bounded by their
+        // schema's lengths).
+        let mut repeats = (showing != Showing::Hidden).then(RepeatWatch::default);
         let looping = tokio::sync::Notify::new();
         let prompt_tokens = estimated_prompt(&request);
         let asked = Instant::now();
