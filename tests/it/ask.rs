@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::fake_llm::{Event, FakeLlm, Reply, Step, openai_chunk};
+use mahtab::wire::Message;
+
+use crate::fake_llm::{Event, FakeLlm, Reply, Step, repeating};
 use crate::support::{
     Channel, Kernel, is_panel, is_status, panel_texts, result_text, stream_text, told_model, types,
 };
@@ -522,30 +524,30 @@ async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
 async fn prose_that_repeats_after_a_block_is_stopped_and_the_block_still_runs() {
     let line = "This prints a greeting for the user of the notebook.\n";
     let llm = FakeLlm::start(vec![
-        Reply::Steps(vec![
-            Step::text(openai_chunk("```python\nprint('hello')\n```\n")),
-            Step::text(openai_chunk(line)),
-            Step::text(openai_chunk(line)),
-            Step::text(openai_chunk(line)),
-            Step::Hold,
-        ]),
+        repeating("```python\nprint('hello')\n```\n", line),
         Reply::Answer(DONE.into()),
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
     let (reply, iopub) = kernel.execute("%%ask\nprint a greeting").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    llm.wait_for(Event::Closed(0), Duration::from_secs(5))
-        .await
-        .expect("the looping answer's connection is closed");
-    let text = stream_text(&iopub, "stdout");
-    assert!(
-        text.contains("(stopped here: the model was repeating itself)"),
-        "{text}"
-    );
+    assert_stopped_repeating(&llm, 0, &iopub).await;
     let outputs = panel_texts(&iopub, "output");
     assert!(outputs.iter().any(|p| p.contains("hello")), "{outputs:?}");
     // The block ran and was reviewed: the stop is no cut-off answer that
     // would be sent back to be finished.
     assert_eq!(llm.requests.lock().unwrap().len(), 2);
+}
+
+/// Request `n`'s answer was stopped for repeating itself: its connection
+/// closed, and the cell said why.
+pub(crate) async fn assert_stopped_repeating(llm: &FakeLlm, n: usize, iopub: &[Message]) {
+    llm.wait_for(Event::Closed(n), Duration::from_secs(5))
+        .await
+        .expect("the looping answer's connection is closed");
+    let text = stream_text(iopub, "stdout");
+    assert!(
+        text.contains("(stopped here: the model was repeating itself)"),
+        "{text}"
+    );
 }

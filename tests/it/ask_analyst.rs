@@ -1,11 +1,10 @@
 //! The analyst graph through the real kernel: planning, retries of failing
 //! code, evaluation and explanation, and giving up with every attempt shown.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::fake_llm::{Event, FakeLlm, Reply, Step, openai_chunk};
+use crate::ask::assert_stopped_repeating;
+use crate::fake_llm::{FakeLlm, Reply, repeating};
 use crate::support::{Kernel, is_panel, result_text, stream_text};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -121,14 +120,7 @@ async fn an_explanation_that_repeats_itself_is_stopped_and_kept_once() {
         Reply::Answer("```python\ncounts = {'tom': 3}\nprint(counts)\n```".into()),
         Reply::Answer(r#"{"is_complete": true, "reasoning": "counted", "next_action": ""}"#.into()),
         // The explanation loops, and the server would go on until told to stop.
-        Reply::Steps(vec![
-            Step::text(openai_chunk("Tom has 3 views.\n")),
-            Step::text(openai_chunk(line)),
-            Step::text(openai_chunk(line)),
-            Step::text(openai_chunk(line)),
-            Step::text(openai_chunk(line)),
-            Step::Hold,
-        ]),
+        repeating("Tom has 3 views.\n", line),
     ])
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
@@ -136,14 +128,7 @@ async fn an_explanation_that_repeats_itself_is_stopped_and_kept_once() {
         .execute("answer = ask('How many views has each user?', graph='analyst')")
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    llm.wait_for(Event::Closed(3), Duration::from_secs(5))
-        .await
-        .expect("the looping answer's connection is closed");
-    let text = stream_text(&iopub, "stdout");
-    assert!(
-        text.contains("(stopped here: the model was repeating itself)"),
-        "{text}"
-    );
+    assert_stopped_repeating(&llm, 3, &iopub).await;
     // The answer says it once.
     let (_, iopub) = kernel.execute("print(answer)").await;
     let kept = stream_text(&iopub, "stdout");

@@ -320,8 +320,17 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(Head, Value
     }
 }
 
+/// An answer that starts with `first`, then says `line` three times and
+/// would go on: the stream stays open until the client closes it.
+pub fn repeating(first: &str, line: &str) -> Reply {
+    let mut steps = vec![Step::text(openai_chunk(first))];
+    steps.extend((0..3).map(|_| Step::text(openai_chunk(line))));
+    steps.push(Step::Hold);
+    Reply::Steps(steps)
+}
+
 /// One OpenAI-style `chat.completion.chunk` event carrying `text`.
-pub fn openai_chunk(text: &str) -> String {
+fn openai_chunk(text: &str) -> String {
     let event = json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}], "usage": null});
     format!("data: {event}\n\n")
 }

@@ -255,7 +255,7 @@ impl NodeSettings {
             message.images = state.new_figures();
             state.images_sent += message.images.len();
         }
-        self.judge_message(state, effects, system, message, Reply::judgement(schema))
+        self.judge_messages(state, effects, system, &[message], Reply::judgement(schema))
             .await
     }
 
@@ -270,22 +270,24 @@ impl NodeSettings {
         schema: AnswerSchema,
     ) -> Result<ChatOutcome, AgentError> {
         let message = ChatMessage::user(question);
-        self.judge_message(state, effects, system, message, Reply::judgement(schema))
+        self.judge_messages(state, effects, system, &[message], Reply::judgement(schema))
             .await
     }
 
-    async fn judge_message<E: Effects>(
+    /// A judgement of `messages` alone (fitted to the context window with
+    /// `system`), by the model judgements go to.
+    async fn judge_messages<E: Effects>(
         &self,
         state: &mut AgentState,
         effects: &mut E,
         system: String,
-        message: ChatMessage,
+        messages: &[ChatMessage],
         reply: Reply,
     ) -> Result<ChatOutcome, AgentError> {
         let request = ChatRequest {
             model: self.judge_model().to_owned(),
+            messages: budget::fit(&system, messages, self.context_tokens, reply.max_tokens),
             system,
-            messages: budget::fit("", &[message], self.context_tokens, reply.max_tokens),
             max_tokens: reply.max_tokens,
             sampling: self.sampling,
             schema: Some(reply.schema),
@@ -319,7 +321,7 @@ impl NodeSettings {
             token_choices: true,
         };
         let answer = self
-            .judge_message(state, effects, system, message, reply)
+            .judge_messages(state, effects, system, &[message], reply)
             .await?;
         Ok(likelihood_true(&answer.token_choices, schemas::DONE_FIELD))
     }
@@ -370,24 +372,9 @@ impl NodeSettings {
         let mut conversation = state.conversation.clone();
         // Merged into the user's last message, if the conversation ends so.
         conversation.push(ChatMessage::user(question));
-        let request = ChatRequest {
-            model: self.judge_model().to_owned(),
-            messages: budget::fit(
-                &system,
-                &conversation,
-                self.context_tokens,
-                JUDGEMENT_TOKENS,
-            ),
-            system,
-            max_tokens: JUDGEMENT_TOKENS,
-            sampling: self.sampling,
-            schema: Some(schema),
-            stop: &[],
-            token_choices: false,
-        };
-        let answer = effects.chat(request, Showing::Hidden).await?;
-        state.usage.add(answer.usage);
-        Ok(answer)
+        let reply = Reply::judgement(schema);
+        self.judge_messages(state, effects, system, &conversation, reply)
+            .await
     }
 }
 
