@@ -123,13 +123,13 @@ NODES = (
     ("You write Python for a request", "code"),
     ("You answer a request made in a Jupyter notebook", "prose"),
     ("You work in steps.", "planner"),
-    ("You route requests", "classify"),
     ("You plan how to handle a request", "triage_plan"),
     ("You are an assistant working inside a Jupyter notebook", "code"),
 )
 
 # Which node asks, by a phrase of the question its last message ends with.
 QUESTIONS = (
+    ("choose the agent that suits it best", "classify"),
     ("Do not answer my request yet", "analyst_plan"),
     ("Before the final answer, examine the results above", "prose"),
     ("Now answer my request in plain language", "prose"),
@@ -143,8 +143,9 @@ def replay_answer(body, tasks):
     system = next((m["content"] for m in messages if m["role"] == "system"), "")
     said = "\n".join(m["content"] for m in messages if m["role"] != "system")
     node = next((name for phrase, name in NODES if phrase in system), "code")
-    # The analyst's plan, evaluation and explanation are questions after the
-    # code turns' conversation, under their system prompt.
+    # The triage's classification and the analyst's plan, evaluation and
+    # explanation are questions after the code turns' conversation, under
+    # their system prompt.
     last = messages[-1]["content"] if messages else ""
     node = next((name for phrase, name in QUESTIONS if phrase in last), node)
     task = next((t for t in tasks if t.prompt in said or t.prompt in system), None)

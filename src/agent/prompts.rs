@@ -149,14 +149,15 @@ missing values, first rows). The input is their names.\n";
     instructions_then_context(&instructions, skills, namespace, recent_cells) + &found
 }
 
-/// The triage graph's quick classification: which agent, how sure.
-/// `agents` lists them with what each is for; `choices` names them for the
-/// JSON field.
-pub fn triage_classify(request: &str, agents: &str, choices: &str) -> String {
+/// The triage graph's quick classification, asked after the request:
+/// which agent, how sure. `agents` lists them with what each is for;
+/// `choices` names them for the JSON field.
+pub fn triage_classify(agents: &str, choices: &str) -> String {
     TRIAGE_CLASSIFY
         .replace("{agents}", agents)
         .replace("{choices}", choices)
-        .replace("{request}", request)
+        .trim_end()
+        .to_owned()
 }
 
 /// The triage graph's full plan: an agent, a tool or a reply.

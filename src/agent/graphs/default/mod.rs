@@ -159,7 +159,7 @@ async fn generate<E: Effects>(
 
 /// The system prompt code is written under (the same from call to call of
 /// a run: its namespace summary is the first prompt's).
-async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
+pub(crate) async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
     prompts::system(

@@ -2,6 +2,7 @@
 //! when confident, then a full plan.
 
 use super::pre_plan::describe;
+use crate::agent::graphs::default;
 use crate::agent::graphs::steps::NodeSettings;
 use crate::agent::parse::triage::{parse_classification, parse_plan};
 use crate::agent::run::limits::{PLANNER_TOOLS, TRIAGE_CONFIDENT};
@@ -14,9 +15,14 @@ pub(super) async fn classify<E: Effects>(
     settings: NodeSettings,
     agents: Agents,
 ) -> Result<(), AgentError> {
-    let system = prompts::triage_classify(&state.request, &agents.listed(), &agents.choices());
+    // Asked after the request under the default agent's code prompt: the
+    // agent most requests go to then finds its first prompt cached.
+    let system = default::code_prompt(state, effects).await;
+    let question = prompts::triage_classify(&agents.listed(), &agents.choices());
     let schema = schemas::triage_classification(&agents.names());
-    let answer = settings.judge(state, effects, system, schema).await?;
+    let answer = settings
+        .judge_after(state, effects, system, &question, schema)
+        .await?;
     let (agent, confidence) = parse_classification(&answer.text, agents).unzip();
     let confidence = confidence.unwrap_or(0.0);
     match agent {

@@ -297,7 +297,12 @@ fn work_handed_to_claude_goes_to_the_cli_and_its_check_of_the_request_stands() {
         statuses(&script)
             .contains(&"triage: the claude agent takes it (confidence 0.95)".to_owned())
     );
-    assert!(script.requests[0].system.contains("- claude: "));
+    let question = &script.requests[0]
+        .messages
+        .last()
+        .expect("a question")
+        .content;
+    assert!(question.contains("- claude: "));
 }
 
 #[test]
@@ -349,9 +354,23 @@ fn a_confident_classification_hands_the_work_to_that_agent() {
     assert_eq!(state.outcome, Some(Outcome::Complete));
     assert_eq!(state.turn, 1);
     assert_eq!(state.max_turns, 3, "the run's own limit is restored");
-    // The classification saw the request and the agents.
-    let classify = &script.requests[0].system;
-    assert!(classify.contains("compute six times seven") && classify.contains("- planner:"));
+    // The classification was asked after the request, under the system
+    // prompt the default agent's first turn then wrote code under.
+    let (classify, generate) = (&script.requests[0], &script.requests[1]);
+    let said: Vec<&str> = classify
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert!(said.iter().any(|m| m.contains("compute six times seven")));
+    assert!(said.last().is_some_and(|m| m.contains("- planner:")));
+    assert_eq!(classify.system, generate.system);
+    assert!(
+        generate
+            .messages
+            .iter()
+            .all(|m| !m.content.contains("- planner:"))
+    );
 }
 
 #[test]
