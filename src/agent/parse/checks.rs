@@ -327,6 +327,7 @@ pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
     if let Some(key) = error
         .strip_prefix("KeyError: ")
         .map(|key| key.split(". Did you mean: ").next().unwrap_or(key))
+        .map(|key| key.split(". Columns of ").next().unwrap_or(key))
         .map(|key| key.trim_matches(['\'', '"']))
         && ["'", "\""]
             .iter()
@@ -370,7 +371,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 14] = [
+    const HINTS: [(&[&str], &str); 15] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -417,6 +418,11 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             &["KeyError:", ". Did you mean: "],
             "that key is not there, but the error names a close one: use that name, \
              spelled exactly as the error quotes it",
+        ),
+        (
+            &["KeyError:", ". Columns of "],
+            "that column is not there: the error lists the columns the table has; use \
+             one of them, or compute the missing value from them first",
         ),
         (
             &["KeyError:"],
@@ -775,6 +781,19 @@ mod tests {
         );
         assert!(
             failure_hint(&suggested)
+                .unwrap()
+                .contains("group the table")
+        );
+        // No close key: the error lists the table's columns (close_names.py).
+        let listed =
+            "KeyError: \"Label(s) ['Count_d'] do not exist\". Columns of df: 'Date', 'Val'";
+        assert!(error_hint(listed).unwrap().contains("lists the columns"));
+        let grouped_listed = grouped.replace(
+            "KeyError: 'fruit'",
+            "KeyError: 'fruit'. Columns of sales: 'qty', 'fruit'",
+        );
+        assert!(
+            failure_hint(&grouped_listed)
                 .unwrap()
                 .contains("group the table")
         );

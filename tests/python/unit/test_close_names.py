@@ -43,9 +43,11 @@ def test_a_dict_key_in_a_function_is_found_in_the_functions_variables():
     assert result["output"].strip().endswith("Did you mean: 'apple' (a key of prices)?"), result["output"]
 
 
-def test_no_close_key_no_suggestion():
+def test_no_close_key_no_suggestion_but_the_columns():
     result = run("table['zzz']", {"table": pd.DataFrame({"price": [1], "qty": [2]})})
-    assert result["output"].strip().splitlines()[-1] == "KeyError: 'zzz'"
+    last = result["output"].strip().splitlines()[-1]
+    assert last == "KeyError: 'zzz'. Columns of table: 'price', 'qty'", last
+    assert run("{'a': 1}['zzz']", {})["output"].strip().splitlines()[-1] == "KeyError: 'zzz'"
 
 
 def test_the_closest_of_several_wins_and_exact_spellings_count_first():
@@ -63,3 +65,19 @@ def test_an_attribute_close_to_a_column_names_the_column():
     # Python's own suggestion is left alone.
     result = run("weather.hed()", {"weather": weather})
     assert "Did you mean the column" not in result["output"]
+
+
+def test_a_key_no_column_is_close_to_lists_the_columns_of_the_tables_on_the_failing_line():
+    df = pd.DataFrame({"Date": ["1/1/18"], "Val": ["A"]})
+    other = pd.DataFrame({"unrelated": [1]})
+    code = "x = 1\ndf1 = df.groupby('Val').agg({'Count_d': 'sum'})"
+    result = run(code, {"df": df, "other": other})
+    last = result["output"].strip().splitlines()[-1]
+    assert last == "KeyError: \"Label(s) ['Count_d'] do not exist\". Columns of df: 'Date', 'Val'", last
+    # A table that has the key is not what the lookup missed.
+    line = close_names.columns_on_line("Val", "df['Val'] + other['Val']", [{"df": df, "other": other}])
+    assert line == "Columns of other: 'unrelated'"
+    wide = pd.DataFrame({"c%d" % i: [i] for i in range(30)})
+    listed = close_names.columns_on_line("zz", "wide['zz']", [{"wide": wide}])
+    assert listed.startswith("Columns of wide: 'c0', 'c1'") and listed.endswith("'c19' (30 in all)")
+    assert close_names.columns_on_line("zz", "d['zz']", [{"d": {"a": 1}}]) is None

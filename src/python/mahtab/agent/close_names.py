@@ -3,7 +3,10 @@ block of agent code, as Python itself suggests a name for a NameError: a
 ``KeyError: 'wind_speed'`` on a table with a ``wind speed`` column reads
 ``KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?``,
 and ``weather.wind_speed`` reads ``... has no attribute 'wind_speed'. Did
-you mean the column ['wind speed']?``
+you mean the column ['wind speed']?``. A KeyError with no close key
+names the columns of the tables on the failing line instead
+(``KeyError: 'Count_d'. Columns of df: 'Date', 'Val'``): a small model
+told only that a key is missing sends the same lookup again.
 
 The keys looked at are the columns of the tables, and the keys of the
 dicts, that the failing code could see (its frames' variables, then the
@@ -19,6 +22,9 @@ import re
 MOST_KEYS = 2_000
 # How close a key must be to be suggested (difflib's ratio).
 CUTOFF = 0.75
+# Tables, and columns of each, a KeyError's line lists.
+LISTED_TABLES = 2
+LISTED_COLUMNS = 20
 
 
 def _folded(key):
@@ -76,16 +82,50 @@ def suggestion(missing, scopes):
     return None if best is None else best[1:]
 
 
-def error_line_with_suggestion(line, error, scopes):
+def _lookup(name, scopes):
+    for scope in scopes:
+        if name in scope:
+            return scope[name]
+    return None
+
+
+def columns_on_line(missing, source, scopes):
+    """"Columns of df: 'Date', 'Val'" for the tables `source` (the failing
+    line) names that lack the key `missing`, or None when it names none."""
+    listed = []
+    for name in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", source or "")):
+        value = _lookup(name, scopes)
+        if name.startswith("_") or not type(value).__module__.startswith("pandas"):
+            continue
+        columns = getattr(value, "columns", None)
+        try:
+            if columns is None or missing in columns:
+                continue
+            shown = ", ".join(repr(c) for c in list(columns[:LISTED_COLUMNS]))
+        except Exception:  # columns that cannot be compared or listed
+            continue
+        more = " (%d in all)" % len(columns) if len(columns) > LISTED_COLUMNS else ""
+        listed.append("Columns of %s: %s%s" % (name, shown or "none", more))
+        if len(listed) == LISTED_TABLES:
+            break
+    return "; ".join(listed) or None
+
+
+def error_line_with_suggestion(line, error, scopes, source=None):
     """`line` (the exception's last line) with a "Did you mean" for a
     KeyError whose key is close to one the code could see, or for an
     attribute of a table that is close to one of its columns (a column
-    named with a blank is no attribute: ``weather['wind speed']``)."""
+    named with a blank is no attribute: ``weather['wind speed']``). A
+    KeyError with no close key lists the columns of the tables named on
+    `source`, the line that failed."""
     if isinstance(error, KeyError) and len(error.args) == 1:
         found = suggestion(error.args[0], scopes)
         if found is not None:
             key, where = found
             return "%s. Did you mean: %r (%s)?\n" % (line.rstrip("\n"), key, where)
+        columns = columns_on_line(error.args[0], source, scopes)
+        if columns is not None:
+            return "%s. %s\n" % (line.rstrip("\n"), columns)
     if isinstance(error, AttributeError) and "Did you mean" not in line:
         table = getattr(error, "obj", None)
         found = suggestion(getattr(error, "name", None), [{"table": table}])

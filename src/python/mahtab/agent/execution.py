@@ -189,8 +189,12 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         header = "Traceback (most recent call last):\n" if shown_frames else ""
         exception_lines = traceback.format_exception_only(etype, value)
         if exception_lines:
+            agent_frames = [frame for frame in frames if frame.filename == filename]
             exception_lines[-1] = close_names.error_line_with_suggestion(
-                exception_lines[-1], value, _agent_scopes(tb, filename, namespace)
+                exception_lines[-1],
+                value,
+                _agent_scopes(tb, filename, namespace),
+                agent_frames[-1].line if agent_frames else None,
             )
         told = header + "".join(shown_frames) + "".join(exception_lines)
         # The model reads "<agent>", whatever file a debugger needed.
