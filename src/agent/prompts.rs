@@ -231,6 +231,15 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
     format!("`{name}` is loaded already: the same code again without reading {file}.")
 }
 
+/// Told when a failed block that typed in data a variable holds ran again
+/// without that statement.
+pub fn not_retyped(name: &str) -> String {
+    format!(
+        "`{name}` is defined already with the data: the same code again without the statement \
+         that typed it in (a printed table is not its data). Use `{name}` as it is."
+    )
+}
+
 /// Sent back once when a turn ran the same code with the same result as the
 /// turn before.
 pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \

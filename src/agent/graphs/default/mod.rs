@@ -17,7 +17,9 @@
 //! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
 //! with the data's spelling, no model asked: [`crate::agent::parse::respell`];
 //! one that failed reading a variable the namespace holds from a file that
-//! is not here runs again without that line);
+//! is not here runs again without that line, and one that failed after
+//! typing in data a variable holds runs again on the variable:
+//! [`crate::agent::parse::retyped`]);
 //! and a turn that only repeats the one before is told so once, then the
 //! run stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
@@ -39,6 +41,7 @@ use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
+use crate::agent::parse::retyped::retypes_a_variable;
 use crate::agent::prompts;
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
@@ -415,6 +418,17 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             return Precheck::Rerun {
                 note: prompts::not_reloaded(&reload.name, &reload.file),
                 code: reload.code,
+            };
+        }
+        // Data a variable holds, typed in from how the request printed it
+        // (a `NaN` Python does not know, rows left out): the block runs
+        // again on the variable itself.
+        if state.turn < state.max_turns
+            && let Some(retyped) = retypes_a_variable(&failed.code, &state.namespace_names)
+        {
+            return Precheck::Rerun {
+                note: prompts::not_retyped(&retyped.name),
+                code: retyped.code,
             };
         }
         // A file or module nobody asked for was the model's guess: not a

@@ -147,6 +147,40 @@ fn a_loaded_variable_read_again_from_a_missing_file_runs_again_without_that_line
 }
 
 #[test]
+fn data_a_variable_holds_typed_in_again_runs_again_on_the_variable() {
+    // `x` is in the scripted namespace; the block typed it in from how a
+    // request printed it, with a `NaN` Python does not know.
+    const TYPED: &str =
+        "x = pd.DataFrame({'a': [1, NaN],\n                  'b': [3, 4]})\nprint(x.sum())";
+    const ANSWER: &str = concat!(
+        "```python\n",
+        "x = pd.DataFrame({'a': [1, NaN],\n                  'b': [3, 4]})\nprint(x.sum())",
+        "\n```"
+    );
+    let mut script = Script::new(&[ANSWER, DONE], |code| match code.contains("NaN") {
+        true => Execution {
+            output: "NameError: name 'NaN' is not defined".into(),
+            failed: true,
+            ..ok(code)
+        },
+        false => ok(code),
+    });
+    let mut state = AgentState::new("sum each column of x", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, [TYPED, "print(x.sum())"]);
+    assert_eq!(
+        script.requests.len(),
+        2,
+        "no model call between the two runs"
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert!(script.events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Status(s) if s.contains("`x` is defined already with the data")
+    )));
+}
+
+#[test]
 fn a_key_spelled_otherwise_than_the_data_runs_again_respelled_without_asking() {
     const WRITTEN: &str = "m = weather['wind_speed'].mean()";
     let mut script = Script::new(

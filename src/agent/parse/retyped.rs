@@ -1,0 +1,228 @@
+//! Data the namespace holds, typed into the code again: `df =
+//! pd.DataFrame({'Date': ['1/1/18', ...], 'Val': [NaN, ...]})` written from
+//! the table as the request printed it, though `df` is defined. A printed
+//! table is not its data (a `NaN` that Python does not know, rows left out
+//! as `...`, dates that became text), so a block that failed after such a
+//! line runs again without it, on the variable the user has.
+
+use super::checks::is_identifier;
+
+/// A top-level statement that bound a namespace variable to typed-in data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retyped {
+    /// The variable the statement bound.
+    pub name: String,
+    /// The block without the statement.
+    pub code: String,
+}
+
+/// Names a value typed into code may use besides its literals: the
+/// modules its constructor comes from, the constants a printed value
+/// shows, and the types a `dtype=` names.
+const CONSTANTS: [&str; 14] = [
+    "pd", "np", "pandas", "numpy", "nan", "NaN", "None", "True", "False", "int", "float", "str",
+    "bool", "object",
+];
+
+/// The first top-level statement of `code` that binds a variable of
+/// `namespace_names` to data written out in the code (only literals,
+/// `pd`/`np` constructors and keyword arguments), with the block without it.
+pub fn retypes_a_variable(code: &str, namespace_names: &[String]) -> Option<Retyped> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut index = 0;
+    while index < lines.len() {
+        let line = lines[index];
+        let end = statement_end(&lines, index);
+        let bound = line
+            .split_once('=')
+            .filter(|(target, value)| {
+                !line.starts_with(char::is_whitespace)
+                    && !value.starts_with('=')
+                    && is_identifier(target.trim_end())
+            })
+            .map(|(target, value)| (target.trim_end(), value));
+        if let Some((name, value)) = bound
+            && namespace_names.iter().any(|n| n == name)
+        {
+            let rest = lines[index + 1..=end].join("\n");
+            if typed_in(&format!("{value}\n{rest}")) {
+                let kept: Vec<&str> = lines[..index]
+                    .iter()
+                    .chain(&lines[end + 1..])
+                    .copied()
+                    .collect();
+                return Some(Retyped {
+                    name: name.to_owned(),
+                    code: kept.join("\n"),
+                });
+            }
+        }
+        index = end + 1;
+    }
+    None
+}
+
+/// The index of the last line of the statement starting at `start`: where
+/// its brackets close.
+fn statement_end(lines: &[&str], start: usize) -> usize {
+    let mut depth = 0i32;
+    for (index, line) in lines.iter().enumerate().skip(start) {
+        depth += outside_strings(line)
+            .map(|c| match c {
+                '(' | '[' | '{' => 1,
+                ')' | ']' | '}' => -1,
+                _ => 0,
+            })
+            .sum::<i32>();
+        if depth <= 0 {
+            return index;
+        }
+    }
+    lines.len() - 1
+}
+
+/// The characters of `line` outside its string literals (and before a
+/// comment).
+fn outside_strings(line: &str) -> impl Iterator<Item = char> + '_ {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut comment = false;
+    line.chars().filter(move |&c| {
+        if comment {
+            return false;
+        }
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+                false
+            }
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                false
+            }
+            None if c == '#' => {
+                comment = true;
+                false
+            }
+            None => true,
+        }
+    })
+}
+
+/// Whether `value` (a statement's right-hand side) is data written out: a
+/// bracket or a `pd`/`np` call holding at least two literals, and no name
+/// but constants, keyword arguments and attributes.
+fn typed_in(value: &str) -> bool {
+    let text = value.trim_start();
+    let constructor = ["pd.", "np.", "pandas.", "numpy.", "{", "["]
+        .iter()
+        .any(|start| text.starts_with(start));
+    if !constructor {
+        return false;
+    }
+    let code: String = text
+        .lines()
+        .flat_map(|l| outside_strings(l).chain(['\n']))
+        .collect();
+    let literals = text.matches(['\'', '"']).count() / 2
+        + code
+            .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '.')
+            .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+    if literals < 2 {
+        return false;
+    }
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let before = chars[..start].iter().rev().find(|c| *c != &' ');
+            let after: String = chars[i..].iter().filter(|c| **c != ' ').take(2).collect();
+            let attribute = before == Some(&'.');
+            let keyword = after.starts_with('=') && !after.starts_with("==");
+            if !(attribute || keyword || CONSTANTS.contains(&word.as_str())) {
+                return false;
+            }
+        } else if c.is_ascii_digit() {
+            // A number's own letters (1e5, 0x1F, 2j) are not names.
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    // Recorded from the 1.5B coder model on a pandas problem whose `df`
+    // was defined: the table typed in from its printed form.
+    const RETYPED: &str = "import pandas as pd\n\
+        df = pd.DataFrame({'Date': ['1/1/18', '1/1/18', '2/1/18'],\n\
+        \x20                  'Val': ['A', 'B', NaN]})\n\
+        df['Date'] = pd.to_datetime(df['Date'], format='%d/%m/%y')\n\
+        result = df.groupby('Val').size()";
+
+    #[test]
+    fn a_namespace_table_typed_in_is_dropped_from_the_block() {
+        let found = retypes_a_variable(RETYPED, &names(&["df"])).expect("retyped");
+        assert_eq!(found.name, "df");
+        assert_eq!(
+            found.code,
+            "import pandas as pd\n\
+             df['Date'] = pd.to_datetime(df['Date'], format='%d/%m/%y')\n\
+             result = df.groupby('Val').size()"
+        );
+        let array = "a = np.array([[1, 2], [3, 4]], dtype=float)\nprint(a.sum())";
+        assert_eq!(
+            retypes_a_variable(array, &names(&["a"])).map(|r| r.code),
+            Some("print(a.sum())".to_owned())
+        );
+    }
+
+    #[test]
+    fn data_the_namespace_lacks_or_values_computed_from_names_stay() {
+        // Not in the namespace: the model's own new data.
+        assert_eq!(retypes_a_variable(RETYPED, &names(&["sales"])), None);
+        for code in [
+            "df = pd.DataFrame(rows, columns=['a', 'b'])",
+            "df = df[df['a'] > 1]",
+            "df = pd.read_csv('data.csv')",
+            "df = pd.concat([df, extra])",
+            "df = [x * 2 for x in range(3)]",
+            "    df = pd.DataFrame({'a': [1, 2]})",
+            "df == pd.DataFrame({'a': [1, 2]})",
+        ] {
+            assert_eq!(retypes_a_variable(code, &names(&["df"])), None, "{code}");
+        }
+    }
+
+    #[test]
+    fn brackets_and_hashes_in_strings_do_not_end_or_extend_a_statement() {
+        let code = "df = pd.DataFrame({'a': ['(', '#'],\n 'b': [1e5, 2]})\nprint(df)";
+        assert_eq!(
+            retypes_a_variable(code, &names(&["df"])).map(|r| r.code),
+            Some("print(df)".to_owned())
+        );
+    }
+}
