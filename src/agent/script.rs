@@ -117,7 +117,10 @@ impl Effects for Script {
         request: ChatRequest,
         _showing: Showing,
     ) -> Result<ChatOutcome, AgentError> {
-        let weighed = request.token_choices;
+        // Only verdicts are weighed here; other answers come without token
+        // choices, as from a provider that gives none.
+        let verdict = request.schema.as_ref().is_some_and(|s| s.name == "verdict");
+        let weighed = request.token_choices && verdict;
         self.requests.push(request);
         self.models.push(self.model);
         if weighed {

@@ -133,6 +133,7 @@ async fn plan<E: Effects>(
             system,
             prompts::PLAN.trim_end(),
             schemas::analyst_plan(),
+            false,
         )
         .await?;
     let plan = parse_plan(&answer.text);
