@@ -117,10 +117,7 @@ impl Effects for Script {
         request: ChatRequest,
         _showing: Showing,
     ) -> Result<ChatOutcome, AgentError> {
-        // Only verdicts are weighed here; other answers come without token
-        // choices, as from a provider that gives none.
-        let verdict = request.schema.as_ref().is_some_and(|s| s.name == "verdict");
-        let weighed = request.token_choices && verdict;
+        let weighed = request.token_choices;
         self.requests.push(request);
         self.models.push(self.model);
         if weighed {

@@ -133,7 +133,6 @@ async fn plan<E: Effects>(
             system,
             prompts::PLAN.trim_end(),
             schemas::analyst_plan(),
-            false,
         )
         .await?;
     let plan = parse_plan(&answer.text);

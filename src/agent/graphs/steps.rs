@@ -361,8 +361,6 @@ impl NodeSettings {
     /// conversation, which does not keep it. Asked under the system prompt
     /// of the turns that follow, it leaves them their prompt cached: a
     /// provider that caches prompts has all of it but the question.
-    /// `weighed`: with the likeliest choices of each token, where the
-    /// provider gives them.
     pub(crate) async fn judge_after<E: Effects>(
         &self,
         state: &mut AgentState,
@@ -370,15 +368,11 @@ impl NodeSettings {
         system: String,
         question: &str,
         schema: AnswerSchema,
-        weighed: bool,
     ) -> Result<ChatOutcome, AgentError> {
         let mut conversation = state.conversation.clone();
         // Merged into the user's last message, if the conversation ends so.
         conversation.push(ChatMessage::user(question));
-        let reply = Reply {
-            token_choices: weighed && self.token_choices,
-            ..Reply::judgement(schema)
-        };
+        let reply = Reply::judgement(schema);
         self.judge_messages(state, effects, system, &conversation, reply)
             .await
     }

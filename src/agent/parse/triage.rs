@@ -5,7 +5,6 @@ use serde_json::Value;
 
 use super::action::tool_call;
 use super::json::json_objects;
-use crate::agent::llm::TokenChoices;
 use crate::agent::run::limits::PLANNER_TOOLS;
 use crate::agent::run::{Agent, Agents, Decision};
 
@@ -89,42 +88,4 @@ pub fn parse_classification(text: &str, agents: Agents) -> Option<(Agent, f64)> 
         };
         Some((agent, confidence))
     })
-}
-
-/// How likely the model held the agent it named (`chosen`), among the
-/// agents it could have named: the weight of the first token of its
-/// `"agent"` value that fits `chosen`'s name, against every one that fits
-/// an agent's name. A small model states a confidence of 1.0 for nearly
-/// every choice; its token weights say how plain the choice was. `None`
-/// when the answer's tokens do not show the value.
-pub fn likelihood_of_agent(tokens: &[TokenChoices], chosen: Agent, agents: Agents) -> Option<f64> {
-    let mut text = String::new();
-    for token in tokens {
-        let said = text.trim_end();
-        let opened = said.ends_with("\"agent\":") || said.ends_with("\"agent\": \"");
-        let opened = opened || said.ends_with("\"agent\":\"");
-        let value = token.token.trim_start().trim_start_matches('"');
-        if opened && !value.is_empty() {
-            let fits = |piece: &str, agent: Agent| {
-                let piece = piece
-                    .trim_start()
-                    .trim_start_matches('"')
-                    .trim_end_matches('"');
-                !piece.is_empty() && agent.name().starts_with(piece)
-            };
-            let (mut mine, mut all) = (0.0, 0.0);
-            for (piece, logprob) in &token.choices {
-                let chance = f64::from(*logprob).exp();
-                if fits(piece, chosen) {
-                    mine += chance;
-                }
-                if agents.available().any(|agent| fits(piece, agent)) {
-                    all += chance;
-                }
-            }
-            return (all > 0.0).then(|| mine / all);
-        }
-        text.push_str(&token.token);
-    }
-    None
 }

@@ -4,7 +4,7 @@
 use super::pre_plan::describe;
 use crate::agent::graphs::default;
 use crate::agent::graphs::steps::NodeSettings;
-use crate::agent::parse::triage::{likelihood_of_agent, parse_classification, parse_plan};
+use crate::agent::parse::triage::{parse_classification, parse_plan};
 use crate::agent::run::limits::{PLANNER_TOOLS, TRIAGE_CONFIDENT};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Agents, Decision, Effects};
 use crate::agent::{prompts, schemas};
@@ -21,13 +21,10 @@ pub(super) async fn classify<E: Effects>(
     let question = prompts::triage_classify(&agents.listed(), &agents.choices());
     let schema = schemas::triage_classification(&agents.names());
     let answer = settings
-        .judge_after(state, effects, system, &question, schema, true)
+        .judge_after(state, effects, system, &question, schema)
         .await?;
-    let (agent, stated) = parse_classification(&answer.text, agents).unzip();
-    // A small model states 1.0 for nearly every choice: how likely it held
-    // the agent it named counts too, where the provider says.
-    let likelihood = agent.and_then(|a| likelihood_of_agent(&answer.token_choices, a, agents));
-    let confidence = stated.unwrap_or(0.0).min(likelihood.unwrap_or(1.0));
+    let (agent, confidence) = parse_classification(&answer.text, agents).unzip();
+    let confidence = confidence.unwrap_or(0.0);
     match agent {
         Some(agent) if confidence >= TRIAGE_CONFIDENT => {
             effects.emit(AgentEvent::Status(format!(

@@ -3,9 +3,8 @@
 use super::pre_plan::textual_plan;
 use super::*;
 use crate::agent::graph::RunEnd;
-use crate::agent::llm::TokenChoices;
 use crate::agent::parse::action::tool_call;
-use crate::agent::parse::triage::{likelihood_of_agent, parse_classification, parse_plan};
+use crate::agent::parse::triage::{parse_classification, parse_plan};
 use crate::agent::run::{Agent, AgentEvent, Context, Execution, ModelChoice, Outcome};
 use crate::agent::script::{Script, latest, ok};
 
@@ -564,65 +563,4 @@ fn no_exec_shows_the_tool_call_and_stops() {
     assert_eq!(script.nodes, ["pre_plan", "tool"]);
     assert!(script.executed.is_empty());
     assert_eq!(state.outcome, Some(Outcome::Answered));
-}
-
-/// The tokens of `{"agent": "<name>", ...}` as a provider returns them, the
-/// value's first token with `choices` (token, probability).
-fn classification_tokens(name: &str, choices: &[(&str, f32)]) -> Vec<TokenChoices> {
-    let plain = |token: &str| TokenChoices {
-        token: token.to_owned(),
-        choices: Vec::new(),
-    };
-    vec![
-        plain("{\""),
-        plain("agent"),
-        plain("\":"),
-        plain(" \""),
-        TokenChoices {
-            token: name.to_owned(),
-            choices: choices
-                .iter()
-                .map(|(token, p)| ((*token).to_owned(), p.ln()))
-                .collect(),
-        },
-        plain("\","),
-    ]
-}
-
-#[test]
-fn a_classification_is_as_sure_as_its_tokens_were() {
-    // The chosen name's first token against the others that begin a name;
-    // a token that begins none (a stray "x") does not count.
-    let tokens = classification_tokens("analy", &[("analy", 0.6), ("default", 0.3), ("x", 0.1)]);
-    let p = likelihood_of_agent(&tokens, Agent::Analyst, WITHOUT_CLAUDE).unwrap();
-    assert!((p - 0.6 / 0.9).abs() < 1e-6, "{p}");
-    // Claude counts only when it is available.
-    let tokens = classification_tokens("default", &[("default", 0.5), ("claude", 0.5)]);
-    assert_eq!(
-        likelihood_of_agent(&tokens, Agent::Default, WITHOUT_CLAUDE),
-        Some(1.0)
-    );
-    let p = likelihood_of_agent(&tokens, Agent::Default, WITH_CLAUDE).unwrap();
-    assert!((p - 0.5).abs() < 1e-6, "{p}");
-    // The quote may come with the value's first token.
-    let tokens = vec![
-        TokenChoices {
-            token: "{\"agent\":".into(),
-            choices: Vec::new(),
-        },
-        TokenChoices {
-            token: " \"planner".into(),
-            choices: vec![
-                (" \"planner".into(), 0.8f32.ln()),
-                (" \"default".into(), 0.2f32.ln()),
-            ],
-        },
-    ];
-    let p = likelihood_of_agent(&tokens, Agent::Planner, WITHOUT_CLAUDE).unwrap();
-    assert!((p - 0.8).abs() < 1e-6, "{p}");
-    // No tokens (a provider that does not give them): nothing to weigh.
-    assert_eq!(
-        likelihood_of_agent(&[], Agent::Default, WITHOUT_CLAUDE),
-        None
-    );
 }
