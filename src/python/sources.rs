@@ -105,6 +105,7 @@ const PACKAGE: &[Source] = &[
     module!("runtime", "streams"),
     package!("agent"),
     module!("agent", "api"),
+    module!("agent", "call_help"),
     module!("agent", "candidates"),
     module!("agent", "close_names"),
     module!("agent", "context"),

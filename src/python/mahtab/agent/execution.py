@@ -17,9 +17,7 @@ import sys
 import sysconfig
 import traceback
 
-from mahtab.agent import close_names
-
-from mahtab.agent import guard
+from mahtab.agent import call_help, close_names, guard
 
 from mahtab import tools
 from mahtab.runtime.display import mime_bundle
@@ -147,7 +145,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     before = dict(namespace)
     tree, prints = None, {}
     namespace["__builtins__"] = agent_builtins(namespace)
-    failed, error = False, None
+    failed, error, help_for_model = False, None, None
     try:
         filename = _agent_code_file(runtime, written)
         linecache.cache[filename] = (len(written), None, written.splitlines(True), filename)
@@ -188,17 +186,19 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         shown_frames = _frames_text(frames[start:])[-AGENT_TRACEBACK_FRAMES:]
         header = "Traceback (most recent call last):\n" if shown_frames else ""
         exception_lines = traceback.format_exception_only(etype, value)
+        scopes = _agent_scopes(tb, filename, namespace)
         if exception_lines:
             agent_frames = [frame for frame in frames if frame.filename == filename]
             exception_lines[-1] = close_names.error_line_with_suggestion(
                 exception_lines[-1],
                 value,
-                _agent_scopes(tb, filename, namespace),
+                scopes,
                 agent_frames[-1].line if agent_frames else None,
             )
         told = header + "".join(shown_frames) + "".join(exception_lines)
         # The model reads "<agent>", whatever file a debugger needed.
         error = told.replace('"%s"' % filename, '"<agent>"')
+        help_for_model = call_help.help_for_failure(tb, filename, scopes, code, value)
         captured.append(error)
     finally:
         namespace["__builtins__"] = saved_builtins
@@ -217,7 +217,11 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
                 originals.setdefault(name, value)
     shown = "".join(captured)
     said, images = _displayed_for_the_model(displayed, watch)
-    told = shown + "".join("[displayed: %s]\n" % d for d in said)
+    told = shown
+    if help_for_model:
+        # Before the traceback: the error stays the last line the model reads.
+        told = "".join(captured[:-1]) + help_for_model + captured[-1]
+    told += "".join("[displayed: %s]\n" % d for d in said)
     return {
         "output": clip_middle(told, AGENT_OUTPUT_LIMIT),
         "shown": clip_middle(shown, AGENT_OUTPUT_LIMIT),
