@@ -142,6 +142,10 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     tools.file_journal = journal.file_written if journal is not None else None
     finished = False
     watch = FigureWatch().__enter__()
+    if journal is not None:
+        # A block sent again after a failure runs on the data as it was
+        # (and what it changes is told from there).
+        journal.rewind_resent(_syntax_tree(code), namespace)
     before = dict(namespace)
     tree, prints = None, {}
     namespace["__builtins__"] = agent_builtins(namespace)
@@ -306,6 +310,15 @@ def _agent_scopes(tb, filename, namespace):
             scopes.insert(0, tb.tb_frame.f_locals)
         tb = tb.tb_next
     return scopes + [namespace]
+
+
+def _syntax_tree(code):
+    """The syntax tree of `code`, or None where it has none (the error is
+    reported when it is compiled to run)."""
+    try:
+        return compile(code, "<agent>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _run_compiled(runtime, compiled, namespace):

@@ -10,6 +10,7 @@ file's contents. The run's "changed" panel comes from the journal, and
 alone any name or file the user's own code changed since.
 """
 
+import ast
 import copy
 import hashlib
 import os
@@ -155,6 +156,8 @@ class RunJournal:
         self.history = history
         self.names = {}
         self.files = {}
+        # name -> the statements (dumped) of the last block that stored it.
+        self.last_stores = {}
         # name -> (object after the run, its fingerprint); set by finish().
         self.after = None
         self.summary = None
@@ -169,6 +172,47 @@ class RunJournal:
         for name in stored_names(tree):
             if _tracked(name) and name not in self.names:
                 self.names[name] = self._keep(namespace.get(name, ABSENT))
+        self._remember_stores(tree)
+
+    def rewind_resent(self, tree, namespace):
+        """Puts back, as they were before the run, the names whose every
+        change in the last block that changed them this block makes again,
+        statement for statement, and returns them. A model sends its whole
+        block again after a failure, written against the data as its prompt
+        showed it: run on the first try's leftovers, ``df.set_index('Date',
+        inplace=True)`` fails on a column that is now the index, and
+        ``df['a'] = df['a'] * 100`` scales twice."""
+        if tree is None:
+            return []
+        statements = {ast.dump(statement) for statement in tree.body}
+        rewound = []
+        for name in sorted(stored_names(tree)):
+            before, earlier = self.names.get(name), self.last_stores.get(name)
+            if before is None or before.value is ABSENT or not earlier or not earlier <= statements:
+                continue
+            try:
+                now = namespace.get(name, ABSENT)
+                if now is before.value and before.print == fingerprint(now):
+                    continue
+                # The object itself when it is as it was (a block that
+                # rebound the name left it alone), else a copy of the copy.
+                if before.unchanged_object() is not ABSENT:
+                    namespace[name] = before.value
+                elif before.copy is not None:
+                    namespace[name] = copy_value(before.copy)
+                else:
+                    continue
+            except Exception:  # a value that cannot be compared or copied stays as it is
+                continue
+            rewound.append(name)
+        return rewound
+
+    def _remember_stores(self, tree):
+        stores = {}
+        for statement in tree.body:
+            for name in stored_names(statement):
+                stores.setdefault(name, set()).add(ast.dump(statement))
+        self.last_stores.update(stores)
 
     def after_block(self, before, namespace):
         """Keeps the names the block bound or deleted some other way (found
