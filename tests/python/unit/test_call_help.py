@@ -3,29 +3,12 @@ the function takes: its signature and the documentation of the arguments
 the call gave, the one the error names first. Only the model's copy has
 it, before the traceback, and nothing else gets it."""
 
-import types
-
 import numpy as np
 import pandas as pd
 
 from mahtab.agent import call_help, execution
 
-
-class Runtime:
-    """What running a block asks of the runtime, without a kernel."""
-
-    def __init__(self):
-        self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
-        self._agent_displays = []
-
-    def _as_python(self, code):
-        return code
-
-    def _after_code(self):
-        pass
-
-    def publish(self, *args, **kwargs):
-        pass
+from agent_runtime import Runtime
 
 
 def run(code):

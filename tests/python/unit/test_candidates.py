@@ -2,7 +2,6 @@
 when two solutions computed the same value."""
 
 import ast
-import types
 
 import numpy as np
 import pandas as pd
@@ -10,20 +9,7 @@ import pytest
 
 from mahtab.agent import candidates
 
-
-class Runtime:
-    """The runtime calls a candidate makes: IPython's syntax is left as it is
-    and anything published is recorded (nothing may be)."""
-
-    def __init__(self):
-        self.published = []
-        self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
-
-    def _as_python(self, code):
-        return code
-
-    def publish(self, *args, **kwargs):
-        self.published.append(args)
+from agent_runtime import Runtime
 
 
 @pytest.mark.parametrize("a, b", [

@@ -1,28 +1,11 @@
 """A KeyError in agent code names the closest key the code could see, as
 Python does for a NameError, and names nothing when no key is close."""
 
-import types
-
 import pandas as pd
 
 from mahtab.agent import close_names, execution
 
-
-class Runtime:
-    """What running a block asks of the runtime, without a kernel."""
-
-    def __init__(self):
-        self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
-        self._agent_displays = []
-
-    def _as_python(self, code):
-        return code
-
-    def _after_code(self):
-        pass
-
-    def publish(self, *args, **kwargs):
-        pass
+from agent_runtime import Runtime
 
 
 def run(code, namespace):

@@ -3,29 +3,12 @@ was before the run: a change in place the first try made is not made
 twice. Only what the block makes again, statement for statement, goes
 back; a block that builds on the last one keeps its work."""
 
-import types
-
 import pandas as pd
 
 from mahtab.agent import execution
 from mahtab.agent.undo import UndoHistory
 
-
-class Runtime:
-    """What running a block asks of the runtime, without a kernel."""
-
-    def __init__(self):
-        self.bridge = types.SimpleNamespace(user_code_starting=lambda: None)
-        self._agent_displays = []
-
-    def _as_python(self, code):
-        return code
-
-    def _after_code(self):
-        pass
-
-    def publish(self, *args, **kwargs):
-        pass
+from agent_runtime import Runtime
 
 
 def sales():
