@@ -109,9 +109,12 @@ class Result:
     repeat: int = 0
     # How the run ended, as `ask()` says ("Complete" is a "done" claim).
     outcome: str = ""
-    # Each model call, in order: {"shown", "first_text_seconds",
-    # "input_tokens", "cached_tokens"} (the kernel's trace).
+    # Each model call, in order: {"shown", "purpose", "first_text_seconds",
+    # "seconds", "input_tokens", "cached_tokens", "output_tokens"} (the
+    # kernel's trace).
     calls: list = field(default_factory=list)
+    # Each node visited, in order: {"node", "seconds"}.
+    steps: list = field(default_factory=list)
 
 
 # -- the replay provider --------------------------------------------------------
@@ -323,6 +326,7 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
             result.turns = trace["turns"]
             result.outcome = trace["outcome"]
             result.calls = trace.get("calls", [])
+            result.steps = trace.get("steps", [])
             result.input_tokens = trace["input_tokens"]
             result.output_tokens = trace["output_tokens"]
             check, _ = execute(kc, "", CHECK_TIMEOUT, {"ok": f"bool({task.check})"})

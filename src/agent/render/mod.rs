@@ -312,14 +312,19 @@ pub struct TraceStep {
 
 /// One model call of a run, for the trace: whether its text was shown (a
 /// turn of the conversation) or hidden (a review, plan or classification),
-/// how long its first text took, and how much of its prompt the provider's
-/// cache held (what tells whether the prompt's prefix stayed stable).
+/// what it was for (its answer schema's name, `code` for a shown turn,
+/// `text` for other free text), how long its first text and the whole call
+/// took, how much it wrote, and how much of its prompt the provider's cache
+/// held (what tells whether the prompt's prefix stayed stable).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelCall {
     pub shown: bool,
+    pub purpose: &'static str,
     pub first_text: Option<Duration>,
+    pub took: Duration,
     pub input_tokens: u64,
     pub cached_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// Each node visited, in order of first visit, with its visits and time.
@@ -409,9 +414,12 @@ pub fn trace_json(
             .iter()
             .map(|call| json!({
                 "shown": call.shown,
+                "purpose": call.purpose,
                 "first_text_seconds": call.first_text.map(|first| first.as_secs_f64()),
+                "seconds": call.took.as_secs_f64(),
                 "input_tokens": call.input_tokens,
                 "cached_tokens": call.cached_tokens,
+                "output_tokens": call.output_tokens,
             }))
             .collect::<Vec<_>>(),
         "steps": steps
@@ -685,9 +693,12 @@ mod tests {
         assert_eq!(shown.content()["metadata"]["mahtab"]["kind"], "trace");
         let call = |shown, first_ms: Option<u64>, cached_tokens| ModelCall {
             shown,
+            purpose: if shown { "code" } else { "verdict" },
             first_text: first_ms.map(Duration::from_millis),
+            took: Duration::from_millis(1500),
             input_tokens: 900,
             cached_tokens,
+            output_tokens: 40,
         };
         let calls = [
             call(true, Some(400), 0),
@@ -700,7 +711,8 @@ mod tests {
         assert_eq!(json["first_text_seconds"], serde_json::json!([0.4, 0.1]));
         assert_eq!(
             json["calls"][2],
-            serde_json::json!({"shown": true, "first_text_seconds": 0.1, "input_tokens": 900, "cached_tokens": 800})
+            serde_json::json!({"shown": true, "purpose": "code", "first_text_seconds": 0.1,
+                "seconds": 1.5, "input_tokens": 900, "cached_tokens": 800, "output_tokens": 40})
         );
         assert_eq!(json["calls"][1]["first_text_seconds"], Value::Null);
     }

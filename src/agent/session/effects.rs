@@ -49,6 +49,16 @@ fn estimated_prompt(request: &ChatRequest) -> u64 {
 /// said what it counted, so the usage is estimated). Not `truncated`: the
 /// text is whole up to where it started to repeat, and any code block in it
 /// closed (lines in code never count as repeats).
+/// What a call was for, in the trace: its answer schema's name, else `code`
+/// for an answer whose code runs, `text` for other free text.
+fn call_purpose(schema: Option<&'static str>, showing: Showing) -> &'static str {
+    match (schema, showing) {
+        (Some(name), _) => name,
+        (None, Showing::ProseAndCode { .. }) => "code",
+        (None, _) => "text",
+    }
+}
+
 fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
     ChatOutcome {
         text: text.to_owned(),
@@ -178,6 +188,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         let mut repeats = (showing != Showing::Hidden).then(RepeatWatch::default);
         let looping = tokio::sync::Notify::new();
         let prompt_tokens = estimated_prompt(&request);
+        let purpose = request.schema.as_ref().map(|schema| schema.name);
         let asked = Instant::now();
         let mut first_text = None;
         let model;
@@ -256,9 +267,12 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         let mut outcome = result?;
         self.calls.push(render::ModelCall {
             shown: showing != Showing::Hidden,
+            purpose: call_purpose(purpose, showing),
             first_text,
+            took: asked.elapsed(),
             input_tokens: outcome.usage.input_tokens,
             cached_tokens: outcome.usage.cache_read_tokens,
+            output_tokens: outcome.usage.output_tokens,
         });
         if outcome.usage.cost_usd.is_none()
             && let Some(price) = self.prices.of(&model)
@@ -277,6 +291,8 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     ) -> Vec<Result<ChatOutcome, AgentError>> {
         let provider = self.current_provider();
         let asked = requests.into_iter().map(|request| async move {
+            let purpose = request.schema.as_ref().map(|schema| schema.name);
+            let started = Instant::now();
             let model = match request.model.as_str() {
                 "" => provider.model().to_owned(),
                 named => named.to_owned(),
@@ -288,16 +304,19 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     &mut |_: &LlmError, _: Duration| {},
                 )
                 .await;
-            (model, answer)
+            (model, purpose, started.elapsed(), answer)
         });
         let mut outcomes = Vec::new();
-        for (model, answer) in futures_util::future::join_all(asked).await {
+        for (model, purpose, took, answer) in futures_util::future::join_all(asked).await {
             outcomes.push(answer.map_err(AgentError::from).map(|mut outcome| {
                 self.calls.push(render::ModelCall {
                     shown: false,
+                    purpose: call_purpose(purpose, Showing::Hidden),
                     first_text: None,
+                    took,
                     input_tokens: outcome.usage.input_tokens,
                     cached_tokens: outcome.usage.cache_read_tokens,
+                    output_tokens: outcome.usage.output_tokens,
                 });
                 if outcome.usage.cost_usd.is_none()
                     && let Some(price) = self.prices.of(&model)
