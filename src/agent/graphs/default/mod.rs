@@ -334,6 +334,7 @@ async fn reflect<E: Effects>(
                     (None, None) => prompts::REPEATED.to_owned(),
                 };
                 state.conversation.push(ChatMessage::user(feedback));
+                state.resample = true;
             }
             return Ok(());
         }
