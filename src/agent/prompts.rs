@@ -480,17 +480,6 @@ pub fn not_done_yet(reasoning: &str, next_action: &str) -> String {
     text
 }
 
-/// Sent back once when a review passed the result but was unsure of it
-/// (`sure`, in percent): a check by code, not a second reading, decides.
-pub fn check_unsure_result(sure: u8) -> String {
-    format!(
-        "A review passed this result but was only {sure}% sure it is right. Check it with code \
-before it is called done: compute the result a second way, or test what the request says it \
-must be (its form, its size, a value you can work out by hand), and print both. If they \
-disagree, fix the result; if they agree, leave it as it is."
-    )
-}
-
 /// What the model is told about one executed block.
 pub fn execution_report(code: &str, output: &str, failed: bool, changes: &[String]) -> String {
     let status = if failed { "failed" } else { "ran" };

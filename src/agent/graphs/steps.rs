@@ -221,7 +221,7 @@ impl NodeSettings {
                     showing: Showing::Hidden,
                     schema: None,
                     stop: &[],
-                    sampling: self.sampling,
+                sampling: self.sampling,
                 };
                 let mut request = model_request(state, self, system.to_owned(), &call);
                 request.sampling = Sampling {

@@ -114,12 +114,6 @@ pub struct AgentState {
     /// The last turn repeated the one before: the next answer is sampled,
     /// not the likeliest, which the model has given twice.
     pub resample: bool,
-    /// A review passed the work from this execution on but was unsure of
-    /// it: the turn after checks it, and the next review sees both.
-    pub unsure_from: Option<usize>,
-    /// An unsure "done" was sent back for a check once this run (it is
-    /// not sent back twice).
-    pub checked_again: bool,
     /// How many blocks the last turn ran.
     pub last_turn_blocks: usize,
     /// The last answer was cut off at the length limit.
@@ -253,8 +247,6 @@ impl AgentState {
             nudged_after_review: false,
             repeats: 0,
             resample: false,
-            unsure_from: None,
-            checked_again: false,
             last_turn_blocks: 0,
             truncated: false,
             doubted_cannot_fix: false,

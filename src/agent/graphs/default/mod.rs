@@ -199,11 +199,6 @@ fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
             .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
         return Ok(());
     }
-    // No check of an unsure "done": the "done" stands, unconfirmed.
-    if state.unsure_from.take().is_some() {
-        state.outcome = Some(Outcome::Complete);
-        return Ok(());
-    }
     // An answer with no code after a turn the review found unfinished only
     // claims what no code did: asked once to do it.
     let unfinished = state
@@ -279,14 +274,9 @@ async fn reflect<E: Effects>(
         precheck = Precheck::NotDone(verdict);
         feedback = Some(told);
     }
-    // The review after a check of an unsure "done" sees the work it checked
-    // too; any other sees the last turn's.
-    let since = state
-        .unsure_from
-        .take()
-        .unwrap_or_else(|| state.executions.len() - this_turns_executions(state).len());
     let verdict = match precheck {
         Precheck::Judge { failed } => {
+            let since = state.executions.len() - this_turns_executions(state).len();
             let consensus = solutions.as_ref().map(|s| s.agreement.consensus());
             let agreed = match consensus {
                 Some(Consensus::Unanimous { of }) => Some((of, of)),
@@ -350,20 +340,6 @@ async fn reflect<E: Effects>(
         }
     };
     effects.emit(AgentEvent::Verdict(verdict.clone()));
-    // A "done" the review was unsure of is checked by code once, while
-    // turns are left, before the run ends on it.
-    if let Some(sure) = verdict.confidence.filter(|_| verdict.unconfirmed())
-        && !state.checked_again
-        && state.turn < state.max_turns
-    {
-        state.checked_again = true;
-        state.unsure_from = Some(since);
-        state
-            .conversation
-            .push(ChatMessage::user(prompts::check_unsure_result(sure)));
-        state.verdict = Some(verdict);
-        return Ok(());
-    }
     if verdict.is_complete {
         state.outcome = Some(Outcome::Complete);
         close_with_answer(state, effects, &verdict.answer);

@@ -711,15 +711,7 @@ fn the_answer_after_a_repeated_turn_is_sampled_and_the_rest_stay_greedy() {
     // a greedy answer again, its review.
     assert_eq!(
         temperatures,
-        [
-            Some(0.0),
-            Some(0.0),
-            Some(0.0),
-            Some(0.7),
-            Some(0.0),
-            Some(0.0),
-            Some(0.0)
-        ]
+        [Some(0.0), Some(0.0), Some(0.0), Some(0.7), Some(0.0), Some(0.0), Some(0.0)]
     );
     assert_eq!(script.requests[3].sampling.seed, Some(7 + 100 + 3));
     assert_eq!(state.outcome, Some(Outcome::Complete));
@@ -739,12 +731,7 @@ fn a_provider_that_samples_by_default_keeps_its_sampling_after_a_repeat() {
     );
     let mut state = AgentState::new("print the total", Vec::new(), 5);
     run(&mut script, &mut state, settings());
-    assert!(
-        script
-            .requests
-            .iter()
-            .all(|r| r.sampling == Sampling::default())
-    );
+    assert!(script.requests.iter().all(|r| r.sampling == Sampling::default()));
 }
 
 #[test]
@@ -903,6 +890,10 @@ fn unparseable_reflection_counts_as_not_done() {
 
 #[test]
 fn a_done_is_weighed_where_the_provider_gives_token_choices() {
+    let weighing = || NodeSettings {
+        token_choices: true,
+        ..settings()
+    };
     for (likelihood, confidence, unconfirmed, shown) in [
         (
             0.46,
@@ -914,8 +905,7 @@ fn a_done_is_weighed_where_the_provider_gives_token_choices() {
     ] {
         let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
         script.done_likelihoods.push_back(likelihood);
-        // One turn: no turn is left to check an unsure "done" with.
-        let mut state = AgentState::new("compute", Vec::new(), 1);
+        let mut state = AgentState::new("compute", Vec::new(), 5);
         run(&mut script, &mut state, weighing());
         // Done either way in the graph; the run's ending reads the verdict.
         assert_eq!(state.outcome, Some(Outcome::Complete));
@@ -961,69 +951,6 @@ fn a_done_is_weighed_where_the_provider_gives_token_choices() {
         1
     );
     assert_eq!(state.verdict.unwrap().confidence, Some(90));
-}
-
-fn weighing() -> NodeSettings {
-    NodeSettings {
-        token_choices: true,
-        ..settings()
-    }
-}
-
-#[test]
-fn an_unsure_done_is_checked_by_code_once_and_the_review_sees_both_turns() {
-    let mut script = Script::new(
-        &[
-            "```python\ntotal = 6*7\n```",
-            DONE,
-            "```python\nassert total == sum([6]*7)\nprint(total)\n```",
-            DONE,
-        ],
-        ok,
-    );
-    script.done_likelihoods.extend([0.5, 0.95]);
-    let mut state = AgentState::new("compute the total", Vec::new(), 5);
-    run(&mut script, &mut state, weighing());
-    assert_eq!(script.executed.len(), 2);
-    let asked = latest(&script.requests[3]);
-    assert!(asked.contains("only 50% sure"), "{asked}");
-    assert!(asked.contains("Check it with code"), "{asked}");
-    // The second review reads the work it checks beside the check.
-    let review = &script.requests[4].messages[0].content;
-    assert!(
-        review.contains("total = 6*7") && review.contains("assert total"),
-        "{review}"
-    );
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-    assert!(!state.verdict.unwrap().unconfirmed());
-}
-
-#[test]
-fn an_unsure_done_stays_unconfirmed_after_one_check_or_none() {
-    // Unsure again after the check: the run ends, not sent back twice.
-    let mut script = Script::new(
-        &[
-            "```python\ntotal = 6*7\n```",
-            DONE,
-            "```python\nprint(total)\n```",
-            DONE,
-        ],
-        ok,
-    );
-    script.done_likelihoods.extend([0.5, 0.6]);
-    let mut state = AgentState::new("compute the total", Vec::new(), 5);
-    run(&mut script, &mut state, weighing());
-    assert_eq!(script.requests.len(), 6);
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-    assert_eq!(state.verdict.unwrap().confidence, Some(60));
-    // Answered without code: the unsure "done" stands as it was.
-    let mut script = Script::new(&["```python\ntotal = 6*7\n```", DONE, "It is right."], ok);
-    script.done_likelihoods.push_back(0.5);
-    let mut state = AgentState::new("compute the total", Vec::new(), 5);
-    run(&mut script, &mut state, weighing());
-    assert_eq!(script.executed.len(), 1);
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-    assert!(state.verdict.unwrap().unconfirmed());
 }
 
 #[test]
