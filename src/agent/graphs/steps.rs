@@ -73,10 +73,9 @@ const BLOCK_END: &[&str] = &["\n```\n"];
 /// by code, not by a blank line).
 pub(super) const AFTER_FIRST_BLOCK: &[&str] = &["\n```\n\n"];
 
-/// How answers other than the likeliest are sampled (other solutions, a
-/// turn after one that repeated the turn before): varied enough to differ
-/// where the model is unsure, not so much that they stop making sense.
-const SAMPLING_TEMPERATURE: f32 = 0.7;
+/// How other solutions are sampled: varied enough to differ where the
+/// model is unsure, not so much that they stop making sense.
+const CANDIDATE_TEMPERATURE: f32 = 0.7;
 
 /// Answers of judging steps (reflect, plan) are short JSON (a verdict's
 /// closing answer included); reasoning models spend part of this on hidden
@@ -137,7 +136,6 @@ impl NodeSettings {
                 showing: Showing::Prose,
                 schema: None,
                 stop,
-                sampling: self.sampling,
             },
         )
         .await
@@ -160,8 +158,6 @@ impl NodeSettings {
         } else {
             &[]
         };
-        let sampling = self.turn_sampling(state);
-        state.resample = false;
         let mut answer = ask_model(
             state,
             effects,
@@ -173,7 +169,6 @@ impl NodeSettings {
                 showing,
                 schema: None,
                 stop,
-                sampling,
             },
         )
         .await?;
@@ -186,21 +181,6 @@ impl NodeSettings {
         }
         state.blocks_shown = answer.blocks_shown;
         Ok(answer)
-    }
-
-    /// How the turn's answer is sampled: as configured, except after a turn
-    /// that repeated the one before (`state.resample`), whose likeliest
-    /// answer was given twice: then sampled, with a seed of the turn's own,
-    /// where the configured sampling is near-greedy (a provider's own
-    /// default, no temperature given, samples already).
-    fn turn_sampling(&self, state: &AgentState) -> Sampling {
-        match self.sampling.temperature {
-            Some(t) if state.resample && t < SAMPLING_TEMPERATURE => Sampling {
-                temperature: Some(SAMPLING_TEMPERATURE),
-                seed: Some(self.sampling.seed.unwrap_or(0) + 100 + u64::from(state.turn + 1)),
-            },
-            _ => self.sampling,
-        }
     }
 
     /// `self.candidates` other answers to the prompt the turn's own answer
@@ -221,11 +201,10 @@ impl NodeSettings {
                     showing: Showing::Hidden,
                     schema: None,
                     stop: &[],
-                sampling: self.sampling,
                 };
                 let mut request = model_request(state, self, system.to_owned(), &call);
                 request.sampling = Sampling {
-                    temperature: Some(SAMPLING_TEMPERATURE),
+                    temperature: Some(CANDIDATE_TEMPERATURE),
                     seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
                 };
                 // Code only, ending with its block: the words around it
@@ -373,7 +352,6 @@ impl NodeSettings {
                 showing: Showing::Hidden,
                 schema: Some(schema),
                 stop: &[],
-                sampling: self.sampling,
             },
         )
         .await
@@ -408,7 +386,6 @@ struct Call<'a> {
     showing: Showing,
     schema: Option<AnswerSchema>,
     stop: &'static [&'static str],
-    sampling: Sampling,
 }
 
 /// One model call over the conversation so far; its usage is counted.
@@ -447,7 +424,7 @@ fn model_request(
         system,
         messages,
         max_tokens: call.max_tokens,
-        sampling: call.sampling,
+        sampling: settings.sampling,
         schema: call.schema.clone(),
         stop: call.stop,
         token_choices: false,

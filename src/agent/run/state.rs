@@ -111,9 +111,6 @@ pub struct AgentState {
     pub nudged_after_review: bool,
     /// Turns that repeated the turn before (same code, same outcome).
     pub repeats: u32,
-    /// The last turn repeated the one before: the next answer is sampled,
-    /// not the likeliest, which the model has given twice.
-    pub resample: bool,
     /// How many blocks the last turn ran.
     pub last_turn_blocks: usize,
     /// The last answer was cut off at the length limit.
@@ -246,7 +243,6 @@ impl AgentState {
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,
-            resample: false,
             last_turn_blocks: 0,
             truncated: false,
             doubted_cannot_fix: false,

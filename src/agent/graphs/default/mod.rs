@@ -334,7 +334,6 @@ async fn reflect<E: Effects>(
                     (None, None) => prompts::REPEATED.to_owned(),
                 };
                 state.conversation.push(ChatMessage::user(feedback));
-                state.resample = true;
             }
             return Ok(());
         }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::agent::graph::RunEnd;
-use crate::agent::llm::{Role, Sampling};
+use crate::agent::llm::Role;
 use crate::agent::script::{Script, fails_once, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
@@ -679,59 +679,6 @@ fn the_same_code_with_the_same_result_is_told_once_then_the_run_stops() {
         "{told}"
     );
     assert_eq!(script.requests.len(), 4);
-}
-
-#[test]
-fn the_answer_after_a_repeated_turn_is_sampled_and_the_rest_stay_greedy() {
-    let mut script = Script::new(
-        &[
-            "```python\nprint(1)\n```",
-            NOT_DONE,
-            "```python\nprint(1)\n```",
-            "```python\nprint(sum(x))\n```",
-            NOT_DONE,
-            "```python\nprint(sum(x) + 0)\n```",
-            DONE,
-        ],
-        ok,
-    );
-    let mut greedy = settings();
-    greedy.sampling = Sampling {
-        temperature: Some(0.0),
-        seed: Some(7),
-    };
-    let mut state = AgentState::new("print the total", Vec::new(), 5);
-    run(&mut script, &mut state, greedy);
-    let temperatures: Vec<Option<f32>> = script
-        .requests
-        .iter()
-        .map(|r| r.sampling.temperature)
-        .collect();
-    // Code, review, the repeat, the sampled answer after it, its review,
-    // a greedy answer again, its review.
-    assert_eq!(
-        temperatures,
-        [Some(0.0), Some(0.0), Some(0.0), Some(0.7), Some(0.0), Some(0.0), Some(0.0)]
-    );
-    assert_eq!(script.requests[3].sampling.seed, Some(7 + 100 + 3));
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-}
-
-#[test]
-fn a_provider_that_samples_by_default_keeps_its_sampling_after_a_repeat() {
-    let mut script = Script::new(
-        &[
-            "```python\nprint(1)\n```",
-            NOT_DONE,
-            "```python\nprint(1)\n```",
-            "```python\nprint(sum(x))\n```",
-            DONE,
-        ],
-        ok,
-    );
-    let mut state = AgentState::new("print the total", Vec::new(), 5);
-    run(&mut script, &mut state, settings());
-    assert!(script.requests.iter().all(|r| r.sampling == Sampling::default()));
 }
 
 #[test]
