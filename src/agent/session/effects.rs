@@ -45,10 +45,6 @@ fn estimated_prompt(request: &ChatRequest) -> u64 {
         .sum()
 }
 
-/// The outcome of a call stopped early with `text` (the provider never
-/// said what it counted, so the usage is estimated). Not `truncated`: the
-/// text is whole up to where it started to repeat, and any code block in it
-/// closed (lines in code never count as repeats).
 /// What a call was for, in the trace: its answer schema's name, else `code`
 /// for an answer whose code runs, `text` for other free text.
 fn call_purpose(schema: Option<&'static str>, showing: Showing) -> &'static str {
@@ -59,6 +55,10 @@ fn call_purpose(schema: Option<&'static str>, showing: Showing) -> &'static str 
     }
 }
 
+/// The outcome of a call stopped early with `text` (the provider never
+/// said what it counted, so the usage is estimated). Not `truncated`: the
+/// text is whole up to where it started to repeat, and any code block in it
+/// closed (lines in code never count as repeats).
 fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
     ChatOutcome {
         text: text.to_owned(),
