@@ -47,8 +47,8 @@ fn estimated_prompt(request: &ChatRequest) -> u64 {
 
 /// What a call was for, in the trace: its answer schema's name, else `code`
 /// for an answer whose code runs, `text` for other free text.
-fn call_purpose(schema: Option<&'static str>, showing: Showing) -> &'static str {
-    match (schema, showing) {
+fn call_purpose(request: &ChatRequest, showing: Showing) -> &'static str {
+    match (request.schema.as_ref().map(|schema| schema.name), showing) {
         (Some(name), _) => name,
         (None, Showing::ProseAndCode { .. }) => "code",
         (None, _) => "text",
@@ -188,7 +188,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         let mut repeats = (showing != Showing::Hidden).then(RepeatWatch::default);
         let looping = tokio::sync::Notify::new();
         let prompt_tokens = estimated_prompt(&request);
-        let purpose = request.schema.as_ref().map(|schema| schema.name);
+        let purpose = call_purpose(&request, showing);
         let asked = Instant::now();
         let mut first_text = None;
         let model;
@@ -267,7 +267,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         let mut outcome = result?;
         self.calls.push(render::ModelCall {
             shown: showing != Showing::Hidden,
-            purpose: call_purpose(purpose, showing),
+            purpose,
             first_text,
             took: asked.elapsed(),
             input_tokens: outcome.usage.input_tokens,
@@ -291,7 +291,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     ) -> Vec<Result<ChatOutcome, AgentError>> {
         let provider = self.current_provider();
         let asked = requests.into_iter().map(|request| async move {
-            let purpose = request.schema.as_ref().map(|schema| schema.name);
+            let purpose = call_purpose(&request, Showing::Hidden);
             let started = Instant::now();
             let model = match request.model.as_str() {
                 "" => provider.model().to_owned(),
@@ -311,7 +311,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             outcomes.push(answer.map_err(AgentError::from).map(|mut outcome| {
                 self.calls.push(render::ModelCall {
                     shown: false,
-                    purpose: call_purpose(purpose, Showing::Hidden),
+                    purpose,
                     first_text: None,
                     took,
                     input_tokens: outcome.usage.input_tokens,
@@ -591,6 +591,22 @@ pub(super) fn failed_run(code: &str, error: &PythonException) -> Execution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_is_named_by_its_schema_else_by_whether_its_code_runs() {
+        let judged = ChatRequest {
+            schema: Some(crate::agent::schemas::verdict()),
+            ..ChatRequest::default()
+        };
+        let free = ChatRequest::default();
+        assert_eq!(call_purpose(&judged, Showing::Hidden), "verdict");
+        assert_eq!(
+            call_purpose(&free, Showing::ProseAndCode { turn: 1 }),
+            "code"
+        );
+        assert_eq!(call_purpose(&free, Showing::Prose), "text");
+        assert_eq!(call_purpose(&free, Showing::Hidden), "text");
+    }
 
     #[test]
     fn a_failures_name_is_the_exception_it_ends_with() {
