@@ -23,16 +23,25 @@ const INTO_WORDS: [&str; 6] = ["in", "into", "as", "called", "named", "variable"
 /// Words that ask for something gone rather than made.
 const REMOVE_WORDS: [&str; 5] = ["delete", "remove", "drop", "del ", "unset"];
 
-/// The variables and files `request` says will exist when it is done: names
-/// in backticks that the sentence stores into (`store it in \`n\``, `a
-/// variable called total`), and file names after a word of writing (`save
-/// it to out.csv`). A request to delete or drop something names nothing.
+/// What a request writes as the value of an assignment left to fill in
+/// (`result = ...`, `answer = ?`).
+const PLACEHOLDERS: [&str; 4] = ["...", "?", "???", "___"];
+
+/// The variables and files `request` says will exist when it is done: the
+/// names of an assignment it leaves to fill in (`result = ...  # put the
+/// solution here`), names in backticks that the sentence stores into
+/// (`store it in \`n\``, `a variable called total`), and file names after a
+/// word of writing (`save it to out.csv`). A request to delete or drop
+/// something names nothing beyond the assignment it leaves to fill in.
 pub fn targets(request: &str) -> Targets {
+    let mut found = Targets::default();
+    for name in request.lines().flat_map(placeholder_assignment) {
+        push_once(&mut found.names, name);
+    }
     let lower = request.to_lowercase();
     if REMOVE_WORDS.iter().any(|word| lower.contains(word)) {
-        return Targets::default();
+        return found;
     }
-    let mut found = Targets::default();
     // A file name's dot is not a sentence's end: split where a dot is
     // followed by a space or the end.
     for sentence in request
@@ -68,6 +77,30 @@ pub fn targets(request: &str) -> Targets {
         }
     }
     found
+}
+
+/// The names a line of code assigns when its value is a placeholder
+/// (`result = ...  # put solution in this variable`, `a, b = ?`): the
+/// request leaves that assignment for the answer to make.
+fn placeholder_assignment(line: &str) -> Vec<&str> {
+    let code = line.split_once('#').map_or(line, |(code, _)| code).trim();
+    let Some((left, value)) = code.split_once('=') else {
+        return Vec::new();
+    };
+    if !PLACEHOLDERS.contains(&value.trim()) || left.ends_with(['!', '<', '>']) {
+        return Vec::new();
+    }
+    let names: Vec<&str> = left
+        .trim()
+        .trim_matches(['(', ')'])
+        .split(',')
+        .map(str::trim)
+        .collect();
+    if names.iter().all(|name| is_identifier(name)) {
+        names
+    } else {
+        Vec::new()
+    }
 }
 
 fn push_once(list: &mut Vec<String>, item: &str) {
@@ -837,6 +870,23 @@ mod tests {
     #[test]
     fn a_request_to_remove_names_nothing() {
         assert!(targets("Delete the variable `tmp` and save the rest to out.csv").is_empty());
+    }
+
+    #[test]
+    fn an_assignment_left_to_fill_in_names_its_variables() {
+        let template = "How do I drop the rows whose value is 0?\n\
+                        df = pd.DataFrame({'a': [0, 1]})\n\
+                        result = ... # put solution in this variable";
+        assert_eq!(names(template), ["result"]);
+        assert_eq!(names("Find the bounds.\nlow, high = ?"), ["low", "high"]);
+        assert_eq!(names("(a, b) = ...  # both"), ["a", "b"]);
+        // A value written out, a comparison, an attribute or a call is not
+        // a placeholder to fill.
+        assert!(names("x = 3\ny = x + 1").is_empty());
+        assert!(names("if x == ...:").is_empty());
+        assert!(names("df.a = ...").is_empty());
+        assert!(names("f(x=...)").is_empty());
+        assert!(names("print('a = ...')").is_empty());
     }
 
     #[test]
