@@ -31,16 +31,12 @@ const PLACEHOLDERS: [&str; 4] = ["...", "?", "???", "___"];
 /// names of an assignment it leaves to fill in (`result = ...  # put the
 /// solution here`), names in backticks that the sentence stores into
 /// (`store it in \`n\``, `a variable called total`), and file names after a
-/// word of writing (`save it to out.csv`). A request to delete or drop
-/// something names nothing beyond the assignment it leaves to fill in.
+/// word of writing (`save it to out.csv`). A sentence that deletes or drops
+/// something names nothing.
 pub fn targets(request: &str) -> Targets {
     let mut found = Targets::default();
     for name in request.lines().flat_map(placeholder_assignment) {
         push_once(&mut found.names, name);
-    }
-    let lower = request.to_lowercase();
-    if REMOVE_WORDS.iter().any(|word| lower.contains(word)) {
-        return found;
     }
     // A file name's dot is not a sentence's end: split where a dot is
     // followed by a space or the end.
@@ -49,6 +45,10 @@ pub fn targets(request: &str) -> Targets {
         .flat_map(|part| part.split(". "))
     {
         let lowered = sentence.to_lowercase();
+        // What a sentence that removes something names goes away.
+        if REMOVE_WORDS.iter().any(|word| lowered.contains(word)) {
+            continue;
+        }
         let storing = STORE_WORDS.iter().any(|word| lowered.contains(word));
         let words: Vec<&str> = sentence.split_whitespace().collect();
         for (i, word) in words.iter().enumerate() {
@@ -868,8 +868,17 @@ mod tests {
     }
 
     #[test]
-    fn a_request_to_remove_names_nothing() {
+    fn a_sentence_that_removes_names_nothing() {
         assert!(targets("Delete the variable `tmp` and save the rest to out.csv").is_empty());
+        assert!(targets("Drop the variable called scratch").is_empty());
+        // Another sentence of the request still names where results go.
+        assert_eq!(
+            names(
+                "Drop the rows with missing values, then take the mean.\n\
+                 Store the answers in a dict named `answers`."
+            ),
+            ["answers"]
+        );
     }
 
     #[test]
