@@ -1,5 +1,6 @@
 //! The form a value must have for a request (one value, several, a table),
-//! as the model says it before it sees the value, and the form the value
+//! as the request states it next to the name or, where it does not, as the
+//! model says it before it sees the value, and the form the value
 //! has, read from its description: a check that can fail, made by code.
 //! Only a plain contradiction counts (several values where one was asked
 //! for, one where several were), so a right answer in another shape than
@@ -38,6 +39,76 @@ pub fn expected_form(answer: &str) -> Option<Form> {
         .iter()
         .find(|(name, _)| said == *name)
         .map(|(_, form)| *form)
+}
+
+/// Words that say what kind of value a variable is, as a request writes
+/// them next to its name ("a dict named `answers`", "`df2` as a DataFrame").
+const KIND_WORDS: [(&str, Form); 19] = [
+    ("dict", Form::Several),
+    ("dictionary", Form::Several),
+    ("mapping", Form::Several),
+    ("list", Form::Several),
+    ("tuple", Form::Several),
+    ("array", Form::Several),
+    ("ndarray", Form::Several),
+    ("series", Form::Several),
+    ("dataframe", Form::Table),
+    ("frame", Form::Table),
+    ("table", Form::Table),
+    ("number", Form::One),
+    ("integer", Form::One),
+    ("int", Form::One),
+    ("float", Form::One),
+    ("scalar", Form::One),
+    ("string", Form::One),
+    ("str", Form::One),
+    ("boolean", Form::One),
+];
+
+/// The form the request itself gives `name`, when it says in so many words
+/// what kind of value that is: the kind right before the name (`a dict
+/// answers`, `a list named x`, `a DataFrame called out`) or right after
+/// it (`x as a list`). A kind word further off ("the total of the table in
+/// `n`") describes something else, and two kinds for one name say nothing.
+pub fn stated_form(request: &str, name: &str) -> Option<Form> {
+    let words: Vec<String> = request
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')'))
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, '`' | '\'' | '"' | '.' | '!' | '?'))
+                .to_ascii_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let kind = |word: &str| {
+        KIND_WORDS
+            .iter()
+            .find(|(kind, _)| *kind == word)
+            .map(|(_, form)| *form)
+    };
+    let word = |i: usize| words.get(i).map(String::as_str).unwrap_or_default();
+    let name = name.to_ascii_lowercase();
+    let mut stated = None;
+    for (i, _) in words.iter().enumerate().filter(|(_, w)| **w == name) {
+        let before = match i.checked_sub(1).map(word) {
+            Some("named" | "called") => i.checked_sub(2).map(word),
+            other => other,
+        };
+        let after = match (word(i + 1), word(i + 2)) {
+            ("as", "a" | "an") => Some(word(i + 3)),
+            ("as", other) => Some(other),
+            _ => None,
+        };
+        for form in [before.and_then(kind), after.and_then(kind)]
+            .into_iter()
+            .flatten()
+        {
+            match stated {
+                Some(known) if known != form => return None,
+                _ => stated = Some(form),
+            }
+        }
+    }
+    stated
 }
 
 /// What a value holds, from the first line of its description
@@ -150,6 +221,46 @@ mod tests {
         assert_eq!(expected_form("text"), Some(Form::One));
         assert_eq!(expected_form(r#"{"form": "cannot tell"}"#), None);
         assert_eq!(expected_form("a number, I think"), None);
+    }
+
+    #[test]
+    fn a_kind_written_next_to_the_name_is_its_form() {
+        let dabench = "Compute the mean and standard deviation.\nStore the answers in a dict \
+                       named `answers`, from each answer's name to its value";
+        assert_eq!(stated_form(dabench, "answers"), Some(Form::Several));
+        assert_eq!(
+            stated_form("Put the per-city counts in a Series `counts`.", "counts"),
+            Some(Form::Several)
+        );
+        assert_eq!(
+            stated_form("Keep the rows, as a pandas DataFrame called out.", "out"),
+            Some(Form::Table)
+        );
+        assert_eq!(
+            stated_form("Return `pairs` as a list of tuples.", "pairs"),
+            Some(Form::Several)
+        );
+        assert_eq!(
+            stated_form("Store the count as an integer named n.", "n"),
+            Some(Form::One)
+        );
+        // A kind word further off describes something else.
+        let revenue = "Compute the total revenue (price times qty) of the sales table and \
+                       store it in a variable named revenue.";
+        assert_eq!(stated_form(revenue, "revenue"), None);
+        assert_eq!(
+            stated_form("Sum the table's column into total.", "total"),
+            None
+        );
+        // Two kinds for one name say nothing.
+        assert_eq!(
+            stated_form("Make a list named x, then turn x into a DataFrame x.", "x"),
+            None
+        );
+        assert_eq!(
+            stated_form("result = ... # put solution in this variable", "result"),
+            None
+        );
     }
 
     #[test]

@@ -541,6 +541,37 @@ fn a_named_variable_that_exists_is_judged_by_its_value_never_by_existing() {
 }
 
 #[test]
+fn a_kind_the_request_states_is_the_form_and_nothing_is_asked() {
+    let request = "Find the mean and the spread. Store the answers in a dict named `answers`.";
+    let mut script = Script::new(
+        &[
+            "```python\nanswers = 5\n```",
+            "```python\nanswers = {'mean': 4.6, 'std': 1.5}\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new(request, Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // One value where the request says a dict: told so without a question.
+    let told = latest(&script.requests[1]);
+    assert!(
+        told.contains("`answers` must hold several values for this request"),
+        "{told}"
+    );
+    // A dict: on to the review, and no call ever asked for the form.
+    assert!(latest(&script.requests[2]).contains("The values the request names"));
+    assert_eq!(script.requests.len(), 3);
+    assert!(
+        script
+            .requests
+            .iter()
+            .all(|r| r.system != prompts::EXPECTED_FORM)
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn a_done_without_named_values_says_what_the_review_looked_at() {
     let mut script = Script::new(&["```python\nprint(6 * 7)\n```", DONE], |code| Execution {
         output: "42\n".into(),
