@@ -156,26 +156,26 @@ async fn contradicted_form<E: Effects>(
 ) -> Result<Option<form::Contradiction>, AgentError> {
     for (name, description) in values.iter().take(FORM_CHECKS) {
         let known = state.expected_forms.iter().find(|(n, _)| n == name);
-        // Said in so many words ("a dict named `answers`"): nothing to ask.
-        let stated = form::stated_form(&state.request, name);
-        let expected = match (known, stated) {
-            (Some((_, expected)), _) => *expected,
-            (None, Some(stated)) => {
-                state.expected_forms.push((name.clone(), Some(stated)));
-                Some(stated)
-            }
-            (None, None) => {
-                let question = prompts::expected_form_question(&state.request, name);
-                let answer = settings
-                    .question_alone(
-                        state,
-                        effects,
-                        prompts::EXPECTED_FORM.to_owned(),
-                        question,
-                        schemas::expected_form(),
-                    )
-                    .await?;
-                let expected = form::expected_form(&answer.text);
+        let expected = match known {
+            Some((_, expected)) => *expected,
+            None => {
+                // Said in so many words ("a dict named `answers`"): nothing to ask.
+                let expected = match form::stated_form(&state.request, name) {
+                    Some(stated) => Some(stated),
+                    None => {
+                        let question = prompts::expected_form_question(&state.request, name);
+                        let answer = settings
+                            .question_alone(
+                                state,
+                                effects,
+                                prompts::EXPECTED_FORM.to_owned(),
+                                question,
+                                schemas::expected_form(),
+                            )
+                            .await?;
+                        form::expected_form(&answer.text)
+                    }
+                };
                 state.expected_forms.push((name.clone(), expected));
                 expected
             }

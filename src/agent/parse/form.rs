@@ -72,12 +72,9 @@ const KIND_WORDS: [(&str, Form); 19] = [
 /// `n`") describes something else, and two kinds for one name say nothing.
 pub fn stated_form(request: &str, name: &str) -> Option<Form> {
     let words: Vec<String> = request
-        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')'))
-        .map(|w| {
-            w.trim_matches(|c: char| matches!(c, '`' | '\'' | '"' | '.' | '!' | '?'))
-                .to_ascii_lowercase()
-        })
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
         .collect();
     let kind = |word: &str| {
         KIND_WORDS
