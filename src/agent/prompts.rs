@@ -231,12 +231,13 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
     format!("`{name}` is loaded already: the same code again without reading {file}.")
 }
 
-/// Told when a failed block that typed in data a variable holds ran again
+/// Told when a block that typed in data a variable holds ran again
 /// without that statement.
 pub fn not_retyped(name: &str) -> String {
     format!(
         "`{name}` is defined already with the data: the same code again without the statement \
-         that typed it in (a printed table is not its data). Use `{name}` as it is."
+         that typed it in (a table as printed, or the request's example, is not its data). Use \
+         `{name}` as it is."
     )
 }
 

@@ -551,3 +551,32 @@ pub(crate) async fn assert_stopped_repeating(llm: &FakeLlm, n: usize, iopub: &[M
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_requests_example_typed_over_the_users_data_runs_again_on_the_users_data() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprices = [1, 2]\ntotal = sum(prices)\n```".into()),
+        Reply::Answer(r#"{"form": "one number"}"#.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [10, 20, 30]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nI have a list of prices, say prices = [1, 2]. Put their total in `total`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let status = stream_text(&iopub, "stdout");
+    assert!(
+        status.contains("`prices` is defined already with the data"),
+        "{status}"
+    );
+    // The user's list is back, and the total is of it; no model call
+    // between the two runs (the form, then the review).
+    let (_, iopub) = kernel.execute("prices, total").await;
+    assert_eq!(result_text(&iopub), "([10, 20, 30], 60)");
+    assert_eq!(llm.request_count(), 3);
+    let review = llm.last_prompt();
+    assert!(review.contains("total = sum(prices)"), "{review}");
+    assert!(!review.contains("prices = [1, 2]\n"), "{review}");
+}

@@ -1,9 +1,11 @@
 //! Data the namespace holds, typed into the code again: `df =
 //! pd.DataFrame({'Date': ['1/1/18', ...], 'Val': [NaN, ...]})` written from
-//! the table as the request printed it, though `df` is defined. A printed
-//! table is not its data (a `NaN` that Python does not know, rows left out
-//! as `...`, dates that became text), so a block that failed after such a
-//! line runs again without it, on the variable the user has.
+//! the table as the request printed it, or `a = np.array([1, 2, 3, 4])`
+//! from the request's example, though `df` and `a` are defined. Neither is
+//! the user's data (a printed table has a `NaN` that Python does not know,
+//! rows left out as `...`, dates that became text; an example is one case
+//! of what the user has), so such a block runs again without that line, on
+//! the variable the user has, unless the request asks to set it.
 
 use super::checks::is_identifier;
 
@@ -60,6 +62,46 @@ pub fn retypes_a_variable(code: &str, namespace_names: &[String]) -> Option<Rety
         index = end + 1;
     }
     None
+}
+
+/// Words of a request that ask for a variable to be given a value, which
+/// typing its data in then does.
+const SETTING_WORDS: [&str; 14] = [
+    "set",
+    "assign",
+    "replace",
+    "redefine",
+    "reset",
+    "overwrite",
+    "create",
+    "make",
+    "define",
+    "change",
+    "update",
+    "initialize",
+    "initialise",
+    "rebuild",
+];
+
+/// Whether a sentence of `request` names `name` (as a word of its own) and
+/// asks for something to be set: typing `name`'s data in may be the point.
+pub fn asks_to_set(request: &str, name: &str) -> bool {
+    request
+        .split(['\n', ';', '?', '!'])
+        .flat_map(|part| part.split(". "))
+        .any(|sentence| {
+            let words: Vec<String> = sentence
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|word| !word.is_empty())
+                .map(str::to_lowercase)
+                .collect();
+            words.iter().any(|word| word == name)
+                && words.iter().any(|word| {
+                    SETTING_WORDS
+                        .iter()
+                        .any(|set| word == set || word.strip_suffix('s') == Some(set))
+                })
+        })
 }
 
 /// The index of the last line of the statement starting at `start`: where
@@ -214,6 +256,34 @@ mod tests {
             "df == pd.DataFrame({'a': [1, 2]})",
         ] {
             assert_eq!(retypes_a_variable(code, &names(&["df"])), None, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_request_that_asks_to_set_the_variable_is_told_apart_from_one_that_shows_it() {
+        for (request, name) in [
+            ("Set `a` to np.array([1, 2, 3]) and sum it.", "a"),
+            (
+                "Replace df with a table of three rows. Then count them.",
+                "df",
+            ),
+            ("Create x = [1, 2]; print its length", "x"),
+            ("This resets m to 4", "m"),
+        ] {
+            assert!(asks_to_set(request, name), "{request}");
+        }
+        for (request, name) in [
+            // An example of the data, and a request about it.
+            ("For example, say m = 4. Convert each of a to m bits.", "m"),
+            (
+                "I have the following code:\na = np.ones((41,13))\nPad a to (93, 13).",
+                "a",
+            ),
+            // A setting word in another sentence, or for another name.
+            ("Sum a. Then set b to that.", "a"),
+            ("Create a column of totals in sales.", "dataset"),
+        ] {
+            assert!(!asks_to_set(request, name), "{request}");
         }
     }
 

@@ -17,9 +17,10 @@
 //! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
 //! with the data's spelling, no model asked: [`crate::agent::parse::respell`];
 //! one that failed reading a variable the namespace holds from a file that
-//! is not here runs again without that line, and one that failed after
-//! typing in data a variable holds runs again on the variable:
-//! [`crate::agent::parse::retyped`]);
+//! is not here runs again without that line);
+//! a block that typed in data a variable held (from the request's example
+//! or a printed table), failed or not, runs again on the variable, put
+//! back first ([`crate::agent::parse::retyped`]);
 //! and a turn that only repeats the one before is told so once, then the
 //! run stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
@@ -41,7 +42,7 @@ use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
-use crate::agent::parse::retyped::retypes_a_variable;
+use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
 use crate::agent::prompts;
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
@@ -423,13 +424,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         // Data a variable holds, typed in from how the request printed it
         // (a `NaN` Python does not know, rows left out): the block runs
         // again on the variable itself.
-        if state.turn < state.max_turns
-            && let Some(retyped) = retypes_a_variable(&failed.code, &state.namespace_names)
-        {
-            return Precheck::Rerun {
-                note: prompts::not_retyped(&retyped.name),
-                code: retyped.code,
-            };
+        if let Some(rerun) = without_retyped_data(state, effects).await {
+            return rerun;
         }
         // A file or module nobody asked for was the model's guess: not a
         // sign that the request cannot be done.
@@ -447,10 +443,40 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         };
         return not_done(format!("the code failed ({error})"), &next);
     }
+    // The same for a block that ran: its result came from the request's
+    // example, not from the user's data.
+    if let Some(rerun) = without_retyped_data(state, effects).await {
+        return rerun;
+    }
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
         return not_done(unmet.reasoning, &unmet.next_action);
     }
     Precheck::Judge { failed: false }
+}
+
+/// The turn's blocks again, from the first one that typed in data a
+/// variable held when the run began, without that statement (unless the
+/// request asks to set the variable); the variable's own object goes back
+/// first, so the rest runs on the user's data. None on the last turn.
+async fn without_retyped_data<E: Effects>(state: &AgentState, effects: &mut E) -> Option<Precheck> {
+    if state.turn >= state.max_turns {
+        return None;
+    }
+    // Names the run made itself may be typed in afresh: a fix, not a copy.
+    let user_names = checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""));
+    let turn = this_turns_executions(state);
+    let (first, retyped) = turn.iter().enumerate().find_map(|(index, execution)| {
+        retypes_a_variable(&execution.code, &user_names)
+            .filter(|retyped| !asks_to_set(&state.request, &retyped.name))
+            .map(|retyped| (index, retyped))
+    })?;
+    effects.restore(std::slice::from_ref(&retyped.name)).await;
+    let note = prompts::not_retyped(&retyped.name);
+    let code = std::iter::once(retyped.code)
+        .chain(turn[first + 1..].iter().map(|e| e.code.clone()))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Some(Precheck::Rerun { note, code })
 }
 
 /// The code the last turn ran, for the review.

@@ -178,6 +178,62 @@ fn data_a_variable_holds_typed_in_again_runs_again_on_the_variable() {
         e,
         AgentEvent::Status(s) if s.contains("`x` is defined already with the data")
     )));
+    // Whatever the failed block bound goes back before the run on `x`.
+    assert_eq!(script.restored, ["x"]);
+}
+
+#[test]
+fn the_requests_example_typed_over_a_variable_runs_again_on_the_users_data() {
+    // The block ran: its total is the example's, not the user's `x`.
+    const ANSWER: &str = "```python\nx = np.array([1, 2, 3, 4])\ntotal = x.sum()\n```";
+    let mut script = Script::new(&[ANSWER, CANNOT_TELL, DONE], ok);
+    let request = "I have an array x, for example x = np.array([1, 2, 3, 4]). \
+                   Put its total in `total`.";
+    let mut state = AgentState::new(request, Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        script.executed,
+        [
+            "x = np.array([1, 2, 3, 4])\ntotal = x.sum()",
+            "total = x.sum()"
+        ]
+    );
+    assert_eq!(script.restored, ["x"]);
+    // No model call between the runs; the form, then the review of the run
+    // on the user's data.
+    assert_eq!(script.requests.len(), 3);
+    let review = latest(&script.requests[2]);
+    assert!(
+        review.contains("```python\ntotal = x.sum()\n```"),
+        "{review}"
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn data_typed_in_stays_when_the_request_sets_it_or_the_run_made_the_variable() {
+    // Asked to set `x`: typing it in is the work.
+    let answer = "```python\nx = [5, 6, 7]\n```";
+    let mut script = Script::new(&[answer, DONE], ok);
+    let mut state = AgentState::new("Set x to the list 5, 6, 7.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["x = [5, 6, 7]"]);
+    assert!(script.restored.is_empty());
+    // `bins` is the run's own (not in the namespace when it began): typed
+    // in again in a later turn, it is a fix.
+    let mut script = Script::new(
+        &[
+            "```python\nbins = [0, 10]\n```",
+            NOT_DONE,
+            "```python\nbins = [0, 5, 10]\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("count x by bins", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["bins = [0, 10]", "bins = [0, 5, 10]"]);
+    assert!(script.restored.is_empty());
 }
 
 #[test]
