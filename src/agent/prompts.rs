@@ -231,13 +231,29 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
     format!("`{name}` is loaded already: the same code again without reading {file}.")
 }
 
-/// Told when a block that typed in data a variable holds ran again
-/// without that statement.
-pub fn not_retyped(name: &str) -> String {
+/// Told when a block that typed in data variables hold (`names`) ran again
+/// without those statements.
+pub fn not_retyped(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+    let (listed, verb) = match quoted.as_slice() {
+        [one] => (one.clone(), "is"),
+        [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "are"),
+        [] => (String::new(), "is"),
+    };
+    let statements = if names.len() == 1 {
+        "statement"
+    } else {
+        "statements"
+    };
     format!(
-        "`{name}` is defined already with the data: the same code again without the statement \
-         that typed it in (a table as printed, or the request's example, is not its data). Use \
-         `{name}` as it is."
+        "{listed} {verb} defined already with the data: the same code again without the \
+         {statements} that typed it in (a table as printed, or the request's example, is not the \
+         data). Use {listed} as {}.",
+        if names.len() == 1 {
+            "it is"
+        } else {
+            "they are"
+        }
     )
 }
 
@@ -506,6 +522,23 @@ pub fn execution_report(code: &str, output: &str, failed: bool, changes: &[Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_note_on_typed_in_data_names_each_variable() {
+        let one = not_retyped(&["df".to_owned()]);
+        assert!(
+            one.starts_with(
+                "`df` is defined already with the data: the same code again without \
+                 the statement that typed it in"
+            ),
+            "{one}"
+        );
+        assert!(one.ends_with("Use `df` as it is."), "{one}");
+        let two = not_retyped(&["a".to_owned(), "b".to_owned()]);
+        assert!(two.starts_with("`a` and `b` are defined already"), "{two}");
+        assert!(two.contains("without the statements"), "{two}");
+        assert!(two.ends_with("Use `a` and `b` as they are."), "{two}");
+    }
 
     #[test]
     fn templates_fill_their_placeholders() {

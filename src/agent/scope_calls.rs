@@ -165,10 +165,13 @@ impl ScopeCall for Missing<'_> {
 }
 
 /// Puts back the objects the run's code rebound `names` away from (the
-/// first binding each had in the run); the reply names those put back.
+/// first binding each had in the run), with `if_changed` only those whose
+/// name now holds other data; the reply names those put back.
 #[derive(Debug, Serialize)]
 pub struct Restore<'a> {
     pub names: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub if_changed: bool,
 }
 
 /// The names [`Restore`] put back.
@@ -396,7 +399,10 @@ mod tests {
                 names: &some,
                 files: &some,
             }),
-            sent(Restore { names: &some }),
+            sent(Restore {
+                names: &some,
+                if_changed: true,
+            }),
             sent(TryCandidates {
                 codes: &some,
                 own: "",

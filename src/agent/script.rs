@@ -23,6 +23,9 @@ pub struct Script {
     pub described: Vec<Vec<String>>,
     /// The names `restore` was asked to put back.
     pub restored: Vec<String>,
+    /// Names the code rebound to the data they held (a list typed in
+    /// again as its array): `restore_changed` leaves them.
+    pub same_data: Vec<String>,
     /// The model each call went to, in order.
     pub models: Vec<ModelChoice>,
     model: ModelChoice,
@@ -72,6 +75,7 @@ impl Script {
             events: Vec::new(),
             described: Vec::new(),
             restored: Vec::new(),
+            same_data: Vec::new(),
             models: Vec::new(),
             model: ModelChoice::Configured,
             run,
@@ -225,6 +229,18 @@ impl Effects for Script {
     async fn restore(&mut self, names: &[String]) -> Vec<String> {
         self.restored.extend(names.iter().cloned());
         names.to_vec()
+    }
+
+    /// Every name asked for but those in `same_data` is put back, and
+    /// remembered.
+    async fn restore_changed(&mut self, names: &[String]) -> Vec<String> {
+        let changed: Vec<String> = names
+            .iter()
+            .filter(|name| !self.same_data.contains(name))
+            .cloned()
+            .collect();
+        self.restored.extend(changed.iter().cloned());
+        changed
     }
 
     /// `x` and `prices` exist.

@@ -5,7 +5,7 @@
 
 use crate::ask::DONE;
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{Kernel, panel_texts, told_model, types};
+use crate::support::{Kernel, panel_texts, result_text, stream_text, told_model, types};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_figure_agent_code_draws_shows_in_its_own_cell() {
@@ -223,4 +223,28 @@ async fn the_triage_repairs_a_misspelt_column_without_asking_the_model() {
             && review.contains("3.5"),
         "{review}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_users_own_data_typed_in_again_as_an_array_stays() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nimport numpy as np\nx = np.array([-1, 2, 5])\nsquares = x**2\n```".into(),
+        ),
+        Reply::Answer(r#"{"form": "several values"}"#.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("x = [-1, 2, 5]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nI have points x = [-1, 2, 5]. Put their squares in `squares`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let status = stream_text(&iopub, "stdout");
+    assert!(!status.contains("defined already"), "{status}");
+    // The block ran once, as written: its array of the user's list stays.
+    let (_, iopub) = kernel.execute("type(x).__name__, squares.tolist()").await;
+    assert_eq!(result_text(&iopub), "('ndarray', [1, 4, 25])");
+    assert_eq!(llm.request_count(), 3);
 }

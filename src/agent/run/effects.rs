@@ -113,6 +113,10 @@ pub trait Effects: Observer + Send {
     /// (what each was before the run first rebound it); the names put back.
     fn restore(&mut self, names: &[String]) -> impl Future<Output = Vec<String>> + Send;
 
+    /// Like [`Effects::restore`], for those of `names` that now hold other
+    /// data than before (a list typed in again as its array is the same).
+    fn restore_changed(&mut self, names: &[String]) -> impl Future<Output = Vec<String>> + Send;
+
     /// What the triage's pre-plan looks at: the user's variables and last
     /// error.
     fn triage_context(&mut self) -> impl Future<Output = Context> + Send;

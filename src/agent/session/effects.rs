@@ -136,6 +136,19 @@ impl<'a, P: Ports> RunEffects<'a, P> {
         }
     }
 
+    /// Puts `names` back (with `if_changed`, those holding other data
+    /// only); the names put back.
+    async fn put_back(&mut self, names: &[String], if_changed: bool) -> Vec<String> {
+        let call = scope_calls::Restore { names, if_changed };
+        match scope_calls::call(self.ports, &call).await {
+            Ok(restored) => restored.names,
+            Err(e) => {
+                tracing::warn!("%%ask: cannot put variables back: {e}");
+                Vec::new()
+            }
+        }
+    }
+
     /// The provider the next model call goes to.
     fn current_provider(&self) -> &'a Provider {
         match (self.model, self.claude) {
@@ -384,13 +397,11 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn restore(&mut self, names: &[String]) -> Vec<String> {
-        match scope_calls::call(self.ports, &scope_calls::Restore { names }).await {
-            Ok(restored) => restored.names,
-            Err(e) => {
-                tracing::warn!("%%ask: cannot put variables back: {e}");
-                Vec::new()
-            }
-        }
+        self.put_back(names, false).await
+    }
+
+    async fn restore_changed(&mut self, names: &[String]) -> Vec<String> {
+        self.put_back(names, true).await
     }
 
     async fn missing(&mut self, targets: &Targets) -> Targets {

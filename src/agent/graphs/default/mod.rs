@@ -424,7 +424,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         // Data a variable holds, typed in from how the request printed it
         // (a `NaN` Python does not know, rows left out): the block runs
         // again on the variable itself.
-        if let Some(rerun) = without_retyped_data(state, effects).await {
+        if let Some(rerun) = without_retyped_data(state, effects, true).await {
             return rerun;
         }
         // A file or module nobody asked for was the model's guess: not a
@@ -445,7 +445,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     }
     // The same for a block that ran: its result came from the request's
     // example, not from the user's data.
-    if let Some(rerun) = without_retyped_data(state, effects).await {
+    if let Some(rerun) = without_retyped_data(state, effects, false).await {
         return rerun;
     }
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
@@ -454,25 +454,46 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     Precheck::Judge { failed: false }
 }
 
-/// The turn's blocks again, from the first one that typed in data a
-/// variable held when the run began, without that statement (unless the
-/// request asks to set the variable); the variable's own object goes back
-/// first, so the rest runs on the user's data. None on the last turn.
-async fn without_retyped_data<E: Effects>(state: &AgentState, effects: &mut E) -> Option<Precheck> {
+/// The turn's blocks again without the statements that typed in data
+/// variables held when the run began (unless the request asks to set
+/// them), from the first block with one, after the variables' own objects
+/// are put back, so the rest runs on the user's data. For a block that ran,
+/// only where the typed-in data is other than the user's: a list typed in
+/// again as the array of it is a conversion, and stays. None on the last
+/// turn.
+async fn without_retyped_data<E: Effects>(
+    state: &AgentState,
+    effects: &mut E,
+    failed: bool,
+) -> Option<Precheck> {
     if state.turn >= state.max_turns {
         return None;
     }
     // Names the run made itself may be typed in afresh: a fix, not a copy.
-    let user_names = checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""));
+    let user_names: Vec<String> =
+        checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""))
+            .into_iter()
+            .filter(|name| !asks_to_set(&state.request, name))
+            .collect();
     let turn = this_turns_executions(state);
-    let (first, retyped) = turn.iter().enumerate().find_map(|(index, execution)| {
-        retypes_a_variable(&execution.code, &user_names)
-            .filter(|retyped| !asks_to_set(&state.request, &retyped.name))
-            .map(|retyped| (index, retyped))
+    let (first, mut code) = turn.iter().enumerate().find_map(|(index, execution)| {
+        retypes_a_variable(&execution.code, &user_names).map(|_| (index, execution.code.clone()))
     })?;
-    effects.restore(std::slice::from_ref(&retyped.name)).await;
-    let note = prompts::not_retyped(&retyped.name);
-    let code = std::iter::once(retyped.code)
+    let mut names = Vec::new();
+    while let Some(retyped) = retypes_a_variable(&code, &user_names) {
+        names.push(retyped.name);
+        code = retyped.code;
+    }
+    if failed {
+        // The statement may have failed itself (a `NaN` Python does not
+        // know): nothing to compare, and the block cannot stand as it is.
+        effects.restore(&names).await;
+    } else if effects.restore_changed(&names).await.is_empty() {
+        // (Those with the user's data keep it; the rest runs on them.)
+        return None;
+    }
+    let note = prompts::not_retyped(&names);
+    let code = std::iter::once(code)
         .chain(turn[first + 1..].iter().map(|e| e.code.clone()))
         .collect::<Vec<_>>()
         .join("\n\n");

@@ -211,6 +211,20 @@ fn the_requests_example_typed_over_a_variable_runs_again_on_the_users_data() {
 }
 
 #[test]
+fn the_users_own_data_typed_in_again_stays_and_other_data_beside_it_goes() {
+    // `x` typed in with the data it held (as the array of a list, say):
+    // a conversion, and the block stands.
+    let answer = "```python\nx = np.array([1, 2])\ntotal = x.sum()\n```";
+    let mut script = Script::new(&[answer, CANNOT_TELL, DONE], ok);
+    script.same_data = vec!["x".into()];
+    let mut state = AgentState::new("Put the total of x in `total`.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed, ["x = np.array([1, 2])\ntotal = x.sum()"]);
+    assert!(script.restored.is_empty());
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn data_typed_in_stays_when_the_request_sets_it_or_the_run_made_the_variable() {
     // Asked to set `x`: typing it in is the work.
     let answer = "```python\nx = [5, 6, 7]\n```";

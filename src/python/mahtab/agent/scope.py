@@ -174,12 +174,19 @@ class AgentScope:
 
     def restore(self, args):
         """Puts the objects the run's code rebound these names away from back
-        under them; the names it could put back."""
+        under them (with ``if_changed``, only where the name now holds other
+        data: not a list typed in again as the array of it); the names it
+        put back."""
+        request = json.loads(args)
+        only_changed = bool(request.get("if_changed"))
         restored = []
-        for name in json.loads(args).get("names", ()):
-            if name in self.originals:
-                self.namespace[name] = self.originals.pop(name)
-                restored.append(name)
+        for name in request.get("names", ()):
+            if name not in self.originals:
+                continue
+            if only_changed and name in self.namespace and candidates.same_value(self.originals[name], self.namespace[name]):
+                continue
+            self.namespace[name] = self.originals.pop(name)
+            restored.append(name)
         return dumps({"names": restored})
 
     def changes(self, args):
