@@ -235,25 +235,21 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
 /// without those statements.
 pub fn not_retyped(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
-    let (listed, verb) = match quoted.as_slice() {
-        [one] => (one.clone(), "is"),
-        [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "are"),
-        [] => (String::new(), "is"),
-    };
-    let statements = if names.len() == 1 {
-        "statement"
-    } else {
-        "statements"
+    let (listed, verb, statements, them, as_is) = match quoted.as_slice() {
+        [one] => (one.clone(), "is", "statement", "it", "it is"),
+        [rest @ .., last] => (
+            format!("{} and {last}", rest.join(", ")),
+            "are",
+            "statements",
+            "them",
+            "they are",
+        ),
+        [] => (String::new(), "is", "statement", "it", "it is"),
     };
     format!(
         "{listed} {verb} defined already with the data: the same code again without the \
-         {statements} that typed it in (a table as printed, or the request's example, is not the \
-         data). Use {listed} as {}.",
-        if names.len() == 1 {
-            "it is"
-        } else {
-            "they are"
-        }
+         {statements} that typed {them} in (a table as printed, or the request's example, is not \
+         the data). Use {listed} as {as_is}."
     )
 }
 
@@ -536,7 +532,10 @@ mod tests {
         assert!(one.ends_with("Use `df` as it is."), "{one}");
         let two = not_retyped(&["a".to_owned(), "b".to_owned()]);
         assert!(two.starts_with("`a` and `b` are defined already"), "{two}");
-        assert!(two.contains("without the statements"), "{two}");
+        assert!(
+            two.contains("without the statements that typed them in"),
+            "{two}"
+        );
         assert!(two.ends_with("Use `a` and `b` as they are."), "{two}");
     }
 
