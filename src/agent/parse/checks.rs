@@ -38,12 +38,7 @@ pub fn targets(request: &str) -> Targets {
     for name in request.lines().flat_map(placeholder_assignment) {
         push_once(&mut found.names, name);
     }
-    // A file name's dot is not a sentence's end: split where a dot is
-    // followed by a space or the end.
-    for sentence in request
-        .split(['\n', ';', '?', '!'])
-        .flat_map(|part| part.split(". "))
-    {
+    for sentence in sentences(request) {
         let lowered = sentence.to_lowercase();
         // What a sentence that removes something names goes away.
         if REMOVE_WORDS.iter().any(|word| lowered.contains(word)) {
@@ -107,6 +102,21 @@ fn push_once(list: &mut Vec<String>, item: &str) {
     if !list.iter().any(|known| known == item) {
         list.push(item.to_owned());
     }
+}
+
+/// The words of `text` as Python reads names: runs of letters, digits and
+/// underscores (`wind_speed` is one word, `df['a']` two).
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
+}
+
+/// The sentences of a request: split at line ends, `;`, `?`, `!` and a dot
+/// followed by a space (a file name's dot is not a sentence's end).
+pub fn sentences(request: &str) -> impl Iterator<Item = &str> {
+    request
+        .split(['\n', ';', '?', '!'])
+        .flat_map(|part| part.split(". "))
 }
 
 /// Whether `word` is a Python identifier (not a keyword people type in
@@ -221,10 +231,7 @@ pub fn needs_code(request: &str, namespace_names: &[String]) -> bool {
     {
         return false;
     }
-    let words: Vec<&str> = request
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words: Vec<&str> = words(request).collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     let has = |list: &[&str]| lower.iter().any(|w| list.contains(&w.as_str()));
     has(&ACTIONS)

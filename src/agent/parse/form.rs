@@ -6,6 +6,7 @@
 //! for, one where several were), so a right answer in another shape than
 //! expected (a dict for per-group totals, a one-row Series) passes.
 
+use super::checks::words;
 use super::json::json_objects;
 pub use crate::agent::run::Form;
 
@@ -71,11 +72,7 @@ const KIND_WORDS: [(&str, Form); 19] = [
 /// it (`x as a list`). A kind word further off ("the total of the table in
 /// `n`") describes something else, and two kinds for one name say nothing.
 pub fn stated_form(request: &str, name: &str) -> Option<Form> {
-    let words: Vec<String> = request
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let words: Vec<String> = words(request).map(str::to_ascii_lowercase).collect();
     let kind = |word: &str| {
         KIND_WORDS
             .iter()

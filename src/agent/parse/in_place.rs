@@ -4,6 +4,7 @@
 //! allows it, the way to say it in place is written out for it, since a
 //! small model given a general rule tends to send the same line again.
 
+use super::checks::words;
 use crate::agent::run::Execution;
 
 /// Words with which a request asks for a value to change itself, not for
@@ -87,8 +88,7 @@ fn asked_in_place<'a>(request: &'a str, namespace_names: &[String]) -> Option<Ve
         .iter()
         .any(|words| lower.contains(words))
         .then(|| {
-            request
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            words(request)
                 .filter(|word| namespace_names.iter().any(|name| name == word))
                 .collect()
         })

@@ -7,7 +7,7 @@
 //! of what the user has), so such a block runs again without that line, on
 //! the variable the user has, unless the request asks to set it.
 
-use super::checks::is_identifier;
+use super::checks::{is_identifier, sentences, words};
 
 /// A top-level statement that bound a namespace variable to typed-in data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,22 +86,15 @@ const SETTING_WORDS: [&str; 14] = [
 /// Whether a sentence of `request` names `name` (as a word of its own) and
 /// asks for something to be set: typing `name`'s data in may be the point.
 pub fn asks_to_set(request: &str, name: &str) -> bool {
-    request
-        .split(['\n', ';', '?', '!'])
-        .flat_map(|part| part.split(". "))
-        .any(|sentence| {
-            let words: Vec<String> = sentence
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .filter(|word| !word.is_empty())
-                .map(str::to_lowercase)
-                .collect();
-            words.iter().any(|word| word == name)
-                && words.iter().any(|word| {
-                    SETTING_WORDS
-                        .iter()
-                        .any(|set| word == set || word.strip_suffix('s') == Some(set))
-                })
-        })
+    sentences(request).any(|sentence| {
+        let words: Vec<String> = words(sentence).map(str::to_lowercase).collect();
+        words.iter().any(|word| word == name)
+            && words.iter().any(|word| {
+                SETTING_WORDS
+                    .iter()
+                    .any(|set| word == set || word.strip_suffix('s') == Some(set))
+            })
+    })
 }
 
 /// The index of the last line of the statement starting at `start`: where

@@ -476,9 +476,10 @@ async fn without_retyped_data<E: Effects>(
             .filter(|name| !asks_to_set(&state.request, name))
             .collect();
     let turn = this_turns_executions(state);
-    let (first, mut code) = turn.iter().enumerate().find_map(|(index, execution)| {
-        retypes_a_variable(&execution.code, &user_names).map(|_| (index, execution.code.clone()))
-    })?;
+    let first = turn
+        .iter()
+        .position(|execution| retypes_a_variable(&execution.code, &user_names).is_some())?;
+    let mut code = turn[first].code.clone();
     let mut names = Vec::new();
     while let Some(retyped) = retypes_a_variable(&code, &user_names) {
         names.push(retyped.name);
