@@ -1,7 +1,7 @@
 //! Prompt templates (in `prompts/*.md`, embedded at build time) and their
 //! rendering. Placeholders are `{name}`; values are inserted verbatim.
 
-use crate::agent::run::{Execution, KeyInformation, Skill};
+use crate::agent::run::{Execution, FormDispute, KeyInformation, Skill};
 
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const CONTEXT: &str = include_str!("../../prompts/context.md");
@@ -399,6 +399,18 @@ pub fn values_to_check(values: &[KeyInformation]) -> String {
         text.push('\n');
     }
     text
+}
+
+/// A value the code kept as it was after a check of its form sent it back,
+/// for the review to settle: the check read the request before it saw the
+/// value, and may be the one that is wrong.
+pub fn kept_against_form_check(dispute: &FormDispute) -> String {
+    format!(
+        "\nA check that read only the request said: {}. The code kept `{}` as it was. \
+         Decide from the request which is right.\n",
+        dispute.reasoning.trim_end_matches('.'),
+        dispute.name
+    )
 }
 
 /// How many independent solutions computed the values under review, for

@@ -75,10 +75,16 @@ pub fn expected_form() -> AnswerSchema {
     AnswerSchema {
         name: "expected_form",
         description: "What the variable the request names must hold once it is done.",
-        schema: object(&[(
-            "form",
-            json!({ "type": "string", "enum": crate::agent::parse::form::FORM_NAMES }),
-        )]),
+        schema: object(&[
+            (
+                "form",
+                json!({ "type": "string", "enum": crate::agent::parse::form::FORM_NAMES }),
+            ),
+            (
+                "shape",
+                json!({ "type": "array", "items": { "type": "integer", "minimum": 0 }, "maxItems": 4 }),
+            ),
+        ]),
     }
 }
 

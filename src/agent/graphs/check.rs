@@ -15,7 +15,9 @@
 use super::steps::NodeSettings;
 use crate::agent::parse::{bindings, claims, form, pitfalls};
 use crate::agent::parse::{checks, verdict::parse_verdict};
-use crate::agent::run::{AgentError, AgentState, Effects, Execution, KeyInformation, Verdict};
+use crate::agent::run::{
+    AgentError, AgentState, Effects, Execution, Expected, FormDispute, KeyInformation, Verdict,
+};
 use crate::agent::{prompts, schemas};
 
 /// How agent code's output tells of a figure it showed (`mahtab/agent/execution.py`).
@@ -60,7 +62,8 @@ pub async fn check<E: Effects>(
     if let Some(verdict) = uncomputed(&state.executions[since..]) {
         return Ok(verdict);
     }
-    if let Some(why) = contradicted_form(state, effects, settings, &values).await? {
+    let mut kept = Vec::new();
+    if let Some(why) = contradicted_form(state, effects, settings, &values, &mut kept).await? {
         return Ok(Verdict::not_done(why.reasoning, why.next_action));
     }
     // Other solutions agreeing is told to the review, never stands in for
@@ -71,6 +74,9 @@ pub async fn check<E: Effects>(
         review.push_str(&prompts::answer_to_check(answer));
     }
     review.push_str(&prompts::values_to_check(&values));
+    for dispute in &kept {
+        review.push_str(&prompts::kept_against_form_check(dispute));
+    }
     if let Some((agree, of)) = work.agreed {
         review.push_str(&prompts::agreement_to_check(agree, of));
     }
@@ -144,47 +150,77 @@ fn same_in(agree: usize, of: usize) -> String {
 }
 
 /// Why a value the request names plainly has another form than the request
-/// asks for (several values where one was asked for, or one where several
-/// were), if one does. The form is asked of the model once a run, before it
-/// sees the value, and compared by code, so a review that would talk itself
-/// into "done" never sees it.
+/// asks for (several values where one was asked for, one where several
+/// were, another shape than it writes out), if one does. The form is asked
+/// of the model once a run, before it sees the value, and compared by code,
+/// so a review that would talk itself into "done" never sees it. A value
+/// the next turn left as it was when the check sent it back is the model's
+/// answer against the check's: it goes to the review, told of both
+/// (`kept`), since either may be the one that is wrong.
 async fn contradicted_form<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: &NodeSettings,
     values: &[KeyInformation],
+    kept: &mut Vec<FormDispute>,
 ) -> Result<Option<form::Contradiction>, AgentError> {
     for (name, description) in values.iter().take(FORM_CHECKS) {
-        let known = state.expected_forms.iter().find(|(n, _)| n == name);
-        let expected = match known {
-            Some((_, expected)) => *expected,
-            None => {
-                // Said in so many words ("a dict named `answers`"): nothing to ask.
-                let expected = match form::stated_form(&state.request, name) {
-                    Some(stated) => Some(stated),
-                    None => {
-                        let question = prompts::expected_form_question(&state.request, name);
-                        let answer = settings
-                            .question_alone(
-                                state,
-                                effects,
-                                prompts::EXPECTED_FORM.to_owned(),
-                                question,
-                                schemas::expected_form(),
-                            )
-                            .await?;
-                        form::expected_form(&answer.text)
-                    }
-                };
-                state.expected_forms.push((name.clone(), expected));
-                expected
-            }
-        };
-        if let Some(why) = expected.and_then(|f| form::contradiction(name, f, description)) {
+        let insisted = state
+            .form_disputes
+            .iter()
+            .find(|d| &d.name == name && &d.value == description);
+        if let Some(dispute) = insisted {
+            kept.push(dispute.clone());
+            continue;
+        }
+        let expected = expected_form(state, effects, settings, name).await?;
+        if let Some(why) = form::contradiction(name, &expected, description) {
+            state.form_disputes.push(FormDispute {
+                name: name.clone(),
+                value: description.clone(),
+                reasoning: why.reasoning.clone(),
+            });
             return Ok(Some(why));
         }
     }
     Ok(None)
+}
+
+/// What `name` must be for the request: as the request states it, or as
+/// the model says, asked once a run.
+async fn expected_form<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &NodeSettings,
+    name: &str,
+) -> Result<Expected, AgentError> {
+    if let Some((_, known)) = state.expected_forms.iter().find(|(n, _)| n == name) {
+        return Ok(known.clone());
+    }
+    // Said in so many words ("a dict named `answers`"): nothing to ask.
+    let expected = match form::stated_form(&state.request, name) {
+        Some(stated) => Expected {
+            form: Some(stated),
+            shape: None,
+        },
+        None => {
+            let question = prompts::expected_form_question(&state.request, name);
+            let answer = settings
+                .question_alone(
+                    state,
+                    effects,
+                    prompts::EXPECTED_FORM.to_owned(),
+                    question,
+                    schemas::expected_form(),
+                )
+                .await?;
+            form::expected(&answer.text, &state.request)
+        }
+    };
+    state
+        .expected_forms
+        .push((name.to_owned(), expected.clone()));
+    Ok(expected)
 }
 
 /// What a review that said "done" looked at, a line each: the values the

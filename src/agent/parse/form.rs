@@ -8,7 +8,7 @@
 
 use super::checks::words;
 use super::json::json_objects;
-pub use crate::agent::run::Form;
+pub use crate::agent::run::{Expected, Form};
 
 /// The names the prompt offers, as the model writes them, and their forms;
 /// "cannot tell" (or anything else) is no form.
@@ -30,16 +30,83 @@ pub const FORM_NAMES: [&str; 6] = [
     "cannot tell",
 ];
 
-/// The form an answer to the expected-form question names, if any.
-pub fn expected_form(answer: &str) -> Option<Form> {
-    let said = json_objects(answer)
-        .find_map(|value| value.get("form")?.as_str().map(str::to_owned))
+/// What an answer to the expected-form question says the value must be:
+/// the form it names, if any, and the shape it gives, kept only when
+/// `request` writes that shape out (`(93, 13)`), so a shape the model
+/// made up counts for nothing.
+pub fn expected(answer: &str, request: &str) -> Expected {
+    let object = json_objects(answer).next();
+    let said = object
+        .as_ref()
+        .and_then(|value| value.get("form")?.as_str().map(str::to_owned))
         .unwrap_or_else(|| answer.trim().trim_matches('"').to_owned());
     let said = said.trim().to_ascii_lowercase();
-    FORMS
+    let form = FORMS
         .iter()
         .find(|(name, _)| said == *name)
-        .map(|(_, form)| *form)
+        .map(|(_, form)| *form);
+    let shape = object
+        .as_ref()
+        .and_then(|value| value.get("shape")?.as_array().cloned())
+        .and_then(|dims| {
+            dims.iter()
+                .map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
+                .collect::<Option<Vec<usize>>>()
+        })
+        .filter(|shape| written_shapes(request).contains(shape));
+    Expected { form, shape }
+}
+
+/// The shapes a text writes out: tuples of two or more whole numbers
+/// (`(93,13)`, `(5, 2, 2)`).
+fn written_shapes(text: &str) -> Vec<Vec<usize>> {
+    text.split('(')
+        .skip(1)
+        .filter_map(|after| {
+            let inside = after.split_once(')')?.0;
+            let dims: Vec<usize> = inside
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(|d| d.parse().ok())
+                .collect::<Option<_>>()?;
+            (dims.len() >= 2).then_some(dims)
+        })
+        .collect()
+}
+
+/// The shape a value's description gives (`shape (2, 3)`, `4 rows x 2
+/// columns`), for arrays, Series and tables.
+fn shape_held(description: &str) -> Option<Vec<usize>> {
+    let line = description.lines().next()?;
+    let rest = line.split_once(": ")?.1;
+    if rest.starts_with("DataFrame") {
+        let (rows, columns) = rest.split_once(" rows x ")?;
+        let rows = rows.rsplit(' ').next()?.parse().ok()?;
+        let columns = columns.split_whitespace().next()?.parse().ok()?;
+        return Some(vec![rows, columns]);
+    }
+    let inside = rest.split_once("shape (")?.1.split_once(')')?.0;
+    inside
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().ok())
+        .collect()
+}
+
+/// Shapes as Python writes them: `(93, 13)`, `(4,)`.
+fn shape_text(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Words that say what kind of value a variable is, as a request writes
@@ -162,8 +229,32 @@ pub struct Contradiction {
 }
 
 /// Why `description` plainly contradicts `expected` (the value holds many
-/// where one was asked for, or one where many were), if it does.
-pub fn contradiction(name: &str, expected: Form, description: &str) -> Option<Contradiction> {
+/// where one was asked for, or one where many were, or has another shape
+/// than the request writes out), if it does.
+pub fn contradiction(name: &str, expected: &Expected, description: &str) -> Option<Contradiction> {
+    let by_form = expected
+        .form
+        .and_then(|form| form_contradiction(name, form, description));
+    by_form.or_else(|| {
+        let shape = expected.shape.as_deref()?;
+        let held = shape_held(description)?;
+        (held != shape).then(|| Contradiction {
+            reasoning: format!(
+                "`{name}` must have the shape {} the request gives, but it has the shape {}",
+                shape_text(shape),
+                shape_text(&held)
+            ),
+            next_action: format!(
+                "make `{name}` the shape {} as the request says (check which rows or columns \
+                 each step adds or removes)",
+                shape_text(shape)
+            ),
+        })
+    })
+}
+
+/// The contradiction of `expected`'s number of values, if any.
+fn form_contradiction(name: &str, expected: Form, description: &str) -> Option<Contradiction> {
     let (form, count) = held(description)?;
     let what = description
         .lines()
@@ -199,22 +290,35 @@ pub fn contradiction(name: &str, expected: Form, description: &str) -> Option<Co
 mod tests {
     use super::*;
 
+    fn of(form: Form) -> Expected {
+        Expected {
+            form: Some(form),
+            shape: None,
+        }
+    }
+
     #[test]
     fn answers_recorded_from_the_local_model_name_a_form() {
         // Qwen2.5-Coder-1.5B at temperature 0, with the schema.
-        assert_eq!(expected_form(r#"{"form": "one number"}"#), Some(Form::One));
         assert_eq!(
-            expected_form(r#"{"form": "several values"}"#),
-            Some(Form::Several)
-        );
-        assert_eq!(expected_form(r#"{"form": "a table"}"#), Some(Form::Table));
-        assert_eq!(
-            expected_form(r#"{"form": "true or false"}"#),
+            expected(r#"{"form": "one number"}"#, "").form,
             Some(Form::One)
         );
-        assert_eq!(expected_form("text"), Some(Form::One));
-        assert_eq!(expected_form(r#"{"form": "cannot tell"}"#), None);
-        assert_eq!(expected_form("a number, I think"), None);
+        assert_eq!(
+            expected(r#"{"form": "several values"}"#, "").form,
+            Some(Form::Several)
+        );
+        assert_eq!(
+            expected(r#"{"form": "a table"}"#, "").form,
+            Some(Form::Table)
+        );
+        assert_eq!(
+            expected(r#"{"form": "true or false"}"#, "").form,
+            Some(Form::One)
+        );
+        assert_eq!(expected("text", "").form, Some(Form::One));
+        assert_eq!(expected(r#"{"form": "cannot tell"}"#, "").form, None);
+        assert_eq!(expected("a number, I think", "").form, None);
     }
 
     #[test]
@@ -294,7 +398,7 @@ mod tests {
     #[test]
     fn only_a_plain_contradiction_counts() {
         let series = "revenue: Series, shape (4,), dtype float64, min 7.7, max 12.5";
-        let why = contradiction("revenue", Form::One, series).unwrap();
+        let why = contradiction("revenue", &of(Form::One), series).unwrap();
         assert!(
             why.reasoning.contains("must hold one value")
                 && why.reasoning.contains("Series, shape (4,)"),
@@ -304,28 +408,97 @@ mod tests {
             why.next_action.contains("single value in `revenue`"),
             "{why:?}"
         );
-        assert!(contradiction("total", Form::Several, "total: int: 3").is_some());
+        assert!(contradiction("total", &of(Form::Several), "total: int: 3").is_some());
         // Right answers in other shapes than expected pass.
         assert_eq!(
             contradiction(
                 "revenue",
-                Form::One,
+                &of(Form::One),
                 "revenue: Series, shape (1,), dtype float64"
             ),
             None
         );
         assert_eq!(
-            contradiction("per", Form::Several, "per: DataFrame, 3 rows x 1 columns"),
+            contradiction(
+                "per",
+                &of(Form::Several),
+                "per: DataFrame, 3 rows x 1 columns"
+            ),
             None
         );
         assert_eq!(
-            contradiction("per", Form::Table, "per: Series, shape (3,), dtype int64"),
+            contradiction(
+                "per",
+                &of(Form::Table),
+                "per: Series, shape (3,), dtype int64"
+            ),
             None
         );
         assert_eq!(
-            contradiction("top", Form::One, "top: str, 3 characters, 1 lines"),
+            contradiction("top", &of(Form::One), "top: str, 3 characters, 1 lines"),
             None
         );
-        assert_eq!(contradiction("x", Form::One, "x: Widget: <Widget>"), None);
+        assert_eq!(
+            contradiction("x", &of(Form::One), "x: Widget: <Widget>"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_shape_counts_only_where_the_request_writes_it_out() {
+        // Qwen2.5-Coder-1.5B at temperature 0, asked for a form and a shape.
+        let pad = "I have a file with arrays of different shapes. I want to zero pad all \
+                   of them to match the largest shape, (93,13). For example a = \
+                   np.ones((41,13)): how can I pad it to the right and bottom?";
+        let said = r#"{"form": "several values", "shape": [93, 13]}"#;
+        assert_eq!(
+            expected(said, pad),
+            Expected {
+                form: Some(Form::Several),
+                shape: Some(vec![93, 13])
+            }
+        );
+        // A shape the request does not write (the model's guess) is none.
+        let guess = r#"{"form": "several values", "shape": [3, 3]}"#;
+        assert_eq!(expected(guess, "Reshape a (4,5) array.").shape, None);
+        assert_eq!(
+            expected(r#"{"form": "one number", "shape": []}"#, pad).shape,
+            None
+        );
+        assert_eq!(expected(r#"{"form": "one number"}"#, pad).shape, None);
+        assert_eq!(
+            written_shapes("sliced to (5,2,2), from (5, 5, 5); rows (0,1,2,4), f(x)"),
+            [vec![5, 2, 2], vec![5, 5, 5], vec![0, 1, 2, 4]]
+        );
+    }
+
+    #[test]
+    fn a_value_of_another_shape_than_the_request_writes_contradicts_it() {
+        let padded = Expected {
+            form: Some(Form::Several),
+            shape: Some(vec![93, 13]),
+        };
+        let wide = "result: ndarray, shape (93, 93), dtype float64, min 0.0, max 1.0";
+        let why = contradiction("result", &padded, wide).unwrap();
+        assert!(
+            why.reasoning.contains("shape (93, 13)") && why.reasoning.contains("shape (93, 93)"),
+            "{why:?}"
+        );
+        let right = "result: ndarray, shape (93, 13), dtype float64, min 0.0, max 1.0";
+        assert_eq!(contradiction("result", &padded, right), None);
+        let table = "out: DataFrame, 93 rows x 13 columns, 9 kB in memory";
+        assert_eq!(contradiction("out", &padded, table), None);
+        let short = "out: DataFrame, 41 rows x 13 columns, 4 kB in memory";
+        assert!(contradiction("out", &padded, short).is_some());
+        // A value with no shape (a number, a dict) is the form check's to judge.
+        assert_eq!(
+            contradiction("n", &padded, "n: dict, 2 keys: 'a', 'b'"),
+            None
+        );
+        assert_eq!(
+            shape_held("s: Series, shape (4,), dtype int64"),
+            Some(vec![4])
+        );
+        assert_eq!(shape_text(&[4]), "(4,)");
     }
 }

@@ -158,6 +158,29 @@ pub enum Form {
     Table,
 }
 
+/// What a value the request names must be once it is done, as the request
+/// states it or the model says before it sees the value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// How many values (None: nobody could tell).
+    pub form: Option<Form>,
+    /// The shape the request writes out for the result (`(93, 13)`), if
+    /// it gives one.
+    pub shape: Option<Vec<usize>>,
+}
+
+/// A value the form check found other than expected, as it was then: the
+/// next turn that leaves it so keeps it against the check, and the review
+/// decides between them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormDispute {
+    pub name: String,
+    /// The value's description when it was disputed.
+    pub value: String,
+    /// What the check said was wrong with it.
+    pub reasoning: String,
+}
+
 /// The agents the triage hands work to: the other graphs, and the claude
 /// CLI (the default graph with Claude Code's model) when it is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::findings::{Action, Form, KeyInformation, Outcome, Plan, Triage, Verdict};
+use super::findings::{
+    Action, Expected, FormDispute, KeyInformation, Outcome, Plan, Triage, Verdict,
+};
 use super::limits;
 use crate::agent::llm::{ChatMessage, Role, Usage};
 
@@ -130,9 +132,12 @@ pub struct AgentState {
     /// checked.
     pub checked: Vec<String>,
     /// The form each value the request names must have, as the model said
-    /// before it saw the value (`None`: it could not tell); asked once a run.
+    /// before it saw the value; asked once a run.
     #[serde(skip)]
-    pub expected_forms: Vec<(String, Option<Form>)>,
+    pub expected_forms: Vec<(String, Expected)>,
+    /// Values the form check sent back, as they were then.
+    #[serde(skip)]
+    pub form_disputes: Vec<FormDispute>,
     /// The other solutions sampled for this turn's request, from its answer
     /// until its review compares them with the turn's own.
     pub other_solutions: Option<OtherSolutions>,
@@ -239,6 +244,7 @@ impl AgentState {
             images_sent: 0,
             checked: Vec::new(),
             expected_forms: Vec::new(),
+            form_disputes: Vec::new(),
             other_solutions: None,
             nudged_for_code: false,
             nudged_after_review: false,

@@ -383,7 +383,15 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         return Precheck::CopiedCell;
     }
     let blocks = state.last_turn_blocks;
-    if checks::repeated(&state.executions, blocks) {
+    // Code sent again after a form check sent its value back holds to that
+    // value: the review settles it (see `check`), not the repeat.
+    let form_disputed = state.verdict.as_ref().is_some_and(|verdict| {
+        state
+            .form_disputes
+            .iter()
+            .any(|d| d.reasoning == verdict.reasoning)
+    });
+    if !form_disputed && checks::repeated(&state.executions, blocks) {
         state.repeats += 1;
         let error = state
             .executions

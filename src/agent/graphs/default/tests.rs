@@ -611,6 +611,62 @@ fn a_named_variable_that_exists_is_judged_by_its_value_never_by_existing() {
 }
 
 #[test]
+fn a_value_kept_against_the_form_check_goes_to_the_review_told_of_both() {
+    // The model holds to its list, first in the same code, then in other
+    // code: not a repeat to stop, a second opinion for the review.
+    for second in [
+        "```python\ntotal = [1, 2, 3]\n```",
+        "```python\nprint(0)\ntotal = [1, 2, 3]\n```",
+    ] {
+        let mut script = Script::new(
+            &["```python\ntotal = [1, 2, 3]\n```", ONE_VALUE, second, DONE],
+            ok,
+        );
+        let mut state = AgentState::new("Store the sums in `total`.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert!(latest(&script.requests[2]).contains("must hold one value"));
+        // The form is not asked again; the review reads both sides.
+        let review = latest(&script.requests[3]);
+        assert!(
+            review.contains(
+                "A check that read only the request said: `total` must hold one value for this \
+                 request, but it holds several (list, 3 items of int). The code kept `total` \
+                 as it was."
+            ),
+            "{review}"
+        );
+        assert_eq!(script.requests.len(), 4, "{second}");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+}
+
+#[test]
+fn a_value_changed_after_the_form_check_is_checked_again_and_a_repeat_after_a_review_stops() {
+    let mut script = Script::new(
+        &[
+            "```python\ntotal = [1, 2, 3]\n```",
+            ONE_VALUE,
+            "```python\ntotal = [1, 2]\n```",
+            "```python\ntotal = [1, 2]\n```",
+            NOT_DONE,
+            "```python\ntotal = [1, 2]\n```",
+            "```python\ntotal = [1, 2]\n```",
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("Store the sums in `total`.", Vec::new(), 6);
+    run(&mut script, &mut state, settings());
+    // Another list: the check's own finding again, no review.
+    assert!(latest(&script.requests[3]).contains("holds several (list, 2 items"));
+    // Kept against it: the review; repeated after the review: told once,
+    // then the run stops.
+    assert!(latest(&script.requests[4]).contains("The code kept `total` as it was"));
+    assert!(latest(&script.requests[6]).contains("same code again"));
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
+    assert_eq!(script.requests.len(), 7);
+}
+
+#[test]
 fn a_kind_the_request_states_is_the_form_and_nothing_is_asked() {
     let request = "Find the mean and the spread. Store the answers in a dict named `answers`.";
     let mut script = Script::new(
