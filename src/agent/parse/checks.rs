@@ -381,6 +381,17 @@ pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
     error_hint(error).map(Cow::Borrowed)
 }
 
+/// The line of the agent's code, counted from 1, whose top-level statement
+/// raised the error in `output`'s traceback (`File "<agent>", line 14, in
+/// <module>`).
+pub fn failed_line(output: &str) -> Option<usize> {
+    output.lines().map(str::trim).find_map(|line| {
+        let rest = line.strip_prefix("File \"<agent>\", line ")?;
+        let (number, place) = rest.split_once(", in ")?;
+        (place.trim() == "<module>").then(|| number.parse().ok())?
+    })
+}
+
 /// The function of the agent's code that raised the error in `output`'s
 /// traceback, and the library that called it: the innermost frame of agent
 /// code (`File "<agent>", line 8, in total_of`) is a function's, right
@@ -621,6 +632,15 @@ pub fn may_be_unfixable(error_line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_failed_line_is_the_top_level_statements() {
+        let output = "Traceback (most recent call last):\n  File \"<agent>\", line 13, in \
+                      <module>\n    result = f(df)\n  File \"<agent>\", line 8, in f\n    \
+                      return 1/0\nZeroDivisionError: division by zero";
+        assert_eq!(failed_line(output), Some(13));
+        assert_eq!(failed_line("NameError: name 'NaN' is not defined"), None);
+    }
 
     #[test]
     fn a_missing_file_read_into_a_loaded_variable_is_left_out() {

@@ -16,6 +16,9 @@ pub struct Retyped {
     pub name: String,
     /// The block without the statement.
     pub code: String,
+    /// The statement's first and last line in the block, counted from 1
+    /// as a traceback does.
+    pub lines: (usize, usize),
 }
 
 /// Names a value typed into code may use besides its literals: the
@@ -56,6 +59,7 @@ pub fn retypes_a_variable(code: &str, namespace_names: &[String]) -> Option<Rety
                 return Some(Retyped {
                     name: name.to_owned(),
                     code: kept.join("\n"),
+                    lines: (index + 1, end + 1),
                 });
             }
         }

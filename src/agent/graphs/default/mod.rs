@@ -466,9 +466,10 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
 /// variables held when the run began (unless the request asks to set
 /// them), from the first block with one, after the variables' own objects
 /// are put back, so the rest runs on the user's data. For a block that ran,
-/// only where the typed-in data is other than the user's: a list typed in
-/// again as the array of it is a conversion, and stays. None on the last
-/// turn.
+/// or failed after the statement, only where the typed-in data is other
+/// than the user's: a list typed in again as the array of it is a
+/// conversion, and stays. None for a failure raised before the statement,
+/// and on the last turn.
 async fn without_retyped_data<E: Effects>(
     state: &AgentState,
     effects: &mut E,
@@ -484,18 +485,30 @@ async fn without_retyped_data<E: Effects>(
             .filter(|name| !asks_to_set(&state.request, name))
             .collect();
     let turn = this_turns_executions(state);
-    let first = turn
-        .iter()
-        .position(|execution| retypes_a_variable(&execution.code, &user_names).is_some())?;
+    let (first, retyped) = turn.iter().enumerate().find_map(|(index, execution)| {
+        retypes_a_variable(&execution.code, &user_names).map(|retyped| (index, retyped))
+    })?;
+    // Where a failed block's error rose, against the statement: before it,
+    // the typed-in data had no part in it; in it, the statement itself
+    // failed (a `NaN` Python does not know), so there is nothing to compare
+    // and the block cannot stand as it is; after it, the data is compared
+    // as for a block that ran.
+    let compared = match checks::failed_line(&turn[turn.len() - 1].output) {
+        Some(line) if failed && first == turn.len() - 1 => {
+            if line < retyped.lines.0 {
+                return None;
+            }
+            line > retyped.lines.1
+        }
+        _ => true,
+    };
     let mut code = turn[first].code.clone();
     let mut names = Vec::new();
     while let Some(retyped) = retypes_a_variable(&code, &user_names) {
         names.push(retyped.name);
         code = retyped.code;
     }
-    if failed {
-        // The statement may have failed itself (a `NaN` Python does not
-        // know): nothing to compare, and the block cannot stand as it is.
+    if !compared {
         effects.restore(&names).await;
     } else if effects.restore_changed(&names).await.is_empty() {
         // (Those with the user's data keep it; the rest runs on them.)

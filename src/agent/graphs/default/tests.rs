@@ -225,6 +225,49 @@ fn the_users_own_data_typed_in_again_stays_and_other_data_beside_it_goes() {
 }
 
 #[test]
+fn a_failure_the_typed_in_data_had_no_part_in_goes_back_as_a_failure() {
+    // `x` typed in, then a later line fails: with the user's own data, or
+    // raised before the statement, the same code on `x` would fail the same.
+    const FIXED: &str = "```python\ntotal = 3\n```";
+    fn fails_at(code: &str) -> Execution {
+        let Some(line) = code.lines().position(|l| l.contains("1/0")).map(|l| l + 1) else {
+            return ok(code);
+        };
+        Execution {
+            output: format!(
+                "Traceback (most recent call last):\n  File \"<agent>\", line {line}, in \
+                 <module>\n    y = 1/0\nZeroDivisionError: division by zero"
+            ),
+            failed: true,
+            ..ok(code)
+        }
+    }
+    for (answer, same_data) in [
+        ("```python\nx = np.array([1, 2])\ny = 1/0\n```", true),
+        ("```python\ny = 1/0\nx = np.array([1, 2])\n```", false),
+    ] {
+        let mut script = Script::new(&[answer, FIXED, ONE_VALUE, DONE], fails_at);
+        if same_data {
+            script.same_data = vec!["x".into()];
+        }
+        let mut state = AgentState::new("Put the total of x in `total`.", Vec::new(), 5);
+        run(&mut script, &mut state, settings());
+        assert_eq!(script.executed.len(), 2, "{answer}");
+        assert!(script.restored.is_empty(), "{answer}");
+        let told = latest(&script.requests[1]);
+        assert!(told.contains("ZeroDivisionError"), "{told}");
+    }
+    // The data other than the user's, and the failure after it: the block
+    // runs again on `x`, as for a block that ran.
+    let answer = "```python\nx = np.array([1, 2])\ny = 1/0\n```";
+    let mut script = Script::new(&[answer, FIXED, ONE_VALUE, DONE], fails_at);
+    let mut state = AgentState::new("Put the total of x in `total`.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed[1], "y = 1/0");
+    assert_eq!(script.restored, ["x"]);
+}
+
+#[test]
 fn data_typed_in_stays_when_the_request_sets_it_or_the_run_made_the_variable() {
     // Asked to set `x`: typing it in is the work.
     let answer = "```python\nx = [5, 6, 7]\n```";
