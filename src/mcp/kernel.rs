@@ -5,7 +5,7 @@
 //! code that asks for input fails at once instead of waiting for an answer
 //! no one can give.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -38,12 +38,17 @@ struct Waiter {
     iopub: Option<mpsc::UnboundedSender<Message>>,
 }
 
-/// The requests waiting for the kernel, and whether it is gone (then no
-/// request may wait: nothing would ever answer it).
+/// The requests waiting for the kernel, whether it is gone (then no
+/// request may wait: nothing would ever answer it), and the cells the main
+/// shell runs or has queued that this client knows of.
 #[derive(Default)]
 struct Registry {
     waiting: HashMap<String, Waiter>,
     closed: bool,
+    /// `execute_request` ids on the main shell: every client's from IOPub's
+    /// busy statuses (until idle), this client's own from when they are
+    /// sent (until replied to).
+    main_shell: HashSet<String>,
 }
 
 type Waiters = Arc<Mutex<Registry>>;
@@ -215,6 +220,10 @@ impl KernelClient {
                 },
             );
         }
+        if matches!(channel, Channel::Shell) && subshell.is_none() && msg_type == "execute_request"
+        {
+            lock(&self.waiters).main_shell.insert(msg_id.clone());
+        }
         let pending = Pending {
             msg_id: msg_id.clone(),
             reply: Some(reply_rx),
@@ -244,6 +253,28 @@ impl KernelClient {
             .await
             .with_context(|| format!("no {msg_type} reply within {CONTROL_LIMIT:?}"))??;
         Ok(reply.content)
+    }
+
+    /// Whether the main shell runs no cell this client knows of, its own or
+    /// another client's (one started before this client subscribed is
+    /// known once a cell of this client's queued behind it: see
+    /// [`KernelClient::queue_on_main_shell`]).
+    pub fn main_shell_idle(&self) -> bool {
+        lock(&self.waiters).main_shell.is_empty()
+    }
+
+    /// Queues a silent empty cell on the main shell, so that the shell
+    /// counts as busy until every cell started before it has ended.
+    pub fn queue_on_main_shell(&self) -> Result<Pending> {
+        let content = json!({
+            "code": "",
+            "silent": true,
+            "store_history": false,
+            "user_expressions": {},
+            "allow_stdin": false,
+            "stop_on_error": false,
+        });
+        self.send(Channel::Shell, "execute_request", content, None)
     }
 
     /// Whether a channel to the kernel has closed.
@@ -317,10 +348,13 @@ async fn read_replies(
         let Some(parent) = parent_id(&message) else {
             continue;
         };
-        let reply = lock(&waiters)
+        let mut registry = lock(&waiters);
+        registry.main_shell.remove(parent);
+        let reply = registry
             .waiting
             .get_mut(parent)
             .and_then(|waiter| waiter.reply.take());
+        drop(registry);
         if let Some(reply) = reply {
             let _ = reply.send(message);
         }
@@ -349,6 +383,9 @@ async fn read_iopub(
         let Some(parent) = parent_id(&message) else {
             continue;
         };
+        if message.header.msg_type == "status" {
+            track_main_shell(&waiters, parent, &message);
+        }
         if let Some(iopub) = lock(&waiters)
             .waiting
             .get(parent)
@@ -358,4 +395,29 @@ async fn read_iopub(
         }
     }
     close(&waiters, &gone);
+}
+
+/// Follows the main shell's cells from a status message of any client's
+/// request: an `execute_request` without a subshell is the main shell's.
+fn track_main_shell(waiters: &Waiters, parent: &str, status: &Message) {
+    let header = &status.parent_header;
+    let on_main = header.get("msg_type").and_then(Value::as_str) == Some("execute_request")
+        && header.get("subshell_id").is_none_or(Value::is_null);
+    if !on_main {
+        return;
+    }
+    let mut registry = lock(waiters);
+    match status
+        .content
+        .get("execution_state")
+        .and_then(Value::as_str)
+    {
+        Some("busy") => {
+            registry.main_shell.insert(parent.to_owned());
+        }
+        Some("idle") => {
+            registry.main_shell.remove(parent);
+        }
+        _ => {}
+    }
 }

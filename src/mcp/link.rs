@@ -1,5 +1,9 @@
 //! The server's hold on its kernel: the client and the two subshells it
-//! made there, replaced when the kernel restarts. jupyter_client restarts a
+//! made there, replaced when the kernel restarts, and where the server's
+//! cells run: on the main shell while it runs nothing (an interrupt ends
+//! a call blocked in C only there: CPython runs signal handlers on the main
+//! thread alone), else on the work subshell, so they answer while the
+//! notebook's own cells run. jupyter_client restarts a
 //! kernel on the same connection file (ports and keys), so while that file
 //! is there the server connects again and the MCP session goes on; a tool
 //! call made meanwhile waits for the kernel to be back.
@@ -16,14 +20,17 @@ use super::kernel::KernelClient;
 
 /// How long a restarted kernel may take to answer again.
 pub const RESTART_LIMIT: Duration = Duration::from_secs(30);
+/// How long a silent empty cell on an idle main shell may take.
+const MAIN_SHELL_PROBE: Duration = Duration::from_millis(500);
 /// How often a connection is tried while the kernel restarts.
 const RETRY: Duration = Duration::from_millis(200);
 
 /// A connected kernel and the server's subshells on it.
 pub struct Attached {
     pub kernel: KernelClient,
-    /// The subshell that runs `execute` and `ask` cells.
-    pub work: Arc<str>,
+    /// The subshell that runs `execute` and `ask` cells while the main
+    /// shell is busy.
+    work: Arc<str>,
     /// The subshell that answers `variables` and `inspect` (replaced when
     /// one of them hangs: a value's own code may never return).
     look: Mutex<Arc<str>>,
@@ -45,11 +52,31 @@ impl Attached {
                 return Err(e);
             }
         };
+        // A cell already running there is known once this one, queued
+        // behind it, has run: at once when none runs.
+        match kernel.queue_on_main_shell() {
+            Ok(mut queued) => {
+                let _ = tokio::time::timeout(MAIN_SHELL_PROBE, queued.reply()).await;
+            }
+            Err(e) => tracing::debug!("no cell queued on the main shell: {e:#}"),
+        }
         Ok(Self {
             kernel,
             work: work.into(),
             look: Mutex::new(look.into()),
         })
+    }
+
+    /// Where the server's next cell runs: the main shell (`None`) when no
+    /// cell runs there, and the notebook's next cell then waits for it as
+    /// for any other client's; else the work subshell.
+    pub fn cell_shell(&self) -> Option<&str> {
+        (!self.kernel.main_shell_idle()).then_some(&*self.work)
+    }
+
+    /// The subshell the server's cells run on when not on the main shell.
+    pub fn work(&self) -> &str {
+        &self.work
     }
 
     pub fn look(&self) -> Arc<str> {

@@ -1,8 +1,9 @@
 //! The MCP tools: run code and `%%ask` requests in the kernel's live
 //! namespace, follow a long cell, read the variables or one value, stop
-//! what the server started. Code runs on a subshell of the server's own,
-//! and questions about the namespace on another, so both answer while the
-//! notebook's own cells run.
+//! what the server started. Code runs on the main shell while it is idle
+//! and on a subshell of the server's own while a notebook cell runs there,
+//! and questions about the namespace on another subshell, so both answer
+//! while the notebook's own cells run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +53,16 @@ describes one; `execute` runs code there (it answers after at most `wait` second
 keeps running and `read_output` follows it; `interrupt` stops it); `ask` hands a request to \
 mahtab's own agent, under the notebook's guard and approval rules. Everything run here shows in \
 the kernel's output to the notebook's clients.";
+
+/// Where a cell of the server's runs.
+#[derive(Debug, Clone, Copy)]
+enum Shell {
+    /// The main shell while no cell runs there (an interrupt ends a call
+    /// blocked in C only there), else the work subshell.
+    MainWhenIdle,
+    /// The work subshell.
+    Work,
+}
 
 /// The server: one per kernel connection.
 #[derive(Clone)]
@@ -117,7 +128,8 @@ impl KernelTools {
         Parameters(args): Parameters<ExecuteArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        self.run_cell(args.code, args.wait.unwrap_or(EXECUTE_WAIT), &context)
+        let wait = args.wait.unwrap_or(EXECUTE_WAIT);
+        self.run_cell(args.code, Shell::MainWhenIdle, wait, &context)
             .await
     }
 
@@ -132,8 +144,10 @@ impl KernelTools {
     ) -> Result<CallToolResult, McpError> {
         let options = args.options.unwrap_or_default();
         let code = format!("%%ask {}\n{}", options.trim(), args.request);
-        self.run_cell(code, args.wait.unwrap_or(ASK_WAIT), &context)
-            .await
+        // An agent run waits on the model for minutes: on the subshell, the
+        // notebook's cells run meanwhile.
+        let wait = args.wait.unwrap_or(ASK_WAIT);
+        self.run_cell(code, Shell::Work, wait, &context).await
     }
 
     /// Reads the output of an earlier `execute` or `ask`: waits for it to
@@ -221,21 +235,24 @@ impl KernelTools {
         self.link.attached().await.map_err(kernel_error)
     }
 
-    /// Runs `code` as a cell on the work subshell and follows it for `wait`
-    /// seconds.
+    /// Runs `code` as a cell on `shell` and follows it for `wait` seconds.
     async fn run_cell(
         &self,
         code: String,
+        shell: Shell,
         wait: f64,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        // The server sends one cell at a time, so a failure has nothing of
+        // its own to abort; on the main shell it must not abort the
+        // notebook's cells queued behind it.
         let content = json!({
             "code": code,
             "silent": false,
             "store_history": true,
             "user_expressions": {},
             "allow_stdin": false,
-            "stop_on_error": true,
+            "stop_on_error": false,
         });
         let attached = self.attached().await?;
         let send = || {
@@ -243,7 +260,10 @@ impl KernelTools {
                 Channel::Shell,
                 "execute_request",
                 content,
-                Some(&attached.work),
+                match shell {
+                    Shell::MainWhenIdle => attached.cell_shell(),
+                    Shell::Work => Some(attached.work()),
+                },
             )
         };
         let execution = match self.executions.start(send) {

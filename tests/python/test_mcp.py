@@ -202,6 +202,52 @@ def test_interrupt_ends_a_single_long_sleep(kernel: Kernel) -> None:
     run(kernel, steps)
 
 
+def test_interrupt_ends_a_blocking_socket_read_run_while_the_notebook_is_idle(kernel: Kernel) -> None:
+    """With the main shell idle the server's cell runs there, where the
+    interrupt's signal ends a call blocked in C, not only a sleep."""
+
+    async def steps(session: ClientSession) -> None:
+        code = "import socket\nleft, right = socket.socketpair()\nleft.recv(1)"
+        result = await call(session, "execute", code=code, wait=0.5)
+        assert "still running after" in text(result), text(result)
+        with anyio.fail_after(CALL_LIMIT / 3):
+            stopped = await call(session, "interrupt")
+        assert "KeyboardInterrupt" in text(stopped), text(stopped)
+        after = await call(session, "execute", code="left.close(); right.close(); print('awake')")
+        assert "awake" in text(after), text(after)
+
+    run(kernel, steps)
+
+
+ON_MAIN_THREAD = "import threading\nthreading.current_thread() is threading.main_thread()"
+
+
+def test_cells_run_on_the_idle_main_shell_and_on_a_subshell_while_a_notebook_cell_runs(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    notebook_cell = "import os, time\nprint('started', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.02)"
+
+    async def steps(session: ClientSession) -> None:
+        idle = await call(session, "execute", code=ON_MAIN_THREAD)
+        assert re.search(r"Out\[\d+\]: True", text(idle)), text(idle)
+        # A notebook cell started after the server connected (it sees the
+        # cell's busy status) holds the main shell: the next cell goes to the
+        # server's subshell and answers while the notebook cell runs.
+        msg_id = kernel.kc.execute(notebook_cell, allow_stdin=False)
+        kernel.wait_for(
+            "iopub",
+            lambda m: m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id,
+            "the notebook cell's output",
+        )
+        busy = await call(session, "execute", code=ON_MAIN_THREAD)
+        assert re.search(r"Out\[\d+\]: False", text(busy)), text(busy)
+        assert notebook_cell_running(kernel, msg_id)
+        (tmp_path / "go").touch()
+        kernel.finish(notebook_cell, msg_id).assert_ok()
+
+    run(kernel, steps)
+
+
 def test_two_execute_calls_at_once_start_one_cell(kernel: Kernel) -> None:
     """rmcp serves calls concurrently: of two `execute` calls sent together,
     one runs and the other is told which cell is running, never both."""
