@@ -199,11 +199,7 @@ pub fn held(description: &str) -> Option<(Form, Option<usize>)> {
             Some((Form::Table, rows.zip(columns).map(|(r, c)| r * c)))
         }
         "Series" | "ndarray" | "Index" => {
-            let shape = rest.split_once("shape (")?.1.split_once(')')?.0;
-            let dims: Vec<usize> = shape
-                .split(',')
-                .filter_map(|d| d.trim().parse().ok())
-                .collect();
+            let dims = shape_held(description)?;
             let count = dims.iter().product();
             let form = if dims.len() > 1 && kind == "ndarray" {
                 Form::Table
