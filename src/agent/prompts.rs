@@ -100,10 +100,17 @@ pub fn loaded_skill(name: &str, text: &str) -> String {
     )
 }
 
+/// What the review's verdict says of its `answer` field, in the field's
+/// place: a small model sometimes copies it as the answer
+/// ([`crate::agent::parse::verdict`] takes such a copy out).
+pub const VERDICT_ANSWER_FIELD: &str = "when done: the result in one plain sentence, with the \
+     values that matter, taken from the output or the variables (never invented); empty when \
+     the output says it all";
+
 /// The system prompt of the review, the same for every request (the
 /// request is in the message), so a prompt cache keeps all of it.
 pub fn reflect() -> String {
-    REFLECT.to_owned()
+    REFLECT.replace("{answer_field}", VERDICT_ANSWER_FIELD)
 }
 
 /// The analyst graph's prompt for writing (and fixing) the code.
@@ -586,7 +593,8 @@ mod tests {
         }
         assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         assert!(system("", &[], &[]).contains("(no user variables yet)"));
-        assert!(!reflect().contains("{request}"));
+        assert!(!reflect().contains("{request}") && !reflect().contains("{answer_field}"));
+        assert!(reflect().contains("(never invented); empty when the output says it all\"}"));
         for prompt in [
             analyst_code("df: DataFrame", &[], &[]),
             explain("why?", "df: DataFrame"),

@@ -10,7 +10,13 @@ use serde_json::Value;
 
 use super::json::{json_objects, python_dicts, truthy};
 use crate::agent::llm::TokenChoices;
+use crate::agent::prompts::VERDICT_ANSWER_FIELD;
 use crate::agent::run::Verdict;
+
+/// How much of the answer field's description an answer must repeat, word
+/// for word from its start, to count as a copy of it rather than an answer
+/// that happens to begin the same way ("The result in one row: 3").
+const COPIED_WORDS: usize = 6;
 
 /// How likely the model held the boolean `field` true rather than false:
 /// read at the token where its value begins (after `"field":`), from the
@@ -106,7 +112,7 @@ fn from_json(value: &Value) -> Option<Verdict> {
         reasoning: text("reasoning"),
         next_action: text("next_action"),
         answer: if is_complete {
-            text("answer")
+            without_copied_description(&text("answer"))
         } else {
             String::new()
         },
@@ -144,13 +150,76 @@ fn from_lines(text: &str) -> Option<Verdict> {
         reasoning: value("reasoning").unwrap_or_default(),
         next_action: value("next_action").unwrap_or_default(),
         answer: if is_complete {
-            value("answer").unwrap_or_default()
+            without_copied_description(&value("answer").unwrap_or_default())
         } else {
             String::new()
         },
         parsed: true,
         confidence: None,
     })
+}
+
+/// The answer without the prompt's description of the field, where a small
+/// model wrote that description first (measured: a third of the local
+/// model's "done" answers began "The result in one plain sentence, with the
+/// values that matter, ...", some with nothing after it): what follows the
+/// copy, or nothing. The user is shown the answer, never the instructions.
+fn without_copied_description(answer: &str) -> String {
+    let answer = answer.trim();
+    // ASCII case only: the lowercase text keeps every byte where it was.
+    let lower = answer.to_ascii_lowercase();
+    let copied = [VERDICT_ANSWER_FIELD, described(VERDICT_ANSWER_FIELD)]
+        .iter()
+        .map(|description| shared_words(&lower, description))
+        .max()
+        .unwrap_or(0);
+    if copied == 0 {
+        return answer.to_owned();
+    }
+    let rest =
+        answer[copied..].trim_start_matches(|c: char| c.is_whitespace() || ":;,.-".contains(c));
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The description without its lead-in ("when done: ").
+fn described(field: &str) -> &str {
+    field
+        .split_once(": ")
+        .map_or(field, |(_, described)| described)
+}
+
+/// The length of the longest start of `answer` (already lowercase) that
+/// repeats `description` word for word, ending where a word of both ends;
+/// 0 when fewer than [`COPIED_WORDS`] words are repeated.
+fn shared_words(answer: &str, description: &str) -> usize {
+    let description = description.to_ascii_lowercase();
+    let same = answer
+        .bytes()
+        .zip(description.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let ends_a_word = |text: &str, at: usize| {
+        text[at..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric())
+    };
+    // Back to the last place both texts end a word.
+    let end = (0..=same)
+        .rev()
+        .find(|&at| {
+            answer.is_char_boundary(at)
+                && description.is_char_boundary(at)
+                && ends_a_word(answer, at)
+                && ends_a_word(&description, at)
+        })
+        .unwrap_or(0);
+    let words = answer[..end].split_whitespace().count();
+    if words >= COPIED_WORDS { end } else { 0 }
 }
 
 fn tag<'a>(text: &'a str, name: &str) -> Option<&'a str> {
@@ -170,7 +239,7 @@ fn from_tags(text: &str) -> Option<Verdict> {
         reasoning: tag(text, "reasoning").unwrap_or_default().to_owned(),
         next_action: tag(text, "next_action").unwrap_or_default().to_owned(),
         answer: match is_complete {
-            true => tag(text, "answer").unwrap_or_default().to_owned(),
+            true => without_copied_description(tag(text, "answer").unwrap_or_default()),
             false => String::new(),
         },
         parsed: true,
@@ -260,6 +329,49 @@ mod tests {
         // An answer to a request that is not done yet is no answer.
         let v = parse_verdict(r#"{"is_complete": false, "reasoning": "r", "answer": "guess"}"#);
         assert_eq!(v.answer, "");
+    }
+
+    /// "Done" answers Qwen2.5-Coder-1.5B-Instruct wrote with the review's
+    /// prompt and schema: the field's description copied, with and
+    /// without the answer after it.
+    const RECORDED_COPIES: [(&str, &str); 3] = [
+        (
+            "The result in one plain sentence, with the values that matter, taken from the output or the variables (never invented): the pivot table with sum for D and mean for E.",
+            "The pivot table with sum for D and mean for E.",
+        ),
+        (
+            "The result in one plain sentence, with the values that matter, taken from the output or the variables (never invented):",
+            "",
+        ),
+        (
+            "The result in one plain sentence, with the values that matter, taken from the output or the variables (never invented): The output matches the desired format.",
+            "The output matches the desired format.",
+        ),
+    ];
+
+    #[test]
+    fn an_answer_that_copies_the_fields_description_keeps_only_what_follows() {
+        for (written, shown) in RECORDED_COPIES {
+            let json = serde_json::json!({"reasoning": "r", "is_complete": true, "cannot_fix": false, "next_action": "", "answer": written});
+            assert_eq!(parse_verdict(&json.to_string()).answer, shown, "{written}");
+            let tags = format!("<is_complete>yes</is_complete><answer>{written}</answer>");
+            assert_eq!(parse_verdict(&tags).answer, shown);
+        }
+        // With the lead-in, in other case.
+        assert_eq!(
+            without_copied_description("When done: the result in one plain sentence: 6 rows"),
+            "6 rows"
+        );
+        // Answers that begin as the description does are answers.
+        for answer in [
+            "The result is the bin counts by user in the DataFrame.",
+            "The result in one row: 3.5",
+            "The result in one plain table is stored in `summary`.",
+            "",
+            "Ünïcode: 3",
+        ] {
+            assert_eq!(without_copied_description(answer), answer);
+        }
     }
 
     #[test]
