@@ -3,8 +3,9 @@ kernel that a jupyter_client "notebook" uses at the same time: the tools are
 listed; `execute` runs in the live namespace, shows in the notebook's IOPub,
 and answers while a notebook cell runs; `variables` and `inspect` answer
 during both; a long cell reports progress, answers "still running", is
-followed with `read_output` and stopped with `interrupt`; a figure comes
-back as a small PNG image; `ask` runs the agent with a scripted model over
+followed with `read_output` and stopped with `interrupt`; a failing cell
+aborts nothing the notebook queued behind it; a figure comes back as a
+small PNG image; `ask` runs the agent with a scripted model over
 real HTTP, under the approval rules."""
 
 from __future__ import annotations
@@ -236,6 +237,51 @@ def test_cells_run_on_the_idle_main_shell_and_on_a_subshell_while_a_notebook_cel
         kernel.finish(notebook_cell, msg_id).assert_ok()
 
     run(kernel, steps)
+
+
+# Says which thread it runs on, holds its shell until the file `go` names
+# exists, then fails.
+FAILING_WHEN_TOLD = (
+    "import os, threading, time\n"
+    "print('main thread:', threading.current_thread() is threading.main_thread(), flush=True)\n"
+    "while not os.path.exists({go!r}):\n"
+    "    time.sleep(0.02)\n"
+    "raise ValueError('planned')"
+)
+
+
+def test_a_failing_server_cell_aborts_nothing_the_notebook_queued_behind_it(kernel: Kernel, tmp_path: Path) -> None:
+    """The server's cell runs on the idle main shell, so a notebook cell sent
+    while it runs waits behind it there; when the server's cell fails, that
+    cell still runs (the server sends `stop_on_error: false`: one cell at a
+    time, it has nothing of its own to abort)."""
+    # The same queue behind the notebook's own failing cell is aborted, as
+    # the protocol says: this is also the check that a cell sent while the
+    # failing one waits for its file reaches the queue in time.
+    control = tmp_path / "control"
+    first = kernel.kc.execute(FAILING_WHEN_TOLD.format(go=str(control)), allow_stdin=False)
+    kernel.wait_for(
+        "iopub",
+        lambda m: m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == first,
+        "the failing notebook cell's output",
+    )
+    behind = kernel.kc.execute("control_ran = True", allow_stdin=False)
+    control.touch()
+    assert [kernel.reply_to(msg_id)["content"]["status"] for msg_id in (first, behind)] == ["error", "aborted"]
+
+    async def steps(session: ClientSession) -> None:
+        go = tmp_path / "go"
+        started = await call(session, "execute", code=FAILING_WHEN_TOLD.format(go=str(go)), wait=0.5)
+        assert "still running after" in text(started), text(started)
+        assert "main thread: True" in text(started), text(started)
+        queued = kernel.kc.execute("queued_ran = True", allow_stdin=False)
+        go.touch()
+        failed = await call(session, "read_output", execution=execution_id(started), wait=CALL_LIMIT / 3)
+        assert "ValueError: planned" in text(failed), text(failed)
+        assert kernel.reply_to(queued)["content"]["status"] == "ok"
+
+    run(kernel, steps)
+    assert kernel.execute("queued_ran").result()["text/plain"] == "True"
 
 
 def test_two_execute_calls_at_once_start_one_cell(kernel: Kernel) -> None:
