@@ -60,26 +60,25 @@ fn weigh(choices: &[(String, f32)]) -> Option<f32> {
 /// dict), XML-like tags, or `key: value` lines (Markdown lists and bold
 /// keys too).
 pub fn parse_verdict(answer: &str) -> Verdict {
-    if let Some(verdict) = json_objects(answer).find_map(|value| from_json(&value)) {
-        return verdict;
-    }
-    if let Some(verdict) = python_dicts(answer).find_map(|value| from_json(&value)) {
-        return verdict;
-    }
-    if let Some(verdict) = from_tags(answer) {
-        return verdict;
-    }
-    if let Some(verdict) = from_lines(answer) {
-        return verdict;
-    }
-    Verdict {
-        is_complete: false,
-        cannot_fix: false,
-        reasoning: answer.trim().to_owned(),
-        next_action: String::new(),
-        answer: String::new(),
-        parsed: false,
-        confidence: None,
+    let read = json_objects(answer)
+        .find_map(|value| from_json(&value))
+        .or_else(|| python_dicts(answer).find_map(|value| from_json(&value)))
+        .or_else(|| from_tags(answer))
+        .or_else(|| from_lines(answer));
+    match read {
+        Some(mut verdict) => {
+            verdict.answer = without_copied_description(&verdict.answer);
+            verdict
+        }
+        None => Verdict {
+            is_complete: false,
+            cannot_fix: false,
+            reasoning: answer.trim().to_owned(),
+            next_action: String::new(),
+            answer: String::new(),
+            parsed: false,
+            confidence: None,
+        },
     }
 }
 
@@ -112,7 +111,7 @@ fn from_json(value: &Value) -> Option<Verdict> {
         reasoning: text("reasoning"),
         next_action: text("next_action"),
         answer: if is_complete {
-            without_copied_description(&text("answer"))
+            text("answer")
         } else {
             String::new()
         },
@@ -150,7 +149,7 @@ fn from_lines(text: &str) -> Option<Verdict> {
         reasoning: value("reasoning").unwrap_or_default(),
         next_action: value("next_action").unwrap_or_default(),
         answer: if is_complete {
-            without_copied_description(&value("answer").unwrap_or_default())
+            value("answer").unwrap_or_default()
         } else {
             String::new()
         },
@@ -239,7 +238,7 @@ fn from_tags(text: &str) -> Option<Verdict> {
         reasoning: tag(text, "reasoning").unwrap_or_default().to_owned(),
         next_action: tag(text, "next_action").unwrap_or_default().to_owned(),
         answer: match is_complete {
-            true => without_copied_description(tag(text, "answer").unwrap_or_default()),
+            true => tag(text, "answer").unwrap_or_default().to_owned(),
             false => String::new(),
         },
         parsed: true,
