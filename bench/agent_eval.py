@@ -450,7 +450,7 @@ class LocalServer:
     MARKER = "mahtab-local-model-server"
     SLOTS = 4
 
-    def __init__(self, name):
+    def __init__(self, name, log=None):
         import subprocess
 
         file, context = LOCAL_MODELS[name]
@@ -467,7 +467,7 @@ class LocalServer:
         self.process = subprocess.Popen(
             [str(VENV_PYTHON), "-c", LOCAL_SERVER.read_text(), self.MARKER, name, str(found[0]), threads,
              str(context), str(self.SLOTS), idle_seconds, str(server_file), str(lock_file)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            stdout=subprocess.PIPE, stderr=open(log, "a") if log else subprocess.DEVNULL, text=True,
         )
         for line in self.process.stdout:
             if line.startswith("READY "):
@@ -512,6 +512,8 @@ def parse_args():
     parser.add_argument("--replay", action="store_true", help="answer with the reference solutions")
     parser.add_argument("--local", nargs="?", const="coder-1.5b", choices=sorted(LOCAL_MODELS),
                         help="one local model server for every kernel (default coder-1.5b)")
+    parser.add_argument("--server-log", help="with --local: write the model server's log here (which slot each "
+                        "call took, how much of its prompt was cached)")
     parser.add_argument("--candidates", type=int,
                         help="other solutions each turn of the default graph tries beside its own "
                              "(default: the kernel's, 0)")
@@ -582,7 +584,7 @@ def main():
         env.update(replay.env())
         provider = "replay provider (reference solutions)"
     elif args.local:
-        local = LocalServer(args.local)
+        local = LocalServer(args.local, args.server_log)
         env.update(local.env())
         provider = f"local model {args.local} (temperature 0, seed 0; {os.cpu_count()} cores)"
     else:
@@ -602,7 +604,7 @@ def main():
                 if local and results:
                     # Afresh for each graph: its first call finds nothing cached.
                     local.close()
-                    local = LocalServer(args.local)
+                    local = LocalServer(args.local, args.server_log)
                     env.update(local.env())
                 for task in tasks:
                     if (graph, task.name, repeat) in done:

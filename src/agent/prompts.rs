@@ -512,16 +512,42 @@ pub fn not_done_yet(reasoning: &str, next_action: &str) -> String {
     text
 }
 
+/// Which code a report is about.
+#[derive(Clone, Copy)]
+pub enum ReportedCode<'a> {
+    /// Code the conversation does not show yet: written out in the report.
+    Written(&'a str),
+    /// Block `index` of the `of` blocks of the answer just above the report:
+    /// named by its place, not written out again (a second copy costs a
+    /// small model's server as long to read as the answer took to write).
+    Above { index: usize, of: usize },
+}
+
 /// What the model is told about one executed block.
-pub fn execution_report(code: &str, output: &str, failed: bool, changes: &[String]) -> String {
+pub fn execution_report(
+    code: ReportedCode<'_>,
+    output: &str,
+    failed: bool,
+    changes: &[String],
+) -> String {
     let status = if failed { "failed" } else { "ran" };
     let output = if output.trim().is_empty() {
         "(no output)"
     } else {
         output
     };
-    let mut report =
-        format!("This code {status}:\n```python\n{code}\n```\nOutput:\n```\n{output}\n```");
+    let mut report = match code {
+        ReportedCode::Written(code) => {
+            format!("This code {status}:\n```python\n{code}\n```\nOutput:\n```\n{output}\n```")
+        }
+        ReportedCode::Above { of: 1, .. } => {
+            format!("Your code {status}.\nOutput:\n```\n{output}\n```")
+        }
+        ReportedCode::Above { index, of } => format!(
+            "Your block {} of {of} {status}.\nOutput:\n```\n{output}\n```",
+            index + 1
+        ),
+    };
     if !changes.is_empty() {
         report.push_str("\nVariables it changed:\n");
         for line in changes {
@@ -654,12 +680,32 @@ mod tests {
     fn feedback_messages_carry_reasoning_and_next_step() {
         let text = not_done_yet("no plot yet", "draw the histogram");
         assert!(text.contains("no plot yet") && text.contains("draw the histogram"));
-        assert!(execution_report("1/0", "ZeroDivisionError", true, &[]).contains("failed"));
-        let assigned = execution_report("x = 1", "", false, &["x: int = 1 (new)".to_owned()]);
+        let failed = execution_report(ReportedCode::Written("1/0"), "ZeroDivisionError", true, &[]);
+        assert!(failed.starts_with("This code failed:\n```python\n1/0\n```"));
+        let assigned = execution_report(
+            ReportedCode::Written("x = 1"),
+            "",
+            false,
+            &["x: int = 1 (new)".to_owned()],
+        );
         assert!(assigned.contains("(no output)"));
         assert!(
             assigned.ends_with("Variables it changed:\n- x: int = 1 (new)"),
             "{assigned}"
         );
+    }
+
+    #[test]
+    fn a_report_below_the_answer_names_the_block_instead_of_repeating_it() {
+        let only = execution_report(ReportedCode::Above { index: 0, of: 1 }, "6\n", false, &[]);
+        assert_eq!(only, "Your code ran.\nOutput:\n```\n6\n\n```");
+        let second = execution_report(
+            ReportedCode::Above { index: 1, of: 3 },
+            "KeyError: 'b'",
+            true,
+            &[],
+        );
+        assert!(second.starts_with("Your block 2 of 3 failed."), "{second}");
+        assert!(!second.contains("```python"), "{second}");
     }
 }

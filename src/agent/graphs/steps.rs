@@ -9,6 +9,7 @@ use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Rol
 use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::verdict::likelihood_true;
+use crate::agent::prompts::ReportedCode;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 use crate::agent::{prompts, schemas};
 
@@ -441,8 +442,12 @@ const NOT_RUN: &str = "(not run: a block before it failed)";
 
 /// What running a turn's blocks gave.
 pub(crate) struct BlocksRun {
-    /// What the model is told about the blocks that ran.
+    /// What the model is told about the blocks that ran, the code written
+    /// out.
     pub report: String,
+    /// The same, each block named by its place in the answer the report
+    /// follows (for a conversation whose last message is that answer).
+    pub report_below_answer: String,
     /// Whether a block failed (the blocks after it were not run).
     pub failed: bool,
     /// Whether the block that failed was a recent cell sent again (not run).
@@ -464,6 +469,8 @@ pub(crate) async fn run_pending<E: Effects>(
     let blocks = std::mem::take(&mut state.pending);
     let shown = std::mem::take(&mut state.blocks_shown);
     let mut reports = Vec::new();
+    let mut below_answer = Vec::new();
+    let of = blocks.len();
     let mut failed = false;
     let mut copied = false;
     for (index, block) in blocks.into_iter().enumerate() {
@@ -487,12 +494,16 @@ pub(crate) async fn run_pending<E: Effects>(
         } else {
             effects.execute(&code).await?
         };
-        reports.push(prompts::execution_report(
-            &code,
-            &execution.output,
-            execution.failed,
-            &execution.changes,
-        ));
+        let report = |code| {
+            prompts::execution_report(
+                code,
+                &execution.output,
+                execution.failed,
+                &execution.changes,
+            )
+        };
+        reports.push(report(ReportedCode::Written(&code)));
+        below_answer.push(report(ReportedCode::Above { index, of }));
         failed = execution.failed;
         effects.emit(AgentEvent::Executed {
             turn,
@@ -515,6 +526,7 @@ pub(crate) async fn run_pending<E: Effects>(
     }
     Ok(BlocksRun {
         report: reports.join("\n\n"),
+        report_below_answer: below_answer.join("\n\n"),
         failed,
         copied,
     })

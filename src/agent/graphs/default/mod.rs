@@ -254,7 +254,10 @@ async fn execute<E: Effects>(
         // prompt: shown either, a small model sends the cell once more.
         state.conversation.pop();
     } else {
-        state.conversation.push(ChatMessage::user(ran.report));
+        // The answer with the code is the message just before.
+        state
+            .conversation
+            .push(ChatMessage::user(ran.report_below_answer));
     }
     Ok(())
 }

@@ -581,6 +581,15 @@ fn error_recovery_the_failure_reaches_the_next_turn_without_a_review() {
         told.iter().any(|m| m.contains("ZeroDivisionError")),
         "{told:?}"
     );
+    // The report names the block by its place in the answer just above it
+    // instead of writing the code out a second time for the server to read.
+    let written: Vec<_> = told.iter().filter(|m| m.contains("1/0")).collect();
+    assert_eq!(written.len(), 1, "{told:?}");
+    assert!(
+        told.iter()
+            .any(|m| m.starts_with("Your block 1 of 2 failed.")),
+        "{told:?}"
+    );
     assert!(
         matches!(&script.events[..], [_, _, AgentEvent::Verdict(v), ..] if v.reasoning.contains("ZeroDivisionError")),
         "{:?}",
