@@ -536,18 +536,12 @@ pub fn execution_report(
     } else {
         output
     };
-    let mut report = match code {
-        ReportedCode::Written(code) => {
-            format!("This code {status}:\n```python\n{code}\n```\nOutput:\n```\n{output}\n```")
-        }
-        ReportedCode::Above { of: 1, .. } => {
-            format!("Your code {status}.\nOutput:\n```\n{output}\n```")
-        }
-        ReportedCode::Above { index, of } => format!(
-            "Your block {} of {of} {status}.\nOutput:\n```\n{output}\n```",
-            index + 1
-        ),
+    let heading = match code {
+        ReportedCode::Written(code) => format!("This code {status}:\n```python\n{code}\n```"),
+        ReportedCode::Above { of: 1, .. } => format!("Your code {status}."),
+        ReportedCode::Above { index, of } => format!("Your block {} of {of} {status}.", index + 1),
     };
+    let mut report = format!("{heading}\nOutput:\n```\n{output}\n```");
     if !changes.is_empty() {
         report.push_str("\nVariables it changed:\n");
         for line in changes {
