@@ -248,3 +248,48 @@ async fn the_users_own_data_typed_in_again_as_an_array_stays() {
     assert_eq!(result_text(&iopub), "('ndarray', [1, 4, 25])");
     assert_eq!(llm.request_count(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking() {
+    // `dropna(subset=[...])` raises KeyError(['wind_speed']): the error line
+    // still names the close column, and the block runs again with it.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nclean = weather.dropna(subset=['wind_speed'])\n\
+             print(clean['wind_speed'].max())\n```"
+                .into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel
+        .execute("import pandas as pd\nweather = pd.DataFrame({'wind speed': [3.5, None, 7.0]})")
+        .await;
+    assert_eq!(
+        reply.content["status"], "ok",
+        "pandas is missing: {}",
+        reply.content
+    );
+    let (reply, iopub) = kernel
+        .execute("%%ask\nPrint the highest wind speed in weather.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let panels = panel_texts(&iopub, "error").join("\n");
+    assert!(
+        panels.contains(
+            "KeyError: ['wind_speed']. Did you mean: 'wind speed' for 'wind_speed' \
+             (a column of weather)?"
+        ),
+        "{panels}"
+    );
+    assert!(
+        panel_texts(&iopub, "output")
+            .iter()
+            .any(|text| text.ends_with("7.0")),
+        "{:?}",
+        panel_texts(&iopub, "output")
+    );
+    // One answer and one review: the respelled block asked no model.
+    assert_eq!(llm.request_count(), 2);
+}

@@ -1,7 +1,9 @@
 //! A key the code spelled otherwise than the data does: `weather['wind_speed']`
 //! on a table whose column is `wind speed`. The kernel's error line names the
 //! close key (`close_names.py`: `KeyError: 'wind_speed'. Did you mean: 'wind
-//! speed' (a column of weather)?`; `tests/it/agent_code.rs` holds the two
+//! speed' (a column of weather)?`, or `KeyError: ['wind_speed']. Did you
+//! mean: 'wind speed' for 'wind_speed' (...)?` where pandas raised the keys
+//! in a list or a message; `tests/it/agent_code.rs` holds the two
 //! sides together); when the two differ only in case, blanks,
 //! underscores or hyphens, the code meant that key, and the same code with
 //! the data's spelling is what a fix would be. (A small model, told the
@@ -24,9 +26,17 @@ pub struct Respelling {
 /// error's last line), if the error names a key that differs from the
 /// written one only in its spelling.
 pub fn respell(code: &str, error_line: &str) -> Option<Respelling> {
-    let rest = error_line.strip_prefix("KeyError: '")?;
-    let (written, rest) = rest.split_once("'. Did you mean: '")?;
-    let (key, _) = rest.split_once("' (")?;
+    let (raised, rest) = error_line
+        .strip_prefix("KeyError: ")?
+        .split_once(". Did you mean: '")?;
+    let (key, rest) = rest.split_once('\'')?;
+    // A key raised in a list or a pandas message is named after the
+    // suggestion ("'wind speed' for 'wind_speed'"); one raised alone is
+    // the key itself.
+    let written = match rest.strip_prefix(" for '") {
+        Some(rest) => rest.split_once("' (")?.0,
+        None => raised.strip_prefix('\'')?.strip_suffix('\'')?,
+    };
     let plain = |text: &str| !text.is_empty() && !text.contains(['\'', '"', '\\']);
     if !plain(written) || !plain(key) || written == key || folded(written) != folded(key) {
         return None;
@@ -81,6 +91,33 @@ mod tests {
         assert_eq!(
             respell("people['age'].mean()", capitalised).unwrap().code,
             "people['Age'].mean()"
+        );
+    }
+
+    #[test]
+    fn a_key_pandas_raised_in_a_list_or_a_message_is_respelled_too() {
+        // `dropna(subset=[...])` raises the list; `df[[...]]` a message.
+        let code = "w = pd.read_csv('w.csv')\n\
+                    w.dropna(subset=['wind_speed'], inplace=True)\n\
+                    print(w['wind_speed'].skew())";
+        let listed = "KeyError: ['wind_speed']. Did you mean: 'wind speed' for 'wind_speed' \
+                      (a column of w)?";
+        let respelled = respell(code, listed).unwrap();
+        assert_eq!(
+            (respelled.written.as_str(), respelled.key.as_str()),
+            ("wind_speed", "wind speed")
+        );
+        assert_eq!(
+            respelled.code,
+            "w = pd.read_csv('w.csv')\n\
+             w.dropna(subset=['wind speed'], inplace=True)\n\
+             print(w['wind speed'].skew())"
+        );
+        let message = "KeyError: \"['Age', 'wind_speed'] not in index\". Did you mean: \
+                       'wind speed' for 'wind_speed' (a column of w)?";
+        assert_eq!(
+            respell("w[['Age', 'wind_speed']]", message).unwrap().code,
+            "w[['Age', 'wind speed']]"
         );
     }
 

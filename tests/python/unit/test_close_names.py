@@ -58,9 +58,35 @@ def test_a_key_no_column_is_close_to_lists_the_columns_of_the_tables_on_the_fail
     last = result["output"].strip().splitlines()[-1]
     assert last == "KeyError: \"Label(s) ['Count_d'] do not exist\". Columns of df: 'Date', 'Val'", last
     # A table that has the key is not what the lookup missed.
-    line = close_names.columns_on_line("Val", "df['Val'] + other['Val']", [{"df": df, "other": other}])
+    line = close_names.columns_on_line(["Val"], "df['Val'] + other['Val']", [{"df": df, "other": other}])
     assert line == "Columns of other: 'unrelated'"
     wide = pd.DataFrame({"c%d" % i: [i] for i in range(30)})
-    listed = close_names.columns_on_line("zz", "wide['zz']", [{"wide": wide}])
+    listed = close_names.columns_on_line(["zz"], "wide['zz']", [{"wide": wide}])
     assert listed.startswith("Columns of wide: 'c0', 'c1'") and listed.endswith("'c19' (30 in all)")
-    assert close_names.columns_on_line("zz", "d['zz']", [{"d": {"a": 1}}]) is None
+    assert close_names.columns_on_line(["zz"], "d['zz']", [{"d": {"a": 1}}]) is None
+
+
+def test_keys_pandas_raises_in_a_list_or_a_message_get_their_suggestion():
+    weather = pd.DataFrame({"time": [1], "wind speed": [3.0], "humidity": [0.5]})
+    # Each way pandas 2 and 3 raise a missing column with a list of keys.
+    for lookup in (
+        "weather.dropna(subset=['wind_speed'])",
+        "weather[['time', 'wind_speed']]",
+        "weather[['wind_speed']]",
+        "weather.drop(columns=['wind_speed'])",
+        "weather.drop_duplicates(subset=['wind_speed'])",
+        "weather.agg({'wind_speed': 'sum'})",
+    ):
+        result = run(lookup, {"weather": weather})
+        last = result["output"].strip().splitlines()[-1]
+        assert last.startswith("KeyError: "), last
+        assert last.endswith(". Did you mean: 'wind speed' for 'wind_speed' (a column of weather)?"), last
+    # Keys no column is close to: the columns, as for one key.
+    result = run("weather[['time', 'zzz']]", {"weather": weather})
+    last = result["output"].strip().splitlines()[-1]
+    assert last.endswith(". Columns of weather: 'time', 'wind speed', 'humidity'"), last
+    # A list of keys every one of which the table has names no table.
+    assert close_names.columns_on_line(["time"], "weather[['time']]", [{"weather": weather}]) is None
+    assert close_names.missing_keys("['a', 'b'] not in index") == ["a", "b"]
+    assert close_names.missing_keys("plain key") == ["plain key"]
+    assert close_names.missing_keys(3) == [3]

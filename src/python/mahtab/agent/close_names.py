@@ -6,7 +6,11 @@ and ``weather.wind_speed`` reads ``... has no attribute 'wind_speed'. Did
 you mean the column ['wind speed']?``. A KeyError with no close key
 names the columns of the tables on the failing line instead
 (``KeyError: 'Count_d'. Columns of df: 'Date', 'Val'``): a small model
-told only that a key is missing sends the same lookup again.
+told only that a key is missing sends the same lookup again. pandas raises
+many of its KeyErrors with the keys in a list (``dropna(subset=[...])``) or
+in a message (``"['wind_speed'] not in index"``); the suggestion then says
+which key it is for (``... Did you mean: 'wind speed' for 'wind_speed' (a
+column of weather)?``).
 
 The keys looked at are the columns of the tables, and the keys of the
 dicts, that the failing code could see (its frames' variables, then the
@@ -82,6 +86,27 @@ def suggestion(missing, scopes):
     return None if best is None else best[1:]
 
 
+# A list of quoted keys inside a pandas message: "['a', 'b'] not in index".
+_QUOTED_LIST = re.compile(r"\[((?:'[^'\\]*'(?:, )?)+)\]")
+
+
+def missing_keys(key):
+    """The keys a KeyError raised with `key` says are missing: the key
+    itself; the string keys of a list or pandas Index it was raised with;
+    or those a pandas message lists ("['wind_speed'] not in index", "Label(s)
+    ['x'] do not exist", "None of [Index(['x'], dtype='str')] are in the
+    [columns]")."""
+    if isinstance(key, str):
+        listed = [k for group in _QUOTED_LIST.findall(key) for k in re.findall(r"'([^']*)'", group)]
+        return listed or [key]
+    if isinstance(key, list) or type(key).__name__ == "Index":
+        try:
+            return [k for k in list(key)[:MOST_KEYS] if isinstance(k, str)]
+        except Exception:  # an index that cannot be listed
+            return []
+    return [key]
+
+
 def _lookup(name, scopes):
     for scope in scopes:
         if name in scope:
@@ -91,7 +116,8 @@ def _lookup(name, scopes):
 
 def columns_on_line(missing, source, scopes):
     """"Columns of df: 'Date', 'Val'" for the tables `source` (the failing
-    line) names that lack the key `missing`, or None when it names none."""
+    line) names that lack one of the keys `missing`, or None when it names
+    none."""
     listed = []
     for name in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", source or "")):
         value = _lookup(name, scopes)
@@ -99,7 +125,7 @@ def columns_on_line(missing, source, scopes):
             continue
         columns = getattr(value, "columns", None)
         try:
-            if columns is None or missing in columns:
+            if columns is None or all(key in columns for key in missing):
                 continue
             shown = ", ".join(repr(c) for c in list(columns[:LISTED_COLUMNS]))
         except Exception:  # columns that cannot be compared or listed
@@ -119,11 +145,16 @@ def error_line_with_suggestion(line, error, scopes, source=None):
     KeyError with no close key lists the columns of the tables named on
     `source`, the line that failed."""
     if isinstance(error, KeyError) and len(error.args) == 1:
-        found = suggestion(error.args[0], scopes)
-        if found is not None:
+        missing = missing_keys(error.args[0])
+        for written in missing:
+            found = suggestion(written, scopes)
+            if found is None:
+                continue
             key, where = found
-            return "%s. Did you mean: %r (%s)?\n" % (line.rstrip("\n"), key, where)
-        columns = columns_on_line(error.args[0], source, scopes)
+            if written is error.args[0]:
+                return "%s. Did you mean: %r (%s)?\n" % (line.rstrip("\n"), key, where)
+            return "%s. Did you mean: %r for %r (%s)?\n" % (line.rstrip("\n"), key, written, where)
+        columns = columns_on_line(missing, source, scopes)
         if columns is not None:
             return "%s. %s\n" % (line.rstrip("\n"), columns)
     if isinstance(error, AttributeError) and "Did you mean" not in line:
