@@ -118,15 +118,7 @@ async fn a_server_that_says_its_model_takes_images_gets_the_figures() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_model_sees_a_dataframes_columns_dtypes_and_first_values() {
     let llm = FakeLlm::start(vec![Reply::Answer("Noted.".into())]).await;
-    let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let (reply, _) = kernel
-        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum', 'fig'], 'price': [1.5, 2.0, 0.5, 3.0]})")
-        .await;
-    assert_eq!(
-        reply.content["status"], "ok",
-        "pandas is missing: {}",
-        reply.content
-    );
+    let mut kernel = kernel_with_pandas(&llm, "import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum', 'fig'], 'price': [1.5, 2.0, 0.5, 3.0]})").await;
     let (reply, _) = kernel.execute("%%ask\nwhat do I have?").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let system = last_system_prompt(&llm);
@@ -136,6 +128,19 @@ async fn the_model_sees_a_dataframes_columns_dtypes_and_first_values() {
             && system.contains("price (float64) [1.5, 2.0, 0.5]"),
         "{system}"
     );
+}
+
+/// A kernel that talks to `llm`, with `setup` (code that makes pandas
+/// tables) run in it; fails the test where pandas is missing.
+async fn kernel_with_pandas(llm: &FakeLlm, setup: &str) -> Kernel {
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, _) = kernel.execute(setup).await;
+    assert_eq!(
+        reply.content["status"], "ok",
+        "pandas is missing: {}",
+        reply.content
+    );
+    kernel
 }
 
 fn last_system_prompt(llm: &FakeLlm) -> String {
@@ -148,15 +153,7 @@ async fn the_informer_tells_the_planner_a_tables_columns_missing_values_and_rows
         "Final Answer: one price is missing.".into(),
     )])
     .await;
-    let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let (reply, _) = kernel
-        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum'], 'price': [1.5, None, 0.5]})")
-        .await;
-    assert_eq!(
-        reply.content["status"], "ok",
-        "pandas is missing: {}",
-        reply.content
-    );
+    let mut kernel = kernel_with_pandas(&llm, "import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear', 'plum'], 'price': [1.5, None, 0.5]})").await;
     let (reply, iopub) = kernel
         .execute("%%ask --graph planner --informer\nwhich sales rows lack a price?")
         .await;
@@ -193,15 +190,7 @@ async fn the_triage_repairs_a_misspelt_column_without_asking_the_model() {
         .collect(),
     )
     .await;
-    let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let (reply, _) = kernel
-        .execute("import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear'], 'price': [1.5, 2.0]})")
-        .await;
-    assert_eq!(
-        reply.content["status"], "ok",
-        "pandas is missing: {}",
-        reply.content
-    );
+    let mut kernel = kernel_with_pandas(&llm, "import pandas as pd\nsales = pd.DataFrame({'fruit': ['apple', 'pear'], 'price': [1.5, 2.0]})").await;
     let (reply, iopub) = kernel
         .execute("%%ask --graph triage\nwhat do the sales add up to?")
         .await;
@@ -262,15 +251,11 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
         Reply::Answer(DONE.into()),
     ])
     .await;
-    let mut kernel = Kernel::start_with_env(&llm.env()).await;
-    let (reply, _) = kernel
-        .execute("import pandas as pd\nweather = pd.DataFrame({'wind speed': [3.5, None, 7.0]})")
-        .await;
-    assert_eq!(
-        reply.content["status"], "ok",
-        "pandas is missing: {}",
-        reply.content
-    );
+    let mut kernel = kernel_with_pandas(
+        &llm,
+        "import pandas as pd\nweather = pd.DataFrame({'wind speed': [3.5, None, 7.0]})",
+    )
+    .await;
     let (reply, iopub) = kernel
         .execute("%%ask\nPrint the highest wind speed in weather.")
         .await;

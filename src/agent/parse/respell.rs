@@ -3,8 +3,8 @@
 //! close key (`close_names.py`: `KeyError: 'wind_speed'. Did you mean: 'wind
 //! speed' (a column of weather)?`, or `KeyError: ['wind_speed']. Did you
 //! mean: 'wind speed' for 'wind_speed' (...)?` where pandas raised the keys
-//! in a list or a message; `tests/it/agent_code.rs` holds the two
-//! sides together); when the two differ only in case, blanks,
+//! in a list or a message; `tests/it/agent_code.rs` and `data_stack.rs`
+//! hold the two sides together); when the two differ only in case, blanks,
 //! underscores or hyphens, the code meant that key, and the same code with
 //! the data's spelling is what a fix would be. (A small model, told the
 //! close key, measurably writes the old spelling again.) A key merely
