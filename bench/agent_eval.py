@@ -109,6 +109,9 @@ class Result:
     repeat: int = 0
     # How the run ended, as `ask()` says ("Complete" is a "done" claim).
     outcome: str = ""
+    # How sure the judge was of its last "done", in percent, where the
+    # provider says (None otherwise): claims can be weighed again offline.
+    confidence: int | None = None
     # Each model call, in order: {"shown", "purpose", "first_text_seconds",
     # "seconds", "input_tokens", "cached_tokens", "output_tokens"} (the
     # kernel's trace).
@@ -325,6 +328,7 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
             trace = json.loads(printed.strip().splitlines()[-1])
             result.turns = trace["turns"]
             result.outcome = trace["outcome"]
+            result.confidence = trace.get("confidence")
             result.calls = trace.get("calls", [])
             result.steps = trace.get("steps", [])
             result.input_tokens = trace["input_tokens"]

@@ -239,6 +239,39 @@ async fn the_users_own_data_typed_in_again_as_an_array_stays() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_value_the_request_gives_as_an_example_does_not_replace_the_users() {
+    // The notebook's `m` is 8; the request's example says 4, and the block
+    // typed that over it: it runs again without the line, on the user's `m`.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nm = 4\nbits = (a[:, None] >> np.arange(m)[::-1]) & 1\n```".into(),
+        ),
+        Reply::Answer(r#"{"form": "a table"}"#.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel =
+        kernel_with_pandas(&llm, "import numpy as np\na = np.array([1, 2, 3])\nm = 8").await;
+    let (reply, iopub) = kernel
+        .execute(
+            "%%ask\nConvert each integer of a to a binary array of length m. For example, \
+             say m = 4: 2 becomes (0, 0, 1, 0). Put the matrix in `bits`.",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let status = stream_text(&iopub, "stdout");
+    assert!(status.contains("`m` is defined already"), "{status}");
+    assert_eq!(
+        panel_texts(&iopub, "code").last().map(String::as_str),
+        Some("[code, turn 2]\nbits = (a[:, None] >> np.arange(m)[::-1]) & 1")
+    );
+    let (_, iopub) = kernel.execute("m, bits.shape, bits[1].tolist()").await;
+    assert_eq!(result_text(&iopub), "(8, (3, 8), [0, 0, 0, 0, 0, 0, 1, 0])");
+    // One answer, the form and the review: the rerun asked no model.
+    assert_eq!(llm.request_count(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking() {
     // `dropna(subset=[...])` raises KeyError(['wind_speed']): the error line
     // still names the close column, and the block runs again with it.

@@ -5,7 +5,11 @@
 //! the user's data (a printed table has a `NaN` that Python does not know,
 //! rows left out as `...`, dates that became text; an example is one case
 //! of what the user has), so such a block runs again without that line, on
-//! the variable the user has, unless the request asks to set it.
+//! the variable the user has, unless the request asks to set it. A single
+//! value counts only where the request gives it to that name as an example
+//! ("For example, say m = 4"): `m = 4` over the notebook's `m = 8` then
+//! computes the example's case, while a counter's `n = 0` or a value the
+//! request asks to use ("try it with m = 4") is the code's own.
 
 use super::checks::{is_identifier, sentences, words};
 
@@ -31,8 +35,13 @@ const CONSTANTS: [&str; 14] = [
 
 /// The first top-level statement of `code` that binds a variable of
 /// `namespace_names` to data written out in the code (only literals,
-/// `pd`/`np` constructors and keyword arguments), with the block without it.
-pub fn retypes_a_variable(code: &str, namespace_names: &[String]) -> Option<Retyped> {
+/// `pd`/`np` constructors and keyword arguments), or to the single value
+/// `request` gives it as an example, with the block without it.
+pub fn retypes_a_variable(
+    code: &str,
+    namespace_names: &[String],
+    request: &str,
+) -> Option<Retyped> {
     let lines: Vec<&str> = code.lines().collect();
     let mut index = 0;
     while index < lines.len() {
@@ -50,7 +59,10 @@ pub fn retypes_a_variable(code: &str, namespace_names: &[String]) -> Option<Rety
             && namespace_names.iter().any(|n| n == name)
         {
             let rest = lines[index + 1..=end].join("\n");
-            if typed_in(&format!("{value}\n{rest}")) {
+            let example = end == index
+                && example_values(request, name)
+                    .contains(&scalar(value.split(" #").next().unwrap_or(value)));
+            if example || typed_in(&format!("{value}\n{rest}")) {
                 let kept: Vec<&str> = lines[..index]
                     .iter()
                     .chain(&lines[end + 1..])
@@ -99,6 +111,63 @@ pub fn asks_to_set(request: &str, name: &str) -> bool {
                     .any(|set| word == set || word.strip_suffix('s') == Some(set))
             })
     })
+}
+
+/// Words that make a sentence an example: what it gives a name is one case,
+/// not the value to use.
+const EXAMPLE_WORDS: [&str; 6] = ["example", "instance", "say", "suppose", "imagine", "eg"];
+
+/// The single values (numbers, quoted text) the sentences of `request`
+/// that give an example write for `name` (`name = 4`), as [`scalar`] reads
+/// them.
+fn example_values(request: &str, name: &str) -> Vec<String> {
+    // "e.g. " would end a sentence.
+    let request = request.replace("e.g.", "eg").replace("E.g.", "eg");
+    sentences(&request)
+        .filter(|sentence| {
+            words(&sentence.to_lowercase()).any(|word| EXAMPLE_WORDS.contains(&word))
+        })
+        .flat_map(|sentence| {
+            let mut found = Vec::new();
+            let mut rest = sentence;
+            while let Some(at) = rest.find(name) {
+                let before = rest[..at].chars().next_back();
+                let after = rest[at + name.len()..].trim_start();
+                rest = &rest[at + name.len()..];
+                let whole = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                if let Some(value) = after
+                    .strip_prefix('=')
+                    .filter(|v| whole && !v.starts_with('='))
+                {
+                    let value = value.trim_start();
+                    let end = value
+                        .find(|c: char| c.is_whitespace() || c == ',' || c == ')')
+                        .unwrap_or(value.len());
+                    found.push(scalar(value[..end].trim_end_matches(['.', ':'])));
+                }
+            }
+            found
+        })
+        .filter(|value| !value.is_empty())
+        .collect()
+}
+
+/// A statement's value as a single number or quoted text, written one way
+/// (`4`, `4.0` and `4.` alike), or empty when it is something else.
+fn scalar(value: &str) -> String {
+    let value = value.trim();
+    if let Ok(number) = value.parse::<f64>() {
+        return number.to_string();
+    }
+    let quoted = value.len() >= 2
+        && ['\'', '"']
+            .iter()
+            .any(|&q| value.starts_with(q) && value.ends_with(q));
+    if quoted {
+        value[1..value.len() - 1].to_owned()
+    } else {
+        String::new()
+    }
 }
 
 /// The index of the last line of the statement starting at `start`: where
@@ -224,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_namespace_table_typed_in_is_dropped_from_the_block() {
-        let found = retypes_a_variable(RETYPED, &names(&["df"])).expect("retyped");
+        let found = retypes_a_variable(RETYPED, &names(&["df"]), "").expect("retyped");
         assert_eq!(found.name, "df");
         assert_eq!(
             found.code,
@@ -234,7 +303,7 @@ mod tests {
         );
         let array = "a = np.array([[1, 2], [3, 4]], dtype=float)\nprint(a.sum())";
         assert_eq!(
-            retypes_a_variable(array, &names(&["a"])).map(|r| r.code),
+            retypes_a_variable(array, &names(&["a"]), "").map(|r| r.code),
             Some("print(a.sum())".to_owned())
         );
     }
@@ -242,7 +311,7 @@ mod tests {
     #[test]
     fn data_the_namespace_lacks_or_values_computed_from_names_stay() {
         // Not in the namespace: the model's own new data.
-        assert_eq!(retypes_a_variable(RETYPED, &names(&["sales"])), None);
+        assert_eq!(retypes_a_variable(RETYPED, &names(&["sales"]), ""), None);
         for code in [
             "df = pd.DataFrame(rows, columns=['a', 'b'])",
             "df = df[df['a'] > 1]",
@@ -252,7 +321,11 @@ mod tests {
             "    df = pd.DataFrame({'a': [1, 2]})",
             "df == pd.DataFrame({'a': [1, 2]})",
         ] {
-            assert_eq!(retypes_a_variable(code, &names(&["df"])), None, "{code}");
+            assert_eq!(
+                retypes_a_variable(code, &names(&["df"]), ""),
+                None,
+                "{code}"
+            );
         }
     }
 
@@ -284,11 +357,67 @@ mod tests {
         }
     }
 
+    // Recorded from the 1.5B coder model on a numpy problem whose notebook
+    // held `a` and `m = 8`: the request's example value typed over `m`.
+    const EXAMPLE_REQUEST: &str = "I have integers in the range 0..2**m - 1 and I would like \
+        to convert them to binary numpy arrays of length m. For example, say m = 4. Now 15 = \
+        1111 in binary and so the output should be (1,1,1,1).";
+
+    #[test]
+    fn a_single_value_the_request_gives_as_an_example_is_dropped_from_the_block() {
+        let code = "m = 4\nresult = (((a[:, None] & (1 << np.arange(m))[::-1])) > 0).astype(int)";
+        let found = retypes_a_variable(code, &names(&["a", "m"]), EXAMPLE_REQUEST);
+        assert_eq!(
+            found,
+            Some(Retyped {
+                name: "m".to_owned(),
+                code: code.lines().nth(1).unwrap().to_owned(),
+                lines: (1, 1),
+            })
+        );
+        // Written another way in the code or the request, or quoted text.
+        for (code, request) in [
+            ("m = 4.0  # bits", EXAMPLE_REQUEST),
+            ("m = 4", "Pad each row, e.g. m=4: ..."),
+            ("m = 4", "Suppose m = 4."),
+            ("unit = 'km'", "For instance unit = 'km' gives kilometres"),
+        ] {
+            let name = code.split(' ').next().unwrap();
+            let found = retypes_a_variable(code, &names(&[name]), request);
+            assert_eq!(
+                found.map(|r| r.name),
+                Some(name.to_owned()),
+                "{code} / {request}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_single_value_the_request_asks_for_or_never_gives_stays() {
+        for (code, request) in [
+            // Asked for, not an example.
+            ("m = 4", "Try it with m = 4."),
+            ("m = 4", "For m = 4: convert each of a."),
+            // Another value than the example's, or for another name.
+            ("m = 5", EXAMPLE_REQUEST),
+            ("n = 4", EXAMPLE_REQUEST),
+            // A counter, a value computed, a value inside a block.
+            ("count = 0", "For example, say m = 4."),
+            ("m = len(a)", EXAMPLE_REQUEST),
+            ("    m = 4", EXAMPLE_REQUEST),
+            // A longer name that ends as the example's does.
+            ("m = 4", "For example, say dim = 4."),
+        ] {
+            let found = retypes_a_variable(code, &names(&["m", "n", "count"]), request);
+            assert_eq!(found, None, "{code} / {request}");
+        }
+    }
+
     #[test]
     fn brackets_and_hashes_in_strings_do_not_end_or_extend_a_statement() {
         let code = "df = pd.DataFrame({'a': ['(', '#'],\n 'b': [1e5, 2]})\nprint(df)";
         assert_eq!(
-            retypes_a_variable(code, &names(&["df"])).map(|r| r.code),
+            retypes_a_variable(code, &names(&["df"]), "").map(|r| r.code),
             Some("print(df)".to_owned())
         );
     }

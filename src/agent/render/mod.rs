@@ -427,6 +427,9 @@ pub fn trace_json(
             .map(|s| json!({ "node": s.node, "seconds": s.took.as_secs_f64() }))
             .collect::<Vec<_>>(),
         "turns": state.turn,
+        // How sure the judge was of its last "done" (percent), where the
+        // provider says: what the evaluation weighs claims by.
+        "confidence": state.verdict.as_ref().and_then(|v| v.confidence),
         "input_tokens": state.usage.input_tokens,
         "output_tokens": state.usage.output_tokens,
         "seconds": elapsed.as_secs_f64(),
@@ -708,6 +711,13 @@ mod tests {
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
         assert_eq!(json["steps"][1]["node"], "reflect");
         assert_eq!(json["turns"], 2);
+        assert_eq!(json["confidence"], Value::Null);
+        state.verdict = Some(Verdict {
+            confidence: Some(87),
+            ..Verdict::not_done("", "")
+        });
+        let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
+        assert_eq!(json["confidence"], 87);
         assert_eq!(json["first_text_seconds"], serde_json::json!([0.4, 0.1]));
         assert_eq!(
             json["calls"][2],

@@ -489,7 +489,8 @@ async fn without_retyped_data<E: Effects>(
             .collect();
     let turn = this_turns_executions(state);
     let (first, retyped) = turn.iter().enumerate().find_map(|(index, execution)| {
-        retypes_a_variable(&execution.code, &user_names).map(|retyped| (index, retyped))
+        retypes_a_variable(&execution.code, &user_names, &state.request)
+            .map(|retyped| (index, retyped))
     })?;
     // Where a failed block's error rose, against the statement: before it,
     // the typed-in data had no part in it; in it, the statement itself
@@ -507,7 +508,7 @@ async fn without_retyped_data<E: Effects>(
     };
     let mut code = turn[first].code.clone();
     let mut names = Vec::new();
-    while let Some(retyped) = retypes_a_variable(&code, &user_names) {
+    while let Some(retyped) = retypes_a_variable(&code, &user_names, &state.request) {
         names.push(retyped.name);
         code = retyped.code;
     }
