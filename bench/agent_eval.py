@@ -394,8 +394,25 @@ def summarize(results, graphs):
             "done_wrong": sum(not r.solved for r in claimed) // len(repeats),
             "unconfirmed": len(unsure) // len(repeats),
             "unconfirmed_wrong": sum(not r.solved for r in unsure) // len(repeats),
+            "done_at": done_at(claimed + unsure, len(repeats)),
         })
     return rows
+
+
+# The bars for "done" a run's claims are weighed again at, in percent.
+BARS = (70, 80, 85, 90)
+
+
+def done_at(judged, repeats):
+    """For each bar in BARS, the "done" claims and wrong ones the runs the
+    judge passed would have made with it: [bar, claims, wrong], or empty
+    where the provider gave no odds."""
+    weighed = [r for r in judged if r.confidence is not None]
+    if not weighed:
+        return []
+    return [[bar, sum(r.confidence >= bar for r in weighed) // repeats,
+             sum(r.confidence >= bar and not r.solved for r in weighed) // repeats]
+            for bar in BARS]
 
 
 def mean_first_text(calls):
@@ -419,6 +436,10 @@ def print_report(rows, results, provider):
               f"{seconds(row['hidden_text']):>7} "
               f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10} "
               f"{done_wrong(row):>12} {unsure_wrong(row):>14}")
+    for row in rows:
+        if row["done_at"]:
+            bars = " · ".join(f"{bar}%: {claims} ({wrong})" for bar, claims, wrong in row["done_at"])
+            print(f"{row['graph']}: \"done\" claims (wrong) had the judge's bar been {bars}")
     failed = [r for r in results if not r.solved]
     if failed:
         print("\nnot solved:")

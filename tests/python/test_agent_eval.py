@@ -262,3 +262,26 @@ def test_a_run_resumed_from_its_file_runs_only_what_it_lacks(tmp_path) -> None:
     out.write_text(json.dumps(resumed))
     refused = resume()
     assert refused.returncode != 0 and "another mahtab binary" in refused.stderr, refused.stderr
+
+
+def test_the_runs_a_judge_passed_are_weighed_again_at_each_bar() -> None:
+    """Each bar counts the claims whose judge was at least that sure, and the
+    wrong ones among them; a run the judge did not pass, or one without
+    odds, counts at no bar."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import agent_eval
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+    def run(task, solved, outcome, confidence):
+        return agent_eval.Result("default", task, "kind", solved, 1.0, outcome=outcome,
+                                 confidence=confidence)
+
+    judged = [run("a", True, "Complete", 95), run("b", False, "Complete", 82),
+              run("c", True, "Unconfirmed", 72), run("d", False, "Repeating", None)]
+    assert agent_eval.done_at(judged[:3], 1) == [[70, 3, 1], [80, 2, 1], [85, 1, 0], [90, 1, 0]]
+    assert agent_eval.done_at([run("e", True, "Complete", None)], 1) == []
+    row = agent_eval.summarize(judged, ["default"])[0]
+    assert (row["done_claims"], row["done_wrong"]) == (2, 1)
+    assert row["done_at"][1] == [80, 2, 1]
