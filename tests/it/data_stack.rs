@@ -143,6 +143,17 @@ async fn kernel_with_pandas(llm: &FakeLlm, setup: &str) -> Kernel {
     kernel
 }
 
+/// A model that answers with `answer`, says the result must be `form`,
+/// then passes the work.
+async fn answer_form_done(answer: &str, form: &str) -> FakeLlm {
+    FakeLlm::start(vec![
+        Reply::Answer(answer.into()),
+        Reply::Answer(serde_json::json!({ "form": form }).to_string()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await
+}
+
 fn last_system_prompt(llm: &FakeLlm) -> String {
     told_model(&llm.requests.lock().unwrap()[0])
 }
@@ -216,13 +227,10 @@ async fn the_triage_repairs_a_misspelt_column_without_asking_the_model() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_users_own_data_typed_in_again_as_an_array_stays() {
-    let llm = FakeLlm::start(vec![
-        Reply::Answer(
-            "```python\nimport numpy as np\nx = np.array([-1, 2, 5])\nsquares = x**2\n```".into(),
-        ),
-        Reply::Answer(r#"{"form": "several values"}"#.into()),
-        Reply::Answer(DONE.into()),
-    ])
+    let llm = answer_form_done(
+        "```python\nimport numpy as np\nx = np.array([-1, 2, 5])\nsquares = x**2\n```",
+        "several values",
+    )
     .await;
     let mut kernel = Kernel::start_with_env(&llm.env()).await;
     kernel.execute("x = [-1, 2, 5]").await;
@@ -242,13 +250,10 @@ async fn the_users_own_data_typed_in_again_as_an_array_stays() {
 async fn a_value_the_request_gives_as_an_example_does_not_replace_the_users() {
     // The notebook's `m` is 8; the request's example says 4, and the block
     // typed that over it: it runs again without the line, on the user's `m`.
-    let llm = FakeLlm::start(vec![
-        Reply::Answer(
-            "```python\nm = 4\nbits = (a[:, None] >> np.arange(m)[::-1]) & 1\n```".into(),
-        ),
-        Reply::Answer(r#"{"form": "a table"}"#.into()),
-        Reply::Answer(DONE.into()),
-    ])
+    let llm = answer_form_done(
+        "```python\nm = 4\nbits = (a[:, None] >> np.arange(m)[::-1]) & 1\n```",
+        "a table",
+    )
     .await;
     let mut kernel =
         kernel_with_pandas(&llm, "import numpy as np\na = np.array([1, 2, 3])\nm = 8").await;
