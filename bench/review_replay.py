@@ -1,0 +1,249 @@
+"""Ask the review again, offline, of work recorded in development runs.
+
+A change to the review (its system prompt, its fields, the question its odds
+are read from) moves the "done" claims of a run, and a whole development run
+of 40 tasks takes over half an hour. This replays the review of recorded work
+instead: every one-turn answer in the transcripts `agent_eval.py --show`
+wrote for the development split (the default graph's runs that ended "done"
+or "not confirmed", and the single-shot answers that ran without an error),
+each with whether the task's own check passed, is reviewed again by the local
+model under the working tree's `prompts/reflect.md`, and the report says how
+many the review passed, how many it claimed (passed and weighed at least the
+bar), and how many of each were wrong; a run of 40 answers takes about seven
+minutes.
+
+The review's message is rebuilt from the transcript (the request, the code,
+what it printed, the variables it changed, the values the summary line says
+were checked), close to the kernel's (`prompts::review_request`) but not the
+same text; the verdict's fields are read from the example reply that ends
+`reflect.md`. A change that looks better here is a candidate, to be measured
+by `agent_eval.py` on both splits before it is kept. Only development runs:
+held-out work is never read one by one.
+
+    .venv/bin/python bench/review_replay.py bench/results/dev40-*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import urllib.request
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+import agent_eval  # noqa: E402
+
+# The verdict alone, asked after the review passed (`prompts::VERDICT_ALONE`).
+VERDICT_ALONE = '\n\nYour verdict alone, as JSON: {"is_complete": true or false}'
+DONE_FIELD = "is_complete"
+BOOLEAN_FIELDS = {"is_complete", "cannot_fix"}
+REASONING_CHARS = 300
+ANSWER_CHARS = 800
+
+
+def transcripts(text: str):
+    """(graph, task, body) for each run `--show` printed."""
+    for block in re.split(r"^--- ", text, flags=re.M)[1:]:
+        head, _, body = block.partition("\n")
+        found = re.match(r"(\w+) · (\S+)", head)
+        if found:
+            yield found.group(1), found.group(2), body
+
+
+def one_turn_work(body: str) -> dict | None:
+    """The code, its output, the variables it changed and what was checked,
+    of a run that wrote one block; None for any other."""
+    if body.count("[code, turn ") != 1 or "[code, turn 1]\n" not in body:
+        return None
+    code, found, rest = body.split("[code, turn 1]\n", 1)[1].partition("\n[output]\n")
+    if not found:
+        return None
+    changed = rest.split("[changed]\n", 1)
+    output = changed[0]
+    # The verdict's line (a review) or the summary line ends what it printed.
+    output = re.split(r"\n✓ |\n\S+ · (?:checked|not checked|local model)", output)[0]
+    changes = []
+    if len(changed) > 1:
+        for line in changed[1].split("  (%ask_undo")[0].splitlines():
+            kind = re.match(r"\s*(added|changed)\s+(.*)", line)
+            if kind:
+                changes.append(kind.group(2) + (" (new)" if kind.group(1) == "added" else ""))
+    # The summary line: "done · checked: <value> · <value> · local model ...".
+    checked = re.search(r"^done · checked: (.*?)(?: · local model|$)", body, re.M)
+    return {
+        "code": code.strip("\n"),
+        "output": output.strip(),
+        "changes": changes,
+        "checked": checked.group(1).split(" · ") if checked else [],
+    }
+
+
+def review_message(request: str, work: dict) -> str:
+    """The review's message, as the kernel words it."""
+    printed = work["output"] if work["output"] not in ("", "(no output)") else "(nothing)"
+    variables = "\n".join(work["changes"]) or "(none changed)"
+    text = (
+        f"Request:\n{request.strip()}\n\nCode that ran:\n```python\n{work['code']}\n```\n"
+        f"It printed:\n{printed}\n\nVariables after it ran:\n{variables}\n"
+    )
+    if work["checked"]:
+        text += "\nThe values the request names, as they are now:\n" + "\n".join(work["checked"]) + "\n"
+    return text
+
+
+def recorded_work(results: list[Path], tasks: dict) -> list[dict]:
+    """Each distinct one-turn answer of the runs in `results` (their `--show`
+    transcripts beside them, `.err` or `.log`), with whether it was right."""
+    seen = {}
+    for path in results:
+        report = json.loads(path.read_text())
+        if "held-out" in report.get("provider", ""):
+            sys.exit(f"{path}: a held-out run; its work is not read one by one")
+        outcomes = {(r["graph"], r["task"]): r for r in report["results"]}
+        shown = [p for p in (path.with_suffix(".err"), path.with_suffix(".log")) if p.is_file()]
+        for graph, task, body in transcripts("".join(p.read_text() for p in shown)):
+            result = outcomes.get((graph, task))
+            if not result or task not in tasks:
+                continue
+            if graph == "default" and result["outcome"] not in ("Complete", "Unconfirmed"):
+                continue
+            if graph not in ("default", "single"):
+                continue
+            work = one_turn_work(body)
+            if not work or "Traceback" in work["output"]:
+                continue
+            seen.setdefault((task, work["code"]), {**work, "task": task, "right": result["solved"],
+                                                   "request": tasks[task].prompt})
+    return list(seen.values())
+
+
+def reflect_prompt() -> str:
+    """`prompts::reflect()`: `reflect.md` with the answer field's words."""
+    source = (ROOT / "src" / "agent" / "prompts.rs").read_text()
+    words = re.search(r'VERDICT_ANSWER_FIELD: &str = "(.*?)";', source, re.S).group(1)
+    words = re.sub(r"\\\n\s*", "", words)
+    return (ROOT / "prompts" / "reflect.md").read_text().replace("{answer_field}", words)
+
+
+def verdict_schema(system: str) -> dict:
+    """The verdict's fields, in the order of the example reply the prompt ends with."""
+    example = system[system.rindex("\n{") + 1:]
+    fields = re.findall(r'"(\w+)":', example)
+    properties = {
+        name: {"type": "boolean"} if name in BOOLEAN_FIELDS
+        else {"type": "string", "maxLength": ANSWER_CHARS if name == "answer" else REASONING_CHARS}
+        for name in fields
+    }
+    return {"type": "object", "properties": properties, "required": fields, "additionalProperties": False}
+
+
+def likelihood_done(tokens: list[dict]) -> float | None:
+    """P(true) against P(false) at the token after `"is_complete":`
+    (`parse::verdict::likelihood_true`)."""
+    key, text = f'"{DONE_FIELD}":', ""
+    for token in tokens:
+        if text.rstrip().endswith(key) and token["token"].strip():
+            chances = {}
+            for choice in token["top_logprobs"]:
+                word = choice["token"].strip()
+                chances[word] = chances.get(word, 0.0) + math.exp(choice["logprob"])
+            least = min(math.exp(c["logprob"]) for c in token["top_logprobs"])
+            yes, no = chances.get("true", least), chances.get("false", least)
+            return yes / (yes + no)
+        text += token["token"]
+    return None
+
+
+class Judge:
+    """The local model server, asked as the kernel asks it (streamed, the
+    schema as a grammar, temperature 0, seed 0)."""
+
+    def __init__(self, model: str):
+        self.local = agent_eval.LocalServer(model)
+        server = json.loads(next(Path(self.local.runtime.name).glob("mahtab-local-model-*.json")).read_text())
+        self.url, self.key = server["url"], server["key"]
+
+    def ask(self, system: str, message: str, schema: dict, max_tokens: int, odds: bool = False):
+        body = {
+            "model": "local-model", "stream": True, "temperature": 0, "seed": 0, "max_tokens": max_tokens,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": message}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}},
+        }
+        if odds:
+            body.update(logprobs=True, top_logprobs=5)
+        request = urllib.request.Request(
+            self.url + "/v1/chat/completions", data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"},
+        )
+        text, tokens = "", []
+        with urllib.request.urlopen(request, timeout=600) as response:
+            for line in response:
+                line = line.decode().strip()
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                for choice in json.loads(line[6:]).get("choices") or []:
+                    text += (choice.get("delta") or {}).get("content") or ""
+                    tokens += (choice.get("logprobs") or {}).get("content") or []
+        return text, tokens
+
+    def close(self):
+        self.local.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", type=Path, help="agent_eval.py --json files of development runs")
+    parser.add_argument("--bar", type=float, default=80.0, help="the judge's odds a claim needs, percent")
+    parser.add_argument("--alone", default=VERDICT_ALONE, help="what asks for the verdict alone")
+    parser.add_argument("--local", default="coder-1.5b", choices=sorted(agent_eval.LOCAL_MODELS))
+    parser.add_argument("--json", type=Path, help="write each review here")
+    args = parser.parse_args()
+    tasks = {t.name: t for t in agent_eval.TASKS}
+    tasks |= {t.name: t for t in agent_eval.public_tasks(agent_eval.DEFAULT_BENCHMARKS)}
+    work = recorded_work(args.results, tasks)
+    system = reflect_prompt()
+    schema = verdict_schema(system)
+    alone = {"type": "object", "properties": {DONE_FIELD: {"type": "boolean"}}, "required": [DONE_FIELD],
+             "additionalProperties": False}
+    judge = Judge(args.local)
+    reviews = []
+    try:
+        for item in work:
+            message = review_message(item["request"], item)
+            text, _ = judge.ask(system, message, schema, 1024)
+            try:
+                verdict = json.loads(text)
+            except json.JSONDecodeError:
+                verdict = {}
+            passed = verdict.get(DONE_FIELD) is True
+            odds = None
+            if passed:
+                _, tokens = judge.ask(system, message + args.alone, alone, 16, odds=True)
+                odds = likelihood_done(tokens)
+            claimed = passed and odds is not None and odds * 100 >= args.bar
+            reviews.append({"task": item["task"], "right": item["right"], "passed": passed, "odds": odds,
+                            "claimed": claimed, "verdict": verdict})
+            print(f"  {item['task']:<24} {'right' if item['right'] else 'wrong'}  "
+                  f"{'passed' if passed else 'sent back'}  {'' if odds is None else f'{odds:.0%}'}",
+                  file=sys.stderr, flush=True)
+    finally:
+        judge.close()
+    if args.json:
+        args.json.write_text(json.dumps(reviews, indent=1))
+    right = sum(r["right"] for r in reviews)
+    passed = [r for r in reviews if r["passed"]]
+    claimed = [r for r in reviews if r["claimed"]]
+    print(f"{len(reviews)} answers ({right} right): the review passed {len(passed)} "
+          f"({sum(not r['right'] for r in passed)} wrong); claimed at {args.bar:g}%: {len(claimed)} "
+          f"({sum(not r['right'] for r in claimed)} wrong); right answers not claimed: "
+          f"{sum(r['right'] and not r['claimed'] for r in reviews)}")
+
+
+if __name__ == "__main__":
+    main()
