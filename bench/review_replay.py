@@ -15,7 +15,8 @@ minutes.
 The review's message is rebuilt from the transcript (the request, the code,
 what it printed, the variables it changed, the values the summary line says
 were checked), close to the kernel's (`prompts::review_request`) but not the
-same text; the verdict's fields are read from the example reply that ends
+same text (a run left "not confirmed" lists no values on its summary line, so
+its review here sees none); the verdict's fields are read from the example reply that ends
 `reflect.md`. A change that looks better here is a candidate, to be measured
 by `agent_eval.py` on both splits before it is kept. Only development runs:
 held-out work is never read one by one.
@@ -26,6 +27,7 @@ held-out work is never read one by one.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import re
@@ -66,8 +68,8 @@ def one_turn_work(body: str) -> dict | None:
         return None
     changed = rest.split("[changed]\n", 1)
     output = changed[0]
-    # The verdict's line (a review) or the summary line ends what it printed.
-    output = re.split(r"\n✓ |\n\S+ · (?:checked|not checked|local model)", output)[0]
+    # The verdict's line (passed or not confirmed) or the summary line ends what it printed.
+    output = re.split(r"\n[✓?] |\n\S+ · (?:checked|not checked|local model)", output)[0]
     changes = []
     if len(changed) > 1:
         for line in changed[1].split("  (%ask_undo")[0].splitlines():
@@ -77,11 +79,25 @@ def one_turn_work(body: str) -> dict | None:
     # The summary line: "done · checked: <value> · <value> · local model ...".
     checked = re.search(r"^done · checked: (.*?)(?: · local model|$)", body, re.M)
     return {
-        "code": code.strip("\n"),
+        "code": python_part(code.strip("\n")),
         "output": output.strip(),
         "changes": changes,
         "checked": checked.group(1).split(" · ") if checked else [],
     }
+
+
+def python_part(code: str) -> str:
+    """The block without the prose an answer went on with after it (the
+    panel shows what streamed on): the longest run of its first lines that
+    Python reads."""
+    lines = code.splitlines()
+    for end in range(len(lines), 0, -1):
+        try:
+            ast.parse("\n".join(lines[:end]))
+        except SyntaxError:
+            continue
+        return "\n".join(lines[:end]).rstrip()
+    return code
 
 
 def review_message(request: str, work: dict) -> str:

@@ -38,8 +38,10 @@ done · checked: total = 11 (int64) · n = 2 (int) · local model Qwen (shared s
 [code, turn 1]
 m = df['a'].mean()
 print(m)
+This prints the mean of column a.
 [output]
 2.5
+? The mean is computed. (not confirmed: the review was 60% sure)
 [changed]
   added    m: float = 2.5
 answered · local model Qwen · 1 turn · 3.1 s
@@ -97,6 +99,8 @@ def test_one_turn_work_is_read_back_with_what_was_checked(tmp_path):
                                 "n: int = 1 -> int = 2"]
     assert total["checked"] == ["total = 11 (int64)", "n = 2 (int)"]
     single = work["mean_task"]
+    # The prose after the block and the verdict's line after the output are not the work.
+    assert single["code"] == "m = df['a'].mean()\nprint(m)"
     assert single["right"] is False and single["output"] == "2.5" and single["checked"] == []
     message = review_replay.review_message(total["request"], total)
     assert message.startswith("Request:\nthe request of total_task\n\nCode that ran:\n```python\n")
