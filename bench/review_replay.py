@@ -41,12 +41,27 @@ sys.path.insert(0, str(BENCH_DIR))
 
 import agent_eval  # noqa: E402
 
-# The verdict alone, asked after the review passed (`prompts::VERDICT_ALONE`).
-VERDICT_ALONE = '\n\nYour verdict alone, as JSON: {"is_complete": true or false}'
 DONE_FIELD = "is_complete"
 BOOLEAN_FIELDS = {"is_complete", "cannot_fix"}
-REASONING_CHARS = 300
-ANSWER_CHARS = 800
+
+
+def rust_constant(file: str, name: str):
+    """The value of `const NAME` in `src/agent/<file>`, a string or an
+    integer, read from the source so the replay asks what the kernel asks."""
+    source = (ROOT / "src" / "agent" / file).read_text()
+    found = re.search(rf'const {name}: (?:&str = "((?:[^"\\]|\\.)*)"|u32 = (\d+));', source, re.S)
+    if found.group(2) is not None:
+        return int(found.group(2))
+    escapes = {"n": "\n", '"': '"', "\\": "\\"}
+    # A backslash at a line's end continues the string past the next line's indent.
+    text = re.sub(r"\\\n\s*", "", found.group(1))
+    return re.sub(r"\\(.)", lambda m: escapes[m.group(1)], text)
+
+
+# The verdict alone, asked after the review passed, and the schema's limits.
+VERDICT_ALONE = rust_constant("prompts.rs", "VERDICT_ALONE")
+REASONING_CHARS = rust_constant("schemas.rs", "REASONING_CHARS")
+ANSWER_CHARS = rust_constant("schemas.rs", "ANSWER_CHARS")
 
 
 def transcripts(text: str):
@@ -141,9 +156,7 @@ def recorded_work(results: list[Path], tasks: dict) -> list[dict]:
 
 def reflect_prompt() -> str:
     """`prompts::reflect()`: `reflect.md` with the answer field's words."""
-    source = (ROOT / "src" / "agent" / "prompts.rs").read_text()
-    words = re.search(r'VERDICT_ANSWER_FIELD: &str = "(.*?)";', source, re.S).group(1)
-    words = re.sub(r"\\\n\s*", "", words)
+    words = rust_constant("prompts.rs", "VERDICT_ANSWER_FIELD")
     return (ROOT / "prompts" / "reflect.md").read_text().replace("{answer_field}", words)
 
 

@@ -121,6 +121,8 @@ def test_the_verdict_is_asked_in_the_prompts_own_fields():
     assert schema["required"] == ["reasoning", "is_complete", "cannot_fix", "next_action", "answer"]
     assert schema["properties"]["is_complete"] == {"type": "boolean"}
     assert schema["properties"]["answer"]["maxLength"] > schema["properties"]["reasoning"]["maxLength"]
+    # The kernel's own words for the verdict alone, escapes and all.
+    assert review_replay.VERDICT_ALONE == '\n\nYour verdict alone, as JSON: {"is_complete": true or false}'
 
 
 def choice(token, p):
