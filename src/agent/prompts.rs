@@ -384,6 +384,28 @@ pub fn review_request(request: &str, executions: &[Execution]) -> String {
     text
 }
 
+/// Why a value is not done when the request writes out the result it
+/// expects for the data the code read, and the value is another: the
+/// reasoning and the next step, with both printed.
+pub fn not_as_written(name: &str, written: &str, value: &str) -> (String, String) {
+    (
+        format!("`{name}` is not the result the request writes out for this data"),
+        format!(
+            "the request shows the result it expects:\n{}\n`{name}` holds:\n{}\n\
+             Find what differs and compute `{name}` so that it is that result, \
+             from the data, not typed in",
+            written.trim_end(),
+            value.trim_end()
+        ),
+    )
+}
+
+/// What the summary line says of a value that is the result the request
+/// writes out.
+pub fn as_written(name: &str) -> String {
+    format!("{name} is the result the request writes out")
+}
+
 /// The expected-form question about the variable `name` of `request`.
 pub fn expected_form_question(request: &str, name: &str) -> String {
     format!("Request: {}\nVariable: {name}", request.trim())

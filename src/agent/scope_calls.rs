@@ -10,7 +10,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
 use super::ports::{LiveText, Ports};
-use super::run::{Agreement, Context, KeyInformation, Repair, RunChanges, Targets};
+use super::run::{Agreement, Context, KeyInformation, Repair, RunChanges, Targets, WrittenResult};
 use crate::exception::PythonException;
 
 /// A call into the agent scope: its arguments, the method that serves it,
@@ -149,6 +149,25 @@ pub struct Described {
 impl ScopeCall for Describe<'_> {
     const METHOD: &'static str = "describe";
     type Reply = Described;
+}
+
+/// Each of `names` beside the result `request` writes out, where it writes
+/// one out for the data `codes` (the run's code so far) read.
+#[derive(Debug, Serialize)]
+pub struct CompareWritten<'a> {
+    pub request: &'a str,
+    pub names: &'a [String],
+    pub codes: &'a [&'a str],
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Compared {
+    pub results: Vec<WrittenResult>,
+}
+
+impl ScopeCall for CompareWritten<'_> {
+    const METHOD: &'static str = "written_results";
+    type Reply = Compared;
 }
 
 /// Which of the variables and files a request names do not exist: the
@@ -398,6 +417,11 @@ mod tests {
             sent(Missing {
                 names: &some,
                 files: &some,
+            }),
+            sent(CompareWritten {
+                request: "",
+                names: &some,
+                codes: &[""],
             }),
             sent(Restore {
                 names: &some,

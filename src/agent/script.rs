@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::llm::{ChatOutcome, ChatRequest, TokenChoices, Usage};
 use super::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
-    ModelChoice, Observer, Repair, Showing, Targets,
+    ModelChoice, Observer, Repair, Showing, Targets, WrittenResult,
 };
 
 /// Scripted effects: answers in order, executions by a closure.
@@ -44,6 +44,8 @@ pub struct Script {
     /// choices, in order: answered `{"is_complete": true}` with `true` and
     /// `false` that likely.
     pub done_likelihoods: VecDeque<f32>,
+    /// What each `written_results` call answers, in order (then nothing).
+    pub written: VecDeque<Vec<WrittenResult>>,
 }
 
 impl Script {
@@ -84,6 +86,7 @@ impl Script {
             tried: Vec::new(),
             agreements: VecDeque::new(),
             done_likelihoods: VecDeque::new(),
+            written: VecDeque::new(),
         }
     }
 }
@@ -199,6 +202,16 @@ impl Effects for Script {
             .iter()
             .map(|name| (name.clone(), self.description_of(name)))
             .collect()
+    }
+
+    /// The results `written` holds, in order (then none).
+    async fn written_results(
+        &mut self,
+        _request: &str,
+        _names: &[String],
+        _codes: &[&str],
+    ) -> Vec<WrittenResult> {
+        self.written.pop_front().unwrap_or_default()
     }
 
     /// What `existing` names, and what the code run so far assigned

@@ -316,3 +316,47 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
     // One answer and one review: the respelled block asked no model.
     assert_eq!(llm.request_count(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_model() {
+    // The request prints the notebook's table and the table it wants; the
+    // first answer's running sum is not it, and code says so; the running
+    // maximum is, and the run is done with no review asked.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nout = sales.assign(top=sales.groupby('id')['val'].cumsum())\n```".into(),
+        ),
+        Reply::Answer(r#"{"form": "a table"}"#.into()),
+        Reply::Answer(
+            "```python\nout = sales.assign(top=sales.groupby('id')['val'].cummax())\n```".into(),
+        ),
+    ])
+    .await;
+    let mut kernel = kernel_with_pandas(
+        &llm,
+        "import pandas as pd\nsales = pd.DataFrame({'id': ['A', 'B', 'A'], 'val': [3, 5, 2]})",
+    )
+    .await;
+    let (reply, iopub) = kernel
+        .execute(
+            "%%ask\nI have this table:\n\n  id  val\n0  A    3\n1  B    5\n2  A    2\n\n\
+             I want the running maximum of val within each id, like this:\n\n\
+             \x20 id  val  top\n0  A    3    3\n1  B    5    5\n2  A    2    3\n\nStore it in `out`.",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let requests = llm.requests.lock().unwrap();
+    assert_eq!(requests.len(), 3, "no review asked");
+    let told = told_model(&requests[2]);
+    assert!(
+        told.contains("`out` is not the result the request writes out for this data")
+            && told.contains("2  A    2    5"),
+        "{told}"
+    );
+    drop(requests);
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(
+        summary.contains("done · checked: out is the result the request writes out"),
+        "{summary}"
+    );
+}

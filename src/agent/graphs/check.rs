@@ -1,8 +1,11 @@
 //! The check a run passes before any graph may call it done: the values
 //! the request names are described as they are now, the form each must
 //! have (one value, several, a table) is asked of the model before it sees
-//! them and compared by code ([`crate::agent::parse::form`]), and only then
-//! does a review judge the request beside the code that ran, its output and
+//! them and compared by code ([`crate::agent::parse::form`]); where the
+//! request writes out the result it expects for the data the code read,
+//! each value is compared with it by code (`mahtab/agent/shown_result.py`):
+//! another value is not done, and every value matching is done without a
+//! review. Otherwise a review judges the request beside the code that ran, its output and
 //! those values, and how many other solutions of the request computed the
 //! same when others were tried (`Work::agreed`: told to the review, never
 //! standing in for it). What the check looked at is kept
@@ -17,6 +20,7 @@ use crate::agent::parse::{bindings, claims, form, pitfalls};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
     AgentError, AgentState, Effects, Execution, Expected, FormDispute, KeyInformation, Verdict,
+    WrittenResult,
 };
 use crate::agent::{prompts, schemas};
 
@@ -42,7 +46,8 @@ pub struct Work<'a> {
 }
 
 /// The verdict on the work since `work.since`: complete only when the form
-/// check and the review both pass. On "complete", `state.checked` says what
+/// check passes and then either every value the request names is the
+/// result it writes out for this data, or the review passes. On "complete", `state.checked` says what
 /// the review looked at.
 pub async fn check<E: Effects>(
     state: &mut AgentState,
@@ -52,7 +57,8 @@ pub async fn check<E: Effects>(
 ) -> Result<Verdict, AgentError> {
     // The values the request names, as they are now: what "done" must be
     // checked against (a named variable existing is not it).
-    let names = checks::targets(&state.request).names;
+    let targets = checks::targets(&state.request);
+    let names = targets.names;
     let values = if work.failed || names.is_empty() {
         Vec::new()
     } else {
@@ -65,6 +71,40 @@ pub async fn check<E: Effects>(
     let mut kept = Vec::new();
     if let Some(why) = contradicted_form(state, effects, settings, &values, &mut kept).await? {
         return Ok(Verdict::not_done(why.reasoning, why.next_action));
+    }
+    // The result the request writes out for this very data, compared by
+    // code: it needs none of the knowledge a small judge lacks.
+    let mut confirmed = Vec::new();
+    if !values.is_empty() {
+        let codes: Vec<&str> = state.executions.iter().map(|e| e.code.as_str()).collect();
+        for result in effects
+            .written_results(&state.request, &names, &codes)
+            .await
+        {
+            match result {
+                WrittenResult::Matches { name } => confirmed.push(name),
+                WrittenResult::Differs {
+                    name,
+                    written,
+                    value,
+                } => {
+                    let (reasoning, next_action) = prompts::not_as_written(&name, &written, &value);
+                    return Ok(Verdict::not_done(reasoning, next_action));
+                }
+            }
+        }
+    }
+    // Every value the request names is the result it writes out for this
+    // data, and it names no file to write: done, with nothing left for a
+    // judge to weigh.
+    if !confirmed.is_empty()
+        && targets.files.is_empty()
+        && names.iter().all(|name| confirmed.contains(name))
+    {
+        state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
+        return Ok(Verdict::done_by_code(prompts::as_written(
+            &confirmed.join(", "),
+        )));
     }
     // Other solutions agreeing is told to the review, never stands in for
     // it: measured, a small model's samples agree on the same wrong value
@@ -100,7 +140,7 @@ pub async fn check<E: Effects>(
             .likelihood_done(state, effects, system, review)
             .await?;
         verdict.confidence = likelihood.map(|p| (p * 100.0).round().clamp(0.0, 100.0) as u8);
-        state.checked = checked(&state.executions[since..], &values);
+        state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
         if let Some((agree, of)) = work.agreed {
             state.checked.push(same_in(agree, of));
         }
@@ -227,6 +267,19 @@ async fn expected_form<E: Effects>(
 /// request names (`revenue: float: 30.5`), else the values the code made or
 /// changed (not a loop's variable, a module, a function or a class), else
 /// the figures it showed, else that it looked at the output only.
+/// What the summary line says was checked: the values compared with the
+/// result the request writes out first (the line shows its start), then
+/// the rest.
+fn checked_lines(
+    confirmed: &[String],
+    executions: &[Execution],
+    values: &[KeyInformation],
+) -> Vec<String> {
+    let mut lines: Vec<String> = confirmed.iter().map(|n| prompts::as_written(n)).collect();
+    lines.extend(checked(executions, values));
+    lines
+}
+
 fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
     let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
     if !values.is_empty() {

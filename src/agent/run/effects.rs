@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use super::events::{AgentError, AgentEvent};
-use super::findings::{Agreement, Context, KeyInformation, Repair, Targets};
+use super::findings::{Agreement, Context, KeyInformation, Repair, Targets, WrittenResult};
 use super::state::Execution;
 use crate::agent::llm::{ChatOutcome, ChatRequest};
 
@@ -90,6 +90,16 @@ pub trait Effects: Observer + Send {
         request: &str,
         names: &[String],
     ) -> impl Future<Output = Vec<KeyInformation>> + Send;
+
+    /// Each of `names` (values the request names) beside the result the
+    /// request writes out for the data the run's code (`codes`) read, where
+    /// it writes one out; nothing where it does not.
+    fn written_results(
+        &mut self,
+        request: &str,
+        names: &[String],
+        codes: &[&str],
+    ) -> impl Future<Output = Vec<WrittenResult>> + Send;
 
     /// Which of `targets` (variables and files a request names) do not
     /// exist (files relative to the working directory).

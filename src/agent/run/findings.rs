@@ -43,6 +43,14 @@ impl Verdict {
 
     /// Not done, for `reasoning`, with `next_action` to do next: a
     /// judgement the kernel made itself (read as if parsed).
+    /// Done, for `reasoning`, found by code without a review.
+    pub fn done_by_code(reasoning: impl Into<String>) -> Self {
+        Verdict {
+            is_complete: true,
+            ..Verdict::not_done(reasoning, "")
+        }
+    }
+
     pub fn not_done(reasoning: impl Into<String>, next_action: impl Into<String>) -> Self {
         Verdict {
             is_complete: false,
@@ -146,6 +154,22 @@ pub enum Action {
 
 /// A variable the informer described: its name and what it found.
 pub type KeyInformation = (String, String);
+
+/// A value the request names, beside the result the request writes out
+/// for the data the run's code read (`mahtab/agent/shown_result.py`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "verdict", rename_all = "lowercase")]
+pub enum WrittenResult {
+    /// The value, printed, is one of the results the request writes out.
+    Matches { name: String },
+    /// The request writes out one result for this data (`written`), and
+    /// the value (`value`, printed) is not it.
+    Differs {
+        name: String,
+        written: String,
+        value: String,
+    },
+}
 
 /// How many values a request asks a variable to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

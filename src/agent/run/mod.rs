@@ -12,6 +12,6 @@ pub use effects::{Activity, Effects, ModelChoice, Observer, Showing};
 pub use events::{AgentError, AgentEvent};
 pub use findings::{
     Action, Agent, Agents, Agreement, Consensus, Context, Decision, Expected, Form, FormDispute,
-    KeyInformation, Outcome, Plan, Repair, Targets, Triage, Verdict,
+    KeyInformation, Outcome, Plan, Repair, Targets, Triage, Verdict, WrittenResult,
 };
 pub use state::{AgentState, CodeBlock, Execution, OtherSolutions, RunChanges, Skill};

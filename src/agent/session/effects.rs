@@ -18,7 +18,7 @@ use crate::agent::render::stream::ShownText;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
-    ModelChoice, Repair, Showing, Targets,
+    ModelChoice, Repair, Showing, Targets, WrittenResult,
 };
 use crate::agent::scope_calls;
 use crate::exception::{ExceptionKind, PythonException};
@@ -366,6 +366,26 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             Ok(reply) => reply.described,
             Err(e) => {
                 tracing::warn!("%%ask: the informer found nothing: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn written_results(
+        &mut self,
+        request: &str,
+        names: &[String],
+        codes: &[&str],
+    ) -> Vec<WrittenResult> {
+        let call = scope_calls::CompareWritten {
+            request,
+            names,
+            codes,
+        };
+        match scope_calls::call(self.ports, &call).await {
+            Ok(reply) => reply.results,
+            Err(e) => {
+                tracing::warn!("%%ask: no comparison with the written result: {e}");
                 Vec::new()
             }
         }

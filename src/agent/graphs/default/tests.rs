@@ -4,6 +4,7 @@
 use super::*;
 use crate::agent::graph::RunEnd;
 use crate::agent::llm::Role;
+use crate::agent::run::WrittenResult;
 use crate::agent::script::{Script, fails_once, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
@@ -1149,4 +1150,48 @@ fn a_turn_stops_after_its_first_block_where_the_settings_say_so() {
     let stop = super::super::steps::AFTER_FIRST_BLOCK[0];
     let answer = "Here:\n```\nimport math\n\nx = 1\n```\n\nIt prints 1.";
     assert_eq!(answer.find(stop), Some(answer.find("\n```\n\nIt").unwrap()));
+}
+
+#[test]
+fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_review() {
+    let mut script = Script::new(
+        &[
+            "```python\ntotal = [1, 2, 4]\n```",
+            CANNOT_TELL,
+            "```python\ntotal = [1, 2, 3]\n```",
+        ],
+        ok,
+    );
+    script.written.push_back(vec![WrittenResult::Differs {
+        name: "total".into(),
+        written: "[1, 2, 3]".into(),
+        value: "[1, 2, 4]".into(),
+    }]);
+    script.written.push_back(vec![WrittenResult::Matches {
+        name: "total".into(),
+    }]);
+    let mut state = AgentState::new(
+        "Store the running sums of a in `total`; they should be [1, 2, 3].",
+        Vec::new(),
+        5,
+    );
+    run(&mut script, &mut state, settings());
+    // The form question, then the comparison: not done, with both printed,
+    // and no review asked.
+    let told = latest(&script.requests[2]);
+    assert!(
+        told.contains("`total` is not the result the request writes out for this data")
+            && told.contains(
+                "the request shows the result it expects:\n[1, 2, 3]\n`total` holds:\n[1, 2, 4]"
+            ),
+        "{told}"
+    );
+    // The second turn's value is the written result: done, with no review
+    // left to ask, and the summary line says what was compared.
+    assert_eq!(script.requests.len(), 3);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(
+        state.checked.first().map(String::as_str),
+        Some("total is the result the request writes out")
+    );
 }

@@ -14,7 +14,8 @@ import re
 import traceback
 
 from mahtab import tools
-from mahtab.agent import candidates
+from mahtab.agent import candidates, shown_result
+from mahtab.agent.undo import ABSENT
 from mahtab.agent.execution import FinalAnswer, run_agent_code
 from mahtab.agent.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
 from mahtab.runtime.messages import dumps
@@ -163,6 +164,49 @@ class AgentScope:
                 names = data[-INFORMER_DEFAULT_VARIABLES:]
         described = [[name, tools.describe(self.namespace[name], name)] for name in names[:INFORMER_MAX_VARIABLES]]
         return dumps({"described": described})
+
+    def written_results(self, args):
+        """Each value the request names beside the result the request writes
+        out for the data the run's code read (see ``shown_result``)."""
+        request = json.loads(args)
+        inputs = self._inputs_before(request.get("codes", ()))
+        results = []
+        for name in request.get("names", ()):
+            if inputs is None or not is_user_variable(self.namespace, name):
+                continue
+            value = self.namespace[name]
+            found = shown_result.judge(request.get("request", ""), value, inputs, name)
+            if found == "matches":
+                results.append({"verdict": "matches", "name": name})
+            elif found:
+                results.append({"verdict": "differs", "name": name, "written": shown_result.cut(found[1]), "value": shown_result.printed(value)})
+        return dumps({"results": results})
+
+    def _inputs_before(self, codes):
+        """The values the codes read that were there before the run, as they
+        were then; None when one of them was not kept (nothing can be said
+        of data that is gone)."""
+        if self.journal is None:
+            return None
+        read = []
+        for code in codes:
+            read.extend(shown_result.names_read(code))
+        inputs = []
+        for name in dict.fromkeys(read):
+            before = self.journal.names.get(name)
+            if before is None:
+                if is_user_variable(self.namespace, name):
+                    inputs.append(self.namespace[name])
+                continue
+            if before.value is ABSENT:
+                continue  # made by the run
+            value = before.unchanged_object()
+            if value is ABSENT:
+                value = before.copy
+            if value is None:
+                return None
+            inputs.append(value)
+        return inputs
 
     def missing(self, args):
         """Which of the variables and files a request names do not exist."""

@@ -1,0 +1,253 @@
+"""Whether a request writes out the result it expects, and whether the value
+the run made is it.
+
+People often show what they want for the data at hand: the table they have,
+then the table they want ("desired output:", "I'd like to get"), or an array
+literal after "result should be". Such a request carries its own check, one
+that needs no judge's knowledge: print the value the run made the ways
+Python and pandas print it, and compare the tokens (words, and numbers to
+the decimals the request writes them to) with the pieces of the request.
+
+The written result counts only when the request also shows data the
+notebook holds as it was before the run (so its example is about this
+data, not another), and only the pieces of the request that show none of
+that data, nor code, are taken for results. When the value matches one of
+them it is "matches"; when the request shows such a piece with the value's
+own shape of printout (a table with the same columns, a list as long) and
+the value matches none, it is "differs", with the piece; otherwise nothing
+is said.
+"""
+
+import ast
+import math
+import re
+
+from mahtab.agent.candidates import same_value
+
+# Pieces shorter than this many tokens say too little to compare.
+MIN_TOKENS = 2
+# A printout of fewer tokens than this matches only a piece that holds
+# nothing else, not any piece that has its number in it.
+SHORT_TOKENS = 6
+# How many of a piece's numbers a printout must hold to be what it shows.
+COVER = 0.75
+# How long a piece of the request, and a printout, may be before it is not
+# compared (a long one is not written out by hand).
+MAX_CHARS = 4000
+
+_TOKEN = re.compile(
+    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
+)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
+# Words a printout adds around the values.
+_NOISE = frozenset(
+    ("array", "dtype", "int64", "float64", "object", "bool", "name", "length", "int32", "float32", "dataframe",
+     "series", "columns", "rows", "index", "list", "tuple", "np", "pd", "datetime64", "ns", "category",
+     "categories", "true", "false")
+)
+
+
+def tokens(text):
+    """The text's values, as tokens: ("n", float, decimals) for a number and
+    ("w", word) for a word or quoted string (without its quotes)."""
+    found = []
+    for token in _TOKEN.findall(text):
+        if _NUMBER.match(token):
+            decimals = len(token.split(".")[1].lower().split("e")[0]) if "." in token else 0
+            if "e" in token.lower():
+                decimals = 15
+            found.append(("n", float(token), decimals))
+        elif token in ("nan", "NaN", "NaT", "None"):
+            found.append(("n", math.nan, 15))
+        elif token == "inf":
+            found.append(("n", math.inf, 15))
+        else:
+            word = token.strip("'\"").lower()
+            if word in ("true", "false"):
+                found.append(("w", word))
+            elif word not in _NOISE:
+                found.append(("w", word))
+    return found
+
+
+def _same_token(written, printed):
+    if written[0] != printed[0]:
+        return False
+    if written[0] == "w":
+        return written[1] == printed[1]
+    a, b = written[1], printed[1]
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    # The request writes a number to some decimals: the printout's full
+    # value rounds to it.
+    tolerance = 0.5 * 10 ** -written[2] + 1e-9 + 1e-9 * abs(b)
+    return abs(a - b) <= max(tolerance, 1e-6 * abs(b))
+
+
+def _contains(haystack, needle):
+    """Whether `needle` occurs in `haystack`, token for token."""
+    if not needle or len(needle) > len(haystack):
+        return False
+    for start in range(len(haystack) - len(needle) + 1):
+        if all(_same_token(w, p) for w, p in zip(haystack[start:start + len(needle)], needle)):
+            return True
+    return False
+
+
+def _numbers(found):
+    return [token for token in found if token[0] == "n"]
+
+
+def printouts(value):
+    """The ways the value is printed (repr, str, the table's or series's
+    text without its index, a list of its items), each as text."""
+    texts = []
+
+    def add(make):
+        try:
+            text = make()
+        except Exception:
+            return
+        if isinstance(text, str) and len(text) <= MAX_CHARS and text not in texts:
+            texts.append(text)
+
+    add(lambda: repr(value))
+    add(lambda: str(value))
+    if hasattr(value, "to_string"):
+        add(lambda: value.to_string())
+        add(lambda: value.to_string(index=False))
+        add(lambda: value.to_string(header=False))
+    if hasattr(value, "tolist"):
+        add(lambda: repr(value.tolist()))
+    if hasattr(value, "reset_index") and hasattr(value, "columns"):
+        add(lambda: value.reset_index().to_string(index=False))
+    return texts
+
+
+def pieces(request):
+    """The request's pieces: runs of lines between blank lines and code
+    markers (``<code>``, fences), each with whether it reads as code."""
+    text = re.sub(r"</?code>|```[a-z]*", "\n\n", request)
+    found = []
+    for chunk in re.split(r"\n\s*\n", text):
+        chunk = chunk.strip("\n")
+        if chunk.strip() and len(chunk) <= MAX_CHARS:
+            found.append(chunk)
+    return found
+
+
+def shows(piece_tokens, value_texts, cover=COVER):
+    """Whether the piece shows the value: one of its printouts, token for
+    token, within the piece, holding a share `cover` of the piece's numbers
+    (not a few rows of a longer table; a short printout, all of them)."""
+    numbers = len(_numbers(piece_tokens))
+    for text in value_texts:
+        printed = tokens(text)
+        if len(printed) < MIN_TOKENS and not _numbers(printed):
+            continue
+        needed = numbers if len(printed) < SHORT_TOKENS else cover * numbers
+        if len(_numbers(printed)) < needed:
+            continue
+        if _contains(piece_tokens, printed):
+            return True
+        # A piece with a lead-in ("result:") or words after.
+        kept = [t for t in piece_tokens if t[0] == "n" or any(_same_token(t, p) for p in printed)]
+        if kept and len(kept) == len(printed) and all(_same_token(w, p) for w, p in zip(kept, printed)):
+            return True
+    return False
+
+
+def _assigns(piece, name):
+    return bool(name) and re.search(r"^\s*%s\s*=(?!=)" % re.escape(name), piece, re.M) is not None
+
+
+def is_code(piece):
+    return bool(re.search(r"^\s*(import |from \w+ import|[A-Za-z_][\w.\[\]'\"]*\s*=(?!=)|print\(|def )", piece, re.M))
+
+
+def _table_header(piece):
+    """The column names of the first printed table in the piece (a line of
+    names followed by a line with a number), lower-cased, or an empty set."""
+    lines = [line for line in piece.splitlines() if line.strip()]
+    for line, following in zip(lines, lines[1:]):
+        words = line.split()
+        if len(words) >= 2 and all(re.match(r"[#\w.\-]+$", word) for word in words) and re.search(r"\d", following):
+            return {word.lower() for word in words}
+    return set()
+
+
+def _like_value(piece, found, value):
+    """Whether the piece is printed as the value would be: a table with
+    most of the value's columns, or a bracketed list or array of numbers for
+    a list or array."""
+    if hasattr(value, "columns"):
+        columns = {str(column).lower() for column in value.columns}
+        header = _table_header(piece)
+        return len(header) >= 2 and len(header & columns) * 2 >= max(len(header), len(columns))
+    if isinstance(value, (list, tuple)) or (hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "index")):
+        return "[" in piece and len(_numbers(found)) >= 2
+    return False
+
+
+def judge(request, value, inputs, name=None):
+    """"matches", ("differs", piece) or None for the value made under the
+    request (named `name` there), where `inputs` are the values the run's
+    code read, as they were before the run: only when the request shows
+    every one of them is its written result about this data. Code in the
+    request is a written result only where it assigns to `name`."""
+    if not inputs:
+        return None
+    parts = [(piece, tokens(piece)) for piece in pieces(request)]
+    shown = set()
+    for item in inputs:
+        texts = printouts(item)
+        # (However much else the piece holds: code that makes the data, or
+        # a result that begins with it.)
+        where = {index for index, (_, found) in enumerate(parts) if shows(found, texts, cover=0)}
+        if not where:
+            return None
+        shown |= where
+    value_texts = printouts(value)
+    results = [(piece, found) for index, (piece, found) in enumerate(parts) if index not in shown]
+    # (A value that is an input as it was is not confirmed by the request
+    # printing that input.)
+    if not any(same_value(value, item) for item in inputs) and any(shows(found, value_texts) for _, found in parts):
+        return "matches"
+    # The pieces printed as the value, or as a table the code read, would
+    # be: with one, it is the result the request expects; with more, some
+    # are other examples or outputs of what the user tried.
+    written = [
+        piece for piece, found in results
+        if (not is_code(piece) or _assigns(piece, name)) and any(_like_value(piece, found, item) for item in [value, *inputs])
+    ]
+    if len(written) == 1:
+        return ("differs", written[0])
+    return None
+
+
+def names_read(code):
+    """The names the code reads (none when it does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    return [node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
+
+
+# How much of a written result, and of the value beside it, the model is shown.
+SHOWN_CHARS = 1500
+
+
+def printed(value):
+    """The value as the model is shown it beside the written result."""
+    try:
+        text = value.to_string() if hasattr(value, "to_string") else repr(value)
+    except Exception as error:  # a value whose own methods fail
+        text = "<%s: cannot be printed: %s>" % (type(value).__name__, type(error).__name__)
+    return cut(text)
+
+
+def cut(text):
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "\n..."

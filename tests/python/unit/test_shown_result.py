@@ -1,0 +1,116 @@
+"""The result a request writes out, compared with the value a run made: a
+match, a difference, and the cases where nothing may be said (the example is
+about other data, several pieces could be the result, an input unchanged)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from mahtab.agent import shown_result
+from mahtab.agent.scope import AgentScope
+from mahtab.agent.undo import UndoHistory
+
+from agent_runtime import Runtime
+
+SALES = pd.DataFrame({"id": ["A", "B", "A"], "val": [3, 5, 2]})
+
+TABLES = """I have this table:
+
+  id  val
+0  A    3
+1  B    5
+2  A    2
+
+I want the running maximum of val within each id, like this:
+
+  id  val  top
+0  A    3    3
+1  B    5    5
+2  A    2    3
+
+Store it in `out`."""
+
+
+def test_the_written_table_matches_the_right_value_and_not_a_wrong_one():
+    right = SALES.assign(top=[3, 5, 3])
+    assert shown_result.judge(TABLES, right, [SALES]) == "matches"
+    verdict, written = shown_result.judge(TABLES, SALES.assign(top=[3, 5, 5]), [SALES])
+    assert verdict == "differs"
+    assert written.splitlines()[0].split() == ["id", "val", "top"]
+    # A column left out is a difference too; the columns' order is not
+    # compared by tokens, so a value in another order is said nothing of.
+    assert shown_result.judge(TABLES, SALES, [SALES])[0] == "differs"
+
+
+def test_nothing_is_said_when_the_example_is_about_other_data():
+    other = pd.DataFrame({"id": ["A", "B", "A"], "val": [4, 5, 2]})
+    assert shown_result.judge(TABLES, other.assign(top=[4, 5, 4]), [other]) is None
+    # Nor when the code read data the request does not show (a list of
+    # its own, beside the table it shows).
+    assert shown_result.judge(TABLES, SALES.assign(top=[3, 5, 5]), [SALES, [2, 0, 1]]) is None
+    # Nor when no input is known.
+    assert shown_result.judge(TABLES, SALES.assign(top=[3, 5, 5]), []) is None
+
+
+def test_two_pieces_that_could_be_the_result_say_nothing_of_a_wrong_value():
+    tried = TABLES.replace("Store it", "What I tried gives:\n\n  id  val  top\n0  A    3    3\n1  B    5    8\n2  A    2    5\n\nStore it")
+    assert shown_result.judge(tried, SALES.assign(top=[3, 5, 3]), [SALES]) == "matches"
+    assert shown_result.judge(tried, SALES.assign(top=[1, 1, 1]), [SALES]) is None
+
+
+def test_an_input_the_code_made_in_code_and_an_array_literal():
+    request = (
+        "a = np.array([[1, 2], [3, 4]])\n\nI want each row reversed:\n\n"
+        "result = array([[2, 1],\n       [4, 3]])\n\nwithout a loop."
+    )
+    a = np.array([[1, 2], [3, 4]])
+    assert shown_result.judge(request, a[:, ::-1], [a], "result") == "matches"
+    assert shown_result.judge(request, a[::-1], [a], "result")[0] == "differs"
+    # A few rows of the written result are not it.
+    assert shown_result.judge(request, a[:1, ::-1], [a], "result") != "matches"
+    # Code that assigns to another name is not a written result.
+    assert shown_result.judge(request, a[::-1], [a], "flipped") is None
+
+
+def test_numbers_compare_to_the_decimals_the_request_writes():
+    request = "x = [1, 2, 4]\n\nThe mean should come out as:\n\nmean = 2.33\n"
+    assert shown_result.judge(request, 7 / 3, [[1, 2, 4]]) == "matches"
+    assert shown_result.judge(request, 2.5, [[1, 2, 4]]) is None  # one number: no written form to compare
+
+
+def test_an_input_left_as_it_was_is_not_confirmed_by_its_own_printout():
+    request = TABLES.replace("like this:", "keeping the rest; for example the table above stays:")
+    assert shown_result.judge(request, SALES.copy(), [SALES]) != "matches"
+
+
+def test_tokens_and_names_read():
+    found = shown_result.tokens("0  A  -1.50 'x y' True")
+    assert found == [("n", 0.0, 0), ("w", "a"), ("n", -1.5, 2), ("w", "x y"), ("w", "true")]
+    assert shown_result.tokens("NaN")[0][0] == "n" and shown_result.math.isnan(shown_result.tokens("NaN")[0][1])
+    assert set(shown_result.names_read("out = sales.assign(top=t)\nprint(out)")) == {"sales", "t", "print", "out"}
+    assert shown_result.names_read("def (") == []
+
+
+def written(scope, code, name="out", request=TABLES):
+    assert not json.loads(scope.run_code(json.dumps({"code": code})))["failed"]
+    reply = scope.written_results(json.dumps({"request": request, "names": [name], "codes": [code]}))
+    return json.loads(reply)["results"]
+
+
+def test_the_run_compares_the_value_with_the_data_as_it_was_before_it():
+    # The run changes the user's table in place: the request printed it as
+    # it was, so the comparison reads the journal's copy, not the table now.
+    namespace = {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__}
+    scope = AgentScope(Runtime(), namespace, journal=UndoHistory().journal())
+    assert written(scope, "sales['top'] = sales.groupby('id')['val'].cummax()", "sales") == [
+        {"verdict": "matches", "name": "sales"},
+    ]
+    scope = AgentScope(Runtime(), {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__},
+                       journal=UndoHistory().journal())
+    [found] = written(scope, "out = sales.assign(top=sales['val'].cumsum())")
+    assert found["verdict"] == "differs" and found["name"] == "out"
+    assert "2  A    2   10" in found["value"] and found["written"].splitlines()[-1] == "2  A    2    3"
+    # Without a journal nothing is known of the data before the run.
+    scope = AgentScope(Runtime(), {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__})
+    assert written(scope, "out = sales.assign(top=sales['val'].cumsum())") == []
