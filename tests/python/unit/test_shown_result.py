@@ -114,3 +114,13 @@ def test_the_run_compares_the_value_with_the_data_as_it_was_before_it():
     # Without a journal nothing is known of the data before the run.
     scope = AgentScope(Runtime(), {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__})
     assert written(scope, "out = sales.assign(top=sales['val'].cumsum())") == []
+
+
+def test_the_written_result_typed_in_is_not_taken_for_a_computed_one():
+    namespace = {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__}
+    scope = AgentScope(Runtime(), namespace, journal=UndoHistory().journal())
+    typed = "print(sales)\nout = pd.DataFrame({'id': ['A', 'B', 'A'], 'val': [3, 5, 2], 'top': [3, 5, 3]})"
+    assert written(scope, typed) == []
+    assert shown_result.typed_in([typed], "out", namespace)
+    assert not shown_result.typed_in(["out = sales.assign(top=sales.val.cummax())"], "out", namespace)
+    assert not shown_result.typed_in(["x = 1"], "out", namespace)

@@ -176,6 +176,9 @@ class AgentScope:
                 continue
             value = self.namespace[name]
             found = shown_result.judge(request.get("request", ""), value, inputs, name)
+            # The written result typed in is no sign that the code computes it.
+            if found == "matches" and shown_result.typed_in(request.get("codes", ()), name, self.namespace):
+                continue
             if found == "matches":
                 results.append({"verdict": "matches", "name": name})
             elif found:

@@ -251,3 +251,26 @@ def printed(value):
 
 def cut(text):
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "\n..."
+
+
+def typed_in(codes, name, namespace):
+    """Whether the last assignment to `name` in the codes reads no variable
+    that holds data (only modules and functions: `pd.DataFrame({...})`):
+    the value was typed in, not computed."""
+    last = None
+    for code in codes:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                last = node
+    if last is None:
+        return False
+    read = [n.id for n in ast.walk(last.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return not any(name in namespace and _holds_data(namespace[name]) for name in read)
+
+
+def _holds_data(value):
+    return not (callable(value) or type(value).__name__ == "module")

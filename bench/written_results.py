@@ -1,0 +1,116 @@
+"""How far the comparison with a result the request writes out reaches, and
+how often it would send a right answer back, measured on DS-1000's requests
+without a model.
+
+For each DS-1000 task of a split, the notebook's inputs are bound as the
+evaluation binds them and the kernel's comparison
+(`src/python/mahtab/agent/shown_result.py`) is asked about two values of the
+variable the request names: the task's own expected value (right), and that
+value spoiled (rows or items in reverse order, or doubled where there is one
+item: wrong). The inputs are the notebook's variables the task's reference
+code reads, as a run's code would read them. The report counts, for the right
+values, how many the comparison confirms ("matches"), sends back ("differs":
+a right answer rejected) or says nothing of, and for the spoiled values of
+tasks whose right value it confirms, how many it sends back. Held-out tasks
+are reported as totals only.
+
+    .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+sys.path.insert(0, str(BENCH_DIR.parent / "src" / "python"))
+
+from agent_eval import split_of  # noqa: E402
+from public_tasks import DEFAULT_DIR, public_tasks  # noqa: E402
+
+from mahtab.agent import shown_result  # noqa: E402
+
+
+def spoiled(value):
+    """The value with its rows or items in reverse order (doubled when it
+    has one), or None for a value of another kind."""
+    if hasattr(value, "iloc"):
+        return value.iloc[::-1] if len(value) > 1 else value * 2
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return value[::-1] if value.size > 1 else value * 2
+    if isinstance(value, list) and len(value) > 1:
+        return value[::-1]
+    return None
+
+
+def target(request):
+    """The name the request's closing line leaves to fill in (`result = ...`)."""
+    found = re.search(r"^(\w+)\s*=\s*\.\.\.", request.splitlines()[-1])
+    return found.group(1) if found else None
+
+
+def verdict(found):
+    return found[0] if isinstance(found, tuple) else (found or "nothing")
+
+
+def measure(task):
+    """(the right value's verdict, the spoiled value's verdict or None)."""
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(task.hidden_setup, namespace)
+        before = set(namespace)
+        exec(task.setup, namespace)
+    read = set(shown_result.names_read(task.solution))
+    inputs = [
+        value for name, value in namespace.items()
+        if name not in before and name in read and not name.startswith("_") and type(value).__name__ != "module"
+    ]
+    name, right = target(task.prompt), namespace["_eval_expected"]
+    first = verdict(shown_result.judge(task.prompt, right, inputs, name))
+    if first != "matches":
+        return first, None
+    try:
+        wrong = spoiled(right)
+    except Exception:  # a value that cannot be reversed or doubled
+        wrong = None
+    if wrong is None or shown_result.same_value(wrong, right):
+        return first, None
+    return first, verdict(shown_result.judge(task.prompt, wrong, inputs, name))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", default="dev", choices=("dev", "held-out"))
+    parser.add_argument("--benchmarks", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--show", action="store_true", help="each development task's verdicts")
+    args = parser.parse_args()
+    tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
+    if not tasks:
+        sys.exit(f"no DS-1000 tasks in {args.benchmarks}")
+    rights, wrongs, failed = Counter(), Counter(), 0
+    for task in tasks:
+        try:
+            right, wrong = measure(task)
+        except Exception:  # an input that does not build here
+            failed += 1
+            continue
+        rights[right] += 1
+        if wrong:
+            wrongs[wrong] += 1
+        if args.show and args.split == "dev":
+            print(f"{task.name:14} right: {right:8} spoiled: {wrong or '-'}")
+    print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build)")
+    print(f"right values: {rights['matches']} match the written result, {rights['differs']} sent back, "
+          f"{rights['nothing']} nothing said")
+    print(f"spoiled values (where the right one matches): {sum(wrongs.values())}: {wrongs['differs']} sent back, "
+          f"{wrongs['matches']} taken for the written result, {wrongs['nothing']} nothing said")
+
+
+if __name__ == "__main__":
+    main()

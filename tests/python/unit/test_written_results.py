@@ -1,0 +1,38 @@
+"""bench/written_results.py: the name a DS-1000 request leaves to fill in,
+the spoiled value it compares beside the right one, and a task measured end
+to end from a converted item's parts."""
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "bench"))
+import written_results  # noqa: E402
+
+
+def test_the_name_left_to_fill_in_and_the_spoiled_value():
+    assert written_results.target("Do it.\nresult = ... # put solution in this variable") == "result"
+    assert written_results.target("Do it.\ndf = ...") == "df"
+    assert written_results.target("Do it in place.") is None
+    assert written_results.spoiled([1, 2, 3]) == [3, 2, 1]
+    assert written_results.spoiled(np.array([5])).tolist() == [10]
+    assert written_results.spoiled(pd.DataFrame({"a": [1, 2]}))["a"].tolist() == [2, 1]
+    assert written_results.spoiled(4.5) is None
+
+
+def test_a_task_whose_request_writes_out_its_result():
+    task = SimpleNamespace(
+        hidden_setup="import pandas as pd\n_eval_input = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})\n"
+                     "_eval_expected = _eval_input.assign(c=[4, 6])",
+        setup="df = _eval_input",
+        solution="result = df.assign(c=df.a + df.b)",
+        prompt="I have:\n\n   a  b\n0  1  3\n1  2  4\n\nI want:\n\n   a  b  c\n0  1  3  4\n1  2  4  6\n\n"
+               "result = ... # put solution in this variable",
+    )
+    assert written_results.measure(task) == ("matches", "differs")
+    task.prompt = task.prompt.replace("0  1  3\n", "0  9  3\n", 1)  # an example about other data
+    assert written_results.measure(task) == ("nothing", None)
