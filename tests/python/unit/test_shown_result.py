@@ -124,3 +124,13 @@ def test_the_written_result_typed_in_is_not_taken_for_a_computed_one():
     assert shown_result.typed_in([typed], "out", namespace)
     assert not shown_result.typed_in(["out = sales.assign(top=sales.val.cummax())"], "out", namespace)
     assert not shown_result.typed_in(["x = 1"], "out", namespace)
+
+
+def test_a_table_printed_with_its_columns_in_another_order():
+    # The request prints the table and the result with `val` before `id`;
+    # the notebook's table has them the other way round.
+    request = TABLES.replace("  id  val\n0  A    3\n1  B    5\n2  A    2", "  val id\n0    3  A\n1    5  B\n2    2  A")
+    request = request.replace("  id  val  top\n0  A    3    3\n1  B    5    5\n2  A    2    3",
+                              "  val  top id\n0    3    3  A\n1    5    5  B\n2    2    3  A")
+    assert shown_result.judge(request, SALES.assign(top=[3, 5, 3]), [SALES]) == "matches"
+    assert shown_result.judge(request, SALES.assign(top=[3, 5, 5]), [SALES])[0] == "differs"

@@ -167,15 +167,43 @@ def is_code(piece):
     return bool(re.search(r"^\s*(import |from \w+ import|[A-Za-z_][\w.\[\]'\"]*\s*=(?!=)|print\(|def )", piece, re.M))
 
 
-def _table_header(piece):
+def _header(piece):
     """The column names of the first printed table in the piece (a line of
-    names followed by a line with a number), lower-cased, or an empty set."""
+    names followed by a line with a number), lower-cased, in order, or []."""
     lines = [line for line in piece.splitlines() if line.strip()]
     for line, following in zip(lines, lines[1:]):
         words = line.split()
         if len(words) >= 2 and all(re.match(r"[#\w.\-]+$", word) for word in words) and re.search(r"\d", following):
-            return {word.lower() for word in words}
-    return set()
+            return [word.lower() for word in words]
+    return []
+
+
+def _table_header(piece):
+    return set(_header(piece))
+
+
+def _in_piece_order(value, piece):
+    """The table with its columns in the order the piece prints them, when
+    the piece prints the same columns in another order; else None."""
+    if not hasattr(value, "columns"):
+        return None
+    header = _header(piece)
+    columns = {str(column).lower(): column for column in value.columns}
+    if len(header) != len(columns) or set(header) != set(columns) or header == list(columns):
+        return None
+    try:
+        return value[[columns[word] for word in header]]
+    except Exception:  # columns that cannot be selected so
+        return None
+
+
+def _shows_value(piece, found, value, texts, cover=COVER):
+    """Whether the piece shows the value (`texts`: its printouts), its
+    columns taken in the piece's order."""
+    if shows(found, texts, cover):
+        return True
+    reordered = _in_piece_order(value, piece)
+    return reordered is not None and shows(found, printouts(reordered), cover)
 
 
 def _like_value(piece, found, value):
@@ -205,7 +233,7 @@ def judge(request, value, inputs, name=None):
         texts = printouts(item)
         # (However much else the piece holds: code that makes the data, or
         # a result that begins with it.)
-        where = {index for index, (_, found) in enumerate(parts) if shows(found, texts, cover=0)}
+        where = {index for index, (piece, found) in enumerate(parts) if _shows_value(piece, found, item, texts, cover=0)}
         if not where:
             return None
         shown |= where
@@ -213,7 +241,7 @@ def judge(request, value, inputs, name=None):
     results = [(piece, found) for index, (piece, found) in enumerate(parts) if index not in shown]
     # (A value that is an input as it was is not confirmed by the request
     # printing that input.)
-    if not any(same_value(value, item) for item in inputs) and any(shows(found, value_texts) for _, found in parts):
+    if not any(same_value(value, item) for item in inputs) and any(_shows_value(piece, found, value, value_texts) for piece, found in parts):
         return "matches"
     # The pieces printed as the value, or as a table the code read, would
     # be: with one, it is the result the request expects; with more, some
