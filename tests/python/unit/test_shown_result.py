@@ -134,3 +134,10 @@ def test_a_table_printed_with_its_columns_in_another_order():
                               "  val  top id\n0    3    3  A\n1    5    5  B\n2    2    3  A")
     assert shown_result.judge(request, SALES.assign(top=[3, 5, 3]), [SALES]) == "matches"
     assert shown_result.judge(request, SALES.assign(top=[3, 5, 5]), [SALES])[0] == "differs"
+
+
+def test_a_table_the_request_builds_in_code():
+    request = TABLES.replace("  id  val\n0  A    3\n1  B    5\n2  A    2",
+                             "sales = pd.DataFrame({'id': ['A', 'B', 'A'], 'val': [3, 5, 2]})")
+    assert shown_result.judge(request, SALES.assign(top=[3, 5, 3]), [SALES]) == "matches"
+    assert shown_result.judge(request, SALES.assign(top=[3, 5, 5]), [SALES])[0] == "differs"

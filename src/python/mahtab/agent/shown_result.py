@@ -123,6 +123,8 @@ def printouts(value):
         add(lambda: repr(value.tolist()))
     if hasattr(value, "reset_index") and hasattr(value, "columns"):
         add(lambda: value.reset_index().to_string(index=False))
+        # As code builds a table: a list for each column.
+        add(lambda: repr(value.to_dict("list")))
     return texts
 
 
