@@ -74,26 +74,14 @@ pub async fn check<E: Effects>(
     }
     // The result the request writes out for this very data, compared by
     // code: it needs none of the knowledge a small judge lacks.
-    let mut confirmed = Vec::new();
-    if !values.is_empty() {
-        let codes: Vec<&str> = state.executions.iter().map(|e| e.code.as_str()).collect();
-        for result in effects
-            .written_results(&state.request, &names, &codes)
-            .await
-        {
-            match result {
-                WrittenResult::Matches { name } => confirmed.push(name),
-                WrittenResult::Differs {
-                    name,
-                    written,
-                    value,
-                } => {
-                    let (reasoning, next_action) = prompts::not_as_written(&name, &written, &value);
-                    return Ok(Verdict::not_done(reasoning, next_action));
-                }
-            }
+    let confirmed = if values.is_empty() {
+        Vec::new()
+    } else {
+        match as_written(state, effects, &names).await {
+            Ok(confirmed) => confirmed,
+            Err(verdict) => return Ok(verdict),
         }
-    }
+    };
     // Every value the request names is the result it writes out for this
     // data, and it names no file to write: done, with nothing left for a
     // judge to weigh.
@@ -146,6 +134,31 @@ pub async fn check<E: Effects>(
         }
     }
     Ok(verdict)
+}
+
+/// The names whose value is the result the request writes out for the data
+/// the run's code read, or "not done" for the first that is another.
+async fn as_written<E: Effects>(
+    state: &AgentState,
+    effects: &mut E,
+    names: &[String],
+) -> Result<Vec<String>, Verdict> {
+    let codes: Vec<&str> = state.executions.iter().map(|e| e.code.as_str()).collect();
+    let mut confirmed = Vec::new();
+    for result in effects.written_results(&state.request, names, &codes).await {
+        match result {
+            WrittenResult::Matches { name } => confirmed.push(name),
+            WrittenResult::Differs {
+                name,
+                written,
+                value,
+            } => {
+                let (reasoning, next_action) = prompts::not_as_written(&name, &written, &value);
+                return Err(Verdict::not_done(reasoning, next_action));
+            }
+        }
+    }
+    Ok(confirmed)
 }
 
 /// Not done when the code made a table or array whose every value is

@@ -8,14 +8,14 @@ that needs no judge's knowledge: print the value the run made the ways
 Python and pandas print it, and compare the tokens (words, and numbers to
 the decimals the request writes them to) with the pieces of the request.
 
-The written result counts only when the request also shows data the
-notebook holds as it was before the run (so its example is about this
-data, not another), and only the pieces of the request that show none of
-that data, nor code, are taken for results. When the value matches one of
-them it is "matches"; when the request shows such a piece with the value's
-own shape of printout (a table with the same columns, a list as long) and
-the value matches none, it is "differs", with the piece; otherwise nothing
-is said.
+The written result counts only when the request shows every variable the
+run's code read, as it was before the run (so its example is about this
+data, not another). When a piece of the request is the value's printout
+(most of its numbers), it is "matches"; when exactly one piece that shows
+no input is printed as the value would be (a table with most of its
+columns, a bracketed list for a list or array; code only where it assigns
+to the value's name) and the value matches none, it is "differs", with the
+piece; otherwise nothing is said.
 """
 
 import ast
@@ -43,7 +43,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
 _NOISE = frozenset(
     ("array", "dtype", "int64", "float64", "object", "bool", "name", "length", "int32", "float32", "dataframe",
      "series", "columns", "rows", "index", "list", "tuple", "np", "pd", "datetime64", "ns", "category",
-     "categories", "true", "false")
+     "categories")
 )
 
 
@@ -63,9 +63,7 @@ def tokens(text):
             found.append(("n", math.inf, 15))
         else:
             word = token.strip("'\"").lower()
-            if word in ("true", "false"):
-                found.append(("w", word))
-            elif word not in _NOISE:
+            if word not in _NOISE:
                 found.append(("w", word))
     return found
 
@@ -130,7 +128,7 @@ def printouts(value):
 
 def pieces(request):
     """The request's pieces: runs of lines between blank lines and code
-    markers (``<code>``, fences), each with whether it reads as code."""
+    markers (``<code>``, fences)."""
     text = re.sub(r"</?code>|```[a-z]*", "\n\n", request)
     found = []
     for chunk in re.split(r"\n\s*\n", text):
@@ -180,10 +178,6 @@ def _header(piece):
     return []
 
 
-def _table_header(piece):
-    return set(_header(piece))
-
-
 def _in_piece_order(value, piece):
     """The table with its columns in the order the piece prints them, when
     the piece prints the same columns in another order; else None."""
@@ -214,7 +208,7 @@ def _like_value(piece, found, value):
     a list or array."""
     if hasattr(value, "columns"):
         columns = {str(column).lower() for column in value.columns}
-        header = _table_header(piece)
+        header = set(_header(piece))
         return len(header) >= 2 and len(header & columns) * 2 >= max(len(header), len(columns))
     if isinstance(value, (list, tuple)) or (hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "index")):
         return "[" in piece and len(_numbers(found)) >= 2
@@ -299,7 +293,7 @@ def typed_in(codes, name, namespace):
     if last is None:
         return False
     read = [n.id for n in ast.walk(last.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-    return not any(name in namespace and _holds_data(namespace[name]) for name in read)
+    return not any(other in namespace and _holds_data(namespace[other]) for other in read)
 
 
 def _holds_data(value):
