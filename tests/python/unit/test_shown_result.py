@@ -141,3 +141,11 @@ def test_a_table_the_request_builds_in_code():
                              "sales = pd.DataFrame({'id': ['A', 'B', 'A'], 'val': [3, 5, 2]})")
     assert shown_result.judge(request, SALES.assign(top=[3, 5, 3]), [SALES]) == "matches"
     assert shown_result.judge(request, SALES.assign(top=[3, 5, 5]), [SALES])[0] == "differs"
+
+
+def test_the_first_rows_of_an_input_are_not_taken_for_the_written_result():
+    # Three of four rows are most of the table's numbers, yet not the
+    # result: a piece that prints an input must be the value whole.
+    sales = pd.DataFrame({"id": ["A", "B", "A", "C"], "val": [3, 5, 2, 7]})
+    request = "I have:\n\n" + sales.to_string() + "\n\nDrop the rows whose val is below 3; store it in `out`."
+    assert shown_result.judge(request, sales.iloc[:3], [sales]) is None

@@ -236,8 +236,12 @@ def judge(request, value, inputs, name=None):
     value_texts = printouts(value)
     results = [(piece, found) for index, (piece, found) in enumerate(parts) if index not in shown]
     # (A value that is an input as it was is not confirmed by the request
-    # printing that input.)
-    if not any(same_value(value, item) for item in inputs) and any(_shows_value(piece, found, value, value_texts) for piece, found in parts):
+    # printing that input; in a piece that prints an input, the value must
+    # be all of it, not the first rows of the input.)
+    if not any(same_value(value, item) for item in inputs) and any(
+        _shows_value(piece, found, value, value_texts, cover=1.0 if index in shown else COVER)
+        for index, (piece, found) in enumerate(parts)
+    ):
         return "matches"
     # The pieces printed as the value, or as a table the code read, would
     # be: with one, it is the result the request expects; with more, some
