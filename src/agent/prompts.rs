@@ -406,6 +406,18 @@ pub fn as_written(name: &str) -> String {
     format!("{name} is the result the request writes out")
 }
 
+/// Why a run is done when every value the request names is the result it
+/// writes out.
+pub fn all_as_written(names: &[String]) -> String {
+    match names {
+        [one] => as_written(one),
+        _ => format!(
+            "{} are the results the request writes out",
+            names.join(", ")
+        ),
+    }
+}
+
 /// The expected-form question about the variable `name` of `request`.
 pub fn expected_form_question(request: &str, name: &str) -> String {
     format!("Request: {}\nVariable: {name}", request.trim())

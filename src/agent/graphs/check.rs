@@ -5,8 +5,8 @@
 //! request writes out the result it expects for the data the code read,
 //! each value is compared with it by code (`mahtab/agent/shown_result.py`):
 //! another value is not done, and every value matching is done without a
-//! review. Otherwise a review judges the request beside the code that ran, its output and
-//! those values, and how many other solutions of the request computed the
+//! review. Otherwise a review judges the request beside the code that ran,
+//! its output and those values, and how many other solutions of the request computed the
 //! same when others were tried (`Work::agreed`: told to the review, never
 //! standing in for it). What the check looked at is kept
 //! (`AgentState::checked`) for the summary line, so the user sees why the
@@ -47,8 +47,8 @@ pub struct Work<'a> {
 
 /// The verdict on the work since `work.since`: complete only when the form
 /// check passes and then either every value the request names is the
-/// result it writes out for this data, or the review passes. On "complete", `state.checked` says what
-/// the review looked at.
+/// result it writes out for this data, or the review passes. On
+/// "complete", `state.checked` says what was looked at.
 pub async fn check<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
@@ -90,9 +90,7 @@ pub async fn check<E: Effects>(
         && names.iter().all(|name| confirmed.contains(name))
     {
         state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
-        return Ok(Verdict::done_by_code(prompts::as_written(
-            &confirmed.join(", "),
-        )));
+        return Ok(Verdict::done_by_code(prompts::all_as_written(&confirmed)));
     }
     // Other solutions agreeing is told to the review, never stands in for
     // it: measured, a small model's samples agree on the same wrong value
@@ -276,10 +274,6 @@ async fn expected_form<E: Effects>(
     Ok(expected)
 }
 
-/// What a review that said "done" looked at, a line each: the values the
-/// request names (`revenue: float: 30.5`), else the values the code made or
-/// changed (not a loop's variable, a module, a function or a class), else
-/// the figures it showed, else that it looked at the output only.
 /// What the summary line says was checked: the values compared with the
 /// result the request writes out first (the line shows its start), then
 /// the rest.
@@ -293,6 +287,10 @@ fn checked_lines(
     lines
 }
 
+/// What a review that said "done" looked at, a line each: the values the
+/// request names (`revenue: float: 30.5`), else the values the code made or
+/// changed (not a loop's variable, a module, a function or a class), else
+/// the figures it showed, else that it looked at the output only.
 fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
     let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
     if !values.is_empty() {

@@ -41,8 +41,6 @@ impl Verdict {
         self.is_complete && self.confidence.is_some_and(|c| c < Self::CONFIRMED)
     }
 
-    /// Not done, for `reasoning`, with `next_action` to do next: a
-    /// judgement the kernel made itself (read as if parsed).
     /// Done, for `reasoning`, found by code without a review.
     pub fn done_by_code(reasoning: impl Into<String>) -> Self {
         Verdict {
@@ -51,6 +49,8 @@ impl Verdict {
         }
     }
 
+    /// Not done, for `reasoning`, with `next_action` to do next: a
+    /// judgement the kernel made itself (read as if parsed).
     pub fn not_done(reasoning: impl Into<String>, next_action: impl Into<String>) -> Self {
         Verdict {
             is_complete: false,

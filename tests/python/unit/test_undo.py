@@ -173,3 +173,21 @@ def test_a_large_rebound_object_is_let_go_rather_than_kept_past_the_budget():
     assert summary["not_restorable"] == ["big (too large to keep (0.8 MB))"], summary
     assert "Undid the last run: small." in history.undo(namespace)
     assert namespace["small"] is original and namespace["big"][0] == 1
+
+
+def test_the_value_a_name_held_before_the_run():
+    from mahtab.agent.undo import ABSENT, NOT_KEPT
+
+    namespace = {"kept": [1, 2], "big": [3, 4], "same": 5}
+    journal = UndoHistory().journal()
+    journal.before_block(ast.parse("kept.append(3)\nmade = 1"), namespace)
+    namespace["kept"].append(3)
+    namespace["made"] = 1
+    assert journal.value_before("kept", namespace) == [1, 2]
+    assert journal.value_before("made", namespace) is ABSENT
+    assert journal.value_before("same", namespace) == 5
+    # Over the undo budget, a value changed in place is gone.
+    journal = UndoHistory(budget=0).journal()
+    journal.before_block(ast.parse("big.append(5)"), namespace)
+    namespace["big"].append(5)
+    assert journal.value_before("big", namespace) is NOT_KEPT

@@ -15,7 +15,7 @@ import traceback
 
 from mahtab import tools
 from mahtab.agent import candidates, shown_result
-from mahtab.agent.undo import ABSENT
+from mahtab.agent.undo import ABSENT, NOT_KEPT
 from mahtab.agent.execution import FinalAnswer, run_agent_code
 from mahtab.agent.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
 from mahtab.runtime.messages import dumps
@@ -196,19 +196,11 @@ class AgentScope:
             read.extend(shown_result.names_read(code))
         inputs = []
         for name in dict.fromkeys(read):
-            before = self.journal.names.get(name)
-            if before is None:
-                if is_user_variable(self.namespace, name):
-                    inputs.append(self.namespace[name])
-                continue
-            if before.value is ABSENT:
-                continue  # made by the run
-            value = before.unchanged_object()
-            if value is ABSENT:
-                value = before.copy
-            if value is None:
+            value = self.journal.value_before(name, self.namespace)
+            if value is NOT_KEPT:
                 return None
-            inputs.append(value)
+            if value is not ABSENT and is_user_variable({name: value}, name):
+                inputs.append(value)
         return inputs
 
     def missing(self, args):

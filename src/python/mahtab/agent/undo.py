@@ -49,6 +49,16 @@ class _Forgotten:
 
 _FORGOTTEN = _Forgotten()
 
+
+class _NotKept:
+    """A value the run changed without keeping what it was."""
+
+    def __repr__(self):
+        return "NOT_KEPT"
+
+
+NOT_KEPT = _NotKept()
+
 # Values a block cannot change in place: the object itself is their record.
 _NEVER_CHANGED = (int, float, complex, str, bytes, bool, type(None), range, frozenset, tuple,
                   types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)
@@ -256,6 +266,18 @@ class RunJournal:
             self.history.release(cost)
             return _Before(value, note="could not be copied (%s)" % type(error).__name__)
         return _Before(value, copied, cost)
+
+    def value_before(self, name, namespace):
+        """What `name` held before the run: the value (the object itself
+        where the run left it alone), ABSENT where the run made the name,
+        NOT_KEPT where the run changed it and its old value is gone."""
+        before = self.names.get(name)
+        if before is None:
+            return namespace.get(name, ABSENT)
+        if before.value is ABSENT:
+            return ABSENT
+        old = _old_value(before)
+        return NOT_KEPT if old is ABSENT else old
 
     # -- when it ends ---------------------------------------------------------
 
