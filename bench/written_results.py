@@ -11,8 +11,11 @@ item: wrong). The inputs are the notebook's variables the task's reference
 code reads, as a run's code would read them. The report counts, for the right
 values, how many the comparison confirms ("matches"), sends back ("differs":
 a right answer rejected) or says nothing of, and for the spoiled values of
-tasks whose right value it confirms, how many it sends back. Held-out tasks
-are reported as totals only.
+tasks whose right value it confirms, how many it sends back. Where it says
+nothing, the request's example (`request_example.py`: other data than the
+notebook's, shown in the request) is tried: the reference code run on it,
+and its value compared with the result written for it (the kernel takes a
+match only). Held-out tasks are reported as totals only.
 
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
 """
@@ -34,7 +37,20 @@ sys.path.insert(0, str(BENCH_DIR.parent / "src" / "python"))
 from agent_eval import split_of  # noqa: E402
 from public_tasks import DEFAULT_DIR, public_tasks  # noqa: E402
 
-from mahtab.agent import shown_result  # noqa: E402
+from mahtab.agent import request_example, shown_result  # noqa: E402
+
+
+class Runtime:
+    """What trying code on a copy needs of the kernel's runtime here."""
+
+    class bridge:
+        @staticmethod
+        def user_code_starting():
+            pass
+
+    @staticmethod
+    def _as_python(code):
+        return code
 
 
 def spoiled(value):
@@ -60,28 +76,44 @@ def verdict(found):
 
 
 def measure(task):
-    """(the right value's verdict, the spoiled value's verdict or None)."""
+    """(the right value's verdict, the spoiled value's verdict or None, the
+    verdict on the request's example or None)."""
     namespace = {}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(task.hidden_setup, namespace)
         before = set(namespace)
         exec(task.setup, namespace)
     read = set(shown_result.names_read(task.solution))
-    inputs = [
-        value for name, value in namespace.items()
+    inputs = {
+        name: value for name, value in namespace.items()
         if name not in before and name in read and not name.startswith("_") and type(value).__name__ != "module"
-    ]
+    }
     name, right = target(task.prompt), namespace["_eval_expected"]
-    first = verdict(shown_result.judge(task.prompt, right, inputs, name))
+    first = verdict(shown_result.judge(task.prompt, right, list(inputs.values()), name))
     if first != "matches":
-        return first, None
+        return first, None, on_example(task, namespace, inputs, name) if first == "nothing" else None
     try:
         wrong = spoiled(right)
     except Exception:  # a value that cannot be reversed or doubled
         wrong = None
     if wrong is None or shown_result.same_value(wrong, right):
-        return first, None
-    return first, verdict(shown_result.judge(task.prompt, wrong, inputs, name))
+        return first, None, None
+    return first, verdict(shown_result.judge(task.prompt, wrong, list(inputs.values()), name)), None
+
+
+def on_example(task, namespace, inputs, name):
+    """The reference code's value on the request's example beside the
+    result written for it, or None where the request gives no example."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        given = request_example.example_inputs(Runtime, task.prompt, inputs)
+        if given is None:
+            return None
+        example, pieces = given
+        base = {key: value for key, value in namespace.items() if key not in inputs}
+        value = request_example.run_on(Runtime, [task.solution], base, example, name)
+    if value is None:
+        return "failed"
+    return verdict(shown_result.judge(task.prompt, value, list(example.values()), name, pieces))
 
 
 def main():
@@ -93,23 +125,28 @@ def main():
     tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
     if not tasks:
         sys.exit(f"no DS-1000 tasks in {args.benchmarks}")
-    rights, wrongs, failed = Counter(), Counter(), 0
+    rights, wrongs, examples, failed = Counter(), Counter(), Counter(), 0
     for task in tasks:
         try:
-            right, wrong = measure(task)
+            right, wrong, example = measure(task)
         except Exception:  # an input that does not build here
             failed += 1
             continue
         rights[right] += 1
         if wrong:
             wrongs[wrong] += 1
+        if example:
+            examples[example] += 1
         if args.show and args.split == "dev":
-            print(f"{task.name:14} right: {right:8} spoiled: {wrong or '-'}")
+            print(f"{task.name:14} right: {right:8} spoiled: {wrong or '-':8} on the example: {example or '-'}")
     print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build)")
     print(f"right values: {rights['matches']} match the written result, {rights['differs']} sent back, "
           f"{rights['nothing']} nothing said")
     print(f"spoiled values (where the right one matches): {sum(wrongs.values())}: {wrongs['differs']} sent back, "
           f"{wrongs['matches']} taken for the written result, {wrongs['nothing']} nothing said")
+    print(f"where nothing is said, the request's example: {sum(examples.values())} tasks give one: the right code's "
+          f"value on it {examples['matches']} matches, {examples['differs']} differs, {examples['nothing']} nothing "
+          f"said, {examples['failed']} failed on it")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 //! Prompt templates (in `prompts/*.md`, embedded at build time) and their
 //! rendering. Placeholders are `{name}`; values are inserted verbatim.
 
-use crate::agent::run::{Execution, FormDispute, KeyInformation, Skill};
+use crate::agent::run::{AsWritten, Execution, FormDispute, KeyInformation, Skill};
 
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const CONTEXT: &str = include_str!("../../prompts/context.md");
@@ -402,19 +402,21 @@ pub fn not_as_written(name: &str, written: &str, value: &str) -> (String, String
 
 /// What the summary line says of a value that is the result the request
 /// writes out.
-pub fn as_written(name: &str) -> String {
-    format!("{name} is the result the request writes out")
+pub fn as_written(found: &AsWritten) -> String {
+    let name = &found.name;
+    if found.on_example {
+        format!("{name} is what the request writes out for its example, with the code run on it")
+    } else {
+        format!("{name} is the result the request writes out")
+    }
 }
 
 /// Why a run is done when every value the request names is the result it
 /// writes out.
-pub fn all_as_written(names: &[String]) -> String {
-    match names {
+pub fn all_as_written(found: &[AsWritten]) -> String {
+    match found {
         [one] => as_written(one),
-        _ => format!(
-            "{} are the results the request writes out",
-            names.join(", ")
-        ),
+        _ => found.iter().map(as_written).collect::<Vec<_>>().join("; "),
     }
 }
 

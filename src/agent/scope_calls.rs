@@ -388,6 +388,7 @@ impl ScopeCall for FindLocalModel<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::run::AsWritten;
     use serde_json::{Value, json};
 
     const AGENT_SCOPE: &str = include_str!("../python/mahtab/agent/scope.py");
@@ -528,6 +529,22 @@ mod tests {
         assert!(read_reply::<NamespaceSummary>(json!({ "summary": 3 })).is_err());
         let missing = read_reply::<Missing>(json!({ "names": ["n"], "files": [] })).unwrap();
         assert_eq!(missing.names, ["n"]);
+        let compared = read_reply::<CompareWritten>(json!({ "results": [
+            { "verdict": "matches", "name": "a", "on_example": true },
+            { "verdict": "matches", "name": "b" },
+            { "verdict": "differs", "name": "c", "written": "[1]", "value": "[2]" },
+        ] }))
+        .unwrap();
+        let found = |name: &str, on_example| {
+            WrittenResult::Matches(AsWritten {
+                name: name.into(),
+                on_example,
+            })
+        };
+        assert_eq!(compared.results[..2], [found("a", true), found("b", false)]);
+        assert!(
+            matches!(&compared.results[2], WrittenResult::Differs { written, .. } if written == "[1]")
+        );
         let error = read_reply::<Interpolate>(json!({})).unwrap_err();
         assert!(error.to_string().contains("interpolate"), "{error}");
     }

@@ -116,6 +116,7 @@ const PACKAGE: &[Source] = &[
     module!("agent", "mcp_queries"),
     module!("agent", "namespace"),
     module!("agent", "scope"),
+    module!("agent", "request_example"),
     module!("agent", "shown_result"),
     module!("agent", "undo"),
 ];

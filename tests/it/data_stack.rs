@@ -360,3 +360,42 @@ async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_mode
         "{summary}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn code_that_makes_the_result_written_for_the_request_s_example_is_done_with_no_review() {
+    // The request shows a small table (not the notebook's) and the result
+    // it wants for it; the model's code, tried on that example, makes it:
+    // done with no review, and the notebook keeps its own values.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nout = sales.assign(top=sales.groupby('id')['val'].cummax())\n```".into(),
+        ),
+        Reply::Answer(r#"{"form": "a table"}"#.into()),
+    ])
+    .await;
+    let mut kernel = kernel_with_pandas(
+        &llm,
+        "import pandas as pd\nsales = pd.DataFrame({'id': ['A', 'B', 'A', 'C'], 'val': [4, 1, 7, 2]})",
+    )
+    .await;
+    let (reply, iopub) = kernel
+        .execute(
+            "%%ask\nMy table looks like this:\n\n  id  val\n0  A    3\n1  B    5\n2  A    2\n\n\
+             I want the running maximum of val within each id, like this:\n\n\
+             \x20 id  val  top\n0  A    3    3\n1  B    5    5\n2  A    2    3\n\nStore it in `out`.",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(llm.request_count(), 2, "no review asked");
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(
+        summary.contains(
+            "done · checked: out is what the request writes out for its example, with the code run on it"
+        ),
+        "{summary}"
+    );
+    let (_, iopub) = kernel
+        .execute("out['top'].tolist(), sales['val'].tolist()")
+        .await;
+    assert_eq!(result_text(&iopub), "([4, 1, 7, 2], [4, 1, 7, 2])");
+}

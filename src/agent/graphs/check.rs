@@ -19,8 +19,8 @@ use super::steps::NodeSettings;
 use crate::agent::parse::{bindings, claims, form, pitfalls};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
-    AgentError, AgentState, Effects, Execution, Expected, FormDispute, KeyInformation, Verdict,
-    WrittenResult,
+    AgentError, AgentState, AsWritten, Effects, Execution, Expected, FormDispute, KeyInformation,
+    Verdict, WrittenResult,
 };
 use crate::agent::{prompts, schemas};
 
@@ -87,7 +87,9 @@ pub async fn check<E: Effects>(
     // judge to weigh.
     if !confirmed.is_empty()
         && targets.files.is_empty()
-        && names.iter().all(|name| confirmed.contains(name))
+        && names
+            .iter()
+            .all(|name| confirmed.iter().any(|c| &c.name == name))
     {
         state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
         return Ok(Verdict::done_by_code(prompts::all_as_written(&confirmed)));
@@ -135,17 +137,25 @@ pub async fn check<E: Effects>(
 }
 
 /// The names whose value is the result the request writes out for the data
-/// the run's code read, or "not done" for the first that is another.
+/// the run's code read (or, tried on the request's example, for that), or
+/// "not done" for the first that is another.
 async fn as_written<E: Effects>(
     state: &AgentState,
     effects: &mut E,
     names: &[String],
-) -> Result<Vec<String>, Verdict> {
-    let codes: Vec<&str> = state.executions.iter().map(|e| e.code.as_str()).collect();
+) -> Result<Vec<AsWritten>, Verdict> {
+    // (The code that ran through: what failed made nothing to compare, and
+    // would fail again tried on an example.)
+    let codes: Vec<&str> = state
+        .executions
+        .iter()
+        .filter(|e| !e.failed)
+        .map(|e| e.code.as_str())
+        .collect();
     let mut confirmed = Vec::new();
     for result in effects.written_results(&state.request, names, &codes).await {
         match result {
-            WrittenResult::Matches { name } => confirmed.push(name),
+            WrittenResult::Matches(found) => confirmed.push(found),
             WrittenResult::Differs {
                 name,
                 written,
@@ -278,11 +288,11 @@ async fn expected_form<E: Effects>(
 /// result the request writes out first (the line shows its start), then
 /// the rest.
 fn checked_lines(
-    confirmed: &[String],
+    confirmed: &[AsWritten],
     executions: &[Execution],
     values: &[KeyInformation],
 ) -> Vec<String> {
-    let mut lines: Vec<String> = confirmed.iter().map(|n| prompts::as_written(n)).collect();
+    let mut lines: Vec<String> = confirmed.iter().map(prompts::as_written).collect();
     lines.extend(checked(executions, values));
     lines
 }

@@ -161,7 +161,7 @@ pub type KeyInformation = (String, String);
 #[serde(tag = "verdict", rename_all = "lowercase")]
 pub enum WrittenResult {
     /// The value, printed, is one of the results the request writes out.
-    Matches { name: String },
+    Matches(AsWritten),
     /// The request writes out one result for this data (`written`), and
     /// the value (`value`, printed) is not it.
     Differs {
@@ -169,6 +169,17 @@ pub enum WrittenResult {
         written: String,
         value: String,
     },
+}
+
+/// A value the request names that is the result it writes out.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AsWritten {
+    pub name: String,
+    /// Shown by the run's code tried on the request's example (other data
+    /// than the notebook's, shown in the request) rather than by the value
+    /// itself.
+    #[serde(default)]
+    pub on_example: bool,
 }
 
 /// How many values a request asks a variable to hold.

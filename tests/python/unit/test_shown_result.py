@@ -104,7 +104,7 @@ def test_the_run_compares_the_value_with_the_data_as_it_was_before_it():
     namespace = {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__}
     scope = AgentScope(Runtime(), namespace, journal=UndoHistory().journal())
     assert written(scope, "sales['top'] = sales.groupby('id')['val'].cummax()", "sales") == [
-        {"verdict": "matches", "name": "sales"},
+        {"verdict": "matches", "name": "sales", "on_example": False},
     ]
     scope = AgentScope(Runtime(), {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__},
                        journal=UndoHistory().journal())
@@ -149,3 +149,10 @@ def test_the_first_rows_of_an_input_are_not_taken_for_the_written_result():
     sales = pd.DataFrame({"id": ["A", "B", "A", "C"], "val": [3, 5, 2, 7]})
     request = "I have:\n\n" + sales.to_string() + "\n\nDrop the rows whose val is below 3; store it in `out`."
     assert shown_result.judge(request, sales.iloc[:3], [sales]) is None
+
+
+def test_a_table_too_large_to_be_written_out_is_printed_only_as_pandas_shortens_it():
+    large = pd.DataFrame({"a": range(100_000), "b": range(100_000)})
+    texts = shown_result.printouts(large)
+    assert texts == [repr(large)]
+    assert len(shown_result.printouts(large.head(3))) > 2

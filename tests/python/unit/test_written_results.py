@@ -33,6 +33,9 @@ def test_a_task_whose_request_writes_out_its_result():
         prompt="I have:\n\n   a  b\n0  1  3\n1  2  4\n\nI want:\n\n   a  b  c\n0  1  3  4\n1  2  4  6\n\n"
                "result = ... # put solution in this variable",
     )
-    assert written_results.measure(task) == ("matches", "differs")
-    task.prompt = task.prompt.replace("0  1  3\n", "0  9  3\n", 1)  # an example about other data
-    assert written_results.measure(task) == ("nothing", None)
+    assert written_results.measure(task) == ("matches", "differs", None)
+    # An example about other data: the reference code is tried on it.
+    task.prompt = task.prompt.replace("0  1  3\n", "0  9  3\n", 1)
+    assert written_results.measure(task) == ("nothing", None, "differs")
+    task.prompt = task.prompt.replace("0  1  3  4\n", "0  9  3  12\n", 1)
+    assert written_results.measure(task) == ("nothing", None, "matches")

@@ -4,7 +4,7 @@
 use super::*;
 use crate::agent::graph::RunEnd;
 use crate::agent::llm::Role;
-use crate::agent::run::WrittenResult;
+use crate::agent::run::{AsWritten, WrittenResult};
 use crate::agent::script::{Script, fails_once, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
@@ -1167,9 +1167,12 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
         written: "[1, 2, 3]".into(),
         value: "[1, 2, 4]".into(),
     }]);
-    script.written.push_back(vec![WrittenResult::Matches {
-        name: "total".into(),
-    }]);
+    script
+        .written
+        .push_back(vec![WrittenResult::Matches(AsWritten {
+            name: "total".into(),
+            on_example: false,
+        })]);
     let mut state = AgentState::new(
         "Store the running sums of a in `total`; they should be [1, 2, 3].",
         Vec::new(),

@@ -14,7 +14,7 @@ import re
 import traceback
 
 from mahtab import tools
-from mahtab.agent import candidates, shown_result
+from mahtab.agent import candidates, request_example, shown_result
 from mahtab.agent.undo import ABSENT, NOT_KEPT
 from mahtab.agent.execution import FinalAnswer, run_agent_code
 from mahtab.agent.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
@@ -167,40 +167,51 @@ class AgentScope:
 
     def written_results(self, args):
         """Each value the request names beside the result the request writes
-        out for the data the run's code read (see ``shown_result``)."""
+        out for the data the run's code read (see ``shown_result``) or, where
+        the request shows other data, for its example, the run's code tried
+        on it (``request_example``: there only a match is said)."""
         request = json.loads(args)
-        inputs = self._inputs_before(request.get("codes", ()))
+        text, codes = request.get("request", ""), request.get("codes", ())
+        inputs = self._inputs_before(codes)
         results = []
         for name in request.get("names", ()):
             if inputs is None or not is_user_variable(self.namespace, name):
                 continue
             value = self.namespace[name]
-            found = shown_result.judge(request.get("request", ""), value, inputs, name)
+            found = shown_result.judge(text, value, list(inputs.values()), name)
+            example = found is None and self._matches_example(text, codes, inputs, name)
             # The written result typed in is no sign that the code computes it.
-            if found == "matches" and shown_result.typed_in(request.get("codes", ()), name, self.namespace):
+            if (found == "matches" or example) and shown_result.typed_in(codes, name, self.namespace):
                 continue
-            if found == "matches":
-                results.append({"verdict": "matches", "name": name})
+            if found == "matches" or example:
+                results.append({"verdict": "matches", "name": name, "on_example": example})
             elif found:
                 results.append({"verdict": "differs", "name": name, "written": shown_result.cut(found[1]), "value": shown_result.printed(value)})
         return dumps({"results": results})
 
+    def _matches_example(self, text, codes, inputs, name):
+        """Whether the codes, run on the request's example in place of the
+        inputs, make the result the request writes out for it."""
+        given = request_example.example_inputs(self.runtime, text, inputs)
+        if given is None:
+            return False
+        example, pieces = given
+        value = request_example.run_on(self.runtime, codes, self.namespace, example, name)
+        return value is not None and shown_result.judge(text, value, list(example.values()), name, pieces) == "matches"
+
     def _inputs_before(self, codes):
         """The values the codes read that were there before the run, as they
-        were then; None when one of them was not kept (nothing can be said
-        of data that is gone)."""
+        were then, by name; None when one of them was not kept (nothing can
+        be said of data that is gone)."""
         if self.journal is None:
             return None
-        read = []
-        for code in codes:
-            read.extend(shown_result.names_read(code))
-        inputs = []
-        for name in dict.fromkeys(read):
+        inputs = {}
+        for name in request_example.names_read(codes):
             value = self.journal.value_before(name, self.namespace)
             if value is NOT_KEPT:
                 return None
             if value is not ABSENT and is_user_variable({name: value}, name):
-                inputs.append(value)
+                inputs[name] = value
         return inputs
 
     def missing(self, args):

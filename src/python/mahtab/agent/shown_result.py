@@ -113,6 +113,10 @@ def printouts(value):
 
     add(lambda: repr(value))
     add(lambda: str(value))
+    if _items(value) > MAX_CHARS // 2:
+        # Printed whole, it would be longer than any piece compared: not
+        # worth the time printing a large table takes.
+        return texts
     if hasattr(value, "to_string"):
         add(lambda: value.to_string())
         add(lambda: value.to_string(index=False))
@@ -124,6 +128,17 @@ def printouts(value):
         # As code builds a table: a list for each column.
         add(lambda: repr(value.to_dict("list")))
     return texts
+
+
+def _items(value):
+    """How many values a table, array or list holds (0 for a scalar)."""
+    size = getattr(value, "size", None)
+    if isinstance(size, int):
+        return size
+    try:
+        return len(value)
+    except Exception:  # no length
+        return 0
 
 
 def pieces(request):
@@ -167,7 +182,7 @@ def is_code(piece):
     return bool(re.search(r"^\s*(import |from \w+ import|[A-Za-z_][\w.\[\]'\"]*\s*=(?!=)|print\(|def )", piece, re.M))
 
 
-def _header(piece):
+def table_header(piece):
     """The column names of the first printed table in the piece (a line of
     names followed by a line with a number), lower-cased, in order, or []."""
     lines = [line for line in piece.splitlines() if line.strip()]
@@ -183,7 +198,7 @@ def _in_piece_order(value, piece):
     the piece prints the same columns in another order; else None."""
     if not hasattr(value, "columns"):
         return None
-    header = _header(piece)
+    header = table_header(piece)
     columns = {str(column).lower(): column for column in value.columns}
     if len(header) != len(columns) or set(header) != set(columns) or header == list(columns):
         return None
@@ -193,7 +208,7 @@ def _in_piece_order(value, piece):
         return None
 
 
-def _shows_value(piece, found, value, texts, cover=COVER):
+def shows_value(piece, found, value, texts, cover=COVER):
     """Whether the piece shows the value (`texts`: its printouts), its
     columns taken in the piece's order."""
     if shows(found, texts, cover):
@@ -208,29 +223,31 @@ def _like_value(piece, found, value):
     a list or array."""
     if hasattr(value, "columns"):
         columns = {str(column).lower() for column in value.columns}
-        header = set(_header(piece))
+        header = set(table_header(piece))
         return len(header) >= 2 and len(header & columns) * 2 >= max(len(header), len(columns))
     if isinstance(value, (list, tuple)) or (hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "index")):
         return "[" in piece and len(_numbers(found)) >= 2
     return False
 
 
-def judge(request, value, inputs, name=None):
+def judge(request, value, inputs, name=None, given_in=()):
     """"matches", ("differs", piece) or None for the value made under the
     request (named `name` there), where `inputs` are the values the run's
     code read, as they were before the run: only when the request shows
-    every one of them is its written result about this data. Code in the
-    request is a written result only where it assigns to `name`."""
+    every one of them is its written result about this data. `given_in`:
+    the pieces the inputs were built from, when they are the request's
+    example (then they need not be shown as they are). Code in the request
+    is a written result only where it assigns to `name`."""
     if not inputs:
         return None
     parts = [(piece, tokens(piece)) for piece in pieces(request)]
-    shown = set()
+    shown = {index for index, (piece, _) in enumerate(parts) if piece in given_in}
     for item in inputs:
         texts = printouts(item)
         # (However much else the piece holds: code that makes the data, or
         # a result that begins with it.)
-        where = {index for index, (piece, found) in enumerate(parts) if _shows_value(piece, found, item, texts, cover=0)}
-        if not where:
+        where = {index for index, (piece, found) in enumerate(parts) if shows_value(piece, found, item, texts, cover=0)}
+        if not where and not given_in:
             return None
         shown |= where
     value_texts = printouts(value)
@@ -239,7 +256,7 @@ def judge(request, value, inputs, name=None):
     # printing that input; in a piece that prints an input, the value must
     # be all of it, not the first rows of the input.)
     if not any(same_value(value, item) for item in inputs) and any(
-        _shows_value(piece, found, value, value_texts, cover=1.0 if index in shown else COVER)
+        shows_value(piece, found, value, value_texts, cover=1.0 if index in shown else COVER)
         for index, (piece, found) in enumerate(parts)
     ):
         return "matches"

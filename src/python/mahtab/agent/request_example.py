@@ -1,0 +1,256 @@
+"""The example a request gives, as data the run's code can be tried on.
+
+A request often shows other data than the notebook holds: "I have a
+dataframe like this:" with a small table, then the result wanted for it.
+That pair is a test the code can be run against: build the example's
+inputs (the request's own code that makes them, or a table it prints, read
+back into a DataFrame), run the turn's code on a scratch namespace with
+them bound in place of the notebook's values, and compare what it makes
+with the written result (`shown_result`). The notebook and its values are
+never touched.
+
+An example counts only when it stands in for every value the code read
+that the request does not show as it is: the first printed table with the
+same columns (the data comes before the result wanted), an array or list
+of the same kind that the request's code makes under the same name. Anything less (a
+scalar the prose states in words, a table whose printout does not read
+back) and nothing is said.
+"""
+
+import ast
+import io
+import numbers
+import re
+import sys
+
+from mahtab.agent import candidates, shown_result
+
+# The longest printed table read back as an example.
+MAX_TABLE_LINES = 60
+
+
+def _modules():
+    """The names a request's code takes for granted (``pd``, ``np``)."""
+    found = {}
+    for alias, module in (("pd", "pandas"), ("np", "numpy")):
+        if module in sys.modules:
+            found[alias] = sys.modules[module]
+    return found
+
+
+def _made_by_code(runtime, request):
+    """The values the request's own code pieces assign, each piece that
+    only makes values run in turn on a scratch namespace (a piece that
+    fails or may not be tried adds nothing): name to (value, the piece that
+    made it)."""
+    made = _modules()
+    start = dict(made)
+    source = {}
+    for piece in shown_result.pieces(request):
+        code = _imports_dropped(piece)
+        if not shown_result.is_code(piece) or not _makes_values(code):
+            continue
+        scratch, _why = candidates.try_candidate(runtime, code, made)
+        if scratch is None:
+            continue
+        for name, value in scratch.items():
+            if name != "__builtins__" and made.get(name) is not value:
+                source[name] = piece
+        made = {name: value for name, value in scratch.items() if name != "__builtins__"}
+    return {
+        name: (value, source[name]) for name, value in made.items()
+        if name not in start and name in source and not name.startswith("_")
+    }
+
+
+def _makes_values(code):
+    """Whether the code only binds values and defines functions (a print
+    or a bare name aside): data built for an example, not a loop, a file
+    written or a model trained, which is not run for a check."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.Expr):
+            call = node.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+                continue
+            if isinstance(node.value, (ast.Name, ast.Constant, ast.Attribute)):
+                continue
+            return False
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.FunctionDef)):
+            return False
+    return True
+
+
+def _imports_dropped(piece):
+    """The piece without its import lines (``pd`` and ``np`` are given):
+    a request's imports may name modules this kernel lacks."""
+    return "\n".join(line for line in piece.splitlines() if not re.match(r"\s*(import |from \S+ import )", line))
+
+
+def _tables(piece):
+    """The tables the piece prints, each as its lines: a header line of
+    names, then the rows with as many fields (or one more: the index),
+    with rows of dots (a printout's elision) and emphasis marks left out."""
+    lines = [line.replace("**", "") for line in piece.splitlines() if line.strip()]
+    found, index = [], 0
+    while index < len(lines) - 1:
+        header = shown_result.table_header("\n".join(lines[index:index + 2]))
+        if [word.lower() for word in lines[index].split()] != header or not header:
+            index += 1
+            continue
+        table = [lines[index]]
+        index += 1
+        while index < len(lines):
+            fields = len(lines[index].split())
+            if re.fullmatch(r"[\s.]+", lines[index]):
+                index += 1
+                continue
+            if fields not in (len(header), len(header) + 1):
+                break
+            table.append(lines[index])
+            index += 1
+        if 1 < len(table) <= MAX_TABLE_LINES:
+            found.append(table)
+    return found
+
+
+def read_table(lines, like):
+    """The table printed in `lines`, read back as a DataFrame with the
+    columns (and, where they convert, the dtypes) of `like`; None when it
+    does not read back to those columns."""
+    import pandas as pd
+
+    try:
+        # (A header one field shorter than the rows: the first field is
+        # the index, as pandas prints it.)
+        table = pd.read_csv(io.StringIO("\n".join(lines)), sep=r"\s+", engine="python")
+    except Exception:  # not a table after all
+        return None
+    wanted = [str(column) for column in like.columns]
+    found = [str(column) for column in table.columns]
+    if sorted(found) != sorted(wanted) and sorted(found[1:]) == sorted(wanted):
+        # A first column the table lacks ("id"): the rows' labels.
+        table = table.set_index(table.columns[0])
+        found = found[1:]
+    elif sorted(found) != sorted(wanted) or len(set(found)) != len(found):
+        return None
+    # The notebook's columns, in its order.
+    table = table[[table.columns[found.index(name)] for name in wanted]]
+    table.columns = like.columns
+    for column in like.columns:
+        table[column] = _converted(table[column], like[column])
+    return table
+
+
+def _converted(column, like):
+    """The column read back as the notebook's column `like` holds its
+    values: its dtype, or, for a column of mixed objects, a number for
+    each field that reads as one (a printout shows 1 and "1" alike)."""
+    import pandas as pd
+
+    try:
+        if pd.api.types.is_datetime64_any_dtype(like.dtype):
+            return pd.to_datetime(column)
+        if like.dtype == object:
+            mixed = any(isinstance(item, numbers.Number) for item in like.head(1000))
+            return column.map(_number_or_text if mixed else _text).astype(object)
+        return column.astype(like.dtype)
+    except Exception:  # a value that is not of that kind: as read
+        return column
+
+
+def _text(field):
+    return field if isinstance(field, str) or field != field else str(field)
+
+
+def _number_or_text(field):
+    if not isinstance(field, str):
+        return field
+    for kind in (int, float):
+        try:
+            return kind(field)
+        except ValueError:
+            pass
+    return field
+
+
+def _same_kind(example, value):
+    if hasattr(value, "columns"):
+        return hasattr(example, "columns") and [str(c) for c in example.columns] == [str(c) for c in value.columns]
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return type(example) is type(value) and getattr(example, "ndim", None) == value.ndim
+    return type(example) is type(value)
+
+
+def _alike(name, value, inputs):
+    """Whether another input is a table with the same columns (which
+    printed table is which is then not known)."""
+    columns = [str(column) for column in value.columns]
+    return any(
+        other != name and hasattr(table, "columns") and [str(c) for c in table.columns] == columns
+        for other, table in inputs.items()
+    )
+
+
+def example_inputs(runtime, request, inputs):
+    """The request's example for `inputs` (name to value, as the run's
+    code read them): (the same names bound to the example's values, the
+    pieces they were built from), or None when the request gives no example
+    for one of them. Inputs the request shows as they are keep their
+    values."""
+    made = None
+    example, used = {}, []
+    pieces = [(piece, shown_result.tokens(piece)) for piece in shown_result.pieces(request)]
+    for name, value in inputs.items():
+        texts = shown_result.printouts(value)
+        if any(shown_result.shows_value(piece, found, value, texts, cover=0) for piece, found in pieces):
+            example[name] = value
+            continue
+        if made is None:
+            made = _made_by_code(runtime, request)
+        if name in made and _same_kind(made[name][0], value):
+            example[name], piece = made[name]
+            used.append(piece)
+            continue
+        if not hasattr(value, "columns") or _alike(name, value, inputs):
+            return None
+        # The first such table: a request shows its data before the result
+        # (which may have the same columns).
+        table = next(
+            ((table, piece) for piece, _ in pieces for lines in _tables(piece)
+             for table in [read_table(lines, value)] if table is not None),
+            None,
+        )
+        if table is None:
+            return None
+        example[name], piece = table
+        used.append(piece)
+    if all(example[name] is inputs[name] for name in inputs):
+        return None  # no other data: the comparison on this data has said what it can
+    return example, used
+
+
+def run_on(runtime, codes, namespace, example, name):
+    """The value `name` holds after `codes` run one after another on a
+    scratch copy of `namespace` with `example` bound over it; None when a
+    code fails there or may not be tried (then nothing is known)."""
+    scratch = dict(namespace)
+    scratch.update(example)
+    if name not in example:
+        scratch.pop(name, None)
+    for code in codes:
+        scratch, _why = candidates.try_candidate(runtime, code, scratch)
+        if scratch is None:
+            return None
+    return scratch.get(name)
+
+
+def names_read(codes):
+    """The names the codes read, in order, once each."""
+    read = []
+    for code in codes:
+        read.extend(shown_result.names_read(code))
+    return list(dict.fromkeys(read))

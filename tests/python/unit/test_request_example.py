@@ -1,0 +1,158 @@
+"""The example a request gives for other data than the notebook's: read back
+(a printed table, the request's own code), the run's code tried on it, and
+only a match with the result the request writes out for it said."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from mahtab.agent import request_example
+from mahtab.agent.scope import AgentScope
+from mahtab.agent.undo import UndoHistory
+
+from agent_runtime import Runtime
+
+# The notebook's table: not the one the request shows.
+SALES = pd.DataFrame({"id": ["A", "B", "A", "C"], "val": [4, 1, 7, 2]})
+
+PRINTED = """I have a table like this:
+
+  id  val
+0  A    3
+1  B    5
+2  A    2
+
+I want the running maximum of val within each id, like this:
+
+  id  val  top
+0  A    3    3
+1  B    5    5
+2  A    2    3
+
+Store it in `out`."""
+
+RIGHT = "out = sales.assign(top=sales.groupby('id')['val'].cummax())"
+WRONG = "out = sales.assign(top=sales.groupby('id')['val'].cumsum())"
+
+
+def scope_over(**values):
+    namespace = {"pd": pd, "np": np, "__builtins__": __builtins__, **values}
+    return AgentScope(Runtime(), namespace, journal=UndoHistory().journal()), namespace
+
+
+def written(scope, code, name="out", request=PRINTED):
+    assert not json.loads(scope.run_code(json.dumps({"code": code})))["failed"]
+    reply = scope.written_results(json.dumps({"request": request, "names": [name], "codes": [code]}))
+    return json.loads(reply)["results"]
+
+
+def test_code_that_makes_the_written_result_from_the_example_matches_and_the_notebook_is_untouched():
+    scope, namespace = scope_over(sales=SALES.copy())
+    assert written(scope, RIGHT) == [{"verdict": "matches", "name": "out", "on_example": True}]
+    # The value kept is the notebook's, not the example's.
+    assert namespace["out"]["top"].tolist() == [4, 1, 7, 2]
+    pd.testing.assert_frame_equal(namespace["sales"], SALES)
+
+
+def test_code_that_does_not_make_it_is_not_sent_back_on_an_example():
+    # An example's written result may be stale or about a detail the
+    # request words otherwise: a difference there is no proof, so nothing
+    # is said and the review judges.
+    scope, _ = scope_over(sales=SALES.copy())
+    assert written(scope, WRONG) == []
+
+
+def test_an_example_built_by_the_request_s_own_code():
+    request = (
+        "For example:\n\n```python\nimport numpy as np\na = np.array([[1, 2], [3, 4]])\n```\n\n"
+        "I want each row's sum, which here is:\n\n[3, 7]\n\nStore it in `sums`."
+    )
+    scope, _ = scope_over(a=np.arange(6).reshape(3, 2))
+    assert written(scope, "sums = a.sum(axis=1)", "sums", request) == [
+        {"verdict": "matches", "name": "sums", "on_example": True}
+    ]
+    scope, _ = scope_over(a=np.arange(6).reshape(3, 2))
+    assert written(scope, "sums = a.sum(axis=0)", "sums", request) == []
+
+
+def test_a_first_column_the_notebook_lacks_is_read_as_the_rows_labels():
+    request = (
+        "My data:\n\nid    url     keep\n1     A.com   Yes\n2     A.com   Yes\n3     B.com   No\n\n"
+        "I want the first row of each url:\n\nid    url     keep\n1     A.com   Yes\n3     B.com   No\n\n"
+        "Store it in `result`."
+    )
+    notebook = pd.DataFrame({"url": ["X.com", "X.com", "Y.com", "Y.com"], "keep": ["No", "Yes", "No", "No"]})
+    scope, _ = scope_over(df=notebook)
+    assert written(scope, "result = df.drop_duplicates('url')", "result", request) == [
+        {"verdict": "matches", "name": "result", "on_example": True}
+    ]
+
+
+def test_no_example_without_one_for_every_input():
+    # Two tables of the same columns for two inputs: which is which is not
+    # known. A list the request states in words: not read back.
+    two = (
+        "C\n  A  B\n0  a  1\n1  b  2\nD\n  A  B\n0  b  4\n\nThe merge:\n\n  A  B\n0  a  1\n1  b  4\n\n"
+        "result = ..."
+    )
+    c, d = pd.DataFrame({"A": ["x"], "B": [1]}), pd.DataFrame({"A": ["x"], "B": [2]})
+    assert request_example.example_inputs(Runtime(), two, {"C": c, "D": d}) is None
+    assert request_example.example_inputs(Runtime(), PRINTED, {"sales": SALES, "keys": [1, 2]}) is None
+    # The request shows the notebook's own data: no other example to try.
+    shown = PRINTED.replace("0  A    3\n1  B    5\n2  A    2", "0  A    4\n1  B    1\n2  A    7\n3  C    2", 1)
+    assert request_example.example_inputs(Runtime(), shown, {"sales": SALES}) is None
+
+
+def test_tables_are_read_back_with_the_notebook_s_columns_and_kinds():
+    lines = ["   day  amount", "0  2024-01-02  3", "1  2024-01-05  4", "..  ...  ..."]
+    like = pd.DataFrame({"day": pd.to_datetime(["2023-05-01"]), "amount": [1.5]})
+    [table] = request_example._tables("\n".join(lines + ["", "Desired:"]))
+    read = request_example.read_table(table, like)
+    assert list(read.columns) == ["day", "amount"] and read["amount"].dtype == float
+    assert str(read["day"].dtype).startswith("datetime64")
+    assert request_example.read_table(table, pd.DataFrame({"other": [1], "amount": [2]})) is None
+
+
+def test_code_that_fails_on_the_example_or_reaches_past_its_copy_says_nothing():
+    scope, _ = scope_over(sales=SALES.copy())
+    assert written(scope, "out = sales.assign(top=sales['val'].cummax() + sales.loc[3, 'val'])") == []
+    example = {"sales": SALES.iloc[:2]}
+    runtime = Runtime()
+    assert request_example.run_on(runtime, ["out = sales.copy()\nout.to_csv('x.csv')"], {}, example, "out") is None
+    assert request_example.run_on(runtime, ["out = sales.val.sum()"], {}, example, "out") == 5
+
+
+def test_a_column_of_mixed_objects_reads_numbers_back_as_numbers():
+    # The notebook's column holds numbers and words; its printout shows 7
+    # and "7" alike, so a field that reads as a number is one, as there.
+    request = (
+        "I have:\n\n   code  name\n0     7   ann\n1     x   bob\n2     9   cy\n\n"
+        "I want the rows whose code is text:\n\n   code  name\n1     x   bob\n\nStore it in `result`."
+    )
+    notebook = pd.DataFrame({"code": [3, "q", "r", 4], "name": ["d", "e", "f", "g"]})
+    scope, _ = scope_over(df=notebook)
+    code = "result = df[df['code'].map(lambda v: isinstance(v, str))]"
+    assert written(scope, code, "result", request) == [{"verdict": "matches", "name": "result", "on_example": True}]
+    texts = pd.DataFrame({"code": ["3", "q"], "name": ["d", "e"]})
+    [table] = request_example._tables(request.split("\n\n")[1])
+    assert request_example.read_table(table, texts)["code"].tolist() == ["7", "x", "9"]
+    digits = ["   code  name", "0     7   ann", "1     9   bob"]
+    assert request_example.read_table(digits, texts.astype(object))["code"].tolist() == ["7", "9"]
+
+
+def test_a_table_printed_with_its_columns_in_another_order_is_read_in_the_notebook_s():
+    lines = ["   val id", "0    3  A", "1    5  B"]
+    read = request_example.read_table(lines, SALES)
+    assert list(read.columns) == ["id", "val"] and read["val"].tolist() == [3, 5]
+    # A name printed twice (a typo) is no such table.
+    assert request_example.read_table(["   val val", "0    3  A"], SALES) is None
+
+
+def test_only_request_code_that_makes_values_is_run():
+    assert request_example._makes_values("a = np.array([1, 2])\nprint(a)\na\ndef f(x):\n    return x")
+    assert not request_example._makes_values("for i in range(10**9):\n    pass")
+    assert not request_example._makes_values("model.fit(x, y)")
+    assert not request_example._makes_values("a = (")
+    made = request_example._made_by_code(Runtime(), "```python\nb = [1]\nwhile True:\n    b.append(1)\n```\n\n```python\nc = 2\n```")
+    assert made == {"c": (2, "c = 2")}
