@@ -156,3 +156,17 @@ def test_only_request_code_that_makes_values_is_run():
     assert not request_example._makes_values("a = (")
     made = request_example._made_by_code(Runtime(), "```python\nb = [1]\nwhile True:\n    b.append(1)\n```\n\n```python\nc = 2\n```")
     assert made == {"c": (2, "c = 2")}
+
+
+def test_code_after_a_sentence_in_the_same_piece_makes_the_example():
+    request = (
+        "Say I have df, created with:\nvals = [[1, 5], [2, 6]]\ndf = pd.DataFrame(vals, columns=['a', 'b'])\n"
+        "and I call df.sum() on it\n\nI want each row's total:\n\n0    6\n1    8\ndtype: int64\n\n"
+        "Store it in `result`."
+    )
+    [(_, code)] = request_example._code_in(request)
+    assert code.splitlines() == ["vals = [[1, 5], [2, 6]]", "df = pd.DataFrame(vals, columns=['a', 'b'])"]
+    scope, _ = scope_over(df=pd.DataFrame({"a": [3, 4, 5], "b": [0, 0, 1]}))
+    assert written(scope, "result = df.sum(axis=1)", "result", request) == [
+        {"verdict": "matches", "name": "result", "on_example": True}
+    ]

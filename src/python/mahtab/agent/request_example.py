@@ -25,8 +25,10 @@ import sys
 
 from mahtab.agent import candidates, shown_result
 
-# The longest printed table read back as an example.
+# The longest printed table read back as an example, and the longest
+# piece of code searched for the code that makes one.
 MAX_TABLE_LINES = 60
+MAX_CODE_LINES = 80
 
 
 def _modules():
@@ -46,9 +48,8 @@ def _made_by_code(runtime, request):
     made = _modules()
     start = dict(made)
     source = {}
-    for piece in shown_result.pieces(request):
-        code = _imports_dropped(piece)
-        if not shown_result.is_code(piece) or not _makes_values(code):
+    for piece, code in _code_in(request):
+        if not _makes_values(code):
             continue
         scratch, _why = candidates.try_candidate(runtime, code, made)
         if scratch is None:
@@ -61,6 +62,34 @@ def _made_by_code(runtime, request):
         name: (value, source[name]) for name, value in made.items()
         if name not in start and name in source and not name.startswith("_")
     }
+
+
+def _code_in(request):
+    """The code in the request, as (piece, code) in order: each run of
+    lines that parses as Python within a piece (a piece may start with a
+    sentence, "Say I have df, created with:"), its imports left out."""
+    for piece in shown_result.pieces(request):
+        if not shown_result.is_code(piece):
+            continue
+        lines = _imports_dropped(piece).splitlines()
+        if len(lines) > MAX_CODE_LINES:
+            continue
+        start = 0
+        while start < len(lines):
+            end = next((end for end in range(len(lines), start, -1) if _parses(lines[start:end])), None)
+            if end is None or not shown_result.is_code(lines[start]):
+                start += 1
+                continue
+            yield piece, "\n".join(lines[start:end])
+            start = end
+
+
+def _parses(lines):
+    try:
+        ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _makes_values(code):
