@@ -416,6 +416,13 @@ pub fn as_written(found: &AsWritten) -> String {
 pub fn all_as_written(found: &[AsWritten]) -> String {
     match found {
         [one] => as_written(one),
+        _ if found.iter().all(|f| !f.on_example) => {
+            let names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
+            format!(
+                "{} are the results the request writes out",
+                names.join(", ")
+            )
+        }
         _ => found.iter().map(as_written).collect::<Vec<_>>().join("; "),
     }
 }
@@ -593,6 +600,23 @@ pub fn execution_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reason_for_a_result_as_written_says_where_it_was_compared() {
+        let found = |name: &str, on_example| AsWritten {
+            name: name.into(),
+            on_example,
+        };
+        assert_eq!(
+            all_as_written(&[found("a", false), found("b", false)]),
+            "a, b are the results the request writes out"
+        );
+        assert_eq!(
+            all_as_written(&[found("a", false), found("b", true)]),
+            "a is the result the request writes out; b is what the request writes out for its \
+             example, with the code run on it"
+        );
+    }
 
     #[test]
     fn the_note_on_typed_in_data_names_each_variable() {

@@ -154,6 +154,8 @@ def test_only_request_code_that_makes_values_is_run():
     assert not request_example._makes_values("for i in range(10**9):\n    pass")
     assert not request_example._makes_values("model.fit(x, y)")
     assert not request_example._makes_values("a = (")
+    assert not request_example._makes_values("a = eval('1')")
+    assert not request_example._makes_values("a = open('f').read()")
     made = request_example._made_by_code(Runtime(), "```python\nb = [1]\nwhile True:\n    b.append(1)\n```\n\n```python\nc = 2\n```")
     assert made == {"c": (2, "c = 2")}
 

@@ -11,10 +11,10 @@ never touched.
 
 An example counts only when it stands in for every value the code read
 that the request does not show as it is: the first printed table with the
-same columns (the data comes before the result wanted), an array or list
-of the same kind that the request's code makes under the same name. Anything less (a
-scalar the prose states in words, a table whose printout does not read
-back) and nothing is said.
+same columns (the data comes before the result wanted), or a value of the
+same kind that the request's code makes under the same name. Anything
+less (a scalar the prose states in words, a table whose printout does not
+read back) and nothing is said.
 """
 
 import ast
@@ -29,6 +29,12 @@ from mahtab.agent import candidates, shown_result
 # piece of code searched for the code that makes one.
 MAX_TABLE_LINES = 60
 MAX_CODE_LINES = 80
+
+# Builtins the request's code that makes an example may not name.
+_NOT_CALLED = frozenset(
+    ("eval", "exec", "compile", "__import__", "open", "getattr", "setattr", "delattr", "globals", "locals",
+     "vars", "breakpoint", "input", "exit", "quit")
+)
 
 
 def _modules():
@@ -99,6 +105,10 @@ def _makes_values(code):
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
+        return False
+    # (Text pasted into a request is not the user's code to run: nothing
+    # that runs other code, reaches files or looks names up by string.)
+    if any(isinstance(node, ast.Name) and node.id in _NOT_CALLED for node in ast.walk(tree)):
         return False
     for node in tree.body:
         if isinstance(node, ast.Expr):
