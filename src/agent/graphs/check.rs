@@ -5,7 +5,9 @@
 //! request writes out the result it expects for the data the code read,
 //! each value is compared with it by code (`mahtab/agent/shown_result.py`):
 //! another value is not done, and every value matching is done without a
-//! review. Otherwise a review judges the request beside the code that ran,
+//! review; where it writes the result out for an example of other data,
+//! the run's code is tried on that example (`request_example.py`) and only
+//! a match counts. Otherwise a review judges the request beside the code that ran,
 //! its output and those values, and how many other solutions of the request computed the
 //! same when others were tried (`Work::agreed`: told to the review, never
 //! standing in for it). What the check looked at is kept
