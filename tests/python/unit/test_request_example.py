@@ -2,8 +2,6 @@
 (a printed table, the request's own code), the run's code tried on it, and
 only a match with the result the request writes out for it said."""
 
-import json
-
 import numpy as np
 import pandas as pd
 
@@ -12,25 +10,14 @@ from mahtab.agent.scope import AgentScope
 from mahtab.agent.undo import UndoHistory
 
 from agent_runtime import Runtime
+from test_shown_result import TABLES, written
 
 # The notebook's table: not the one the request shows.
 SALES = pd.DataFrame({"id": ["A", "B", "A", "C"], "val": [4, 1, 7, 2]})
 
-PRINTED = """I have a table like this:
-
-  id  val
-0  A    3
-1  B    5
-2  A    2
-
-I want the running maximum of val within each id, like this:
-
-  id  val  top
-0  A    3    3
-1  B    5    5
-2  A    2    3
-
-Store it in `out`."""
+# The request of the comparison on the notebook's own data, which shows
+# three rows: here the notebook holds other ones.
+PRINTED = TABLES
 
 RIGHT = "out = sales.assign(top=sales.groupby('id')['val'].cummax())"
 WRONG = "out = sales.assign(top=sales.groupby('id')['val'].cumsum())"
@@ -39,12 +26,6 @@ WRONG = "out = sales.assign(top=sales.groupby('id')['val'].cumsum())"
 def scope_over(**values):
     namespace = {"pd": pd, "np": np, "__builtins__": __builtins__, **values}
     return AgentScope(Runtime(), namespace, journal=UndoHistory().journal()), namespace
-
-
-def written(scope, code, name="out", request=PRINTED):
-    assert not json.loads(scope.run_code(json.dumps({"code": code})))["failed"]
-    reply = scope.written_results(json.dumps({"request": request, "names": [name], "codes": [code]}))
-    return json.loads(reply)["results"]
 
 
 def test_code_that_makes_the_written_result_from_the_example_matches_and_the_notebook_is_untouched():
