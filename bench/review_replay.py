@@ -31,6 +31,7 @@ import ast
 import json
 import math
 import re
+import statistics
 import sys
 import urllib.request
 from pathlib import Path
@@ -197,6 +198,8 @@ class Judge:
         self.local = agent_eval.LocalServer(model)
         server = json.loads(next(Path(self.local.runtime.name).glob("mahtab-local-model-*.json")).read_text())
         self.url, self.key = server["url"], server["key"]
+        # The tokens each answer took, in the order asked.
+        self.written: list[int] = []
 
     def ask(self, system: str, message: str, schema: dict, max_tokens: int, odds: bool = False):
         body = {
@@ -210,15 +213,19 @@ class Judge:
             self.url + "/v1/chat/completions", data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"},
         )
-        text, tokens = "", []
+        text, tokens, pieces = "", [], 0
         with urllib.request.urlopen(request, timeout=600) as response:
             for line in response:
                 line = line.decode().strip()
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
                 for choice in json.loads(line[6:]).get("choices") or []:
-                    text += (choice.get("delta") or {}).get("content") or ""
+                    piece = (choice.get("delta") or {}).get("content") or ""
+                    text += piece
+                    pieces += bool(piece)
                     tokens += (choice.get("logprobs") or {}).get("content") or []
+        # (A streamed piece is one token: the verdict's length in tokens.)
+        self.written.append(pieces)
         return text, tokens
 
     def close(self):
@@ -246,6 +253,7 @@ def main():
         for item in work:
             message = review_message(item["request"], item)
             text, _ = judge.ask(system, message, schema, 1024)
+            written = judge.written[-1]
             try:
                 verdict = json.loads(text)
             except json.JSONDecodeError:
@@ -257,7 +265,7 @@ def main():
                 odds = likelihood_done(tokens)
             claimed = passed and odds is not None and odds * 100 >= args.bar
             reviews.append({"task": item["task"], "right": item["right"], "passed": passed, "odds": odds,
-                            "claimed": claimed, "verdict": verdict})
+                            "claimed": claimed, "verdict": verdict, "tokens": written})
             print(f"  {item['task']:<24} {'right' if item['right'] else 'wrong'}  "
                   f"{'passed' if passed else 'sent back'}  {'' if odds is None else f'{odds:.0%}'}",
                   file=sys.stderr, flush=True)
@@ -271,7 +279,8 @@ def main():
     print(f"{len(reviews)} answers ({right} right): the review passed {len(passed)} "
           f"({sum(not r['right'] for r in passed)} wrong); claimed at {args.bar:g}%: {len(claimed)} "
           f"({sum(not r['right'] for r in claimed)} wrong); right answers not claimed: "
-          f"{sum(r['right'] and not r['claimed'] for r in reviews)}")
+          f"{sum(r['right'] and not r['claimed'] for r in reviews)}; the review wrote "
+          f"{statistics.mean(r['tokens'] for r in reviews):.0f} tokens on average")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 //! exist or came out NaN or None, a figure it asks for that was not shown. Every graph that judges
 //! its own work checks these first; a small model's review misses them.
 
-use crate::agent::parse::{checks, in_place};
+use crate::agent::parse::{checks, figure, in_place};
 use crate::agent::prompts;
 use crate::agent::run::{AgentState, Effects, Execution};
 
@@ -85,7 +85,7 @@ pub async fn unmet<E: Effects>(
         }
     }
     let figure_shown = state.executions.iter().any(|e| e.rich_outputs > 0);
-    if checks::wants_figure(&state.request) && !figure_shown {
+    if figure::wants_figure(&state.request) && !figure_shown {
         return found((
             "no figure was shown yet".to_owned(),
             "draw it and show it (plt.show())".to_owned(),

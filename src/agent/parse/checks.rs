@@ -241,20 +241,6 @@ pub fn needs_code(request: &str, namespace_names: &[String]) -> bool {
             .any(|w| namespace_names.iter().any(|name| name == w))
 }
 
-/// Words that ask for a figure to be shown.
-const FIGURE_WORDS: [&str; 10] = [
-    "plot",
-    "chart",
-    "histogram",
-    "figure",
-    "scatter",
-    "visualize",
-    "visualise",
-    "draw",
-    "graph",
-    "heatmap",
-];
-
 /// How a change line says a table, series or array holds only missing
 /// values (`mahtab/agent/namespace.py` writes it).
 pub const EVERY_VALUE_MISSING: &str = "every value missing";
@@ -293,16 +279,6 @@ pub fn empty_value(executions: &[Execution], name: &str) -> Option<&'static str>
         "None" => Some("None"),
         _ => None,
     }
-}
-
-/// Whether `request` asks for a figure to be shown.
-pub fn wants_figure(request: &str) -> bool {
-    request.split(|c: char| !c.is_alphanumeric()).any(|word| {
-        let word = word.to_lowercase();
-        FIGURE_WORDS
-            .iter()
-            .any(|figure| word == *figure || word.strip_suffix('s') == Some(figure))
-    })
 }
 
 /// The variable names in a namespace summary (a line per variable, `name:`
@@ -943,13 +919,6 @@ mod tests {
             "label(3) fails with a TypeError. Fix label so that label(3) returns 'item 3'.",
             &[]
         ));
-    }
-
-    #[test]
-    fn figures_are_wanted_by_name() {
-        assert!(wants_figure("Plot revenue per month"));
-        assert!(wants_figure("draw two histograms of qty"));
-        assert!(!wants_figure("Store the total in `total`"));
     }
 
     #[test]

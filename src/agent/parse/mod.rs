@@ -1,7 +1,7 @@
 //! Reading model text, as pure functions: code blocks, prose without its
 //! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
-//! request and a turn's outcome, a key respelled as the data spells it, data
+//! request and a turn's outcome, whether a request asks for a figure, a key respelled as the data spells it, data
 //! a variable holds typed into a block again, and
 //! numbers a block printed as fixed text rather than computed, and
 //! well-known mistakes such as `len()` of a boolean mask, the names a
@@ -14,6 +14,7 @@ pub mod bindings;
 pub mod checks;
 pub mod claims;
 pub mod code;
+pub mod figure;
 pub mod form;
 pub mod in_place;
 pub mod json;
