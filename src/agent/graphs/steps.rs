@@ -159,19 +159,20 @@ impl NodeSettings {
         } else {
             &[]
         };
-        let call = Call {
-            model: &self.model,
-            max_tokens: self.max_tokens,
-            showing,
-            schema: None,
-            stop,
-        };
-        let mut answer = if std::mem::take(&mut state.vary_next_answer) {
-            let sampling = varied(self.sampling, state.repeats);
-            ask_model_sampled(state, effects, self, system, call, sampling).await?
-        } else {
-            ask_model(state, effects, self, system, call).await?
-        };
+        let mut answer = ask_model(
+            state,
+            effects,
+            self,
+            system,
+            Call {
+                model: &self.model,
+                max_tokens: self.max_tokens,
+                showing,
+                schema: None,
+                stop,
+            },
+        )
+        .await?;
         // The server leaves the stop text out: the block it closed is closed
         // again, so the conversation shows whole blocks.
         if !answer.truncated
@@ -396,41 +397,13 @@ async fn ask_model<E: Effects>(
     system: String,
     call: Call<'_>,
 ) -> Result<ChatOutcome, AgentError> {
-    ask_model_sampled(state, effects, settings, system, call, settings.sampling).await
-}
-
-/// [`ask_model`] with `sampling` instead of the node's own.
-async fn ask_model_sampled<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    settings: &NodeSettings,
-    system: String,
-    call: Call<'_>,
-    sampling: Sampling,
-) -> Result<ChatOutcome, AgentError> {
     if settings.vision {
         state.attach_new_figures();
     }
-    let mut request = model_request(state, settings, system, &call);
-    request.sampling = sampling;
+    let request = model_request(state, settings, system, &call);
     let answer = effects.chat(request, call.showing).await?;
     state.usage.add(answer.usage);
     Ok(answer)
-}
-
-/// Sampling that varies an answer the node's own `sampling` would write
-/// again: a temperature below the candidates' own is raised to it, with a
-/// seed of its own for each `repeat`. A provider left at its own
-/// temperature keeps it (reasoning models refuse any other) and gets only
-/// another seed, where one is set.
-pub(super) fn varied(sampling: Sampling, repeat: u32) -> Sampling {
-    let temperature = match sampling.temperature {
-        Some(t) if t < CANDIDATE_TEMPERATURE => Some(CANDIDATE_TEMPERATURE),
-        other => other,
-    };
-    // (Past the seeds other solutions take, 1 + n for the n-th.)
-    let seed = sampling.seed.map(|seed| seed + 1000 + u64::from(repeat));
-    Sampling { temperature, seed }
 }
 
 /// The request of one model call over the conversation so far, within the

@@ -113,10 +113,6 @@ pub struct AgentState {
     pub nudged_after_review: bool,
     /// Turns that repeated the turn before (same code, same outcome).
     pub repeats: u32,
-    /// The next answer is sampled rather than the likeliest one: the last
-    /// turn repeated the one before, and a model asked the same way at
-    /// temperature 0 writes the same code again.
-    pub vary_next_answer: bool,
     /// How many blocks the last turn ran.
     pub last_turn_blocks: usize,
     /// The last answer was cut off at the length limit.
@@ -253,7 +249,6 @@ impl AgentState {
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,
-            vary_next_answer: false,
             last_turn_blocks: 0,
             truncated: false,
             doubted_cannot_fix: false,

@@ -338,9 +338,6 @@ async fn reflect<E: Effects>(
                     (None, None) => prompts::REPEATED.to_owned(),
                 };
                 state.conversation.push(ChatMessage::user(feedback));
-                // Told, a small model at temperature 0 mostly writes the
-                // same code a third time: the next answer is sampled.
-                state.vary_next_answer = true;
             }
             return Ok(());
         }

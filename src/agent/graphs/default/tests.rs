@@ -892,55 +892,6 @@ fn the_same_code_with_the_same_result_is_told_once_then_the_run_stops() {
 }
 
 #[test]
-fn the_answer_after_a_repeat_is_sampled_and_the_answers_around_it_are_not() {
-    let mut script = Script::new(
-        &[
-            "```python\nx = 1/0\n```",
-            "```python\nx = 1/0\n```",
-            "```python\nx = 1\n```",
-            DONE,
-        ],
-        fails_once,
-    );
-    let greedy = crate::agent::llm::Sampling {
-        temperature: Some(0.0),
-        seed: Some(0),
-    };
-    let mut settings = settings();
-    settings.sampling = greedy;
-    let mut state = AgentState::new("Set x to one.", Vec::new(), 5);
-    run(&mut script, &mut state, settings);
-    assert_eq!(script.executed, ["x = 1/0", "x = 1/0", "x = 1"]);
-    let sampling: Vec<_> = script.requests.iter().map(|r| r.sampling).collect();
-    let varied = super::super::steps::varied(greedy, 1);
-    assert_ne!(varied, greedy);
-    // The answer after the repeat is sampled; the review after it, and
-    // every answer before, ask for the likeliest.
-    assert_eq!(sampling, [greedy, greedy, varied, greedy]);
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-}
-
-#[test]
-fn varied_sampling_raises_a_low_temperature_and_leaves_a_provider_s_own() {
-    use super::super::steps::varied;
-    use crate::agent::llm::Sampling;
-    let greedy = Sampling {
-        temperature: Some(0.0),
-        seed: Some(0),
-    };
-    let first = varied(greedy, 1);
-    assert!(first.temperature.unwrap() > 0.5);
-    assert_ne!(first.seed, varied(greedy, 2).seed);
-    // A provider's own temperature (a reasoning model refuses any other).
-    assert_eq!(varied(Sampling::default(), 1), Sampling::default());
-    let warm = Sampling {
-        temperature: Some(1.0),
-        seed: None,
-    };
-    assert_eq!(varied(warm, 1), warm);
-}
-
-#[test]
 fn the_same_failing_code_is_told_it_cannot_work_with_the_error_and_a_hint() {
     let mut script = Script::new(
         &[
