@@ -24,9 +24,9 @@ const FIGURE_WORDS: [&str; 10] = [
     "heatmap",
 ];
 
-/// Verbs (and the prepositions of "with a plot", "as a chart") that make,
-/// show or keep what follows them.
-const MAKING: [&str; 24] = [
+/// Verbs (and the prepositions of "with a plot", "as a chart", and the
+/// "like" of "I'd like a chart") that make, show or keep what follows them.
+const MAKING: [&str; 25] = [
     "make",
     "create",
     "show",
@@ -48,6 +48,7 @@ const MAKING: [&str; 24] = [
     "visualise",
     "use",
     "see",
+    "like",
     "return",
     "with",
     "as",
@@ -116,6 +117,7 @@ mod tests {
             "Load the data. Then make a nice scatter plot of a against b",
             "Use seaborn to draw a heatmap of the correlations",
             "Create a line graph of revenue",
+            "I'd like a histogram of ages",
             "Compute the means and show them as a bar chart.",
             "Plot levels as a line with the title 'Levels', and keep the figure in `fig`.",
         ] {
