@@ -17,7 +17,15 @@ notebook's, shown in the request) is tried: the reference code run on it,
 and its value compared with the result written for it (the kernel takes a
 match only). Held-out tasks are reported as totals only.
 
+With `--answers`, the model's own answers are tried instead: each DS-1000 run of
+the given development results (`agent_eval.py --json`, their `--show`
+transcripts beside them) has the code it ran through (the blocks that did not
+fail) run on the request's example, and the verdict is counted beside whether
+the task's check passed: how often a difference on the example would catch a
+wrong answer, and how often it would send a right one back.
+
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
+    .venv/bin/python bench/written_results.py --answers bench/results/dev40-*.json
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import re
 import sys
 from collections import Counter
@@ -78,16 +87,7 @@ def verdict(found):
 def measure(task):
     """(the right value's verdict, the spoiled value's verdict or None, the
     verdict on the request's example or None)."""
-    namespace = {}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(task.hidden_setup, namespace)
-        before = set(namespace)
-        exec(task.setup, namespace)
-    read = set(shown_result.names_read(task.solution))
-    inputs = {
-        name: value for name, value in namespace.items()
-        if name not in before and name in read and not name.startswith("_") and type(value).__name__ != "module"
-    }
+    namespace, inputs = bound_inputs(task, [task.solution])
     name, right = target(task.prompt), namespace["_eval_expected"]
     first = verdict(shown_result.judge(task.prompt, right, list(inputs.values()), name))
     if first != "matches":
@@ -116,12 +116,93 @@ def on_example(task, namespace, inputs, name):
     return verdict(shown_result.judge(task.prompt, value, list(example.values()), name, pieces))
 
 
+def bound_inputs(task, codes):
+    """The notebook's namespace as the evaluation binds it, and the inputs
+    among it that `codes` read."""
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(task.hidden_setup, namespace)
+        before = set(namespace)
+        exec(task.setup, namespace)
+    read = set()
+    for code in codes:
+        read |= set(shown_result.names_read(code))
+    inputs = {
+        name: value for name, value in namespace.items()
+        if name not in before and name in read and not name.startswith("_") and type(value).__name__ != "module"
+    }
+    return namespace, inputs
+
+
+def answer_on_example(task, codes):
+    """The verdict on the value `codes` make from the request's example, or
+    "no example"."""
+    namespace, inputs = bound_inputs(task, codes)
+    name = target(task.prompt)
+    with contextlib.redirect_stdout(io.StringIO()):
+        given = request_example.example_inputs(Runtime, task.prompt, inputs)
+        if given is None:
+            return "no example"
+        example, pieces = given
+        base = {key: value for key, value in namespace.items() if key not in inputs}
+        value = request_example.run_on(Runtime, codes, base, example, name)
+    if value is None:
+        return "failed"
+    return verdict(shown_result.judge(task.prompt, value, list(example.values()), name, pieces))
+
+
+def recorded_answers(paths, tasks):
+    """(run, task, the codes that went through, solved) for each DS-1000 run
+    of the development results in `paths`."""
+    from review_replay import python_part, transcripts
+
+    for path in paths:
+        report = json.loads(path.read_text())
+        if "held-out" in report.get("provider", ""):
+            sys.exit(f"{path}: a held-out run; its work is not read one by one")
+        outcomes = {(r["graph"], r["task"]): r["solved"] for r in report["results"]}
+        shown = path.with_suffix(".err")
+        if not shown.is_file():
+            sys.exit(f"{path}: no --show transcript beside it ({shown.name})")
+        for graph, name, body in transcripts(shown.read_text()):
+            if name not in tasks or (graph, name) not in outcomes:
+                continue
+            codes = [
+                python_part(found.group(1))
+                for found in re.finditer(r"\[code, turn \d+\]\n(.*?)\n\[(?:output|error)\]", body, re.S)
+                if found.group(0).endswith("[output]")
+            ]
+            if codes:
+                yield path.stem, name, codes, outcomes[(graph, name)]
+
+
+def measure_answers(paths, benchmarks, show):
+    tasks = {t.name: t for t in public_tasks(benchmarks) if t.kind.startswith("ds1000")}
+    counts = Counter()
+    for run, name, codes, solved in recorded_answers(paths, tasks):
+        try:
+            found = answer_on_example(tasks[name], codes)
+        except Exception as error:  # an input that does not build here
+            found = f"error ({type(error).__name__})"
+        counts[(found, "right" if solved else "wrong")] += 1
+        if show:
+            print(f"{run:14} {name:14} {'right' if solved else 'wrong':5} on the example: {found}")
+    print(f"the model's answers in {len(paths)} development runs, tried on the request's example:")
+    for (found, right), count in sorted(counts.items()):
+        print(f"  {found:20} {right:5} {count}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev", choices=("dev", "held-out"))
     parser.add_argument("--benchmarks", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--show", action="store_true", help="each development task's verdicts")
+    parser.add_argument("--answers", nargs="+", type=Path,
+                        help="development results (agent_eval.py --json, run with --show) whose answers to try")
     args = parser.parse_args()
+    if args.answers:
+        measure_answers(args.answers, args.benchmarks, args.show)
+        return
     tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
     if not tasks:
         sys.exit(f"no DS-1000 tasks in {args.benchmarks}")
