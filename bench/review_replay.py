@@ -198,10 +198,10 @@ class Judge:
         self.local = agent_eval.LocalServer(model)
         server = json.loads(next(Path(self.local.runtime.name).glob("mahtab-local-model-*.json")).read_text())
         self.url, self.key = server["url"], server["key"]
-        # The tokens each answer took, in the order asked.
-        self.written: list[int] = []
 
     def ask(self, system: str, message: str, schema: dict, max_tokens: int, odds: bool = False):
+        """The answer's text, its tokens' likeliest choices (with `odds`) and
+        its length in tokens."""
         body = {
             "model": "local-model", "stream": True, "temperature": 0, "seed": 0, "max_tokens": max_tokens,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": message}],
@@ -224,9 +224,8 @@ class Judge:
                     text += piece
                     pieces += bool(piece)
                     tokens += (choice.get("logprobs") or {}).get("content") or []
-        # (A streamed piece is one token: the verdict's length in tokens.)
-        self.written.append(pieces)
-        return text, tokens
+        # (A streamed piece is one token.)
+        return text, tokens, pieces
 
     def close(self):
         self.local.close()
@@ -252,8 +251,7 @@ def main():
     try:
         for item in work:
             message = review_message(item["request"], item)
-            text, _ = judge.ask(system, message, schema, 1024)
-            written = judge.written[-1]
+            text, _, written = judge.ask(system, message, schema, 1024)
             try:
                 verdict = json.loads(text)
             except json.JSONDecodeError:
@@ -261,7 +259,7 @@ def main():
             passed = verdict.get(DONE_FIELD) is True
             odds = None
             if passed:
-                _, tokens = judge.ask(system, message + args.alone, alone, 16, odds=True)
+                _, tokens, _ = judge.ask(system, message + args.alone, alone, 16, odds=True)
                 odds = likelihood_done(tokens)
             claimed = passed and odds is not None and odds * 100 >= args.bar
             reviews.append({"task": item["task"], "right": item["right"], "passed": passed, "odds": odds,

@@ -101,16 +101,17 @@ def measure(task):
     return first, verdict(shown_result.judge(task.prompt, wrong, list(inputs.values()), name)), None
 
 
-def on_example(task, namespace, inputs, name):
-    """The reference code's value on the request's example beside the
-    result written for it, or None where the request gives no example."""
+def on_example(task, namespace, inputs, name, codes=None):
+    """The value `codes` (the reference code unless given) make from the
+    request's example beside the result written for it, or None where the
+    request gives no example."""
     with contextlib.redirect_stdout(io.StringIO()):
         given = request_example.example_inputs(Runtime, task.prompt, inputs)
         if given is None:
             return None
         example, pieces = given
         base = {key: value for key, value in namespace.items() if key not in inputs}
-        value = request_example.run_on(Runtime, [task.solution], base, example, name)
+        value = request_example.run_on(Runtime, codes or [task.solution], base, example, name)
     if value is None:
         return "failed"
     return verdict(shown_result.judge(task.prompt, value, list(example.values()), name, pieces))
@@ -138,17 +139,7 @@ def answer_on_example(task, codes):
     """The verdict on the value `codes` make from the request's example, or
     "no example"."""
     namespace, inputs = bound_inputs(task, codes)
-    name = target(task.prompt)
-    with contextlib.redirect_stdout(io.StringIO()):
-        given = request_example.example_inputs(Runtime, task.prompt, inputs)
-        if given is None:
-            return "no example"
-        example, pieces = given
-        base = {key: value for key, value in namespace.items() if key not in inputs}
-        value = request_example.run_on(Runtime, codes, base, example, name)
-    if value is None:
-        return "failed"
-    return verdict(shown_result.judge(task.prompt, value, list(example.values()), name, pieces))
+    return on_example(task, namespace, inputs, target(task.prompt), codes) or "no example"
 
 
 def recorded_answers(paths, tasks):

@@ -1,8 +1,9 @@
 //! Reading model text, as pure functions: code blocks, prose without its
 //! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
-//! request and a turn's outcome, whether a request asks for a figure, a key respelled as the data spells it, data
-//! a variable holds typed into a block again, and
+//! request and a turn's outcome, whether a request asks for a figure, a
+//! key respelled as the data spells it, data a variable holds typed into a
+//! block again, and
 //! numbers a block printed as fixed text rather than computed, and
 //! well-known mistakes such as `len()` of a boolean mask, the names a
 //! block binds only as a loop's or a `with`'s variable, and an answer that
