@@ -33,6 +33,7 @@ import math
 import re
 import statistics
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -116,12 +117,14 @@ def python_part(code: str) -> str:
     return code
 
 
-def review_message(request: str, work: dict) -> str:
-    """The review's message, as the kernel words it."""
+def review_message(request: str, work: dict, with_code: bool = True) -> str:
+    """The review's message, as the kernel words it (`with_code`: the code
+    that ran written out; without it, only what the code did)."""
     printed = work["output"] if work["output"] not in ("", "(no output)") else "(nothing)"
     variables = "\n".join(work["changes"]) or "(none changed)"
+    code = f"Code that ran:\n```python\n{work['code']}\n```\n" if with_code else "The code ran.\n"
     text = (
-        f"Request:\n{request.strip()}\n\nCode that ran:\n```python\n{work['code']}\n```\n"
+        f"Request:\n{request.strip()}\n\n{code}"
         f"It printed:\n{printed}\n\nVariables after it ran:\n{variables}\n"
     )
     if work["checked"]:
@@ -155,10 +158,11 @@ def recorded_work(results: list[Path], tasks: dict) -> list[dict]:
     return list(seen.values())
 
 
-def reflect_prompt() -> str:
-    """`prompts::reflect()`: `reflect.md` with the answer field's words."""
+def reflect_prompt(path: Path = ROOT / "prompts" / "reflect.md") -> str:
+    """`prompts::reflect()`: `reflect.md` (or another prompt at `path`)
+    with the answer field's words."""
     words = rust_constant("prompts.rs", "VERDICT_ANSWER_FIELD")
-    return (ROOT / "prompts" / "reflect.md").read_text().replace("{answer_field}", words)
+    return path.read_text().replace("{answer_field}", words)
 
 
 def verdict_schema(system: str) -> dict:
@@ -238,11 +242,15 @@ def main():
     parser.add_argument("--alone", default=VERDICT_ALONE, help="what asks for the verdict alone")
     parser.add_argument("--local", default="coder-1.5b", choices=sorted(agent_eval.LOCAL_MODELS))
     parser.add_argument("--json", type=Path, help="write each review here")
+    parser.add_argument("--system", type=Path, default=ROOT / "prompts" / "reflect.md",
+                        help="the review's system prompt (a variant to weigh)")
+    parser.add_argument("--without-code", action="store_true",
+                        help="leave the code out of the review's message (what it printed and changed stay)")
     args = parser.parse_args()
     tasks = {t.name: t for t in agent_eval.TASKS}
     tasks |= {t.name: t for t in agent_eval.public_tasks(agent_eval.DEFAULT_BENCHMARKS)}
     work = recorded_work(args.results, tasks)
-    system = reflect_prompt()
+    system = reflect_prompt(args.system)
     schema = verdict_schema(system)
     alone = {"type": "object", "properties": {DONE_FIELD: {"type": "boolean"}}, "required": [DONE_FIELD],
              "additionalProperties": False}
@@ -250,8 +258,10 @@ def main():
     reviews = []
     try:
         for item in work:
-            message = review_message(item["request"], item)
+            message = review_message(item["request"], item, with_code=not args.without_code)
+            started = time.monotonic()
             text, _, written = judge.ask(system, message, schema, 1024)
+            seconds = time.monotonic() - started
             try:
                 verdict = json.loads(text)
             except json.JSONDecodeError:
@@ -263,7 +273,7 @@ def main():
                 odds = likelihood_done(tokens)
             claimed = passed and odds is not None and odds * 100 >= args.bar
             reviews.append({"task": item["task"], "right": item["right"], "passed": passed, "odds": odds,
-                            "claimed": claimed, "verdict": verdict, "tokens": written})
+                            "claimed": claimed, "verdict": verdict, "tokens": written, "seconds": seconds})
             print(f"  {item['task']:<24} {'right' if item['right'] else 'wrong'}  "
                   f"{'passed' if passed else 'sent back'}  {'' if odds is None else f'{odds:.0%}'}",
                   file=sys.stderr, flush=True)
@@ -278,7 +288,8 @@ def main():
           f"({sum(not r['right'] for r in passed)} wrong); claimed at {args.bar:g}%: {len(claimed)} "
           f"({sum(not r['right'] for r in claimed)} wrong); right answers not claimed: "
           f"{sum(r['right'] and not r['claimed'] for r in reviews)}; the review wrote "
-          f"{statistics.mean(r['tokens'] for r in reviews):.0f} tokens on average")
+          f"{statistics.mean(r['tokens'] for r in reviews):.0f} tokens on average, in "
+          f"{statistics.median(r['seconds'] for r in reviews):.1f} s (median)")
 
 
 if __name__ == "__main__":

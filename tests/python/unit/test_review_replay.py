@@ -107,6 +107,10 @@ def test_one_turn_work_is_read_back_with_what_was_checked(tmp_path):
     assert "It printed:\n(nothing)\n" in message
     assert message.endswith("as they are now:\ntotal = 11 (int64)\nn = 2 (int)\n")
     assert "as they are now" not in review_replay.review_message(single["request"], single)
+    # Without the code: what it printed and changed, and the values, stay.
+    bare = review_replay.review_message(total["request"], total, with_code=False)
+    assert "sales['qty']" not in bare and bare.startswith("Request:\nthe request of total_task\n\nThe code ran.\n")
+    assert bare.endswith(message[message.index("It printed:"):])
 
 
 def test_held_out_work_is_refused(tmp_path):
