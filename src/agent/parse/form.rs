@@ -133,11 +133,24 @@ const KIND_WORDS: [(&str, Form); 19] = [
     ("boolean", Form::One),
 ];
 
+/// How many words may stand between a kind and the name it gives in
+/// "a <kind> of <what> named <name>".
+const OF_WORDS: usize = 5;
+
+/// Words that end the "<what>" of "a <kind> of <what> named <name>": after
+/// them the name is another thing's ("a list of prices in the data named
+/// d" names the data).
+const PHRASE_ENDS: [&str; 12] = [
+    "in", "from", "for", "with", "by", "on", "at", "to", "into", "per", "and", "or",
+];
+
 /// The form the request itself gives `name`, when it says in so many words
 /// what kind of value that is: the kind right before the name (`a dict
-/// answers`, `a list named x`, `a DataFrame called out`) or right after
-/// it (`x as a list`). A kind word further off ("the total of the table in
-/// `n`") describes something else, and two kinds for one name say nothing.
+/// answers`, `a list named x`, `a DataFrame called out`), before what it
+/// holds (`a pivot table of shop named table`, `the number of rows named
+/// n`) or right after it (`x as a list`). A kind word further off ("the
+/// total of the table in `n`") describes something else, and two kinds for
+/// one name say nothing.
 pub fn stated_form(request: &str, name: &str) -> Option<Form> {
     let words: Vec<String> = words(request).map(str::to_ascii_lowercase).collect();
     let kind = |word: &str| {
@@ -151,7 +164,11 @@ pub fn stated_form(request: &str, name: &str) -> Option<Form> {
     let mut stated = None;
     for (i, _) in words.iter().enumerate().filter(|(_, w)| **w == name) {
         let before = match i.checked_sub(1).map(word) {
-            Some("named" | "called") => i.checked_sub(2).map(word),
+            Some("named" | "called") => i
+                .checked_sub(2)
+                .map(word)
+                .filter(|w| kind(w).is_some())
+                .or_else(|| kind_of_what(&words, i - 1)),
             other => other,
         };
         let after = match (word(i + 1), word(i + 2)) {
@@ -170,6 +187,21 @@ pub fn stated_form(request: &str, name: &str) -> Option<Form> {
         }
     }
     stated
+}
+
+/// The kind in "<kind> of <what> named", where `named` is the index of
+/// "named" (or "called") in `words`: the word before the nearest "of", up
+/// to [`OF_WORDS`] words back, with no word that ends the phrase between.
+fn kind_of_what(words: &[String], named: usize) -> Option<&str> {
+    let start = named.saturating_sub(OF_WORDS + 1);
+    for at in (start..named).rev() {
+        match words[at].as_str() {
+            "of" => return at.checked_sub(1).map(|k| words[k].as_str()),
+            w if PHRASE_ENDS.contains(&w) => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// What a value holds, from the first line of its description
@@ -337,6 +369,38 @@ mod tests {
         assert_eq!(
             stated_form("Store the count as an integer named n.", "n"),
             Some(Form::One)
+        );
+        // A kind before what it holds gives it to the name.
+        let pivot = "Make a pivot table of shop named `table`: a row per region, a column per \
+                     fruit, the summed qty as values.";
+        assert_eq!(stated_form(pivot, "table"), Some(Form::Table));
+        assert_eq!(
+            stated_form("Store the number of rows named n.", "n"),
+            Some(Form::One)
+        );
+        assert_eq!(
+            stated_form(
+                "Keep a dict of each region's total called totals.",
+                "totals"
+            ),
+            Some(Form::Several)
+        );
+        // ... but not where the name belongs to a thing further on, or the
+        // word before "of" is no kind, or "of" is far off.
+        assert_eq!(
+            stated_form("Make a list of prices in the data named d.", "d"),
+            None
+        );
+        assert_eq!(
+            stated_form("Compute the mean of the column named price.", "price"),
+            None
+        );
+        assert_eq!(
+            stated_form(
+                "Find a list of all the rows that hold a price named p.",
+                "p"
+            ),
+            None
         );
         // A kind word further off describes something else.
         let revenue = "Compute the total revenue (price times qty) of the sales table and \
