@@ -64,7 +64,10 @@ pub fn request_body(request: &ChatRequest) -> Value {
     if let Some(temperature) = request.sampling.temperature {
         body["temperature"] = json!(temperature);
     }
-    if let Some(schema) = &request.schema {
+    // A schema that is a choice at its root (the triage's plan) is refused
+    // as a tool's input, with a 400 that would cost every later request of
+    // the session its schema: such a request is asked in words only.
+    if let Some(schema) = request.schema.as_ref().filter(|s| takes_as_tool(&s.schema)) {
         // Structured output on this API is a tool the model must call: its
         // input, streamed as `input_json_delta` pieces, is the answer.
         body["tools"] = json!([{
@@ -75,6 +78,15 @@ pub fn request_body(request: &ChatRequest) -> Value {
         body["tool_choice"] = json!({ "type": "tool", "name": schema.name });
     }
     body
+}
+
+/// Whether the API takes `schema` as a tool's input: an object, with no
+/// `anyOf`, `oneOf` or `allOf` at its root.
+fn takes_as_tool(schema: &Value) -> bool {
+    schema["type"] == "object"
+        && ["anyOf", "oneOf", "allOf"]
+            .iter()
+            .all(|choice| schema.get(choice).is_none())
 }
 
 /// Follows one stream, remembering the input token count from
@@ -453,6 +465,32 @@ mod tests {
             body["tool_choice"],
             json!({"type": "tool", "name": "verdict"})
         );
+    }
+
+    #[test]
+    fn a_schema_that_is_a_choice_at_its_root_is_asked_in_words_only() {
+        let plan = crate::agent::schemas::triage_plan(&["default"], &["peek"]);
+        assert!(plan.schema.get("anyOf").is_some());
+        let body = request_body(&ChatRequest {
+            model: "claude".into(),
+            messages: vec![ChatMessage::user("hi")],
+            max_tokens: 50,
+            schema: Some(plan),
+            ..ChatRequest::default()
+        });
+        assert!(body.get("tools").is_none(), "{body}");
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        // Every other schema the kernel asks for is an object the API takes.
+        let classification = crate::agent::schemas::triage_classification(&["default"]);
+        for schema in [
+            crate::agent::schemas::verdict(),
+            crate::agent::schemas::verdict_alone(),
+            crate::agent::schemas::expected_form(),
+            crate::agent::schemas::analyst_plan(),
+            classification,
+        ] {
+            assert!(takes_as_tool(&schema.schema), "{}", schema.name);
+        }
     }
 
     /// A forced tool call's stream, in the API's own form: the tool's input
