@@ -28,17 +28,24 @@ pub fn uncomputed_number(code: &str, output: &str) -> Option<String> {
 }
 
 /// The text of `print("...")` or `print('...')` when that is the whole line
-/// and the text is fixed (no f-string, no formatting, no concatenation).
+/// and the text is fixed (no formatting, no concatenation). An f-string
+/// with no placeholder is fixed text too: told to print what it computes,
+/// a small model puts an `f` before the same sentence.
 fn printed_literal(line: &str) -> Option<&str> {
     let inner = line
         .trim()
         .strip_prefix("print(")?
         .strip_suffix(')')?
         .trim();
+    let (inner, formatted) = match inner.strip_prefix(['f', 'F']) {
+        Some(rest) => (rest, true),
+        None => (inner, false),
+    };
     let quote = inner.chars().next().filter(|c| *c == '"' || *c == '\'')?;
     let text = inner.strip_prefix(quote)?.strip_suffix(quote)?;
-    let fixed = !text.contains(quote) && !text.contains('\\') && !text.contains('%');
-    fixed.then_some(text)
+    let placeholder = formatted && text.contains('{');
+    let formatting = text.contains(quote) || text.contains('\\') || text.contains('%');
+    (!placeholder && !formatting).then_some(text)
 }
 
 /// The numbers written in `text` (`12.5`, `3`, `-0.25`), as written.
@@ -114,6 +121,25 @@ mod tests {
         assert_eq!(uncomputed_number(code, "The mean is 0.25"), None);
         assert_eq!(uncomputed_number("print('%.1f' % x)", "2.5"), None);
         assert_eq!(uncomputed_number("x = 'rate 0.5'", ""), None);
+    }
+
+    #[test]
+    fn an_f_string_without_a_placeholder_is_fixed_text() {
+        // The demo's skill cell, after being told to print computed values.
+        let code = "print(f\"The largest value of the price column is 12.5.\")";
+        let output = "The largest value of the price column is 12.5.";
+        assert_eq!(uncomputed_number(code, output).as_deref(), Some("12.5"));
+        let code = "print(F'rate 0.75')";
+        assert_eq!(
+            uncomputed_number(code, "rate 0.75").as_deref(),
+            Some("0.75")
+        );
+        // With a placeholder it is computed.
+        let code = "print(f\"The largest is {top}, against 12.5 last year\")";
+        assert_eq!(
+            uncomputed_number(code, "The largest is 3.0, against 12.5 last year"),
+            None
+        );
     }
 
     #[test]
