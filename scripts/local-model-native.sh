@@ -30,8 +30,7 @@ cpu="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' \
     | grep -E '^(avx|avx2|avx512[a-z_]*|avx_vnni|amx[a-z_]*|f16c|fma|bmi2)$' | sort | tr '\n' ' ' || true)"
 key="$(printf '%s\n%s\n%s\n' "$version" "$cpu" "$(cc --version 2>/dev/null | head -1)" \
     | sha256sum | cut -c1-16)"
-installed="$("$python" -c 'import sys
-try:
+installed="$("$python" -c 'try:
     import xllamacpp
     print(open(xllamacpp.__file__.replace("__init__.py", "NATIVE_BUILD")).read().strip())
 except Exception:
