@@ -30,12 +30,13 @@ cpu="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' \
     | grep -E '^(avx|avx2|avx512[a-z_]*|avx_vnni|amx[a-z_]*|f16c|fma|bmi2)$' | sort | tr '\n' ' ' || true)"
 key="$(printf '%s\n%s\n%s\n' "$version" "$cpu" "$(cc --version 2>/dev/null | head -1)" \
     | sha256sum | cut -c1-16)"
-installed="$("$python" -c 'try:
-    import xllamacpp
-    print(open(xllamacpp.__file__.replace("__init__.py", "NATIVE_BUILD")).read().strip())
-except Exception:
-    pass' 2>/dev/null || true)"
-if [[ "$installed" == "$key" ]]; then
+# Where the installed package records the build it is (the prebuilt one has no record).
+marker() {
+    "$python" -c 'import os, xllamacpp; print(os.path.join(os.path.dirname(xllamacpp.__file__), "NATIVE_BUILD"))' \
+        2>/dev/null || true
+}
+recorded="$(marker)"
+if [[ -n "$recorded" && "$(cat "$recorded" 2>/dev/null)" == "$key" ]]; then
     exit 0
 fi
 
@@ -67,7 +68,7 @@ if [[ -z "$wheel" ]]; then
 fi
 "$python" -m pip install --quiet --no-deps --force-reinstall "$wheel"
 if "$python" -c 'import xllamacpp, sys; sys.exit(not xllamacpp.get_system_info())' 2>/dev/null; then
-    "$python" -c 'import sys, xllamacpp; open(xllamacpp.__file__.replace("__init__.py", "NATIVE_BUILD"), "w").write(sys.argv[1])' "$key"
+    echo "$key" > "$(marker)"
     echo "==> the local model's server is built for this CPU"
 else
     echo "==> the built server does not load; the prebuilt one is put back"
