@@ -356,7 +356,7 @@ pub fn rebound_not_in_place(
 
 /// What the review of a turn reads: the request, then for each block the
 /// code, what it printed and the variables it left, as plain facts.
-pub fn review_request(request: &str, executions: &[Execution]) -> String {
+pub fn review_request(request: &str, executions: &[&Execution]) -> String {
     let mut text = format!("Request:\n{}\n", request.trim());
     if executions.is_empty() {
         text.push_str("\nNothing ran.\n");

@@ -553,6 +553,32 @@ pub(crate) async fn assert_stopped_repeating(llm: &FakeLlm, n: usize, iopub: &[M
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_turn_that_mends_one_line_is_reviewed_with_the_code_it_builds_on() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nrevenue = [price * qty for price, qty in sales]\n```".into()),
+        Reply::Answer(r#"{"form": "one number"}"#.into()),
+        Reply::Answer("```python\nrevenue = sum(revenue)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("sales = [(1.5, 2), (2.0, 3)]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nStore the total revenue (price times qty) of sales in `revenue`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let status = stream_text(&iopub, "stdout");
+    assert!(status.contains("must hold one value"), "{status}");
+    assert_eq!(llm.request_count(), 4);
+    // The second turn only sums what the first made: the review reads the
+    // first turn's code too, then the second's.
+    let review = llm.last_prompt();
+    let first = review.find("revenue = [price * qty for price, qty in sales]");
+    let second = review.find("revenue = sum(revenue)");
+    assert!(first.is_some() && first < second, "{review}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_requests_example_typed_over_the_users_data_runs_again_on_the_users_data() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nprices = [1, 2]\ntotal = sum(prices)\n```".into()),

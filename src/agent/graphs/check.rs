@@ -18,7 +18,7 @@
 //! run unconfirmed, not done.
 
 use super::steps::NodeSettings;
-use crate::agent::parse::{bindings, claims, form, pitfalls};
+use crate::agent::parse::{bindings, claims, form, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
     AgentError, AgentState, AsWritten, Effects, Execution, Expected, FormDispute, KeyInformation,
@@ -99,7 +99,9 @@ pub async fn check<E: Effects>(
     // Other solutions agreeing is told to the review, never stands in for
     // it: measured, a small model's samples agree on the same wrong value
     // as often as on a right one.
-    let mut review = prompts::review_request(&state.request, &state.executions[since..]);
+    let user_names = checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""));
+    let reviewed = with_what_it_builds_on(&state.executions, since, &user_names);
+    let mut review = prompts::review_request(&state.request, &reviewed);
     if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
         review.push_str(&prompts::answer_to_check(answer));
     }
@@ -169,6 +171,50 @@ async fn as_written<E: Effects>(
         }
     }
     Ok(confirmed)
+}
+
+/// How many blocks from before the work under review it is shown with at
+/// most.
+const EARLIER_BLOCKS: usize = 3;
+
+/// The blocks since `since`, after the earlier blocks they build on: those
+/// that ran and made a name (not one of `user_names`, the user's when the
+/// run began) that a later one reads before binding it. A turn
+/// that mends one line of the turn before (`revenue = revenue.sum()`,
+/// a sentence printed again from the values the turn before computed) is
+/// judged with the code that made what it reads, not as if it were the
+/// whole answer; a turn that writes its code again in full reads nothing
+/// of the turns before. (A user's variable an earlier block rebound may
+/// have been put back since, so that block says nothing of it now.)
+fn with_what_it_builds_on<'a>(
+    executions: &'a [Execution],
+    since: usize,
+    user_names: &[String],
+) -> Vec<&'a Execution> {
+    let since = since.min(executions.len());
+    let mut reviewed: Vec<&Execution> = executions[since..].iter().collect();
+    let mut earlier_shown = 0;
+    for earlier in executions[..since].iter().rev() {
+        if earlier_shown == EARLIER_BLOCKS {
+            break;
+        }
+        let mut made = earlier
+            .changes
+            .iter()
+            .filter_map(|change| change.split_once(": ").map(|(name, _)| name))
+            .filter(|name| !user_names.iter().any(|user| user == name));
+        let read_later = !earlier.failed
+            && made.any(|name| {
+                reviewed
+                    .iter()
+                    .any(|later| reads::reads_before_binding(&later.code, name))
+            });
+        if read_later {
+            reviewed.insert(0, earlier);
+            earlier_shown += 1;
+        }
+    }
+    reviewed
 }
 
 /// Not done when the code made a table or array whose every value is
@@ -383,6 +429,57 @@ mod tests {
             rich_outputs,
             images: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_turn_that_mends_a_line_is_reviewed_with_the_code_that_made_what_it_reads() {
+        let block = |code: &str, failed: bool, changes: &[&str]| Execution {
+            code: code.into(),
+            failed,
+            ..ran("", changes, 0)
+        };
+        let executions = [
+            block("unrelated = 1", false, &["unrelated: int = 1 (new)"]),
+            block(
+                "revenue = sales['price'] * sales['qty']",
+                false,
+                &["revenue: Series shape (4,) (new)"],
+            ),
+            block("revenue = revenue.sum(", true, &[]),
+            block(
+                "revenue = revenue.sum()",
+                false,
+                &["revenue: float64 = 44.2 (changed)"],
+            ),
+        ];
+        let codes = |reviewed: Vec<&Execution>| -> Vec<String> {
+            reviewed.iter().map(|e| e.code.clone()).collect()
+        };
+        assert_eq!(
+            codes(with_what_it_builds_on(&executions, 3, &[])),
+            [
+                "revenue = sales['price'] * sales['qty']",
+                "revenue = revenue.sum()"
+            ]
+        );
+        // Code written again in full reads nothing of the turns before.
+        let again = [
+            executions[1].clone(),
+            block(
+                "revenue = (sales['price'] * sales['qty']).sum()",
+                false,
+                &["revenue: float64 = 44.2 (changed)"],
+            ),
+        ];
+        assert_eq!(codes(with_what_it_builds_on(&again, 1, &[])).len(), 1);
+        assert_eq!(codes(with_what_it_builds_on(&executions, 0, &[])).len(), 4);
+        // A variable the user had is the user's, whatever a block before
+        // did to it (a rebinding may have been put back since).
+        let users = ["revenue".to_owned()];
+        assert_eq!(
+            codes(with_what_it_builds_on(&executions, 3, &users)).len(),
+            1
+        );
     }
 
     #[test]

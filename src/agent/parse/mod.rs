@@ -6,7 +6,8 @@
 //! block again, and
 //! numbers a block printed as fixed text rather than computed, and
 //! well-known mistakes such as `len()` of a boolean mask, the names a
-//! block binds only as a loop's or a `with`'s variable, and an answer that
+//! block binds only as a loop's or a `with`'s variable, the names it reads
+//! from code that ran before it, and an answer that
 //! repeats itself. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
 
@@ -22,6 +23,7 @@ pub mod json;
 pub mod pitfalls;
 pub mod plan;
 pub mod prose;
+pub mod reads;
 pub mod repetition;
 pub mod respell;
 pub mod retyped;

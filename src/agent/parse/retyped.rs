@@ -191,7 +191,7 @@ fn statement_end(lines: &[&str], start: usize) -> usize {
 
 /// The characters of `line` outside its string literals (and before a
 /// comment).
-fn outside_strings(line: &str) -> impl Iterator<Item = char> + '_ {
+pub(crate) fn outside_strings(line: &str) -> impl Iterator<Item = char> + '_ {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     let mut comment = false;
