@@ -400,31 +400,6 @@ pub fn not_as_written(name: &str, written: &str, value: &str) -> (String, String
     )
 }
 
-/// Why a turn that printed `number` as fixed text in `line` is not done,
-/// and what to do: the line, and the values the block computed (their change lines,
-/// `top: Series shape (2,) ... = price 3.0 qty 25.0 (new)`), the first
-/// named in the f-string it shows.
-pub fn printed_as_fixed_text(number: &str, line: &str, computed: &[&str]) -> (String, String) {
-    let reasoning =
-        format!("the code printed {number} as fixed text, and nothing it computed is {number}");
-    let first_name = computed
-        .first()
-        .and_then(|change| change.split_once(": "))
-        .map(|(name, _)| name);
-    let next_action = match first_name {
-        Some(first) => format!(
-            "write the line {line} again with values the code computed in place of numbers typed \
-             into the text (such as f\"... {{{first}}} ...\"); it computed:\n{}",
-            computed.join("\n")
-        ),
-        None => format!(
-            "compute the values the line {line} states, and print them (an f-string such as \
-             f\"... {{value}} ...\"), not numbers typed into the text",
-        ),
-    };
-    (reasoning, next_action)
-}
-
 /// What the summary line says of a value that is the result the request
 /// writes out.
 pub fn as_written(found: &AsWritten) -> String {

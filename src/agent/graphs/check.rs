@@ -243,27 +243,15 @@ fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
             format!("count the True values with {mask}.sum()"),
         ));
     }
-    let (execution, uncomputed) = executions.iter().find_map(|e| {
-        claims::uncomputed_number(&e.code, &e.output).map(|uncomputed| (e, uncomputed))
-    })?;
-    // The values the block made, named, so that the line can be written
-    // again from them: told only to print what it computes, the local
-    // model put an `f` before the same sentence.
-    let scaffolding = bindings::scaffolding_names(&execution.code);
-    let computed: Vec<&str> = execution
-        .changes
+    let number = executions
         .iter()
-        .filter(|line| holds_a_result(line, &scaffolding))
-        .filter_map(|line| line.lines().next())
-        .take(COMPUTED_SHOWN)
-        .collect();
-    let (reasoning, next_action) =
-        prompts::printed_as_fixed_text(&uncomputed.number, &uncomputed.line, &computed);
-    Some(Verdict::not_done(reasoning, next_action))
+        .find_map(|e| claims::uncomputed_number(&e.code, &e.output))?;
+    Some(Verdict::not_done(
+        format!("the code printed {number} as fixed text, and nothing it computed is {number}"),
+        "print the values the code computes (an f-string such as f\"... {value} ...\"), \
+         not numbers written into the text",
+    ))
 }
-
-/// How many of the values a block made a fixed-text claim is shown beside.
-const COMPUTED_SHOWN: usize = 3;
 
 /// The summary's line for how many solutions agreed.
 fn same_in(agree: usize, of: usize) -> String {
