@@ -3,9 +3,10 @@
 A change to the review (its system prompt, its fields, the question its odds
 are read from) moves the "done" claims of a run, and a whole development run
 of 40 tasks takes over half an hour. This replays the review of recorded work
-instead: every one-turn answer in the transcripts `agent_eval.py --show`
-wrote for the development split (the default graph's runs that ended "done"
-or "not confirmed", and the single-shot answers that ran without an error),
+instead: every answer in the transcripts `agent_eval.py --show` wrote for
+the development split (the last turn of the default graph's runs that ended
+"done" or "not confirmed", and the single-shot answers that ran without an
+error),
 each with whether the task's own check passed, is reviewed again by the local
 model under the working tree's `prompts/reflect.md`, and the report says how
 many the review passed, how many it claimed (passed and weighed at least the
@@ -28,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import json
 import math
 import re
 import statistics
 import sys
 import time
+import tokenize
 import urllib.request
 from pathlib import Path
 
@@ -75,12 +78,16 @@ def transcripts(text: str):
             yield found.group(1), found.group(2), body
 
 
-def one_turn_work(body: str) -> dict | None:
+def last_turn_work(body: str) -> dict | None:
     """The code, its output, the variables it changed and what was checked,
-    of a run that wrote one block; None for any other."""
-    if body.count("[code, turn ") != 1 or "[code, turn 1]\n" not in body:
+    of a run's last turn where it wrote one block; None for any other.
+    (The review reads the last turn; the earlier blocks it builds on, which
+    it reads too, are rare and left out here.)"""
+    turns = body.count("[code, turn ")
+    marker = f"[code, turn {turns}]\n"
+    if turns == 0 or body.count(marker) != 1:
         return None
-    code, found, rest = body.split("[code, turn 1]\n", 1)[1].partition("\n[output]\n")
+    code, found, rest = body.split(marker, 1)[1].partition("\n[output]\n")
     if not found:
         return None
     changed = rest.split("[changed]\n", 1)
@@ -117,12 +124,30 @@ def python_part(code: str) -> str:
     return code
 
 
-def review_message(request: str, work: dict, with_code: bool = True) -> str:
+def without_comments(code: str) -> str:
+    """The block without its comments, the lines that held only one, and
+    blank lines in a row, as the review reads it (`parse/comments.rs`)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    starts = {t.start[0]: t.start[1] for t in tokens if t.type == tokenize.COMMENT}
+    lines = []
+    for number, line in enumerate(code.splitlines(), 1):
+        text = (line[: starts[number]] if number in starts else line).rstrip()
+        if text.strip() or (number not in starts and lines and lines[-1]):
+            lines.append(text)
+    return "\n".join(lines).strip("\n")
+
+
+def review_message(request: str, work: dict, with_code: bool = True, with_comments: bool = False) -> str:
     """The review's message, as the kernel words it (`with_code`: the code
-    that ran written out; without it, only what the code did)."""
+    that ran written out, without its comments unless `with_comments`;
+    without it, only what the code did)."""
     printed = work["output"] if work["output"] not in ("", "(no output)") else "(nothing)"
     variables = "\n".join(work["changes"]) or "(none changed)"
-    code = f"Code that ran:\n```python\n{work['code']}\n```\n" if with_code else "The code ran.\n"
+    block = work["code"] if with_comments else without_comments(work["code"])
+    code = f"Code that ran:\n```python\n{block}\n```\n" if with_code else "The code ran.\n"
     text = (
         f"Request:\n{request.strip()}\n\n{code}"
         f"It printed:\n{printed}\n\nVariables after it ran:\n{variables}\n"
@@ -133,7 +158,7 @@ def review_message(request: str, work: dict, with_code: bool = True) -> str:
 
 
 def recorded_work(results: list[Path], tasks: dict) -> list[dict]:
-    """Each distinct one-turn answer of the runs in `results` (their `--show`
+    """Each distinct last-turn answer of the runs in `results` (their `--show`
     transcripts beside them, `.err` or `.log`), with whether it was right."""
     seen = {}
     for path in results:
@@ -150,7 +175,7 @@ def recorded_work(results: list[Path], tasks: dict) -> list[dict]:
                 continue
             if graph not in ("default", "single"):
                 continue
-            work = one_turn_work(body)
+            work = last_turn_work(body)
             if not work or "Traceback" in work["output"]:
                 continue
             seen.setdefault((task, work["code"]), {**work, "task": task, "right": result["solved"],
@@ -246,6 +271,8 @@ def main():
                         help="the review's system prompt (a variant to weigh)")
     parser.add_argument("--without-code", action="store_true",
                         help="leave the code out of the review's message (what it printed and changed stay)")
+    parser.add_argument("--with-comments", action="store_true",
+                        help="the code with its comments (the kernel's review reads it without them)")
     args = parser.parse_args()
     tasks = {t.name: t for t in agent_eval.TASKS}
     tasks |= {t.name: t for t in agent_eval.public_tasks(agent_eval.DEFAULT_BENCHMARKS)}
@@ -258,7 +285,8 @@ def main():
     reviews = []
     try:
         for item in work:
-            message = review_message(item["request"], item, with_code=not args.without_code)
+            message = review_message(item["request"], item, with_code=not args.without_code,
+                                     with_comments=args.with_comments)
             started = time.monotonic()
             text, _, written = judge.ask(system, message, schema, 1024)
             seconds = time.monotonic() - started

@@ -579,6 +579,36 @@ async fn a_turn_that_mends_one_line_is_reviewed_with_the_code_it_builds_on() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_review_reads_the_code_without_its_comments() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\n# The total of the prices, as the request asks\ntotal = sum(prices)  # '#' stays in strings\nlabel = 'a # b'\n```"
+                .into(),
+        ),
+        Reply::Answer(r#"{"form": "one number"}"#.into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("prices = [10, 20, 30]").await;
+    let (reply, _) = kernel
+        .execute("%%ask\nPut the total of prices in `total`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let (_, iopub) = kernel.execute("total").await;
+    assert_eq!(result_text(&iopub), "60");
+    assert_eq!(llm.request_count(), 3);
+    // The comments restate the request: the judge reads the calls alone.
+    let review = llm.last_prompt();
+    assert!(
+        review.contains("```python\ntotal = sum(prices)\nlabel = 'a # b'\n```"),
+        "{review}"
+    );
+    assert!(!review.contains("as the request asks"), "{review}");
+    assert!(!review.contains("stays in strings"), "{review}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_requests_example_typed_over_the_users_data_runs_again_on_the_users_data() {
     let llm = FakeLlm::start(vec![
         Reply::Answer("```python\nprices = [1, 2]\ntotal = sum(prices)\n```".into()),

@@ -18,7 +18,7 @@
 //! run unconfirmed, not done.
 
 use super::steps::NodeSettings;
-use crate::agent::parse::{bindings, claims, form, pitfalls, reads};
+use crate::agent::parse::{bindings, claims, comments, form, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
     AgentError, AgentState, AsWritten, Effects, Execution, Expected, FormDispute, KeyInformation,
@@ -100,7 +100,17 @@ pub async fn check<E: Effects>(
     // it: measured, a small model's samples agree on the same wrong value
     // as often as on a right one.
     let user_names = checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""));
-    let reviewed = with_what_it_builds_on(&state.executions, since, &user_names);
+    // The judge reads the code without its comments: a small model's
+    // comments restate the request ("# Pearson's skewness" above `.skew()`),
+    // and a small judge takes them for what the code does.
+    let reviewed: Vec<Execution> = with_what_it_builds_on(&state.executions, since, &user_names)
+        .into_iter()
+        .map(|execution| Execution {
+            code: comments::without_comments(&execution.code),
+            ..execution.clone()
+        })
+        .collect();
+    let reviewed: Vec<&Execution> = reviewed.iter().collect();
     let mut review = prompts::review_request(&state.request, &reviewed);
     if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
         review.push_str(&prompts::answer_to_check(answer));

@@ -7,7 +7,7 @@
 //! numbers a block printed as fixed text rather than computed, and
 //! well-known mistakes such as `len()` of a boolean mask, the names a
 //! block binds only as a loop's or a `with`'s variable, the names it reads
-//! from code that ran before it, and an answer that
+//! from code that ran before it, a block without its comments, and an answer that
 //! repeats itself. Small models write all of these loosely;
 //! each parser is tested against answers recorded from the local model.
 
@@ -16,6 +16,7 @@ pub mod bindings;
 pub mod checks;
 pub mod claims;
 pub mod code;
+pub mod comments;
 pub mod figure;
 pub mod form;
 pub mod in_place;
