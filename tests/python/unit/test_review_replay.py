@@ -20,7 +20,8 @@ SHOWN = """\
 Here is the code.
 
 [code, turn 1]
-total = sales['qty'].sum()
+# The total quantity, as asked
+total = sales['qty'].sum()  # '#' in a string stays: '#'
 [output]
 (no output)
 ✓ The total is computed.
@@ -88,12 +89,14 @@ TASKS = {name: SimpleNamespace(prompt=f"the request of {name}")
          for name in ("total_task", "mean_task", "looped_task", "failed_task")}
 
 
-def test_one_turn_work_is_read_back_with_what_was_checked(tmp_path):
+def test_the_last_turns_work_is_read_back_with_what_was_checked(tmp_path):
     work = {w["task"]: w for w in review_replay.recorded_work([write_run(tmp_path)], TASKS)}
-    # Two turns, or a block that failed, are not one answer to review again.
-    assert sorted(work) == ["mean_task", "total_task"]
+    # A block that failed is not an answer to review again; of two turns, the last is.
+    assert sorted(work) == ["looped_task", "mean_task", "total_task"]
+    assert work["looped_task"]["code"] == "x = 2" and work["looped_task"]["checked"] == ["x = 2 (int)"]
     total = work["total_task"]
-    assert total["right"] is True and total["code"] == "total = sales['qty'].sum()"
+    assert total["right"] is True
+    assert total["code"] == "# The total quantity, as asked\ntotal = sales['qty'].sum()  # '#' in a string stays: '#'"
     assert total["output"] == "(no output)"
     assert total["changes"] == ["total: int64 shape () dtype int64 = np.int64(11) (new)",
                                 "n: int = 1 -> int = 2"]
@@ -103,7 +106,11 @@ def test_one_turn_work_is_read_back_with_what_was_checked(tmp_path):
     assert single["code"] == "m = df['a'].mean()\nprint(m)"
     assert single["right"] is False and single["output"] == "2.5" and single["checked"] == []
     message = review_replay.review_message(total["request"], total)
-    assert message.startswith("Request:\nthe request of total_task\n\nCode that ran:\n```python\n")
+    assert message.startswith("Request:\nthe request of total_task\n\nCode that ran:\n```python\n"
+                              "total = sales['qty'].sum()\n```\n")
+    # The kernel's review reads the code without its comments; the replay can read them.
+    with_comments = review_replay.review_message(total["request"], total, with_comments=True)
+    assert "# The total quantity, as asked\n" in with_comments
     assert "It printed:\n(nothing)\n" in message
     assert message.endswith("as they are now:\ntotal = 11 (int64)\nn = 2 (int)\n")
     assert "as they are now" not in review_replay.review_message(single["request"], single)
