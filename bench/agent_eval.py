@@ -36,12 +36,13 @@ converted when the run starts from the benchmark data beside the repository
 wrong one fails it). Every task belongs to one split, drawn once from its name
 with a fixed seed: `--split dev` is what the agent is tuned on, `--split
 held-out` what is reported and never read task by task; `--sample N` takes a
-seeded sample of the chosen tasks, the everyday loop.
+seeded sample of the chosen tasks, the everyday loop (a larger sample begins with
+the same tasks, so `--sample 80 --skip 40` is a second sample of 40).
 
 Usage: .venv/bin/python bench/agent_eval.py [--local [coder-1.5b|coder-0.5b]]
             [--graphs single,default,analyst,planner,triage] [--only NAME,...]
             [--suite own,public] [--split dev|held-out|all] [--sample N]
-            [--kinds pandas,...] [--limit N] [--max-turns N] [--repeat N]
+            [--skip N] [--kinds pandas,...] [--limit N] [--max-turns N] [--repeat N]
             [--replay] [--timeout 300] [--json OUT] [--strict] [--kernels DIR] [--show]
 """
 
@@ -531,6 +532,9 @@ def parse_args():
                         help="the development split (tune on it), the held-out split (report it), or all")
     parser.add_argument("--sample", type=int, default=0,
                         help="a seeded sample of this many of the chosen tasks (the everyday loop)")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="leave out the first N tasks (after --sample: --sample 80 --skip 40 is the 40 "
+                        "that a sample of 40 leaves out, a second sample)")
     parser.add_argument("--benchmarks", type=Path, default=DEFAULT_BENCHMARKS,
                         help="the folder holding ds1000/ and dabench/ (default: ../shared/benchmarks)")
     parser.add_argument("--max-turns", type=int, help="each graph's turn limit (default: its own)")
@@ -589,6 +593,7 @@ def chosen_tasks(args):
         tasks = [t for t in tasks if t.kind in kinds]
     if args.sample:
         tasks = random.Random(SPLIT_SEED).sample(tasks, min(args.sample, len(tasks)))
+    tasks = tasks[args.skip:]
     return tasks[: args.limit] if args.limit else tasks
 
 
