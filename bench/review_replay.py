@@ -132,9 +132,15 @@ def without_comments(code: str) -> str:
     except (tokenize.TokenError, SyntaxError):
         return code
     starts = {t.start[0]: t.start[1] for t in tokens if t.type == tokenize.COMMENT}
+    # Lines that begin inside a string spanning lines are its text, kept as written.
+    in_string = {n for t in tokens if t.type == tokenize.STRING for n in range(t.start[0] + 1, t.end[0] + 1)}
     lines = []
     for number, line in enumerate(code.splitlines(), 1):
-        text = (line[: starts[number]] if number in starts else line).rstrip()
+        text = line[: starts[number]].rstrip() if number in starts else line
+        if number in in_string:
+            lines.append(text)
+            continue
+        text = text.rstrip()
         if text.strip() or (number not in starts and lines and lines[-1]):
             lines.append(text)
     return "\n".join(lines).strip("\n")

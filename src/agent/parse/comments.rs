@@ -10,7 +10,19 @@ pub fn without_comments(code: &str) -> String {
     let mut kept = String::with_capacity(code.len());
     let mut scanner = Scanner::default();
     for line in code.split_inclusive('\n') {
+        // A line that begins inside a triple-quoted string is the string's
+        // text: kept as written, blank or not, up to any comment after it.
+        let in_string = scanner.open_triple.is_some();
         let (code_part, had_comment) = scanner.line(line);
+        if in_string {
+            let text = match had_comment {
+                true => code_part.trim_end(),
+                false => code_part.strip_suffix('\n').unwrap_or(code_part),
+            };
+            kept.push_str(text);
+            kept.push('\n');
+            continue;
+        }
         let text = code_part.trim_end();
         let blank_before = kept.is_empty() || kept.ends_with("\n\n");
         if text.trim().is_empty() {
@@ -115,6 +127,12 @@ mod tests {
             without_comments(code),
             "doc = \"\"\"first\n# not a comment\nlast\"\"\"\nx = '''one # two'''"
         );
+    }
+
+    #[test]
+    fn a_triple_quoted_strings_blank_lines_stay_as_written() {
+        let code = "doc = '''a\n\n\n# b  \n'''  # gone\nx = 1\n";
+        assert_eq!(without_comments(code), "doc = '''a\n\n\n# b  \n'''\nx = 1");
     }
 
     #[test]
