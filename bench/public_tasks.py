@@ -73,10 +73,10 @@ def _eval_check(labels={labels!r}):
     found = globals().get("answers")
     if not isinstance(found, dict):
         return False
-    # A key written in the format's own notation ("@mean[mean_value]", or
-    # without its "@") is the answer's name, as the benchmark's own parser
-    # reads it.
-    found = {{re.sub(r"^@?(\\w+)\\[.*\\]$", r"\\1", str(key).strip()): value for key, value in found.items()}}
+    # A key written in the format's own notation ("@mean[mean_value]",
+    # "@mean", or without its "@") is the answer's name, as the benchmark's
+    # own parser reads it.
+    found = {{re.sub(r"^@?(\\w+)(?:\\[.*\\])?$", r"\\1", str(key).strip()): value for key, value in found.items()}}
 
     def words(value):
         return re.sub(r"[\\s_\\-'\\"]", "", str(value)).lower()

@@ -195,8 +195,8 @@ def test_every_public_task_passes_its_reference_and_refuses_a_wrong_answer(tmp_p
 
 @needs_benchmarks
 def test_a_dabench_key_in_the_formats_notation_names_the_answer() -> None:
-    """`@mean[mean_value]` and `mean[mean_value]` both name `mean`, as the
-    benchmark's own parser reads them; another name does not."""
+    """`@mean[mean_value]`, `mean[mean_value]` and `@mean` all name `mean`,
+    as the benchmark's own parser reads them; another name does not."""
     task = next(t for t in public_tasks() if t.name.startswith("dabench_"))
     reference = task.solution.removeprefix("answers = ")
 
@@ -207,8 +207,8 @@ def test_a_dabench_key_in_the_formats_notation_names_the_answer() -> None:
         names["answers"] = answers
         return eval(task.check, names) is True
 
-    assert passes("@{name}[value]") and passes("{name}[value]") and passes("{name}")
-    assert not passes("{name}_value")
+    assert passes("@{name}[value]") and passes("{name}[value]") and passes("{name}") and passes("@{name}")
+    assert not passes("{name}_value") and not passes("@{name}_value")
 
 
 @needs_benchmarks
