@@ -354,7 +354,35 @@ pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
              group the table and pick the column after (table.groupby('key')['value'].sum())",
         ));
     }
+    if let Some(name) = filled_before_made(output, error) {
+        return Some(Cow::Owned(format!(
+            "the code puts items into {name}, but nothing made {name}: create it first, in \
+             the same block ({name} = {{}} for a dict, {name} = [] for a list)"
+        )));
+    }
     error_hint(error).map(Cow::Borrowed)
+}
+
+/// The name a failed block put items into (`answers['mean'] = ...`,
+/// `rows.append(...)`) before anything made it, from its `NameError`: a
+/// small model told to store results in a dict often fills one it never
+/// created, and "define the name" alone does not tell it how.
+fn filled_before_made<'a>(output: &'a str, error: &'a str) -> Option<&'a str> {
+    let name = error.strip_prefix("NameError: name '")?.split_once('\'')?.0;
+    let filled = |line: &str| {
+        let Some(rest) = line.trim().strip_prefix(name) else {
+            return false;
+        };
+        let item_set = rest.starts_with('[')
+            && rest
+                .split_once("] =")
+                .is_some_and(|(_, value)| !value.starts_with('='));
+        let added = [".append(", ".extend(", ".update(", ".add(", ".setdefault("]
+            .iter()
+            .any(|method| rest.starts_with(method));
+        item_set || added
+    };
+    output.lines().any(filled).then_some(name)
 }
 
 /// The line of the agent's code, counted from 1, whose top-level statement
@@ -833,6 +861,37 @@ mod tests {
                 .unwrap()
                 .contains("group the table")
         );
+    }
+
+    #[test]
+    fn a_name_filled_before_anything_made_it_is_told_to_be_created_first() {
+        // Recorded from the 1.5B coder model, sent three times unchanged
+        // under "define or import the name".
+        let filled = "Traceback (most recent call last):\n  File \"<agent>\", line 13, in <module>\n    answers['@correlation_coefficient[correlation_coefficient]'] = correlation_coefficient\n     ^^^^^^^\nNameError: name 'answers' is not defined";
+        let hint = failure_hint(filled).unwrap();
+        assert!(hint.contains("answers = {} for a dict"), "{hint}");
+        let appended = filled.replace(
+            "answers['@correlation_coefficient[correlation_coefficient]'] = correlation_coefficient",
+            "rows.append(row)",
+        );
+        let appended = appended.replace("'answers'", "'rows'");
+        assert!(failure_hint(&appended).unwrap().contains("rows = []"));
+        // Read, compared or called, the name is a plain undefined name.
+        for line in [
+            "total = answers['mean']",
+            "answers['mean'] == 1",
+            "answers(1)",
+        ] {
+            let read = filled.replace(
+                "answers['@correlation_coefficient[correlation_coefficient]'] = correlation_coefficient",
+                line,
+            );
+            let hint = failure_hint(&read).unwrap();
+            assert!(hint.contains("define or import"), "{line}: {hint}");
+        }
+        // Another name's items set on the line say nothing of this one.
+        let other = filled.replace("'answers'", "'correlation_coefficient'");
+        assert!(failure_hint(&other).unwrap().contains("define or import"));
     }
 
     fn names(request: &str) -> Vec<String> {

@@ -330,7 +330,9 @@ async fn reflect<E: Effects>(
                     .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty());
                 let feedback = match (error, unfinished) {
                     (Some(error), _) => {
-                        prompts::repeated_failure(&error, checks::error_hint(&error))
+                        let output = state.executions.last().map(|e| e.output.as_str());
+                        let hint = checks::failure_hint(output.unwrap_or(&error));
+                        prompts::repeated_failure(&error, hint.as_deref())
                     }
                     (None, Some(verdict)) => {
                         prompts::repeated_unfinished(&verdict.reasoning, &verdict.next_action)

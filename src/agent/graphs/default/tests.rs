@@ -918,6 +918,34 @@ fn the_same_failing_code_is_told_it_cannot_work_with_the_error_and_a_hint() {
 }
 
 #[test]
+fn the_same_failing_code_is_told_what_its_traceback_shows() {
+    fn fills_a_dict_it_never_made(code: &str) -> Execution {
+        let failed = !code.contains("answers = {}");
+        let output = if failed {
+            "Traceback (most recent call last):\n  File \"<agent>\", line 2, in <module>\n    \
+             answers['mean'] = m\nNameError: name 'answers' is not defined"
+        } else {
+            ""
+        };
+        Execution {
+            failed,
+            output: output.into(),
+            ..ok(code)
+        }
+    }
+    let filled = "```python\nm = 2\nanswers['mean'] = m\n```";
+    let made = "```python\nanswers = {}\nanswers['mean'] = 2\n```";
+    let mut script = Script::new(&[filled, filled, made, DONE], fills_a_dict_it_never_made);
+    let mut state = AgentState::new("store the mean in a dict", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // Both times, the hint read from the traceback, not the error line's.
+    for told in [latest(&script.requests[1]), latest(&script.requests[2])] {
+        assert!(told.contains("answers = {} for a dict"), "{told}");
+    }
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn a_change_pandas_says_went_to_a_copy_is_not_done_without_a_review() {
     let mut script = Script::new(
         &[
