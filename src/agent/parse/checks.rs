@@ -20,6 +20,19 @@ const STORE_WORDS: [&str; 7] = ["store", "save", "assign", "put", "keep", "write
 /// Words right before the name of a variable to store into.
 const INTO_WORDS: [&str; 6] = ["in", "into", "as", "called", "named", "variable"];
 
+/// Things a request names that live inside a value, not in the namespace
+/// ("a new column called total", "a feature named score").
+const PARTS_OF_A_VALUE: [&str; 8] = [
+    "column",
+    "columns",
+    "feature",
+    "features",
+    "field",
+    "key",
+    "attribute",
+    "level",
+];
+
 /// Words that ask for something gone rather than made.
 const REMOVE_WORDS: [&str; 5] = ["delete", "remove", "drop", "del ", "unset"];
 
@@ -54,6 +67,15 @@ pub fn targets(request: &str) -> Targets {
                 .checked_sub(1)
                 .map(|j| words[j].to_lowercase())
                 .unwrap_or_default();
+            // What was called so: a column's or a key's name is not a
+            // variable the namespace will hold.
+            let kind = i
+                .checked_sub(2)
+                .map(|j| words[j].trim_matches(|c: char| !c.is_alphanumeric()))
+                .unwrap_or_default()
+                .to_lowercase();
+            let names_a_part =
+                (lead == "called" || lead == "named") && PARTS_OF_A_VALUE.contains(&kind.as_str());
             if storing
                 && let Some((_, kind)) = token.rsplit_once('.')
                 && FILE_KINDS.contains(&kind.to_ascii_lowercase().as_str())
@@ -61,6 +83,7 @@ pub fn targets(request: &str) -> Targets {
             {
                 push_once(&mut found.files, token);
             } else if is_identifier(token)
+                && !names_a_part
                 && (lead == "called"
                     || lead == "named"
                     || storing && INTO_WORDS.contains(&lead.as_str()))
@@ -914,6 +937,27 @@ mod tests {
         );
         // Backticks that only mention a variable in use store nothing.
         assert!(names("What is the mean of `prices`?").is_empty());
+    }
+
+    #[test]
+    fn a_column_or_key_called_something_is_not_a_variable_to_make() {
+        // Recorded on a DABench question: the column was made, and the run
+        // was sent back for a variable of that name until it stopped.
+        let feature = "Perform feature engineering by creating a new feature called \
+                       \"experience_score\" that is calculated by multiplying the exper column \
+                       with the looks column.";
+        assert!(names(feature).is_empty());
+        assert!(names("Add a column named `total` to sales").is_empty());
+        assert!(names("Give each row a key called id").is_empty());
+        // What is called so is a variable where the sentence says so.
+        assert_eq!(
+            names("Store the new table in a DataFrame named `summary`"),
+            ["summary"]
+        );
+        assert_eq!(
+            names("Add a column called total, then store the table as a variable called out"),
+            ["out"]
+        );
     }
 
     #[test]
