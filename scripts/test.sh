@@ -137,8 +137,7 @@ echo "==> Enterprise Gateway starting the wheel's kernel (python -m mahtab launc
 MAHTAB_COMMAND="$root/.venv-wheel/bin/mahtab" JUPYTER_PATH="$root/.venv/share/jupyter" \
     JUPYTER_DATA_DIR="$root/.venv/share/jupyter" IPYTHONDIR="$(mktemp -d)" \
     .venv/bin/python -m pytest -q -p no:cacheprovider tests/python/test_gateway.py -k "not kernel_gateway"
-# Last: these build pyo3 for other CPython versions in the same target directory.
-echo "==> the wheels for CPython 3.10, 3.12 and 3.13, each tested in a fresh environment of its version"
+echo "==> the same wheel on CPython 3.10, 3.12 and 3.13, each in a fresh environment of its version"
 bash scripts/wheel-versions.sh
 end_stage
 stage=""

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds mahtab's wheel (maturin, from .venv) into target/wheels and installs
-# it into a fresh environment made from the same Python, with no Rust
-# toolchain on PATH: what a user of `pip install mahtab` has.
+# it into a fresh environment made from a Python, with no Rust toolchain on
+# PATH: what a user of `pip install mahtab` has. The wheel keeps to
+# CPython's stable ABI, so the one wheel serves every CPython from 3.10 on.
 #
-# By default for .venv's Python, into .venv-wheel, with the packages of
+# By default into .venv-wheel, made from .venv's Python, with the packages of
 # scripts/requirements-wheel-test.txt beside it. WHEEL_PYTHON (another
 # CPython), WHEEL_VENV, WHEEL_REQUIREMENTS and WHEEL_EXTRAS (e.g. local)
 # choose otherwise (scripts/wheel-versions.sh does, for the other versions).
@@ -12,18 +13,17 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/python-env.sh
 
-# .venv's Python itself builds the default wheel: maturin then gives pyo3
-# the same PYO3_PYTHON as scripts/cargo-env.sh, so the compiled pyo3 is reused.
 python="${WHEEL_PYTHON:-.venv/bin/python}"
 base="$("$python" -c 'import sys; print(sys._base_executable)')"
 venv="${WHEEL_VENV:-.venv-wheel}"
 requirements="${WHEEL_REQUIREMENTS:-scripts/requirements-wheel-test.txt}"
-tag="$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
 
-echo "==> building the wheel for $("$python" --version) (maturin)"
-rm -f target/wheels/mahtab-*-"$tag"-*.whl
-.venv/bin/python -m maturin build --release --strip --quiet -i "$python" -o target/wheels
-wheel="$(ls target/wheels/mahtab-*-"$tag"-*.whl)"
+# Built by .venv's Python, as scripts/cargo-env.sh builds: with nothing
+# changed since the last build, cargo has nothing to compile.
+echo "==> building the wheel (maturin; the stable ABI, CPython 3.10 and later)"
+rm -f target/wheels/mahtab-*.whl
+.venv/bin/python -m maturin build --release --strip --quiet -i .venv/bin/python -o target/wheels
+wheel="$(ls target/wheels/mahtab-*-abi3-*.whl)"
 
 # PATH without the folders that hold cargo, rustc or rustup.
 clean_path=""

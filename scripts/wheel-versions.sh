@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The wheel for each other CPython version the kernel supports (3.10, 3.12,
-# 3.13; 3.11's is tested in full by test.sh): each is built, installed into
-# a fresh environment of that version without Rust on PATH, and tested there
-# (tests/wheel, without the notebook whose pandas needs 3.11). A version
-# with no interpreter on this machine (python3.X on PATH, or pyenv's) is
-# reported and left out.
+# The wheel (one, for CPython's stable ABI) on each other CPython version
+# the kernel supports (3.10, 3.12, 3.13; on 3.11 test.sh tests it in full):
+# installed into a fresh environment of that version without Rust on PATH,
+# and tested there (tests/wheel, without the notebook whose pandas needs
+# 3.11). A version with no interpreter on this machine (python3.X on PATH,
+# or pyenv's) is reported and left out.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -22,7 +22,7 @@ find_python() {
 
 for version in 3.10 3.12 3.13; do
     if ! python="$(find_python "$version")"; then
-        echo "==> no Python $version here: its wheel is not built"
+        echo "==> no Python $version here: the wheel is not tested on it"
         continue
     fi
     venv=".venv-wheel-$version"

@@ -1,19 +1,21 @@
 //! Starting CPython in the chosen environment and loading the runtime (the
 //! `mahtab` package) with its bridge.
 
-use std::ffi::{CStr, CString};
-use std::os::unix::ffi::OsStrExt;
-
 use pyo3::prelude::*;
 
 use super::bridge::Bridge;
 use super::commands::PythonConfig;
-use super::interrupt::{self};
 use super::pyerr::python_error;
 use super::sources;
 
 /// Initialises CPython for the configured environment.
+#[cfg(not(feature = "abi3"))]
 pub(super) fn initialize(config: &PythonConfig) -> Result<(), String> {
+    use std::ffi::{CStr, CString};
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::interrupt;
+
     // SAFETY: the PyConfig API is used as CPython documents it: init, set
     // fields, initialise from it, clear it. This runs once, on this thread,
     // before anything else touches Python.
@@ -53,6 +55,13 @@ pub(super) fn initialize(config: &PythonConfig) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The wheel's module (the stable ABI) runs only in the interpreter that
+/// imported it; starting one of its own takes CPython's full C API.
+#[cfg(feature = "abi3")]
+pub(super) fn initialize(_config: &PythonConfig) -> Result<(), String> {
+    Err("this build of mahtab runs inside Python only (python -m mahtab)".into())
 }
 
 /// Loads the Python side and creates the session's runtime: IPython's when

@@ -201,6 +201,7 @@ pub async fn sigint_taken_over() {
 /// background job, or under nohup) inherits the ignore across exec; CPython
 /// then records SIGINT as ignored and never installs `default_int_handler`,
 /// so `PyErr_SetInterruptEx` does nothing and no interrupt ever lands.
+#[cfg(not(feature = "abi3"))]
 pub(super) fn sigint_default_before_python() {
     // SAFETY: changes the process's disposition of SIGINT; the kernel handles
     // SIGINT itself, so an inherited ignore is never wanted.

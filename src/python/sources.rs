@@ -213,8 +213,12 @@ pub(super) fn install(py: Python<'_>) -> PyResult<()> {
     sys.getattr("meta_path")?
         .call_method1("insert", (0, finder))?;
     let modules = sys.getattr("modules")?;
-    let names: Vec<String> = modules
-        .call_method0("keys")?
+    // A copy of the names taken in one call: other threads of a hosting
+    // interpreter may import while this runs.
+    let names: Vec<String> = py
+        .import("builtins")?
+        .getattr("list")?
+        .call1((&modules,))?
         .try_iter()?
         .map(|name| name?.extract())
         .collect::<PyResult<_>>()?;

@@ -2,7 +2,8 @@
 streaming format (SSE chunks, usage, ``[DONE]``) with scripted answers, for
 tests that need the agent's exact behaviour rather than a model's: one
 answer per request, in order, and a verdict that the request is done when
-the script runs out. Every request body is recorded."""
+the script runs out (or, with ``otherwise``, what it makes of the request).
+Every request body is recorded."""
 
 from __future__ import annotations
 
@@ -13,9 +14,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DONE = '{"is_complete": true, "reasoning": "done", "next_action": ""}'
 
 
+def schema_instance(schema: dict):
+    """The plainest value a JSON schema allows: the first of an enum, true,
+    zero, an empty list, "done", an object of its properties in order."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return {name: schema_instance(sub) for name, sub in schema.get("properties", {}).items()}
+    return {"boolean": True, "integer": 0, "number": 0, "array": [], "null": None}.get(kind, "done")
+
+
+def code_or_schema(code: str):
+    """An ``otherwise`` for FakeLlm: a request with an answer schema gets
+    the plainest answer it allows; any other gets `code`."""
+
+    def answer(body: dict) -> str:
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema")
+        return json.dumps(schema_instance(schema)) if schema else code
+
+    return answer
+
+
 class FakeLlm:
-    def __init__(self, answers: list[str]) -> None:
+    def __init__(self, answers: list[str], otherwise=None) -> None:
         self.answers = list(answers)
+        self.otherwise = otherwise
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         fake = self
@@ -42,7 +68,10 @@ class FakeLlm:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with fake._lock:
                     fake.requests.append(body)
-                    answer = fake.answers.pop(0) if fake.answers else DONE
+                    if fake.answers:
+                        answer = fake.answers.pop(0)
+                    else:
+                        answer = fake.otherwise(body) if fake.otherwise else DONE
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")

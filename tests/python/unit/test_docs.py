@@ -126,7 +126,7 @@ def wrong_wheels(paths):
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for path in paths:
         name, _, extra = path.partition("[")
-        if not re.fullmatch(rf"target/wheels/mahtab-{re.escape(version)}-cp3\d+-cp3\d+-\w+\.whl", name):
+        if not re.fullmatch(rf"target/wheels/mahtab-{re.escape(version)}-cp3\d+-(?:cp3\d+|abi3)-\w+\.whl", name):
             return f"{path} is not a wheel of mahtab {version}"
         if extra and extra.rstrip("]") not in extras:
             return f"{path}: the wheel has no extra {extra.rstrip(']')}"
