@@ -108,8 +108,10 @@ bash scripts/gateway-env.sh
 bash scripts/browser-env.sh
 echo "==> Python tests through real Jupyter clients"
 # Only the kernelspecs of .venv, whatever else is installed for this user.
+# --durations: the slowest tests, named in the log (where a slower machine's time goes).
 JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
-    IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider --ignore tests/python/unit
+    IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider --ignore tests/python/unit \
+    --durations=12
 echo "==> conformance, subshells and reliability again, every kernel started encrypted (CurveZMQ)"
 MAHTAB_TEST_ENCRYPTION=required JUPYTER_PATH="$root/.venv/share/jupyter" JUPYTER_DATA_DIR="$root/.venv/share/jupyter" \
     IPYTHONDIR="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider \
