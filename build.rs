@@ -23,8 +23,7 @@ fn main() {
 
 /// The wheel's build (maturin) compiles pyo3 for an extension module, which
 /// leaves libpython unlinked: the interpreter that imports the module has it.
-/// The project's scripts build everything that way (`scripts/cargo-env.sh`),
-/// so that the wheel reuses the compiled pyo3 instead of compiling it again;
+/// The project's scripts build everything that way (`scripts/cargo-env.sh`);
 /// then the binary and the tests, which embed Python, link libpython here.
 /// The library itself never names it, or the wheel's module would too.
 fn link_libpython_when_pyo3_does_not(config: &pyo3_build_config::InterpreterConfig) {

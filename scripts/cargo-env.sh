@@ -1,8 +1,9 @@
-# Sourced by the build scripts: every cargo command of a run sees the same
-# pyo3 settings as the wheel's build (maturin), so that build reuses the
-# compiled pyo3 crates instead of compiling them again. maturin sets these
-# three; with PYO3_BUILD_EXTENSION_MODULE pyo3 leaves libpython unlinked and
-# build.rs links it into the binary and the tests. Needs .venv.
+# Sourced by the build scripts: every cargo command of a run builds pyo3
+# against .venv's Python, with the settings maturin gives an extension module
+# (with PYO3_BUILD_EXTENSION_MODULE pyo3 leaves libpython unlinked and
+# build.rs links it into the binary and the tests). They let the wheel's
+# build reuse the compiled pyo3 while the wheel used the full C API; on the
+# stable ABI (feature abi3) the wheel's pyo3 is compiled apart. Needs .venv.
 if [[ "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("Py_ENABLE_SHARED"))')" == 1 ]]; then
     export PYO3_PYTHON="$PWD/.venv/bin/python"
     PYO3_ENVIRONMENT_SIGNATURE="$(.venv/bin/python -c "import struct, sys
