@@ -213,14 +213,13 @@ pub(super) fn install(py: Python<'_>) -> PyResult<()> {
     sys.getattr("meta_path")?
         .call_method1("insert", (0, finder))?;
     let modules = sys.getattr("modules")?;
-    // A copy of the names taken in one call: other threads of a hosting
-    // interpreter may import while this runs.
-    let names: Vec<String> = py
-        .import("builtins")?
-        .getattr("list")?
-        .call1((&modules,))?
-        .try_iter()?
-        .map(|name| name?.extract())
+    // A copy of the names (PyDict_Keys) taken in one call: other threads of
+    // a hosting interpreter may import while this runs.
+    let names: Vec<String> = modules
+        .cast::<PyDict>()?
+        .keys()
+        .iter()
+        .map(|name| name.extract())
         .collect::<PyResult<_>>()?;
     let extension = format!("{PACKAGE_NAME}._kernel");
     for name in names {

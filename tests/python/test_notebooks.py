@@ -27,7 +27,7 @@ def run(name: str, tmp_path: Path, env: dict[str, str] | None = None) -> nbforma
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     # The kernel inherits this process's environment: keep it off any
     # provider configured on the machine, so %%ask uses the local model.
-    saved = {k: os.environ.pop(k) for k in PROVIDER_VARIABLES + ("JUPYTER_DATA_DIR",) if k in os.environ}
+    saved = {k: os.environ.pop(k) for k in (*PROVIDER_VARIABLES, "JUPYTER_DATA_DIR", *(env or {})) if k in os.environ}
     # The saved %%ask conversation (and history) go to the test's own directory.
     os.environ["JUPYTER_DATA_DIR"] = str(tmp_path / "data")
     os.environ.update(env or {})
