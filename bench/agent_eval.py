@@ -396,6 +396,8 @@ def summarize(results, graphs):
             "unconfirmed": len(unsure) // len(repeats),
             "unconfirmed_wrong": sum(not r.solved for r in unsure) // len(repeats),
             "done_at": done_at(claimed + unsure, len(repeats)),
+            # Answers the length limit cut off (their text is in the calls).
+            "cut_off": sum(c.get("cut_off_text") is not None for r in mine for c in r.calls),
         })
     return rows
 
@@ -441,6 +443,10 @@ def print_report(rows, results, provider):
         if row["done_at"]:
             bars = " · ".join(f"{bar}%: {claims} ({wrong})" for bar, claims, wrong in row["done_at"])
             print(f"{row['graph']}: \"done\" claims (wrong) had the judge's bar been {bars}")
+    for row in rows:
+        if row["cut_off"]:
+            print(f"{row['graph']}: {row['cut_off']} answers cut off at the length limit "
+                  "(their text: cut_off_text in the --json file's calls)")
     failed = [r for r in results if not r.solved]
     if failed:
         print("\nnot solved:")

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{FakeLlm, Reply, cut_off};
 use crate::support::{Channel, Kernel, is_panel, result_text, stream_text};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "set", "next_action": ""}"#;
@@ -352,4 +352,36 @@ async fn a_run_ends_with_its_trace_when_asked_and_ask_returns_it_always() {
         printed.ends_with("AskAnswer Just words. ['generate', 'extract'] 1\n"),
         "{printed}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_cut_off_at_the_length_limit_is_kept_in_the_trace() {
+    let cut = "Here it is:\n```python\nvalues = [1,\n          2,";
+    let llm = FakeLlm::start(vec![
+        cut_off(cut),
+        Reply::Answer("```python\nvalues = [1, 2]\n```".into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute(
+            "import json\n\
+             for _ in range(2):\n\
+             \x20   a = ask('make values', once=True, max_turns=1, new=True)\n\
+             \x20   print('cut off:', json.dumps([c['cut_off_text'] for c in a.trace['calls']]))",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let printed = stream_text(&iopub, "stdout");
+    let lines: Vec<&str> = printed
+        .lines()
+        .filter_map(|line| line.strip_prefix("cut off: "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{printed}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(lines[0]).unwrap(),
+        json!([cut]),
+        "{printed}"
+    );
+    assert_eq!(lines[1], "[null]", "{printed}");
 }

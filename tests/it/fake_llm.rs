@@ -329,6 +329,18 @@ pub fn repeating(first: &str, line: &str) -> Reply {
     Reply::Steps(steps)
 }
 
+/// An answer that says `text` and then stops at the length limit
+/// (`finish_reason: length`), as a server does at the request's
+/// `max_tokens`.
+pub fn cut_off(text: &str) -> Reply {
+    let end = json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": null});
+    let usage = json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 50, "total_tokens": 80}});
+    Reply::Steps(vec![Step::text(format!(
+        "{}data: {end}\n\ndata: {usage}\n\ndata: [DONE]\n\n",
+        openai_chunk(text)
+    ))])
+}
+
 /// One OpenAI-style `chat.completion.chunk` event carrying `text`.
 fn openai_chunk(text: &str) -> String {
     let event = json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}], "usage": null});

@@ -285,3 +285,10 @@ def test_the_runs_a_judge_passed_are_weighed_again_at_each_bar() -> None:
     row = agent_eval.summarize(judged, ["default"])[0]
     assert (row["done_claims"], row["done_wrong"]) == (2, 1)
     assert row["done_at"][1] == [80, 2, 1]
+    assert row["cut_off"] == 0
+    # An answer the length limit cut off is counted (results kept before the
+    # trace recorded it have no such field).
+    call = {"shown": True, "purpose": "code", "first_text_seconds": 1.0, "seconds": 2.0,
+            "input_tokens": 10, "cached_tokens": 0, "output_tokens": 5}
+    judged[3].calls = [dict(call, cut_off_text="```python\nx = [1,"), dict(call, cut_off_text=None), call]
+    assert agent_eval.summarize(judged, ["default"])[0]["cut_off"] == 1

@@ -316,7 +316,7 @@ pub struct TraceStep {
 /// `text` for other free text), how long its first text and the whole call
 /// took, how much it wrote, and how much of its prompt the provider's cache
 /// held (what tells whether the prompt's prefix stayed stable).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelCall {
     pub shown: bool,
     pub purpose: &'static str,
@@ -325,6 +325,10 @@ pub struct ModelCall {
     pub input_tokens: u64,
     pub cached_tokens: u64,
     pub output_tokens: u64,
+    /// The answer's text when the length limit cut it off: kept because
+    /// such an answer is the costliest call a run makes and leaves nothing
+    /// to run, and how a stop for it should look is read from these.
+    pub cut_off: Option<String>,
 }
 
 /// Each node visited, in order of first visit, with its visits and time.
@@ -420,6 +424,7 @@ pub fn trace_json(
                 "input_tokens": call.input_tokens,
                 "cached_tokens": call.cached_tokens,
                 "output_tokens": call.output_tokens,
+                "cut_off_text": call.cut_off,
             }))
             .collect::<Vec<_>>(),
         "steps": steps
@@ -702,11 +707,17 @@ mod tests {
             input_tokens: 900,
             cached_tokens,
             output_tokens: 40,
+            cut_off: None,
+        };
+        let cut_off = ModelCall {
+            cut_off: Some("```python\nx = [1,".into()),
+            ..call(true, Some(100), 0)
         };
         let calls = [
             call(true, Some(400), 0),
             call(false, None, 0),
             call(true, Some(100), 800),
+            cut_off,
         ];
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
         assert_eq!(json["steps"][1]["node"], "reflect");
@@ -718,12 +729,17 @@ mod tests {
         });
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
         assert_eq!(json["confidence"], 87);
-        assert_eq!(json["first_text_seconds"], serde_json::json!([0.4, 0.1]));
+        assert_eq!(
+            json["first_text_seconds"],
+            serde_json::json!([0.4, 0.1, 0.1])
+        );
         assert_eq!(
             json["calls"][2],
             serde_json::json!({"shown": true, "purpose": "code", "first_text_seconds": 0.1,
-                "seconds": 1.5, "input_tokens": 900, "cached_tokens": 800, "output_tokens": 40})
+                "seconds": 1.5, "input_tokens": 900, "cached_tokens": 800, "output_tokens": 40,
+                "cut_off_text": null})
         );
+        assert_eq!(json["calls"][3]["cut_off_text"], "```python\nx = [1,");
         assert_eq!(json["calls"][1]["first_text_seconds"], Value::Null);
     }
 

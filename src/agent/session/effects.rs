@@ -286,6 +286,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             input_tokens: outcome.usage.input_tokens,
             cached_tokens: outcome.usage.cache_read_tokens,
             output_tokens: outcome.usage.output_tokens,
+            cut_off: outcome.truncated.then(|| outcome.text.clone()),
         });
         if outcome.usage.cost_usd.is_none()
             && let Some(price) = self.prices.of(&model)
@@ -330,6 +331,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                     input_tokens: outcome.usage.input_tokens,
                     cached_tokens: outcome.usage.cache_read_tokens,
                     output_tokens: outcome.usage.output_tokens,
+                    cut_off: outcome.truncated.then(|| outcome.text.clone()),
                 });
                 if outcome.usage.cost_usd.is_none()
                     && let Some(price) = self.prices.of(&model)
