@@ -89,7 +89,9 @@ def measure(task):
     verdict on the request's example or None)."""
     namespace, inputs = bound_inputs(task, [task.solution])
     name, right = target(task.prompt), namespace["_eval_expected"]
-    first = verdict(shown_result.judge(task.prompt, right, list(inputs.values()), name))
+    first = verdict(judged(task.prompt, right, inputs, name))
+    if first == "attempted":
+        return first, None, None
     if first != "matches":
         return first, None, on_example(task, namespace, inputs, name) if first == "nothing" else None
     try:
@@ -98,7 +100,13 @@ def measure(task):
         wrong = None
     if wrong is None or shown_result.same_value(wrong, right):
         return first, None, None
-    return first, verdict(shown_result.judge(task.prompt, wrong, list(inputs.values()), name)), None
+    return first, verdict(judged(task.prompt, wrong, inputs, name)), None
+
+
+def judged(request, value, inputs, name):
+    """The kernel's verdict on a value against the notebook's data."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return request_example.judged_on_data(Runtime, request, value, inputs, name)
 
 
 def on_example(task, namespace, inputs, name, codes=None):
@@ -183,6 +191,80 @@ def measure_answers(paths, benchmarks, show):
         print(f"  {found:20} {right:5} {count}")
 
 
+def tried_values(task, namespace, inputs):
+    """What each piece of code in the request makes when run on the
+    notebook's data: the values it assigns at top level and the value of a
+    last bare expression, by name. Most requests show what the user tried,
+    and a small model often sends that attempt back: a plausible wrong
+    answer, written by the request itself."""
+    import ast
+    import copy
+
+    for piece in shown_result.pieces(task.prompt):
+        tree = _code_in(piece)
+        if tree is None:
+            continue
+        scratch = {key: value for key, value in namespace.items() if key not in inputs}
+        scratch.update(copy.deepcopy(inputs))
+        before = dict(scratch)
+        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        if last is not None:
+            tree.body[-1] = ast.Assign(targets=[ast.Name("_tried_last", ast.Store())], value=last.value)
+            ast.fix_missing_locations(tree)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                exec(compile(tree, "<request>", "exec"), scratch)
+        except BaseException:  # an attempt that fails makes nothing
+            continue
+        for key, value in scratch.items():
+            if key.startswith("__") or type(value).__name__ in ("module", "function", "type"):
+                continue
+            if key in before and before[key] is value:
+                continue
+            # Typed in (built from no variable that holds data) is never
+            # confirmed by the kernel, as the model's answer would not be.
+            if shown_result.typed_in([ast.unparse(tree)], key, before):
+                continue
+            yield piece, key, value
+
+
+def _code_in(piece):
+    """The longest run of lines of the piece that parses as Python, from
+    its first line of code (a piece may hold prose before or after), or
+    None."""
+    import ast
+
+    lines = piece.splitlines()
+    starts = [i for i, line in enumerate(lines) if shown_result.is_code(line)]
+    if not starts:
+        return None
+    lines = lines[starts[0]:]
+    for end in range(len(lines), 0, -1):
+        try:
+            tree = ast.parse("\n".join(lines[:end]))
+        except SyntaxError:
+            continue
+        return tree if tree.body else None
+    return None
+
+
+def measure_tried(task):
+    """For each value the request's own code makes that is not the right
+    one: the comparison's verdict on it (under the name the request leaves
+    to fill in). A "matches" is a wrong answer taken for the written one."""
+    namespace, inputs = bound_inputs(task, [task.solution])
+    name, right = target(task.prompt), namespace["_eval_expected"]
+    found = []
+    for _, key, value in tried_values(task, namespace, inputs):
+        try:
+            if shown_result.same_value(value, right) or any(value is item for item in inputs.values()):
+                continue
+            found.append((key, verdict(judged(task.prompt, value, inputs, name))))
+        except Exception:  # a value that cannot be compared
+            continue
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev", choices=("dev", "held-out"))
@@ -190,7 +272,27 @@ def main():
     parser.add_argument("--show", action="store_true", help="each development task's verdicts")
     parser.add_argument("--answers", nargs="+", type=Path,
                         help="development results (agent_eval.py --json, run with --show) whose answers to try")
+    parser.add_argument("--tried", action="store_true",
+                        help="the values the request's own code makes (what the user tried), judged as answers")
     args = parser.parse_args()
+    if args.tried:
+        tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
+        counts, failed = Counter(), 0
+        for task in tasks:
+            try:
+                found = measure_tried(task)
+            except Exception:  # an input that does not build here
+                failed += 1
+                continue
+            for key, said in found:
+                counts[said] += 1
+                if args.show and args.split == "dev" and said != "nothing":
+                    print(f"{task.name:14} {key:16} {said}")
+        print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build); values the "
+              f"request's own code makes that are not the right one: {sum(counts.values())}: "
+              f"{counts['matches']} taken for the written result, {counts['differs']} sent back, "
+              f"{counts['nothing']} nothing said, {counts['attempted']} matching but made by the request's own code")
+        return
     if args.answers:
         measure_answers(args.answers, args.benchmarks, args.show)
         return
@@ -213,7 +315,7 @@ def main():
             print(f"{task.name:14} right: {right:8} spoiled: {wrong or '-':8} on the example: {example or '-'}")
     print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build)")
     print(f"right values: {rights['matches']} match the written result, {rights['differs']} sent back, "
-          f"{rights['nothing']} nothing said")
+          f"{rights['nothing']} nothing said, {rights['attempted']} matching but made by the request's own code")
     print(f"spoiled values (where the right one matches): {sum(wrongs.values())}: {wrongs['differs']} sent back, "
           f"{wrongs['matches']} taken for the written result, {wrongs['nothing']} nothing said")
     print(f"where nothing is said, the request's example: {sum(examples.values())} tasks give one: the right code's "

@@ -153,3 +153,49 @@ def test_code_after_a_sentence_in_the_same_piece_makes_the_example():
     assert written(scope, "result = df.sum(axis=1)", "result", request) == [
         {"verdict": "matches", "name": "result", "on_example": True}
     ]
+
+
+# A request that shows the data, what the user tried and what it printed,
+# then the result they want.
+TRIED = """I have this table:
+
+  id  val
+0  A    3
+1  B    5
+2  A    2
+
+I tried
+
+out = sales['val'].cumsum()
+
+which gives
+
+0     3
+1     8
+2    10
+
+but I want the running maximum of val within each id:
+
+0    3
+1    5
+2    3
+
+Store it in `out`."""
+
+
+def test_the_printout_of_what_the_user_tried_does_not_confirm_that_attempt():
+    shown = pd.DataFrame({"id": ["A", "B", "A"], "val": [3, 5, 2]})
+    scope, _ = scope_over(sales=shown.copy())
+    assert written(scope, "out = sales['val'].cumsum()", "out", TRIED) == []
+    scope, _ = scope_over(sales=shown.copy())
+    assert written(scope, "out = sales.groupby('id')['val'].cummax()", "out", TRIED) == [
+        {"verdict": "matches", "name": "out", "on_example": False}
+    ]
+    # The result written before the attempt is what the user wants, even
+    # where their attempt makes it.
+    before = TRIED.replace("which gives\n\n0     3\n1     8\n2    10", "which gives an error")
+    before = before.replace("I have this table:", "I want\n\n0     3\n1     8\n2    10\n\nfrom this table:")
+    scope, _ = scope_over(sales=shown.copy())
+    assert written(scope, "out = sales['val'].cumsum()", "out", before) == [
+        {"verdict": "matches", "name": "out", "on_example": False}
+    ]

@@ -39,3 +39,20 @@ def test_a_task_whose_request_writes_out_its_result():
     assert written_results.measure(task) == ("nothing", None, "differs")
     task.prompt = task.prompt.replace("0  1  3  4\n", "0  9  3  12\n", 1)
     assert written_results.measure(task) == ("nothing", None, "matches")
+
+
+def test_what_the_request_own_code_makes_is_judged_as_an_answer():
+    """The user's attempt, run on the notebook's data, is a wrong answer a
+    small model often sends back: the request prints what it gives, and the
+    kernel does not take that printout for the result wanted. A value typed
+    in is left out (the kernel never confirms one)."""
+    task = SimpleNamespace(
+        hidden_setup="import pandas as pd\n_eval_input = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})\n"
+                     "_eval_expected = _eval_input.assign(c=[4, 6])",
+        setup="df = _eval_input",
+        solution="result = df.assign(c=df.a + df.b)",
+        prompt="I have:\n\n   a  b\n0  1  3\n1  2  4\n\nI tried:\n\nout = df.a + df.b\nbut that is a series\n\n"
+               "which gives\n\n0    4\n1    6\n\nand\n\nwanted = pd.DataFrame({'c': [4, 6]})\n\nI want:\n\n"
+               "   a  b  c\n0  1  3  4\n1  2  4  6\n\nresult = ... # put solution in this variable",
+    )
+    assert written_results.measure_tried(task) == [("out", "attempted")]

@@ -15,6 +15,10 @@ same columns (the data comes before the result wanted), or a value of the
 same kind that the request's code makes under the same name. Anything
 less (a scalar the prose states in words, a table whose printout does not
 read back) and nothing is said.
+
+The request's code is also run on the notebook's own data (`attempted`):
+a request often shows what the user tried and what that printed, and a
+value that is their attempt is not confirmed by a printout of it.
 """
 
 import ast
@@ -270,6 +274,75 @@ def example_inputs(runtime, request, inputs):
     if all(example[name] is inputs[name] for name in inputs):
         return None  # no other data: the comparison on this data has said what it can
     return example, used
+
+
+def attempted(runtime, request, inputs):
+    """The values the request's own code makes from the notebook's data
+    (`inputs`, name to value as the run's code read them), each with the
+    piece of the request it is in: each run of code that reads one of them
+    and only binds values (its last line may be an expression, as a
+    notebook shows one), run on a scratch copy. What the user tried, whose
+    printout a request often shows after it."""
+    namespace = _modules()
+    namespace.update(inputs)
+    made = []
+    for piece, code in _code_in(request):
+        code = _last_expression_kept(code)
+        if code is None or not set(shown_result.names_read(code)) & set(inputs) or not _makes_values(code):
+            continue
+        scratch, _why = candidates.try_candidate(runtime, code, namespace)
+        if scratch is None:
+            continue
+        made.extend(
+            (value, piece) for name, value in scratch.items()
+            if name != "__builtins__" and not name.startswith("__") and namespace.get(name) is not value
+            and not callable(value) and type(value).__name__ != "module"
+        )
+    return made
+
+
+def judged_on_data(runtime, request, value, inputs, name):
+    """`shown_result.judge` of the value against the notebook's data
+    (`inputs`), except that a value the request's own code makes from that
+    data, shown only after that code, is "attempted", not "matches": the
+    printout that follows an attempt is most likely what it printed, not
+    what the user wants (a result written before the attempt still
+    counts)."""
+    found = shown_result.judge(request, value, list(inputs.values()), name)
+    if found != "matches":
+        return found
+    tried = [piece for made, piece in attempted(runtime, request, inputs) if candidates.same_value(value, made)]
+    if not tried:
+        return found
+    pieces = shown_result.pieces(request)
+    first_try = min(pieces.index(piece) for piece in tried)
+    texts = shown_result.printouts(value)
+    shown_before = any(
+        shown_result.shows_value(piece, shown_result.tokens(piece), value, texts)
+        for piece in pieces[:first_try]
+    )
+    return found if shown_before else "attempted"
+
+
+# The name an attempt's last expression is kept under.
+_LAST = "_attempt_value"
+
+
+def _last_expression_kept(code):
+    """The code with a last bare expression (not a print) assigned to a
+    name of its own, so its value is kept; None when it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr) and not (
+        isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Name) and last.value.func.id == "print"
+    ):
+        tree.body[-1] = ast.Assign(targets=[ast.Name(_LAST, ast.Store())], value=last.value)
+        ast.fix_missing_locations(tree)
+        return ast.unparse(tree)
+    return code
 
 
 def run_on(runtime, codes, namespace, example, name):

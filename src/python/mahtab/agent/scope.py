@@ -178,14 +178,14 @@ class AgentScope:
             if inputs is None or not is_user_variable(self.namespace, name):
                 continue
             value = self.namespace[name]
-            found = shown_result.judge(text, value, list(inputs.values()), name)
+            found = request_example.judged_on_data(self.runtime, text, value, inputs, name)
             example = found is None and self._matches_example(text, codes, inputs, name)
             # The written result typed in is no sign that the code computes it.
             if (found == "matches" or example) and shown_result.typed_in(codes, name, self.namespace):
                 continue
             if found == "matches" or example:
                 results.append({"verdict": "matches", "name": name, "on_example": example})
-            elif found:
+            elif isinstance(found, tuple):
                 results.append({"verdict": "differs", "name": name, "written": shown_result.cut(found[1]), "value": shown_result.printed(value)})
         return dumps({"results": results})
 
