@@ -24,7 +24,13 @@ fail) run on the request's example, and the verdict is counted beside whether
 the task's check passed: how often a difference on the example would catch a
 wrong answer, and how often it would send a right one back.
 
+With `--tried`, the values the request's own code makes on the notebook's
+data (what the user tried, which a small model often sends back) that are
+not the right one are judged as answers, the way the kernel judges them:
+how often such a wrong value would be taken for the result written out.
+
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
+    .venv/bin/python bench/written_results.py --split held-out --tried
     .venv/bin/python bench/written_results.py --answers bench/results/dev40-*.json
 """
 
