@@ -198,60 +198,17 @@ def measure_answers(paths, benchmarks, show):
 
 
 def tried_values(task, namespace, inputs):
-    """What each piece of code in the request makes when run on the
-    notebook's data: the values it assigns at top level and the value of a
-    last bare expression, by name. Most requests show what the user tried,
-    and a small model often sends that attempt back: a plausible wrong
-    answer, written by the request itself."""
-    import ast
-    import copy
-
-    for piece in shown_result.pieces(task.prompt):
-        tree = _code_in(piece)
-        if tree is None:
+    """What the request's own code makes from the notebook's data, as the
+    kernel finds it (`request_example.attempted`): (name, value) for each
+    value it binds and a last bare expression. Most requests show what the
+    user tried, and a small model often sends that attempt back: a
+    plausible wrong answer, written by the request itself."""
+    for attempt in request_example.attempted(Runtime, task.prompt, inputs):
+        # Typed in (built from no variable that holds data) is never
+        # confirmed by the kernel, as the model's answer would not be.
+        if shown_result.typed_in([attempt.code], attempt.name, namespace):
             continue
-        scratch = {key: value for key, value in namespace.items() if key not in inputs}
-        scratch.update(copy.deepcopy(inputs))
-        before = dict(scratch)
-        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        if last is not None:
-            tree.body[-1] = ast.Assign(targets=[ast.Name("_tried_last", ast.Store())], value=last.value)
-            ast.fix_missing_locations(tree)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(tree, "<request>", "exec"), scratch)
-        except BaseException:  # an attempt that fails makes nothing
-            continue
-        for key, value in scratch.items():
-            if key.startswith("__") or type(value).__name__ in ("module", "function", "type"):
-                continue
-            if key in before and before[key] is value:
-                continue
-            # Typed in (built from no variable that holds data) is never
-            # confirmed by the kernel, as the model's answer would not be.
-            if shown_result.typed_in([ast.unparse(tree)], key, before):
-                continue
-            yield piece, key, value
-
-
-def _code_in(piece):
-    """The longest run of lines of the piece that parses as Python, from
-    its first line of code (a piece may hold prose before or after), or
-    None."""
-    import ast
-
-    lines = piece.splitlines()
-    starts = [i for i, line in enumerate(lines) if shown_result.is_code(line)]
-    if not starts:
-        return None
-    lines = lines[starts[0]:]
-    for end in range(len(lines), 0, -1):
-        try:
-            tree = ast.parse("\n".join(lines[:end]))
-        except SyntaxError:
-            continue
-        return tree if tree.body else None
-    return None
+        yield attempt.name, attempt.value
 
 
 def measure_tried(task):
@@ -261,7 +218,7 @@ def measure_tried(task):
     namespace, inputs = bound_inputs(task, [task.solution])
     name, right = target(task.prompt), namespace["_eval_expected"]
     found = []
-    for _, key, value in tried_values(task, namespace, inputs):
+    for key, value in tried_values(task, namespace, inputs):
         try:
             if shown_result.same_value(value, right) or any(value is item for item in inputs.values()):
                 continue

@@ -183,6 +183,15 @@ but I want the running maximum of val within each id:
 Store it in `out`."""
 
 
+def test_an_attempt_is_what_the_request_code_makes_from_the_data_not_the_data_itself():
+    shown = pd.DataFrame({"id": ["A", "B", "A"], "val": [3, 5, 2]})
+    request = TRIED.replace("out = sales['val'].cumsum()", "sales\nout = sales['val'].cumsum()\nout")
+    made = request_example.attempted(Runtime(), request, {"sales": shown})
+    assert [(a.name, list(a.value)) for a in made] == [("out", [3, 8, 10]), ("_attempt_value", [3, 8, 10])]
+    assert made[0].code.endswith("_attempt_value = out")
+    assert shown["val"].tolist() == [3, 5, 2]
+
+
 def test_the_printout_of_what_the_user_tried_does_not_confirm_that_attempt():
     shown = pd.DataFrame({"id": ["A", "B", "A"], "val": [3, 5, 2]})
     scope, _ = scope_over(sales=shown.copy())

@@ -26,6 +26,7 @@ import io
 import numbers
 import re
 import sys
+from typing import Any, NamedTuple
 
 from mahtab.agent import candidates, shown_result
 
@@ -276,13 +277,22 @@ def example_inputs(runtime, request, inputs):
     return example, used
 
 
+class Attempt(NamedTuple):
+    """A value the request's own code makes from the notebook's data."""
+
+    name: str  # what the code binds it to (``_attempt_value`` for a last bare expression)
+    value: Any
+    piece: str  # the piece of the request the code is in
+    code: str  # the code that ran, its last expression bound to ``name``
+
+
 def attempted(runtime, request, inputs):
     """The values the request's own code makes from the notebook's data
-    (`inputs`, name to value as the run's code read them), each with the
-    piece of the request it is in: each run of code that reads one of them
-    and only binds values (its last line may be an expression, as a
-    notebook shows one), run on a scratch copy. What the user tried, whose
-    printout a request often shows after it."""
+    (`inputs`, name to value as the run's code read them), as `Attempt`s:
+    each run of code that reads one of them and only binds values (its
+    last line may be an expression, as a notebook shows one), run on a
+    scratch copy. What the user tried, whose printout a request often
+    shows after it."""
     namespace = _modules()
     namespace.update(inputs)
     made = []
@@ -294,11 +304,24 @@ def attempted(runtime, request, inputs):
         if scratch is None:
             continue
         made.extend(
-            (value, piece) for name, value in scratch.items()
-            if name != "__builtins__" and not name.startswith("__") and namespace.get(name) is not value
-            and not callable(value) and type(value).__name__ != "module"
+            Attempt(name, value, piece, code) for name, value in scratch.items()
+            if not name.startswith("__") and namespace.get(name) is not value
+            and not callable(value) and type(value).__name__ != "module" and _new_value(value, inputs)
         )
     return made
+
+
+def _new_value(value, inputs):
+    """Whether `value` is other than every input: the scratch run works
+    on copies, so an input left alone (or shown by a bare name) comes back
+    as a copy, equal to the original, and is not something the code made."""
+    for item in inputs.values():
+        try:
+            if item is value or candidates.same_value(item, value):
+                return False
+        except Exception:  # values that cannot be compared
+            continue
+    return True
 
 
 def judged_on_data(runtime, request, value, inputs, name):
@@ -311,7 +334,7 @@ def judged_on_data(runtime, request, value, inputs, name):
     found = shown_result.judge(request, value, list(inputs.values()), name)
     if found != "matches":
         return found
-    tried = [piece for made, piece in attempted(runtime, request, inputs) if candidates.same_value(value, made)]
+    tried = [made.piece for made in attempted(runtime, request, inputs) if candidates.same_value(value, made.value)]
     if not tried:
         return found
     pieces = shown_result.pieces(request)
