@@ -29,7 +29,14 @@ data (what the user tried, which a small model often sends back) that are
 not the right one are judged as answers, the way the kernel judges them:
 how often such a wrong value would be taken for the result written out.
 
+With `--near`, for each task whose right value the comparison confirms,
+wrong values that look like it (a row or item left out at either end, one
+number off by one, the index dropped, integers as floats, a column left out)
+are judged, each only where the task's own check fails it: how often a near
+miss would be taken for the written result.
+
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
+    .venv/bin/python bench/written_results.py --split held-out --near
     .venv/bin/python bench/written_results.py --split held-out --tried
     .venv/bin/python bench/written_results.py --answers bench/results/dev40-*.json
 """
@@ -78,6 +85,69 @@ def spoiled(value):
     if isinstance(value, list) and len(value) > 1:
         return value[::-1]
     return None
+
+
+def near_misses(value):
+    """Wrong values a model makes that look like the right one, by kind:
+    a row or item left out at either end, one number off by one, the
+    index dropped, integers as floats, a column left out."""
+    import numpy as np
+
+    found = []
+    if hasattr(value, "iloc") or (hasattr(value, "shape") and hasattr(value, "dtype") and value.ndim >= 1):
+        rows = value.iloc if hasattr(value, "iloc") else value
+        if len(value) > 1:
+            found += [("last row left out", rows[:-1]), ("first row left out", rows[1:])]
+    elif isinstance(value, list) and len(value) > 1:
+        found += [("last row left out", value[:-1]), ("first row left out", value[1:])]
+    if hasattr(value, "to_numpy") or (hasattr(value, "dtype") and getattr(value, "ndim", 0) >= 1):
+        changed = value.copy()
+        flat = changed.to_numpy() if hasattr(changed, "to_numpy") else changed
+        if flat.dtype.kind in "if" and flat.size:
+            if hasattr(changed, "iloc"):
+                if changed.ndim == 1:
+                    changed.iloc[0] = changed.iloc[0] + 1
+                else:
+                    column = next((i for i, kind in enumerate(changed.dtypes) if kind.kind in "if"), None)
+                    if column is not None:
+                        changed.iloc[0, column] = changed.iloc[0, column] + 1
+            else:
+                changed.flat[0] = changed.flat[0] + 1
+            found.append(("one number off by one", changed))
+    if hasattr(value, "index") and hasattr(value, "reset_index"):
+        import pandas as pd
+
+        if not (isinstance(value.index, pd.RangeIndex) and value.index.start == 0 and value.index.step == 1):
+            found.append(("index dropped", value.reset_index(drop=True)))
+    if hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "i":
+        found.append(("integers as floats", value.astype(float)))
+    elif hasattr(value, "dtypes") and hasattr(value, "columns") and any(d.kind == "i" for d in value.dtypes):
+        found.append(("integers as floats", value.astype({c: float for c, d in value.dtypes.items() if d.kind == "i"})))
+    if hasattr(value, "columns") and len(value.columns) > 1:
+        found.append(("a column left out", value.iloc[:, :-1]))
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        found.append(("one number off by one", value + 1))
+    return found
+
+
+def measure_near(task):
+    """For a task whose right value the comparison confirms: each near
+    miss the task's own check fails, with the comparison's verdict on it."""
+    namespace, inputs = bound_inputs(task, [task.solution])
+    name, right = target(task.prompt), namespace["_eval_expected"]
+    if verdict(judged(task.prompt, right, inputs, name)) != "matches":
+        return None
+    test = namespace["_eval_context"]["exec_test"]
+    found = []
+    for kind, wrong in near_misses(right):
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                passes = bool(test(wrong, right))
+        except Exception:  # the check fails it
+            passes = False
+        if not passes:
+            found.append((kind, verdict(judged(task.prompt, wrong, inputs, name))))
+    return found
 
 
 def target(request):
@@ -237,7 +307,32 @@ def main():
                         help="development results (agent_eval.py --json, run with --show) whose answers to try")
     parser.add_argument("--tried", action="store_true",
                         help="the values the request's own code makes (what the user tried), judged as answers")
+    parser.add_argument("--near", action="store_true",
+                        help="wrong values that look like the right one (a row left out, a number off), judged")
     args = parser.parse_args()
+    if args.near:
+        tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
+        counts, confirmed, failed = Counter(), 0, 0
+        for task in tasks:
+            try:
+                found = measure_near(task)
+            except Exception:  # an input that does not build here
+                failed += 1
+                continue
+            if found is None:
+                continue
+            confirmed += 1
+            for kind, said in found:
+                counts[(kind, said)] += 1
+                if args.show and args.split == "dev" and said == "matches":
+                    print(f"{task.name:14} {kind:24} taken for the written result")
+        print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build), {confirmed} "
+              f"whose right value matches the written result; near misses the task's check fails:")
+        for kind in sorted({kind for kind, _ in counts}):
+            said = {verdict: counts[(kind, verdict)] for verdict in ("matches", "differs", "nothing", "attempted")}
+            print(f"  {kind:24} {sum(said.values()):3}: {said['matches']} taken for the written result, "
+                  f"{said['differs']} sent back, {said['nothing']} nothing said")
+        return
     if args.tried:
         tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
         counts, failed = Counter(), 0

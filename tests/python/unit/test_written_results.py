@@ -56,3 +56,27 @@ def test_what_the_request_own_code_makes_is_judged_as_an_answer():
                "   a  b  c\n0  1  3  4\n1  2  4  6\n\nresult = ... # put solution in this variable",
     )
     assert written_results.measure_tried(task) == [("out", "attempted")]
+
+
+def test_near_misses_the_task_check_fails_are_judged():
+    table = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8]}, index=list("wxyz"))
+    kinds = [kind for kind, _ in written_results.near_misses(table)]
+    assert kinds == ["last row left out", "first row left out", "one number off by one", "index dropped",
+                     "integers as floats", "a column left out"]
+    assert [kind for kind, _ in written_results.near_misses(3)] == ["one number off by one"]
+    task = SimpleNamespace(
+        hidden_setup="import pandas as pd\n_eval_input = pd.DataFrame({'a': [1, 2, 3, 4], 'b': [3, 4, 5, 6]})\n"
+                     "_eval_expected = _eval_input.assign(c=[4, 6, 8, 10])\n"
+                     "_eval_context = {'exec_test': lambda got, want: got.equals(want)}",
+        setup="df = _eval_input",
+        solution="result = df.assign(c=df.a + df.b)",
+        prompt="I have:\n\n   a  b\n0  1  3\n1  2  4\n2  3  5\n3  4  6\n\nI want:\n\n"
+               "   a  b  c\n0  1  3  4\n1  2  4  6\n2  3  5  8\n3  4  6  10\n\n"
+               "result = ... # put solution in this variable",
+    )
+    found = dict(written_results.measure_near(task))
+    # Integers as floats fail `equals` here; the comparison reads numbers by
+    # their value (4 is 4.0), as DS-1000's own checks mostly do.
+    assert found == {"last row left out": "differs", "first row left out": "differs",
+                     "one number off by one": "differs", "integers as floats": "matches",
+                     "a column left out": "differs"}
