@@ -43,6 +43,45 @@ def test_the_written_table_matches_the_right_value_and_not_a_wrong_one():
     assert shown_result.judge(TABLES, SALES, [SALES])[0] == "differs"
 
 
+FOUR_ROWS = """I have this table:
+
+  id  val
+0  A    3
+1  B    5
+2  A    2
+3  B    7
+
+I want the running maximum of val within each id, like this:
+
+  id  val  top
+0  A    3    3
+1  B    5    5
+2  A    2    3
+3  B    7    7
+
+Store it in `out`."""
+
+
+def test_a_table_a_row_short_of_the_written_one_is_not_it():
+    sales = pd.DataFrame({"id": ["A", "B", "A", "B"], "val": [3, 5, 2, 7]})
+    right = sales.assign(top=[3, 5, 3, 7])
+    assert shown_result.judge(FOUR_ROWS, right, [sales]) == "matches"
+    # Three of the four rows cover three quarters of the piece's numbers,
+    # but the row beside them is one they leave out.
+    assert shown_result.judge(FOUR_ROWS, right.iloc[:-1], [sales]) != "matches"
+    assert shown_result.judge(FOUR_ROWS, right.iloc[1:], [sales]) != "matches"
+    series = FOUR_ROWS.replace("  id  val  top\n", "").replace("  A    3    3", "    3").replace(
+        "  B    5    5", "    5").replace("  A    2    3", "    3").replace("  B    7    7", "    7")
+    assert shown_result.judge(series, right["top"], [sales]) == "matches"
+    assert shown_result.judge(series, right["top"].iloc[:-1], [sales]) != "matches"
+
+
+def test_numbers_in_the_prose_beside_a_table_are_not_rows_it_left_out():
+    sales = pd.DataFrame({"id": ["A", "B", "A", "B"], "val": [3, 5, 2, 7]})
+    request = FOUR_ROWS.replace("like this:\n", "like this (4 of them, 2 ids):\nOut[16]:\n")
+    assert shown_result.judge(request, sales.assign(top=[3, 5, 3, 7]), [sales]) == "matches"
+
+
 def test_nothing_is_said_when_the_example_is_about_other_data():
     other = pd.DataFrame({"id": ["A", "B", "A"], "val": [4, 5, 2]})
     assert shown_result.judge(TABLES, other.assign(top=[4, 5, 4]), [other]) is None

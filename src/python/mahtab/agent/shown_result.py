@@ -11,11 +11,12 @@ the decimals the request writes them to) with the pieces of the request.
 The written result counts only when the request shows every variable the
 run's code read, as it was before the run (so its example is about this
 data, not another). When a piece of the request is the value's printout
-(most of its numbers), it is "matches"; when exactly one piece that shows
-no input is printed as the value would be (a table with most of its
-columns, a bracketed list for a list or array; code only where it assigns
-to the value's name) and the value matches none, it is "differs", with the
-piece; otherwise nothing is said.
+(most of its numbers, and no row of a table it prints left out), it is
+"matches"; when exactly one piece that shows no input is printed as the
+value would be (a table with most of its columns, a bracketed list for a
+list or array; code only where it assigns to the value's name) and the
+value matches none, it is "differs", with the piece; otherwise nothing is
+said.
 """
 
 import ast
@@ -210,11 +211,79 @@ def _in_piece_order(value, piece):
 
 def shows_value(piece, found, value, texts, cover=COVER):
     """Whether the piece shows the value (`texts`: its printouts), its
-    columns taken in the piece's order."""
-    if shows(found, texts, cover):
-        return True
+    columns taken in the piece's order; with a `cover`, as all of a table
+    the piece prints (no row of it left out). With none, however much else
+    the piece holds."""
     reordered = _in_piece_order(value, piece)
-    return reordered is not None and shows(found, printouts(reordered), cover)
+    if reordered is not None:
+        texts = printouts(reordered)
+    if not shows(found, texts, cover):
+        return False
+    return not cover or not any(_row_left_out(piece, text) for text in texts)
+
+
+def _row_left_out(piece, text):
+    """Whether the printout `text` is found in the piece with a row of the
+    same table beside it that it does not hold: the line just before or
+    after where it is found, that starts like the rows it holds (a number
+    or a word) and has as many tokens as one of them, give or take the
+    spread among them (a missing value or a list in a cell changes a row's
+    count). A table that stops a row short, or starts a row late, covers
+    most of the piece's numbers; the numbers a piece holds outside its
+    table (the prose's "7 of 22", an ``Out[16]:``) are not rows of it."""
+    if "\n" not in text.strip():
+        return False
+    printed = tokens(text)
+    lines = piece.splitlines()
+    flat = [(number, token) for number, line in enumerate(lines) for token in tokens(line)]
+    start = next(
+        (
+            start for start in range(len(flat) - len(printed) + 1)
+            if all(_same_token(token, want) for (_, token), want in zip(flat[start:start + len(printed)], printed))
+        ),
+        None,
+    )
+    if start is None or not printed:
+        return False
+    first, last = flat[start][0], flat[start + len(printed) - 1][0]
+    # Rows: lines wholly inside the match that hold a number.
+    rows = [
+        _kinds(lines[number]) for number in range(first, last + 1)
+        if first < number < last or _whole(flat, start, len(printed), number)
+    ]
+    rows = [kinds for kinds in rows if "n" in kinds]
+    if not rows:
+        return False
+    starts = {kinds[0] for kinds in rows}
+    shortest, longest = min(map(len, rows)), max(map(len, rows))
+    for number in (_nearest(lines, first, -1), _nearest(lines, last, 1)):
+        if number is None:
+            continue
+        kinds = _kinds(lines[number])
+        if "n" in kinds and kinds[0] in starts and shortest <= len(kinds) <= longest:
+            return True
+    return False
+
+
+def _kinds(line):
+    return tuple(token[0] for token in tokens(line))
+
+
+def _whole(flat, start, length, number):
+    """Whether every token of line `number` lies in the match."""
+    inside = [start <= index < start + length for index, (line, _) in enumerate(flat) if line == number]
+    return bool(inside) and all(inside)
+
+
+def _nearest(lines, number, step):
+    """The nearest line from `number` in direction `step` that holds a
+    token, or None."""
+    number += step
+    while 0 <= number < len(lines):
+        if tokens(lines[number]):
+            return number
+        number += step
+    return None
 
 
 def _like_value(piece, found, value):
