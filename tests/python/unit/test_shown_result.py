@@ -82,6 +82,31 @@ def test_numbers_in_the_prose_beside_a_table_are_not_rows_it_left_out():
     assert shown_result.judge(request, sales.assign(top=[3, 5, 3, 7]), [sales]) == "matches"
 
 
+LABELLED = """I have this table:
+
+   team  won
+0   red    1
+1  blue    0
+2   red    1
+3  blue    1
+
+I want the share of games each team won:
+
+team
+blue    0.5
+red     1.0
+Name: won, dtype: float64
+
+Store it in `out`."""
+
+
+def test_a_series_that_lost_its_word_labels_is_not_the_written_one():
+    games = pd.DataFrame({"team": ["red", "blue", "red", "blue"], "won": [1, 0, 1, 1]})
+    right = games.groupby("team")["won"].mean()
+    assert shown_result.judge(LABELLED, right, [games]) == "matches"
+    assert shown_result.judge(LABELLED, right.reset_index(drop=True), [games]) != "matches"
+
+
 def test_nothing_is_said_when_the_example_is_about_other_data():
     other = pd.DataFrame({"id": ["A", "B", "A"], "val": [4, 5, 2]})
     assert shown_result.judge(TABLES, other.assign(top=[4, 5, 4]), [other]) is None

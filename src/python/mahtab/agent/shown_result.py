@@ -11,12 +11,12 @@ the decimals the request writes them to) with the pieces of the request.
 The written result counts only when the request shows every variable the
 run's code read, as it was before the run (so its example is about this
 data, not another). When a piece of the request is the value's printout
-(most of its numbers, and no row of a table it prints left out), it is
-"matches"; when exactly one piece that shows no input is printed as the
-value would be (a table with most of its columns, a bracketed list for a
-list or array; code only where it assigns to the value's name) and the
-value matches none, it is "differs", with the piece; otherwise nothing is
-said.
+(most of its numbers, no row of a table it prints left out, and the words
+it labels rows with held), it is "matches"; when exactly one piece that
+shows no input is printed as the value would be (a table with most of its
+columns, a bracketed list for a list or array; code only where it assigns
+to the value's name) and the value matches none, it is "differs", with the
+piece; otherwise nothing is said.
 """
 
 import ast
@@ -219,7 +219,33 @@ def shows_value(piece, found, value, texts, cover=COVER):
         texts = printouts(reordered)
     if not shows(found, texts, cover):
         return False
-    return not cover or not any(_row_left_out(piece, text) for text in texts)
+    if not cover:
+        return True
+    return not any(_row_left_out(piece, text) for text in texts) and not _labels_left_out(piece, value)
+
+
+def _labels_left_out(piece, value):
+    """Whether the piece prints a table or series whose rows are labelled
+    with words (two lines or more of words, then only numbers: ``jane 1
+    1``, ``Has Family 0.5``) and the value, a pandas one, holds none of
+    those labels (not in its index, its columns or its cells): the same
+    numbers under a default index, which a printout without its index
+    lines up with."""
+    if not hasattr(value, "index") or not hasattr(value, "to_string"):
+        return False
+    labels = []
+    for line in piece.splitlines():
+        found = tokens(line)
+        words = next((i for i, token in enumerate(found) if token[0] == "n"), len(found))
+        if 0 < words < len(found) and all(token[0] == "n" for token in found[words:]):
+            labels.append(found[:words])
+    if len(labels) < 2:
+        return False
+    try:
+        held = {token for token in tokens(value.to_string()) if token[0] == "w"}
+    except Exception:  # a value that does not print
+        return False
+    return not any(all(word in held for word in label) for label in labels)
 
 
 def _row_left_out(piece, text):
