@@ -221,16 +221,16 @@ def shows_value(piece, found, value, texts, cover=COVER):
         return False
     if not cover:
         return True
-    return not any(_row_left_out(piece, text) for text in texts) and not _labels_left_out(piece, value)
+    return not any(_row_left_out(piece, text) for text in texts) and not _labels_left_out(piece, value, texts)
 
 
-def _labels_left_out(piece, value):
+def _labels_left_out(piece, value, texts):
     """Whether the piece prints a table or series whose rows are labelled
     with words (two lines or more of words, then only numbers: ``jane 1
     1``, ``Has Family 0.5``) and the value, a pandas one, holds none of
-    those labels (not in its index, its columns or its cells): the same
-    numbers under a default index, which a printout without its index
-    lines up with."""
+    those labels in its printouts `texts` (not in its index, its columns
+    or its cells): the same numbers under a default index, which a
+    printout without its index lines up with."""
     if not hasattr(value, "index") or not hasattr(value, "to_string"):
         return False
     labels = []
@@ -241,10 +241,7 @@ def _labels_left_out(piece, value):
             labels.append(found[:words])
     if len(labels) < 2:
         return False
-    try:
-        held = {token for token in tokens(value.to_string()) if token[0] == "w"}
-    except Exception:  # a value that does not print
-        return False
+    held = {token for text in texts for token in tokens(text) if token[0] == "w"}
     return not any(all(word in held for word in label) for label in labels)
 
 
