@@ -290,12 +290,24 @@ def measure_tried(task):
     found = []
     for key, value in tried_values(task, namespace, inputs):
         try:
-            if shown_result.same_value(value, right) or any(value is item for item in inputs.values()):
+            if shown_result.same_value(value, right):
                 continue
             found.append((key, verdict(judged(task.prompt, value, inputs, name))))
         except Exception:  # a value that cannot be compared
             continue
     return found
+
+
+def measured_each(tasks, measure):
+    """(task, what `measure` found for it) for each task whose inputs
+    build here, and how many did not."""
+    measured, failed = [], 0
+    for task in tasks:
+        try:
+            measured.append((task, measure(task)))
+        except Exception:  # an input that does not build here
+            failed += 1
+    return measured, failed
 
 
 def main():
@@ -310,15 +322,16 @@ def main():
     parser.add_argument("--near", action="store_true",
                         help="wrong values that look like the right one (a row left out, a number off), judged")
     args = parser.parse_args()
+    if args.answers:
+        measure_answers(args.answers, args.benchmarks, args.show)
+        return
+    tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
+    if not tasks:
+        sys.exit(f"no DS-1000 tasks in {args.benchmarks}")
     if args.near:
-        tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
-        counts, confirmed, failed = Counter(), 0, 0
-        for task in tasks:
-            try:
-                found = measure_near(task)
-            except Exception:  # an input that does not build here
-                failed += 1
-                continue
+        counts, confirmed = Counter(), 0
+        measured, failed = measured_each(tasks, measure_near)
+        for task, found in measured:
             if found is None:
                 continue
             confirmed += 1
@@ -334,14 +347,9 @@ def main():
                   f"{said['differs']} sent back, {said['nothing']} nothing said")
         return
     if args.tried:
-        tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
-        counts, failed = Counter(), 0
-        for task in tasks:
-            try:
-                found = measure_tried(task)
-            except Exception:  # an input that does not build here
-                failed += 1
-                continue
+        counts = Counter()
+        measured, failed = measured_each(tasks, measure_tried)
+        for task, found in measured:
             for key, said in found:
                 counts[said] += 1
                 if args.show and args.split == "dev" and said != "nothing":
@@ -351,19 +359,9 @@ def main():
               f"{counts['matches']} taken for the written result, {counts['differs']} sent back, "
               f"{counts['nothing']} nothing said, {counts['attempted']} matching but made by the request's own code")
         return
-    if args.answers:
-        measure_answers(args.answers, args.benchmarks, args.show)
-        return
-    tasks = [t for t in public_tasks(args.benchmarks) if t.kind.startswith("ds1000") and split_of(t) == args.split]
-    if not tasks:
-        sys.exit(f"no DS-1000 tasks in {args.benchmarks}")
-    rights, wrongs, examples, failed = Counter(), Counter(), Counter(), 0
-    for task in tasks:
-        try:
-            right, wrong, example = measure(task)
-        except Exception:  # an input that does not build here
-            failed += 1
-            continue
+    rights, wrongs, examples = Counter(), Counter(), Counter()
+    measured, failed = measured_each(tasks, measure)
+    for task, (right, wrong, example) in measured:
         rights[right] += 1
         if wrong:
             wrongs[wrong] += 1
