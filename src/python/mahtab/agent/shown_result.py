@@ -217,11 +217,10 @@ def shows_value(piece, found, value, texts, cover=COVER):
     reordered = _in_piece_order(value, piece)
     if reordered is not None:
         texts = printouts(reordered)
-    if not shows(found, texts, cover):
-        return False
     if not cover:
-        return True
-    return not any(_row_left_out(piece, text) for text in texts) and not _labels_left_out(piece, value, texts)
+        return shows(found, texts, cover)
+    whole = [text for text in texts if shows(found, [text], cover) and not _row_left_out(piece, text)]
+    return bool(whole) and not _labels_left_out(piece, value, texts)
 
 
 def _labels_left_out(piece, value, texts):
