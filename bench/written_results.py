@@ -17,12 +17,14 @@ notebook's, shown in the request) is tried: the reference code run on it,
 and its value compared with the result written for it (the kernel takes a
 match only). Held-out tasks are reported as totals only.
 
-With `--answers`, the model's own answers are tried instead: each DS-1000 run of
-the given development results (`agent_eval.py --json`, their `--show`
-transcripts beside them) has the code it ran through (the blocks that did not
-fail) run on the request's example, and the verdict is counted beside whether
-the task's check passed: how often a difference on the example would catch a
-wrong answer, and how often it would send a right one back.
+With `--answers`, the model's own answers are judged instead: for each turn of
+each DS-1000 run of the given development results (`agent_eval.py --json`,
+their `--show` transcripts beside them), the code that ran through up to it
+is run on the notebook's data, the task's check says whether its value is
+right, and the kernel's comparison whether it would be done by code (it
+matches the result written for this data, or for the request's example with
+the code run on it), sent back, or left to the review. Run from a worktree
+of another commit, it compares that commit's rules on the same answers.
 
 With `--tried`, the values the request's own code makes on the notebook's
 data (what the user tried, which a small model often sends back) that are
@@ -45,9 +47,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import io
 import json
 import re
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -219,52 +223,111 @@ def bound_inputs(task, codes):
     return namespace, inputs
 
 
-def answer_on_example(task, codes):
-    """The verdict on the value `codes` make from the request's example, or
-    "no example"."""
-    namespace, inputs = bound_inputs(task, codes)
-    return on_example(task, namespace, inputs, target(task.prompt), codes) or "no example"
+def answered_turns(body):
+    """The code of a run's turns, each turn with the blocks of the turns
+    before it that ran through (what failed made nothing to compare): the
+    run's answer after each turn, as the kernel judges it."""
+    from review_replay import python_part
+
+    blocks = [
+        (int(found.group(1)), python_part(found.group(2)))
+        for found in re.finditer(r"\[code, turn (\d+)\]\n(.*?)\n\[(output|error)\]", body, re.S)
+        if found.group(3) == "output"
+    ]
+    for turn in sorted({turn for turn, _ in blocks}):
+        yield [code for made, code in blocks if made <= turn]
 
 
 def recorded_answers(paths, tasks):
-    """(run, task, the codes that went through, solved) for each DS-1000 run
-    of the development results in `paths`."""
-    from review_replay import python_part, transcripts
+    """(task, the codes of one answer) for each turn's answer of each
+    DS-1000 run in the development results `paths`, each answer once
+    (a run that repeats an answer, or two graphs giving the same one, do
+    not count it twice)."""
+    from review_replay import transcripts
 
+    seen = set()
     for path in paths:
         report = json.loads(path.read_text())
-        if "held-out" in report.get("provider", ""):
-            sys.exit(f"{path}: a held-out run; its work is not read one by one")
-        outcomes = {(r["graph"], r["task"]): r["solved"] for r in report["results"]}
+        if "held-out" in report.get("provider", "") or any(
+            split_of(tasks[r["task"]]) != "dev" for r in report["results"] if r["task"] in tasks
+        ):
+            sys.exit(f"{path}: held-out runs; their work is not read one by one")
         shown = path.with_suffix(".err")
         if not shown.is_file():
             sys.exit(f"{path}: no --show transcript beside it ({shown.name})")
-        for graph, name, body in transcripts(shown.read_text()):
-            if name not in tasks or (graph, name) not in outcomes:
+        for _, name, body in transcripts(shown.read_text()):
+            if name not in tasks:
                 continue
-            codes = [
-                python_part(found.group(1))
-                for found in re.finditer(r"\[code, turn \d+\]\n(.*?)\n\[(?:output|error)\]", body, re.S)
-                if found.group(0).endswith("[output]")
-            ]
-            if codes:
-                yield path.stem, name, codes, outcomes[(graph, name)]
+            for codes in answered_turns(body):
+                if (name, tuple(codes)) not in seen:
+                    seen.add((name, tuple(codes)))
+                    yield tasks[name], codes
+
+
+class TooLong(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Stops code that runs longer than `seconds` (a model's loop)."""
+    def stop(*_):
+        raise TooLong()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def kernel_call(task, codes):
+    """(whether the task's check passes the value the codes leave under
+    the name the request fills in, what the kernel makes of that value):
+    "done by code" (it matches the result written for this data, or for
+    the request's example with the codes run on it), "sent back" (it
+    differs from the result written), "to the review", or "no value"
+    where the codes leave nothing under that name."""
+    namespace, inputs = bound_inputs(task, codes)
+    before = {key: copy.deepcopy(value) for key, value in inputs.items()}
+    name = target(task.prompt)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), time_limit(30):
+        for code in codes:
+            exec(code, namespace)
+        if name not in namespace:
+            return False, "no value"
+        try:
+            right = bool(eval(task.check, namespace))
+        except Exception:  # the check's assertion fails it
+            right = False
+    value = namespace[name]
+    found = verdict(judged(task.prompt, value, before, name))
+    if found == "nothing" and on_example(task, namespace, before, name, codes) == "matches":
+        found = "matches"
+    if found == "matches":
+        # The written result typed in is no sign that the code computes it.
+        return right, "to the review" if shown_result.typed_in(codes, name, namespace) else "done by code"
+    return right, "sent back" if found == "differs" else "to the review"
 
 
 def measure_answers(paths, benchmarks, show):
     tasks = {t.name: t for t in public_tasks(benchmarks) if t.kind.startswith("ds1000")}
-    counts = Counter()
-    for run, name, codes, solved in recorded_answers(paths, tasks):
+    counts, failed = Counter(), 0
+    for task, codes in recorded_answers(paths, tasks):
         try:
-            found = answer_on_example(tasks[name], codes)
-        except Exception as error:  # an input that does not build here
-            found = f"error ({type(error).__name__})"
-        counts[(found, "right" if solved else "wrong")] += 1
+            right, call = kernel_call(task, codes)
+        except Exception:  # code that fails here, or runs too long
+            failed += 1
+            continue
+        counts[(call, right)] += 1
         if show:
-            print(f"{run:14} {name:14} {'right' if solved else 'wrong':5} on the example: {found}")
-    print(f"the model's answers in {len(paths)} development runs, tried on the request's example:")
-    for (found, right), count in sorted(counts.items()):
-        print(f"  {found:20} {right:5} {count}")
+            print(f"{task.name:14} {len(codes)} block(s) {'right' if right else 'wrong':5} {call}")
+    print(f"the model's answers after each turn in {len(paths)} development run(s) ({failed} that failed here), "
+          f"as the kernel takes them:")
+    for call in ("done by code", "sent back", "to the review", "no value"):
+        print(f"  {call:14} {counts[(call, True)]:3} right {counts[(call, False)]:3} wrong")
 
 
 def tried_values(task, namespace, inputs):

@@ -80,3 +80,29 @@ def test_near_misses_the_task_check_fails_are_judged():
     assert found == {"last row left out": "differs", "first row left out": "differs",
                      "one number off by one": "differs", "integers as floats": "matches",
                      "a column left out": "differs"}
+
+
+def test_each_turn_of_a_recorded_run_is_judged_as_the_kernel_takes_it():
+    """A run's answer after each turn (the blocks that ran, up to it) is
+    checked by the task and judged on the notebook's data: a right value
+    the request writes out is done by code, a wrong one sent back, and a
+    block that failed is no part of any answer."""
+    body = ("[code, turn 1]\nresult = df.a + df.b\n[output]\n(no output)\n"
+            "[code, turn 2]\nresult = df.nope\n[error]\nAttributeError\n"
+            "[code, turn 2]\nresult = df.assign(c=df.a + df.b)\n[output]\n(no output)\n")
+    turns = list(written_results.answered_turns(body))
+    assert turns == [["result = df.a + df.b"], ["result = df.a + df.b", "result = df.assign(c=df.a + df.b)"]]
+    task = SimpleNamespace(
+        hidden_setup="import pandas as pd\n_eval_input = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})\n"
+                     "_eval_expected = _eval_input.assign(c=[4, 6])",
+        setup="df = _eval_input",
+        check="result.equals(_eval_expected)",
+        prompt="I have:\n\n   a  b\n0  1  3\n1  2  4\n\nI want:\n\n   a  b  c\n0  1  3  4\n1  2  4  6\n\n"
+               "result = ... # put solution in this variable",
+    )
+    assert written_results.kernel_call(task, turns[0]) == (False, "sent back")
+    assert written_results.kernel_call(task, turns[1]) == (True, "done by code")
+    assert written_results.kernel_call(task, ["other = 1"]) == (False, "no value")
+    # A value that changes the notebook's data in place is judged against
+    # that data as it was before the run.
+    assert written_results.kernel_call(task, ["df['c'] = df.a + df.b", "result = df"]) == (True, "done by code")
