@@ -76,6 +76,26 @@ def test_a_table_a_row_short_of_the_written_one_is_not_it():
     assert shown_result.judge(series, right["top"].iloc[:-1], [sales]) != "matches"
 
 
+def test_a_row_left_out_whose_words_make_it_longer_is_found_by_its_number():
+    """A row of two-word names and a joined string is longer than the rows
+    kept: it is still a row left out, as the index numbers on from them."""
+    people = pd.DataFrame({"name": ["Ana Maria Lopez", "Bo", "Cy"], "a": ["x", None, "z"], "b": ["y", "w", None]})
+    right = people.assign(both=["y+x", "w", "z"])
+    request = ("I have:\n\n" + people.to_string() + "\n\nand want the non-empty ones joined from the right:\n\n"
+               + right.to_string() + "\n\nresult = ... # put solution in this variable")
+    assert shown_result.judge(request, right, [people]) == "matches"
+    assert shown_result.judge(request, right.iloc[1:], [people]) != "matches"
+    assert shown_result.judge(request, right.iloc[:-1], [people]) != "matches"
+
+
+def test_a_list_an_item_short_is_not_the_written_one():
+    marks = pd.DataFrame({"mark": [2.25, 7, "absent", 3]})
+    request = "I have:\n\n" + marks.to_string() + '\n\nThe ones not whole numbers:\n\n[2.25,"absent"]\n'
+    assert shown_result.judge(request, [2.25, "absent"], [marks]) == "matches"
+    assert shown_result.judge(request, [2.25], [marks]) != "matches"
+    assert shown_result.judge(request, ["absent"], [marks]) != "matches"
+
+
 def test_numbers_in_the_prose_beside_a_table_are_not_rows_it_left_out():
     sales = pd.DataFrame({"id": ["A", "B", "A", "B"], "val": [3, 5, 2, 7]})
     request = FOUR_ROWS.replace("like this:\n", "like this (4 of them, 2 ids):\nOut[16]:\n")

@@ -219,7 +219,10 @@ def shows_value(piece, found, value, texts, cover=COVER):
         texts = printouts(reordered)
     if not cover:
         return shows(found, texts, cover)
-    whole = [text for text in texts if shows(found, [text], cover) and not _row_left_out(piece, text)]
+    whole = [
+        text for text in texts
+        if shows(found, [text], cover) and not _row_left_out(piece, text) and not _item_left_out(piece, text)
+    ]
     return bool(whole) and not _labels_left_out(piece, value, texts)
 
 
@@ -250,7 +253,7 @@ def _row_left_out(piece, text):
     after where it is found, that starts like the rows it holds (a number
     or a word) and has as many tokens as one of them, give or take the
     spread among them (a missing value or a list in a cell changes a row's
-    count). A table that stops a row short, or starts a row late, covers
+    count), or numbered on from them. A table that stops a row short, or starts a row late, covers
     most of the piece's numbers; the numbers a piece holds outside its
     table (the prose's "7 of 22", an ``Out[16]:``) are not rows of it."""
     if "\n" not in text.strip():
@@ -278,11 +281,49 @@ def _row_left_out(piece, text):
         return False
     starts = {kinds[0] for kinds in rows}
     shortest, longest = min(map(len, rows)), max(map(len, rows))
-    for number in (_nearest(lines, first, -1), _nearest(lines, last, 1)):
+    index = _row_numbers(lines, first, last)
+    for number, step in ((_nearest(lines, first, -1), -1), (_nearest(lines, last, 1), 1)):
         if number is None:
             continue
         kinds = _kinds(lines[number])
         if "n" in kinds and kinds[0] in starts and shortest <= len(kinds) <= longest:
+            return True
+        # A row whose own words make it longer or shorter, numbered on
+        # from the rows found (``0 Hu Tao ...`` before ``1 Zhongli ...``).
+        if index and _leading_integer(lines[number]) == (index[0] - 1 if step < 0 else index[-1] + 1):
+            return True
+    return False
+
+
+def _leading_integer(line):
+    found = re.match(r"\s*(\d+)\s", line)
+    return int(found.group(1)) if found else None
+
+
+def _row_numbers(lines, first, last):
+    """The integers the lines `first` to `last` start with, when the lines
+    that hold a number all start with one and they count up by one (a
+    default index); else []."""
+    numbered = [_leading_integer(line) for line in lines[first:last + 1] if re.search(r"\d", line)]
+    rows = [number for number in numbered if number is not None]
+    # (The first line may be the header, which starts with no integer.)
+    if len(rows) < 2 or len(rows) < len(numbered) - 1 or None in numbered[1:]:
+        return []
+    return rows if all(b == a + 1 for a, b in zip(rows, rows[1:])) else []
+
+
+def _item_left_out(piece, text):
+    """Whether the printout `text`, a list on one line, is found inside a
+    bracketed list of the piece that holds more items than it (``[1.15]``
+    in ``[1.15, "and"]``): a list an item short, which a short printout's
+    few tokens would otherwise match."""
+    text = text.strip()
+    if "\n" in text or not (text.startswith("[") and text.endswith("]")):
+        return False
+    printed = tokens(text)
+    for group in re.findall(r"\[[^\[\]]*\]", piece):
+        found = tokens(group)
+        if len(found) > len(printed) and _contains(found, printed):
             return True
     return False
 
