@@ -127,6 +127,18 @@ def test_a_series_that_lost_its_word_labels_is_not_the_written_one():
     assert shown_result.judge(LABELLED, right.reset_index(drop=True), [games]) != "matches"
 
 
+def test_a_table_under_a_header_of_intervals_that_lost_its_labels_is_not_it():
+    """The header's column name (``size``) is followed by the intervals'
+    numbers, as a labelled row would be; it holds more numbers than the
+    rows, and is no row label."""
+    boxes = pd.DataFrame({"owner": ["kim", "kim", "lee", "lee"], "size": [2, 30, 8, 45]})
+    right = pd.crosstab(boxes.owner, pd.cut(boxes["size"], [0, 10, 50]))
+    request = ("I have:\n\n" + boxes.to_string() + "\n\nand want counts by owner and size band:\n\n"
+               + right.to_string() + "\n\nresult = ... # put solution in this variable")
+    assert shown_result.judge(request, right, [boxes]) == "matches"
+    assert shown_result.judge(request, right.reset_index(drop=True), [boxes]) != "matches"
+
+
 def test_nothing_is_said_when_the_example_is_about_other_data():
     other = pd.DataFrame({"id": ["A", "B", "A"], "val": [4, 5, 2]})
     assert shown_result.judge(TABLES, other.assign(top=[4, 5, 4]), [other]) is None

@@ -22,6 +22,7 @@ piece; otherwise nothing is said.
 import ast
 import math
 import re
+from collections import Counter
 
 from mahtab.agent.candidates import same_value
 
@@ -228,19 +229,23 @@ def shows_value(piece, found, value, texts, cover=COVER):
 
 def _labels_left_out(piece, value, texts):
     """Whether the piece prints a table or series whose rows are labelled
-    with words (two lines or more of words, then only numbers: ``jane 1
+    with words (two lines or more of words, then as many numbers: ``jane 1
     1``, ``Has Family 0.5``) and the value, a pandas one, holds none of
     those labels in its printouts `texts` (not in its index, its columns
     or its cells): the same numbers under a default index, which a
     printout without its index lines up with."""
     if not hasattr(value, "index") or not hasattr(value, "to_string"):
         return False
-    labels = []
+    labelled = []
     for line in piece.splitlines():
         found = tokens(line)
         words = next((i for i, token in enumerate(found) if token[0] == "n"), len(found))
         if 0 < words < len(found) and all(token[0] == "n" for token in found[words:]):
-            labels.append(found[:words])
+            labelled.append((found[:words], len(found) - words))
+    # Rows hold as many numbers as each other; a header of intervals
+    # (``views (1, 10] (10, 25]``) holds more, and its word is no label.
+    counts = Counter(numbers for _, numbers in labelled)
+    labels = [label for label, numbers in labelled if counts[numbers] >= 2]
     if len(labels) < 2:
         return False
     held = {token for text in texts for token in tokens(text) if token[0] == "w"}
