@@ -139,6 +139,19 @@ def test_a_table_under_a_header_of_intervals_that_lost_its_labels_is_not_it():
     assert shown_result.judge(request, right.reset_index(drop=True), [boxes]) != "matches"
 
 
+def test_a_sentence_that_writes_out_the_data_and_the_result():
+    """``for [..] I want [..]``: the result's numbers are a few of the
+    sentence's, so its lists are pieces of their own. They confirm a right
+    value; a wrong one is left to the review (the list may be what the
+    user got)."""
+    steps = np.array([4, 4, 0, 5, 5, 5, 0, 4])
+    request = ("Dropping the zeros and the repeats next to each other, for an array like this one: "
+               "[4,4,0,5,5,5,0,4], I'd want to get: [4,5,4]. How?\n\nresult = ... # put solution in this variable")
+    assert shown_result.judge(request, np.array([4, 5, 4]), [steps]) == "matches"
+    assert shown_result.judge(request, np.array([4, 5]), [steps]) is None
+    assert shown_result.judge(request.replace("[4,4,0,5,5,5,0,4]", "[1,1,0,2]"), np.array([4, 5, 4]), [steps]) is None
+
+
 def test_nothing_is_said_when_the_example_is_about_other_data():
     other = pd.DataFrame({"id": ["A", "B", "A"], "val": [4, 5, 2]})
     assert shown_result.judge(TABLES, other.assign(top=[4, 5, 4]), [other]) is None

@@ -145,14 +145,48 @@ def _items(value):
 
 def pieces(request):
     """The request's pieces: runs of lines between blank lines and code
-    markers (``<code>``, fences)."""
+    markers (``<code>``, fences), each followed by the lists a sentence of
+    it writes out (``for [0, 1, 1] I want [1]``): there the data and the
+    result share a piece, and the result's numbers are a few of it."""
     text = re.sub(r"</?code>|```[a-z]*", "\n\n", request)
     found = []
     for chunk in re.split(r"\n\s*\n", text):
         chunk = chunk.strip("\n")
         if chunk.strip() and len(chunk) <= MAX_CHARS:
             found.append(chunk)
+            if not is_code(chunk):
+                found += [group for group in _lists_in_prose(chunk) if group != chunk.strip()]
     return found
+
+
+def _lists_in_prose(chunk):
+    """The bracketed lists of two numbers or more in the chunk's sentences:
+    lines that, outside their brackets, hold three words or more and more
+    words than numbers (not a table's rows, whose cells may be lists)."""
+    found = []
+    for line in chunk.splitlines():
+        groups = _bracketed(line)
+        outside = tokens(re.sub(r"\[.*\]", " ", line))
+        words = sum(token[0] == "w" for token in outside)
+        if words < 3 or words <= len(outside) - words:
+            continue
+        found += [group for group in groups if len(_numbers(tokens(group))) >= 2]
+    return found
+
+
+def _bracketed(line):
+    """The line's outermost balanced ``[...]`` groups, in order."""
+    groups, depth, start = [], 0, 0
+    for index, char in enumerate(line):
+        if char == "[":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "]" and depth:
+            depth -= 1
+            if depth == 0:
+                groups.append(line[start:index + 1])
+    return groups
 
 
 def shows(piece_tokens, value_texts, cover=COVER):
@@ -400,9 +434,13 @@ def judge(request, value, inputs, name=None, given_in=()):
     # The pieces printed as the value, or as a table the code read, would
     # be: with one, it is the result the request expects; with more, some
     # are other examples or outputs of what the user tried.
+    # (A piece found inside another, a list a sentence writes out, may be
+    # what the user got rather than what they want: it confirms, but sends
+    # nothing back.)
     written = [
         piece for piece, found in results
         if (not is_code(piece) or _assigns(piece, name)) and any(_like_value(piece, found, item) for item in [value, *inputs])
+        and not any(piece != other and piece in other for other, _ in parts)
     ]
     if len(written) == 1:
         return ("differs", written[0])
