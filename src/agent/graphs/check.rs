@@ -1,13 +1,13 @@
 //! The check a run passes before any graph may call it done: the values
-//! the request names are described as they are now, the form each must
-//! have (one value, several, a table) is asked of the model before it sees
-//! them and compared by code ([`crate::agent::parse::form`]); where the
-//! request writes out the result it expects for the data the code read,
-//! each value is compared with it by code (`mahtab/agent/shown_result.py`):
-//! another value is not done, and every value matching is done without a
-//! review; where it writes the result out for an example of other data,
-//! the run's code is tried on that example (`request_example.py`) and only
-//! a match counts. Otherwise a review judges the request beside the code that ran,
+//! the request names are described as they are now; where the request
+//! writes out the result it expects for the data the code read, each value
+//! is compared with it by code (`mahtab/agent/shown_result.py`): another
+//! value is not done, and every value matching is done without a review;
+//! where it writes the result out for an example of other data, the run's
+//! code is tried on that example (`request_example.py`) and only a match
+//! counts. Otherwise the form each value must have (one value, several, a
+//! table) is asked of the model before it sees them and compared by code
+//! ([`crate::agent::parse::form`]), then a review judges the request beside the code that ran,
 //! its output and those values, and how many other solutions of the request computed the
 //! same when others were tried (`Work::agreed`: told to the review, never
 //! standing in for it). What the check looked at is kept
@@ -47,9 +47,9 @@ pub struct Work<'a> {
     pub agreed: Option<(usize, usize)>,
 }
 
-/// The verdict on the work since `work.since`: complete only when the form
-/// check passes and then either every value the request names is the
-/// result it writes out for this data, or the review passes. On
+/// The verdict on the work since `work.since`: complete only when every
+/// value the request names is the result it writes out for this data, or
+/// the form check and then the review pass. On
 /// "complete", `state.checked` says what was looked at.
 pub async fn check<E: Effects>(
     state: &mut AgentState,
@@ -70,12 +70,9 @@ pub async fn check<E: Effects>(
     if let Some(verdict) = uncomputed(&state.executions[since..]) {
         return Ok(verdict);
     }
-    let mut kept = Vec::new();
-    if let Some(why) = contradicted_form(state, effects, settings, &values, &mut kept).await? {
-        return Ok(Verdict::not_done(why.reasoning, why.next_action));
-    }
     // The result the request writes out for this very data, compared by
-    // code: it needs none of the knowledge a small judge lacks.
+    // code: it needs none of the knowledge a small judge lacks (nor the
+    // form asked of the model, which a value that is that result has).
     let confirmed = if values.is_empty() {
         Vec::new()
     } else {
@@ -95,6 +92,10 @@ pub async fn check<E: Effects>(
     {
         state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
         return Ok(Verdict::done_by_code(prompts::all_as_written(&confirmed)));
+    }
+    let mut kept = Vec::new();
+    if let Some(why) = contradicted_form(state, effects, settings, &values, &mut kept).await? {
+        return Ok(Verdict::not_done(why.reasoning, why.next_action));
     }
     // Other solutions agreeing is told to the review, never stands in for
     // it: measured, a small model's samples agree on the same wrong value

@@ -1185,7 +1185,6 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
     let mut script = Script::new(
         &[
             "```python\ntotal = [1, 2, 4]\n```",
-            CANNOT_TELL,
             "```python\ntotal = [1, 2, 3]\n```",
         ],
         ok,
@@ -1207,9 +1206,9 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
         5,
     );
     run(&mut script, &mut state, settings());
-    // The form question, then the comparison: not done, with both printed,
-    // and no review asked.
-    let told = latest(&script.requests[2]);
+    // The comparison, before any question to the model: not done, with
+    // both printed, and no review asked.
+    let told = latest(&script.requests[1]);
     assert!(
         told.contains("`total` is not the result the request writes out for this data")
             && told.contains(
@@ -1219,7 +1218,7 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
     );
     // The second turn's value is the written result: done, with no review
     // left to ask, and the summary line says what was compared.
-    assert_eq!(script.requests.len(), 3);
+    assert_eq!(script.requests.len(), 2);
     assert_eq!(state.outcome, Some(Outcome::Complete));
     assert_eq!(
         state.checked.first().map(String::as_str),
