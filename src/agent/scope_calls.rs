@@ -58,6 +58,8 @@ pub struct RunCode<'a> {
     pub confirm: bool,
     /// What it may do without asking.
     pub allow: &'a [String],
+    /// How many seconds it may run before it is stopped.
+    pub seconds: u32,
 }
 
 /// What running agent code gave.
@@ -404,6 +406,7 @@ mod tests {
                 code: "",
                 confirm: false,
                 allow: &some,
+                seconds: 1,
             }),
             sent(Token { text: "" }),
             sent(Input {
@@ -500,10 +503,11 @@ mod tests {
             code: "x = 1",
             confirm: true,
             allow: &allow,
+            seconds: 120,
         };
         assert_eq!(
             serde_json::to_value(&run).unwrap(),
-            json!({ "code": "x = 1", "confirm": true, "allow": ["shell"] })
+            json!({ "code": "x = 1", "confirm": true, "allow": ["shell"], "seconds": 120 })
         );
         assert_eq!(
             serde_json::to_value(NamespaceSummary {}).unwrap(),

@@ -636,3 +636,36 @@ async fn the_requests_example_typed_over_the_users_data_runs_again_on_the_users_
     assert!(review.contains("total = sum(prices)"), "{review}");
     assert!(!review.contains("prices = [1, 2]\n"), "{review}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_that_runs_past_its_time_limit_is_stopped_and_the_model_told() {
+    let fix = r#"{"is_complete": false, "reasoning": "the loop never ends", "next_action": "count to five"}"#;
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nsteps = 0\nwhile True:\n    steps += 1\n```".into()),
+        Reply::Answer(fix.into()),
+        Reply::Answer("```python\ncounted = min(steps, 5)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel
+        .execute("%%ask --block-seconds 1\ncount up, then stop at five")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let streamed = stream_text(&iopub, "stdout");
+    assert!(
+        streamed.contains("BlockTimedOut: the block ran longer than 1 s and was stopped"),
+        "{streamed}"
+    );
+    // The model is told, and the next block runs on what the first left.
+    let requests = llm.requests.lock().unwrap().clone();
+    assert!(
+        requests
+            .iter()
+            .skip(1)
+            .any(|r| told_model(r).contains("BlockTimedOut: the block ran longer than 1 s")),
+        "{requests:?}"
+    );
+    let (_, iopub) = kernel.execute("print(steps > 5, counted)").await;
+    assert_eq!(stream_text(&iopub, "stdout"), "True 5\n");
+}

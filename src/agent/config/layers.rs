@@ -214,6 +214,14 @@ pub(crate) fn overview(settings: &Settings) -> String {
             settings.source(|o| o.max_turns.is_some(), None),
         ),
         (
+            "block limit",
+            format!(
+                "{} s: a block of agent code running longer is stopped",
+                options.block_rules().seconds
+            ),
+            settings.source(|o| o.block_seconds.is_some(), None),
+        ),
+        (
             "approve",
             match options.approval() {
                 Approval::Always => "always: agent code asks before every block".to_owned(),

@@ -165,6 +165,12 @@ pub struct AskOptions {
     #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
     #[serde(skip)]
     pub replay: Option<bool>,
+    /// How many seconds one block of agent code may run before it is
+    /// stopped and the model told (a loop that never ends does not hold
+    /// the cell); unset, [`BLOCK_SECONDS`].
+    #[arg(long, value_parser = positive)]
+    #[serde(deserialize_with = "positive_number")]
+    pub block_seconds: Option<u32>,
     /// What agent code may do without asking, of what the guard flags:
     /// shell, files, network, install (comma-separated), all or none.
     #[arg(long, value_parser = parse_allow)]
@@ -175,6 +181,23 @@ pub struct AskOptions {
     #[arg(skip)]
     #[serde(rename = "on_token")]
     pub forward_tokens: bool,
+}
+
+/// How many seconds a block of agent code runs before it is stopped,
+/// unless `--block-seconds` says otherwise: long enough for real work on a
+/// notebook's data, short of an evaluation's or a user's patience with a
+/// loop that never ends.
+pub const BLOCK_SECONDS: u32 = 120;
+
+/// What a block of agent code may do, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockRules {
+    /// Ask the user before it runs (`--approve always`).
+    pub confirm: bool,
+    /// What it may do without asking (`--allow`).
+    pub allow: Vec<String>,
+    /// How many seconds it may run.
+    pub seconds: u32,
 }
 
 /// The kinds named by `--allow`'s value (`shell,files`, `all`, `none`).
@@ -208,6 +231,7 @@ impl AskOptions {
         self.provider = self.provider.or_else(|| defaults.provider.clone());
         self.judge_model = self.judge_model.or_else(|| defaults.judge_model.clone());
         self.max_turns = self.max_turns.or(defaults.max_turns);
+        self.block_seconds = self.block_seconds.or(defaults.block_seconds);
         self.graph = self.graph.or(defaults.graph);
         self.informer |= defaults.informer;
         self.allow = self.allow.or_else(|| defaults.allow.clone());
@@ -267,6 +291,15 @@ impl AskOptions {
             Approval::Always
         } else {
             self.approve.unwrap_or_default()
+        }
+    }
+
+    /// What each block of the run's code may do, and for how long.
+    pub fn block_rules(&self) -> BlockRules {
+        BlockRules {
+            confirm: self.approval() == Approval::Always,
+            allow: self.allowed_kinds(),
+            seconds: self.block_seconds.unwrap_or(BLOCK_SECONDS),
         }
     }
 
@@ -346,7 +379,9 @@ fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error
 fn positive_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     match u64::deserialize(d) {
         Ok(n) if n > 0 => u32::try_from(n).map(Some).map_err(D::Error::custom),
-        _ => Err(D::Error::custom("max_turns must be a positive number")),
+        _ => Err(D::Error::custom(
+            "max_turns and block_seconds take a positive number",
+        )),
     }
 }
 
@@ -450,14 +485,14 @@ pub enum ConfigChange {
 }
 
 pub const CONFIG_USAGE: &str = "usage: %ask_config [--model MODEL] [--provider anthropic|openai|claude] \
-[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--approve always|risky|never] [--allow shell,files,network,install|all|none] [--replay on|off] | --reset\n(with no options: show the settings %%ask uses)";
+[--judge-model MODEL] [--max-turns N] [--block-seconds N] [--graph default|analyst|planner|triage] [--informer] [--approve always|risky|never] [--allow shell,files,network,install|all|none] [--replay on|off] | --reset\n(with no options: show the settings %%ask uses)";
 
 pub const ASK_USAGE: &str = "usage: ask(prompt, model=None, provider=None, judge_model=None, max_turns=None, \
-graph=None, informer=False, no_exec=False, once=False, confirm=False, approve=None, new=False, allow=None, \
-trace=False, on_token=None, on_code_block=None, on_execution=None)";
+block_seconds=None, graph=None, informer=False, no_exec=False, once=False, confirm=False, approve=None, new=False, \
+allow=None, trace=False, on_token=None, on_code_block=None, on_execution=None)";
 
 pub const USAGE: &str = "usage: %%ask [--model MODEL] [--provider anthropic|openai|claude] \
-[--judge-model MODEL] [--max-turns N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--approve always|risky|never] [--confirm] [--new] [--allow KINDS] [--trace] [--fresh]\n<your request on the following lines>";
+[--judge-model MODEL] [--max-turns N] [--block-seconds N] [--graph default|analyst|planner|triage] [--informer] [--no-exec] [--once] [--approve always|risky|never] [--confirm] [--new] [--allow KINDS] [--trace] [--fresh]\n<your request on the following lines>";
 
 /// Why a magic line could not be read: the reason, how to use it, and the
 /// book's page with every option.
@@ -766,6 +801,31 @@ mod tests {
             let err = AskOptions::from_json(&bad).unwrap_err();
             assert!(err.to_string().contains("usage: ask("), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn block_seconds_limits_each_block_and_has_a_default() {
+        assert_eq!(ask("%%ask\nq").options.block_rules().seconds, BLOCK_SECONDS);
+        let cell = ask("%%ask --block-seconds 30 --approve always\nq");
+        let rules = cell.options.block_rules();
+        assert_eq!((rules.seconds, rules.confirm), (30, true));
+        let Ok(ConfigChange::Set(set)) = config("%ask_config --block-seconds 600") else {
+            panic!("expected settings");
+        };
+        let unset = ask("%%ask\nq").options.or(&set);
+        assert_eq!(unset.block_rules().seconds, 600);
+        let given = ask("%%ask --block-seconds 5\nq").options.or(&set);
+        assert_eq!(given.block_rules().seconds, 5);
+        for bad in ["0", "-1", "soon"] {
+            assert!(
+                parse_cell(&format!("%%ask --block-seconds {bad}\nq"))
+                    .unwrap()
+                    .is_err()
+            );
+        }
+        let options = AskOptions::from_json(&serde_json::json!({"block_seconds": 9})).unwrap();
+        assert_eq!(options.block_seconds, Some(9));
+        assert!(AskOptions::from_json(&serde_json::json!({"block_seconds": 0})).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::agent::budget;
+use crate::agent::config::options::BlockRules;
 use crate::agent::graph::Observer;
 use crate::agent::llm::prices::Prices;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Usage};
@@ -88,12 +89,10 @@ pub(super) struct RunEffects<'a, P> {
     pub(super) claude: Option<&'a Provider>,
     /// Which of the two answers the calls now.
     pub(super) model: ModelChoice,
-    /// Ask before running each block (`--approve always`).
-    pub(super) confirm: bool,
+    /// What each block of agent code may do, and for how long.
+    pub(super) block_rules: BlockRules,
     /// What calls cost, for providers that do not say.
     pub(super) prices: Prices,
-    /// What agent code may do without asking (`--allow`).
-    pub(super) allow: Vec<String>,
     /// The nodes visited so far, each with its time.
     pub(super) trace: Vec<render::TraceStep>,
     /// Each model call so far, in order.
@@ -345,7 +344,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
     }
 
     async fn execute(&mut self, code: &str) -> Result<Execution, AgentError> {
-        let execution = run_block(self.ports, code, self.confirm, &self.allow).await?;
+        let execution = run_block(self.ports, code, &self.block_rules).await?;
         // Only code that ran (it has a panel) says what the last error was.
         if execution.shown.is_some() {
             self.last_error = execution.failed.then(|| error_name(&execution.output));
@@ -487,17 +486,19 @@ async fn refusal<P: Ports>(ports: &P) -> Result<Option<&'static str>, AgentError
     }
 }
 
-/// Runs agent code in the user's namespace, its output shown live: asked
-/// about first with `confirm` (`--approve always`), the guard's kinds in
-/// `allow` let through. A block the user declined, or that could not run,
-/// comes back as not run (with no `shown`).
+/// Runs agent code in the user's namespace, its output shown live, under
+/// `rules`: asked about first with `confirm` (`--approve always`), the
+/// guard's kinds in `allow` let through, stopped past `seconds`. A block
+/// the user declined, or that could not run, comes back as not run (with
+/// no `shown`).
 pub(super) async fn run_block<P: Ports>(
     ports: &P,
     code: &str,
-    confirm: bool,
-    allow: &[String],
+    rules: &BlockRules,
 ) -> Result<Execution, AgentError> {
-    if confirm && let Some(refusal) = refusal(ports).await? {
+    if rules.confirm
+        && let Some(refusal) = refusal(ports).await?
+    {
         let mut declined = Execution::not_run(code, refusal);
         declined.failed = refusal == NO_ONE_TO_ASK;
         return Ok(declined);
@@ -506,8 +507,9 @@ pub(super) async fn run_block<P: Ports>(
     let (output, mut written) = tokio::sync::mpsc::unbounded_channel();
     let run = scope_calls::RunCode {
         code,
-        confirm,
-        allow,
+        confirm: rules.confirm,
+        allow: &rules.allow,
+        seconds: rules.seconds,
     };
     let call = scope_calls::call_with_output(ports, &run, output);
     tokio::pin!(call);

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::agent::config::choice::{ConfigError, local_model_choice};
 use crate::agent::config::layers::{self as settings, Settings};
-use crate::agent::config::options::{self, AgentCell, Approval, AskOptions, DrawnGraph, GraphKind};
+use crate::agent::config::options::{self, AgentCell, AskOptions, DrawnGraph, GraphKind};
 use crate::agent::failure::AskFailure;
 use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
@@ -248,8 +248,7 @@ impl AgentSession {
         let Some(run) = record.find(recorded.cell_id, recorded.key) else {
             return Ok(None);
         };
-        let confirm = options.approval() == Approval::Always;
-        let result = replay::replay(ports, run, confirm, &options.allowed_kinds()).await;
+        let result = replay::replay(ports, run, &options.block_rules()).await;
         if result.is_ok() {
             self.remember_code(&run.prompt, run.replayed_blocks().map(|b| b.code.clone()));
         }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::lookups::run_changes;
 use super::record::{CellKey, CellRun, Record, RecordedBlock};
 use super::{INTERRUPTED, effects};
+use crate::agent::config::options::BlockRules;
 use crate::agent::failure::AskFailure;
 use crate::agent::graphs::steps::resent_cell;
 use crate::agent::parse::prose::without_code;
@@ -62,8 +63,7 @@ pub(super) async fn record_path<P: Ports>(ports: &P) -> Option<PathBuf> {
 pub(super) async fn replay<P: Ports>(
     ports: &P,
     run: &CellRun,
-    confirm: bool,
-    allow: &[String],
+    rules: &BlockRules,
 ) -> Result<Value, PythonException> {
     let started = Instant::now();
     let blocks: Vec<&RecordedBlock> = run.replayed_blocks().collect();
@@ -82,7 +82,7 @@ pub(super) async fn replay<P: Ports>(
                 code,
             }),
         );
-        let execution = match effects::run_block(ports, &block.code, confirm, allow).await {
+        let execution = match effects::run_block(ports, &block.code, rules).await {
             Ok(execution) => execution,
             Err(AgentError::Interrupted) => {
                 return Err(PythonException::interrupted(INTERRUPTED));

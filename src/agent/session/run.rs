@@ -17,7 +17,7 @@ use super::provider::{Provider, context_tokens, other_solutions, sampling, secre
 use super::replay::{RecordedCell, RunFacts};
 use super::{AgentSession, INTERRUPTED, Job, MAX_TOKENS, SessionUsage};
 use crate::agent::config::layers::Settings;
-use crate::agent::config::options::{self, Approval, AskOptions, GraphKind, UsageError};
+use crate::agent::config::options::{self, AskOptions, GraphKind, UsageError};
 use crate::agent::failure::AskFailure;
 use crate::agent::graph::RunEnd;
 use crate::agent::graphs::{
@@ -81,9 +81,8 @@ impl AgentSession {
             provider: &provider,
             claude: claude.as_ref(),
             model: ModelChoice::Configured,
-            confirm: setup.options.approval() == Approval::Always,
+            block_rules: setup.options.block_rules(),
             prices: setup.settings.prices(),
-            allow: setup.options.allowed_kinds(),
             trace: Vec::new(),
             calls: Vec::new(),
             started: Vec::new(),

@@ -138,6 +138,7 @@ class AgentApi:
         provider=None,
         judge_model=None,
         max_turns=None,
+        block_seconds=None,
         graph=None,
         no_exec=False,
         once=False,
@@ -157,7 +158,8 @@ class AgentApi:
         ``.trace`` tells the nodes the run went through, with their time,
         turns and tokens (``trace=True`` also shows it in the cell).
         ``approve`` ("always", "risky" or "never") says when the agent's code
-        asks first, as ``%%ask --approve`` does. ``on_token``,
+        asks first, as ``%%ask --approve`` does; ``block_seconds``, how long
+        one block of its code may run before it is stopped. ``on_token``,
         ``on_code_block`` and ``on_execution`` are called as the run goes
         (see AskCallbacks)."""
         __tracebackhide__ = True
@@ -169,6 +171,7 @@ class AgentApi:
             "provider": provider,
             "judge_model": judge_model,
             "max_turns": max_turns,
+            "block_seconds": block_seconds,
             "graph": graph,
             "no_exec": no_exec,
             "once": once,

@@ -8,6 +8,8 @@ Loaded with the agent, on its first run.
 import ast
 import base64
 import builtins
+import contextlib
+import ctypes
 import functools
 import inspect
 import io
@@ -15,6 +17,7 @@ import linecache
 import os
 import sys
 import sysconfig
+import threading
 import traceback
 
 from mahtab.agent import call_help, close_names, guard
@@ -39,6 +42,45 @@ TOOLBOX = {name: getattr(tools, name) for name in tools.__all__}
 class FinalAnswer(BaseException):
     """Raised by ``FINAL()`` to end an rlm() sub-agent's code at once (a
     BaseException, so the code's own ``except Exception`` lets it pass)."""
+
+
+class BlockTimedOut(BaseException):
+    """Raised in agent code that runs past its time limit (a BaseException,
+    so the code's own ``except Exception`` does not swallow it and go on)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Stops the code run inside it once it has run `seconds` (None: no
+    limit), by raising BlockTimedOut in this thread at its next bytecode: a
+    loop that never ends does not hold the cell (a call into C that blocks,
+    a long ``time.sleep``, ends first)."""
+    if not seconds:
+        yield
+        return
+    ident = threading.get_ident()
+    lock = threading.Lock()
+    state = {"running": True, "raised": False}
+
+    def stop():
+        with lock:
+            if state["running"]:
+                state["raised"] = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(BlockTimedOut))
+
+    timer = threading.Timer(seconds, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            state["running"] = False
+            if state["raised"]:
+                # Raised after the code ended but not yet delivered: taken
+                # back, so it cannot land in what runs next.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
 
 
 class _Capture(io.TextIOBase):
@@ -102,7 +144,8 @@ def _guard(runtime, code, allow):
     return "Not run: the user did not allow this code to %s. Do it another way, or ask the user." % what
 
 
-def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None, originals=None, journal=None):
+def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=None, originals=None, journal=None,
+                   seconds=None):
     """Runs code the agent wrote in ``namespace`` (the user's, for %%ask);
     with ``confirm`` (the user agreed to the block already), each file
     write of the toolbox asks the user first; without, code that would
@@ -123,6 +166,9 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     each name the code rebound had before the run's first rebinding of it
     (see ``AgentScope.restore``). ``journal``, if given (an
     ``undo.RunJournal``), keeps what the code changes as it was before.
+    ``seconds``, if given, is how long the code may run before it is
+    stopped (a failure the model is told of, the namespace as the code
+    left it).
     """
     # IPython's syntax (`!pip ...`, `%matplotlib inline`) works as in a
     # cell; the code as written names its file and is what a debugger and
@@ -162,12 +208,15 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         body = list(tree.body)
         last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
         runtime.bridge.user_code_starting()
-        if body:
-            module = ast.Module(body=body, type_ignores=[])
-            _run_compiled(runtime, compile(module, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
+        value = None
+        with _time_limit(seconds):
+            if body:
+                module = ast.Module(body=body, type_ignores=[])
+                _run_compiled(runtime, compile(module, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
+            if last is not None:
+                expression = compile(ast.Expression(last.value), filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+                value = _run_compiled(runtime, expression, namespace)
         if last is not None:
-            expression = compile(ast.Expression(last.value), filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-            value = _run_compiled(runtime, expression, namespace)
             if value is not None:
                 namespace["_"] = value
                 data, _ = mime_bundle(value)
@@ -190,6 +239,11 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
         shown_frames = _frames_text(frames[start:])[-AGENT_TRACEBACK_FRAMES:]
         header = "Traceback (most recent call last):\n" if shown_frames else ""
         exception_lines = traceback.format_exception_only(etype, value)
+        if etype is BlockTimedOut:
+            exception_lines = [
+                "BlockTimedOut: the block ran longer than %g s and was stopped (a loop that does not end, or "
+                "too much work at once)\n" % seconds
+            ]
         scopes = _agent_scopes(tb, filename, namespace)
         if exception_lines:
             agent_frames = [frame for frame in frames if frame.filename == filename]

@@ -100,6 +100,7 @@ class AgentScope:
             output,
             self.originals,
             self.journal,
+            request.get("seconds"),
         )
         self.callbacks.executed(result, index)
         return dumps(result)
