@@ -166,7 +166,10 @@ def _lists_in_prose(chunk):
     found = []
     for line in chunk.splitlines():
         groups = _bracketed(line)
-        outside = tokens(re.sub(r"\[.*\]", " ", line))
+        outside = line
+        for group in groups:
+            outside = outside.replace(group, " ")
+        outside = tokens(outside)
         words = sum(token[0] == "w" for token in outside)
         if words < 3 or words <= len(outside) - words:
             continue
@@ -292,9 +295,10 @@ def _row_left_out(piece, text):
     after where it is found, that starts like the rows it holds (a number
     or a word) and has as many tokens as one of them, give or take the
     spread among them (a missing value or a list in a cell changes a row's
-    count), or numbered on from them. A table that stops a row short, or starts a row late, covers
-    most of the piece's numbers; the numbers a piece holds outside its
-    table (the prose's "7 of 22", an ``Out[16]:``) are not rows of it."""
+    count), or numbered on from them. A table that stops a row short, or
+    starts a row late, covers most of the piece's numbers; the numbers a
+    piece holds outside its table (the prose's "7 of 22", an ``Out[16]:``)
+    are not rows of it."""
     if "\n" not in text.strip():
         return False
     printed = tokens(text)
