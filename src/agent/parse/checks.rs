@@ -487,7 +487,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 15] = [
+    const HINTS: [(&[&str], &str); 16] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -515,6 +515,11 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             "some values are text: convert them first to what they stand for \
              (pd.to_datetime for dates, pd.to_numeric for numbers, int() or float() \
              for one value)",
+        ),
+        (
+            &["expected str instance, float found"],
+            "a missing value (NaN) is a float, and join takes only text: join the values \
+             that are there ('-'.join(row.dropna())), or turn each into text first",
         ),
         (
             &["Can only use .dt accessor"],
@@ -841,6 +846,8 @@ mod tests {
         );
         let none = "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'";
         assert!(error_hint(none).unwrap().contains("do not combine"));
+        let joined = "TypeError: sequence item 2: expected str instance, float found";
+        assert!(error_hint(joined).unwrap().contains("row.dropna()"));
         let dates = "AttributeError: Can only use .dt accessor with datetimelike values";
         assert!(error_hint(dates).unwrap().contains("pd.to_datetime"));
     }
