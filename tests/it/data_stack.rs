@@ -326,7 +326,6 @@ async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_mode
         Reply::Answer(
             "```python\nout = sales.assign(top=sales.groupby('id')['val'].cumsum())\n```".into(),
         ),
-        Reply::Answer(r#"{"form": "a table"}"#.into()),
         Reply::Answer(
             "```python\nout = sales.assign(top=sales.groupby('id')['val'].cummax())\n```".into(),
         ),
@@ -346,8 +345,9 @@ async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_mode
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let requests = llm.requests.lock().unwrap();
-    assert_eq!(requests.len(), 3, "no review asked");
-    let told = told_model(&requests[2]);
+    // The comparison needs no model: no form question, no review.
+    assert_eq!(requests.len(), 2, "no form question or review asked");
+    let told = told_model(&requests[1]);
     assert!(
         told.contains("`out` is not the result the request writes out for this data")
             && told.contains("2  A    2    5"),
@@ -366,12 +366,9 @@ async fn code_that_makes_the_result_written_for_the_request_s_example_is_done_wi
     // The request shows a small table (not the notebook's) and the result
     // it wants for it; the model's code, tried on that example, makes it:
     // done with no review, and the notebook keeps its own values.
-    let llm = FakeLlm::start(vec![
-        Reply::Answer(
-            "```python\nout = sales.assign(top=sales.groupby('id')['val'].cummax())\n```".into(),
-        ),
-        Reply::Answer(r#"{"form": "a table"}"#.into()),
-    ])
+    let llm = FakeLlm::start(vec![Reply::Answer(
+        "```python\nout = sales.assign(top=sales.groupby('id')['val'].cummax())\n```".into(),
+    )])
     .await;
     let mut kernel = kernel_with_pandas(
         &llm,
@@ -386,7 +383,7 @@ async fn code_that_makes_the_result_written_for_the_request_s_example_is_done_wi
         )
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
-    assert_eq!(llm.request_count(), 2, "no review asked");
+    assert_eq!(llm.request_count(), 1, "no form question or review asked");
     let summary = panel_texts(&iopub, "summary").join("\n");
     assert!(
         summary.contains(
