@@ -7,10 +7,10 @@
 //! code is tried on that example (`request_example.py`) and only a match
 //! counts. Otherwise the form each value must have (one value, several, a
 //! table) is asked of the model before it sees them and compared by code
-//! ([`crate::agent::parse::form`]), then a review judges the request beside the code that ran,
-//! its output and those values, and how many other solutions of the request computed the
-//! same when others were tried (`Work::agreed`: told to the review, never
-//! standing in for it). What the check looked at is kept
+//! ([`crate::agent::parse::form`]), then a review judges the request beside
+//! the code that ran, its output and those values, and how many other
+//! solutions of the request computed the same when others were tried
+//! (`Work::agreed`: told to the review, never standing in for it). What the check looked at is kept
 //! (`AgentState::checked`) for the summary line, so the user sees why the
 //! agent believes it. Where the provider gives its tokens' likeliest
 //! choices, a "done" is weighed by how likely the judge held it, asked for
