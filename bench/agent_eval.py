@@ -233,9 +233,18 @@ class ReplayProvider:
 
 # -- running a task -------------------------------------------------------------
 
+class NoReply(TimeoutError):
+    """No reply in time; `messages` holds what the cell showed until then."""
+
+    def __init__(self, timeout, messages):
+        super().__init__(f"no reply within {timeout:g} s")
+        self.messages = messages
+
+
 def execute(kc, code, timeout, user_expressions=None, store_history=True):
     """Runs `code`; returns (reply content, iopub messages of the request).
-    Without `store_history` the cell is not one the agent sees as the user's."""
+    Without `store_history` the cell is not one the agent sees as the user's.
+    Past `timeout`, raises NoReply with the messages so far."""
     msg_id = kc.execute(code, user_expressions=user_expressions or {}, allow_stdin=False,
                         store_history=store_history)
     deadline = perf_counter() + timeout
@@ -243,7 +252,7 @@ def execute(kc, code, timeout, user_expressions=None, store_history=True):
     while reply is None or not idle:
         remaining = deadline - perf_counter()
         if remaining <= 0:
-            raise TimeoutError(f"no reply within {timeout:g} s")
+            raise NoReply(timeout, messages)
         if reply is None:
             try:
                 msg = kc.get_shell_msg(timeout=0.05)
@@ -313,7 +322,15 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
             ask = (f"_eval_answer = ask({task.prompt!r}, {how}, new=True, allow=['files'])\n"
                    "import json as _eval_json\n"
                    "print(_eval_json.dumps(dict(_eval_answer.trace, outcome=str(_eval_answer.outcome))))")
-            reply, messages = execute(kc, ask, timeout)
+            try:
+                reply, messages = execute(kc, ask, timeout)
+            except NoReply as stopped:
+                # What the cell showed until then is all there is to read
+                # of a run that never ended.
+                if show:
+                    print(f"--- {graph} · {task.name}\n{transcript(stopped.messages).rstrip()}\n"
+                          f"[{stopped}: the cell's output until then]\n---", file=sys.stderr, flush=True)
+                raise
             seconds = perf_counter() - started
             if show:
                 print(f"--- {graph} · {task.name}\n{transcript(messages).rstrip()}\n---",

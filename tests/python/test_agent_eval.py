@@ -292,3 +292,36 @@ def test_the_runs_a_judge_passed_are_weighed_again_at_each_bar() -> None:
             "input_tokens": 10, "cached_tokens": 0, "output_tokens": 5}
     judged[3].calls = [dict(call, cut_off_text="```python\nx = [1,"), dict(call, cut_off_text=None), call]
     assert agent_eval.summarize(judged, ["default"])[0]["cut_off"] == 1
+
+
+def test_a_cell_with_no_reply_in_time_keeps_what_it_showed() -> None:
+    """A run that never ends is reported with the output it streamed, so the
+    one that hangs can be read (a stand-in client: no kernel is needed)."""
+    from queue import Empty
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import agent_eval
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+    class Client:
+        def __init__(self):
+            self.iopub = [{"parent_header": {"msg_id": "m"}, "msg_type": "stream",
+                           "content": {"name": "stdout", "text": "[code, turn 1]\nwhile True: pass\n"}}]
+
+        def execute(self, *args, **kwargs):
+            return "m"
+
+        def get_shell_msg(self, timeout):
+            raise Empty
+
+        def get_iopub_msg(self, timeout):
+            if self.iopub:
+                return self.iopub.pop()
+            raise Empty
+
+    with pytest.raises(agent_eval.NoReply) as stopped:
+        agent_eval.execute(Client(), "%%ask\nloop", 0.5)
+    assert str(stopped.value) == "no reply within 0.5 s"
+    assert agent_eval.transcript(stopped.value.messages) == "[code, turn 1]\nwhile True: pass\n"
