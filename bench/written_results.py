@@ -302,14 +302,11 @@ def kernel_call(task, codes):
             right = bool(eval(task.check, namespace))
         except Exception:  # the check's assertion fails it
             right = False
-    value = namespace[name]
-    found = verdict(judged(task.prompt, value, before, name))
-    if found == "nothing" and on_example(task, namespace, before, name, codes) == "matches":
-        found = "matches"
-    if found == "matches":
-        # The written result typed in is no sign that the code computes it.
-        return right, "to the review" if shown_result.typed_in(codes, name, namespace) else "done by code"
-    return right, "sent back" if found == "differs" else "to the review"
+    with contextlib.redirect_stdout(io.StringIO()):
+        found = request_example.written_verdict(Runtime, task.prompt, codes, namespace, before, name)
+    if found is None:
+        return right, "to the review"
+    return right, "done by code" if found.verdict == "matches" else "sent back"
 
 
 def measure_answers(paths, benchmarks, show):

@@ -106,3 +106,7 @@ def test_each_turn_of_a_recorded_run_is_judged_as_the_kernel_takes_it():
     # A value that changes the notebook's data in place is judged against
     # that data as it was before the run.
     assert written_results.kernel_call(task, ["df['c'] = df.a + df.b", "result = df"]) == (True, "done by code")
+    # The written result typed in is left to the review, as the kernel
+    # leaves it (one decision, `request_example.written_verdict`).
+    typed = "import pandas as pd\nresult = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [4, 6]})"
+    assert written_results.kernel_call(task, [typed]) == (True, "to the review")

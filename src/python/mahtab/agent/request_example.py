@@ -347,6 +347,46 @@ def judged_on_data(runtime, request, value, inputs, name):
     return found if shown_before else "attempted"
 
 
+class WrittenVerdict(NamedTuple):
+    """What the result a request writes out says of a value the run made:
+    it "matches" (on this data, or `on_example`: the run's code made it
+    from the request's example) or "differs" from `written`."""
+
+    verdict: str
+    on_example: bool = False
+    written: Any = None
+
+
+def written_verdict(runtime, request, codes, namespace, inputs, name):
+    """The written result's word on the value `name` holds in `namespace`
+    after `codes` ran on `inputs` (the values they read, as they were
+    before): judged on the notebook's data first; where that says nothing,
+    the codes tried on the request's example, of which only a match is
+    said. None when nothing can be said, or when the value is typed in
+    (built from no data), which is no sign that the code computes it."""
+    value = namespace[name]
+    found = judged_on_data(runtime, request, value, inputs, name)
+    on_example = found is None and _matches_example(runtime, request, codes, namespace, inputs, name)
+    if found == "matches" or on_example:
+        if shown_result.typed_in(codes, name, namespace):
+            return None
+        return WrittenVerdict("matches", on_example)
+    if isinstance(found, tuple):
+        return WrittenVerdict("differs", written=found[1])
+    return None
+
+
+def _matches_example(runtime, request, codes, namespace, inputs, name):
+    """Whether the codes, run on the request's example in place of the
+    inputs, make the result the request writes out for it."""
+    given = example_inputs(runtime, request, inputs)
+    if given is None:
+        return False
+    example, pieces = given
+    value = run_on(runtime, codes, namespace, example, name)
+    return value is not None and shown_result.judge(request, value, list(example.values()), name, pieces) == "matches"
+
+
 # The name an attempt's last expression is kept under.
 _LAST = "_attempt_value"
 

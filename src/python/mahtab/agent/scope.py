@@ -178,27 +178,17 @@ class AgentScope:
         for name in request.get("names", ()):
             if inputs is None or not is_user_variable(self.namespace, name):
                 continue
-            value = self.namespace[name]
-            found = request_example.judged_on_data(self.runtime, text, value, inputs, name)
-            example = found is None and self._matches_example(text, codes, inputs, name)
-            # The written result typed in is no sign that the code computes it.
-            if (found == "matches" or example) and shown_result.typed_in(codes, name, self.namespace):
+            found = request_example.written_verdict(self.runtime, text, codes, self.namespace, inputs, name)
+            if found is None:
                 continue
-            if found == "matches" or example:
-                results.append({"verdict": "matches", "name": name, "on_example": example})
-            elif isinstance(found, tuple):
-                results.append({"verdict": "differs", "name": name, "written": shown_result.cut(found[1]), "value": shown_result.printed(value)})
+            if found.verdict == "matches":
+                results.append({"verdict": "matches", "name": name, "on_example": found.on_example})
+            else:
+                results.append({
+                    "verdict": "differs", "name": name,
+                    "written": shown_result.cut(found.written), "value": shown_result.printed(self.namespace[name]),
+                })
         return dumps({"results": results})
-
-    def _matches_example(self, text, codes, inputs, name):
-        """Whether the codes, run on the request's example in place of the
-        inputs, make the result the request writes out for it."""
-        given = request_example.example_inputs(self.runtime, text, inputs)
-        if given is None:
-            return False
-        example, pieces = given
-        value = request_example.run_on(self.runtime, codes, self.namespace, example, name)
-        return value is not None and shown_result.judge(text, value, list(example.values()), name, pieces) == "matches"
 
     def _inputs_before(self, codes):
         """The values the codes read that were there before the run, as they
