@@ -234,11 +234,26 @@ class ReplayProvider:
 # -- running a task -------------------------------------------------------------
 
 class NoReply(TimeoutError):
-    """No reply in time; `messages` holds what the cell showed until then."""
+    """No reply in time; `messages` holds what the cell showed until then,
+    and the message says where the run was, without its content (held-out
+    runs are read in totals only)."""
 
-    def __init__(self, timeout, messages):
-        super().__init__(f"no reply within {timeout:g} s")
+    def __init__(self, timeout, messages, silent):
+        super().__init__(f"no reply within {timeout:g} s ({where_it_stalled(messages, silent)})")
         self.messages = messages
+
+
+def where_it_stalled(messages, silent):
+    """How far a run that never ended got: the blocks of code its cell
+    showed, whether the last had printed its output, and how long the
+    cell had shown nothing (`silent` seconds): a block still running, or a
+    model call that did not end."""
+    shown = transcript(messages)
+    blocks = shown.count("[code, turn ")
+    last = shown[shown.rfind("[code, turn "):] if blocks else ""
+    ran = "[output]" in last or "[error]" in last
+    state = "none shown" if not blocks else "the last one's output shown" if ran else "the last one's output not shown"
+    return f"{blocks} block(s) of code, {state}; nothing new for the last {silent:.0f} s"
 
 
 def execute(kc, code, timeout, user_expressions=None, store_history=True):
@@ -248,11 +263,11 @@ def execute(kc, code, timeout, user_expressions=None, store_history=True):
     msg_id = kc.execute(code, user_expressions=user_expressions or {}, allow_stdin=False,
                         store_history=store_history)
     deadline = perf_counter() + timeout
-    messages, reply, idle = [], None, False
+    messages, reply, idle, heard = [], None, False, perf_counter()
     while reply is None or not idle:
         remaining = deadline - perf_counter()
         if remaining <= 0:
-            raise NoReply(timeout, messages)
+            raise NoReply(timeout, messages, perf_counter() - heard)
         if reply is None:
             try:
                 msg = kc.get_shell_msg(timeout=0.05)
@@ -267,6 +282,7 @@ def execute(kc, code, timeout, user_expressions=None, store_history=True):
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         messages.append(msg)
+        heard = perf_counter()
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             idle = True
     return reply, messages

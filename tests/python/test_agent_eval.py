@@ -323,5 +323,13 @@ def test_a_cell_with_no_reply_in_time_keeps_what_it_showed() -> None:
 
     with pytest.raises(agent_eval.NoReply) as stopped:
         agent_eval.execute(Client(), "%%ask\nloop", 0.5)
-    assert str(stopped.value) == "no reply within 0.5 s"
+    # Where it stalled, in words that hold none of the task: a block shown
+    # whose output never came, and the cell silent since.
+    said = str(stopped.value)
+    assert said.startswith("no reply within 0.5 s (1 block(s) of code, the last one's output not shown; "), said
+    assert said.endswith(" s)") and "while" not in said
+    ran = [{"msg_type": "stream", "content": {"name": "stdout", "text": "[code, turn 1]\nx = 1\n[output]\n(no output)\n"}}]
+    assert agent_eval.where_it_stalled(ran, 42.4) == \
+        "1 block(s) of code, the last one's output shown; nothing new for the last 42 s"
+    assert agent_eval.where_it_stalled([], 3).startswith("0 block(s) of code, none shown")
     assert agent_eval.transcript(stopped.value.messages) == "[code, turn 1]\nwhile True: pass\n"
