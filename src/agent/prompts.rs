@@ -1,7 +1,7 @@
 //! Prompt templates (in `prompts/*.md`, embedded at build time) and their
 //! rendering. Placeholders are `{name}`; values are inserted verbatim.
 
-use crate::agent::run::{AsWritten, Execution, FormDispute, KeyInformation, Skill};
+use crate::agent::run::{AsWritten, Difference, Execution, FormDispute, KeyInformation, Skill};
 
 const SYSTEM: &str = include_str!("../../prompts/system.md");
 const CONTEXT: &str = include_str!("../../prompts/context.md");
@@ -386,18 +386,30 @@ pub fn review_request(request: &str, executions: &[&Execution]) -> String {
 
 /// Why a value is not done when the request writes out the result it
 /// expects for the data the code read, and the value is another: the
-/// reasoning and the next step, with both printed.
-pub fn not_as_written(name: &str, written: &str, value: &str) -> (String, String) {
-    (
-        format!("`{name}` is not the result the request writes out for this data"),
-        format!(
-            "the request shows the result it expects:\n{}\n`{name}` holds:\n{}\n\
-             Find what differs and compute `{name}` so that it is that result, \
-             from the data, not typed in",
-            written.trim_end(),
-            value.trim_end()
-        ),
-    )
+/// reasoning, with where they differ when that is known (a small model
+/// shown only the two printouts often sends the same code again), and the
+/// next step, with both printed.
+pub fn not_as_written(difference: &Difference) -> (String, String) {
+    let Difference {
+        name,
+        written,
+        value,
+        differs_in,
+    } = difference;
+    let mut reasoning = format!("`{name}` is not the result the request writes out for this data");
+    let find = if differs_in.trim().is_empty() {
+        "Find what differs and compute"
+    } else {
+        reasoning.push_str(&format!(". {}", differs_in.trim()));
+        "Compute"
+    };
+    let next_action = format!(
+        "the request shows the result it expects:\n{}\n`{name}` holds:\n{}\n\
+         {find} `{name}` so that it is that result, from the data, not typed in",
+        written.trim_end(),
+        value.trim_end()
+    );
+    (reasoning, next_action)
 }
 
 /// What the summary line says of a value that is the result the request

@@ -547,7 +547,7 @@ mod tests {
         };
         assert_eq!(compared.results[..2], [found("a", true), found("b", false)]);
         assert!(
-            matches!(&compared.results[2], WrittenResult::Differs { written, .. } if written == "[1]")
+            matches!(&compared.results[2], WrittenResult::Differs(found) if found.written == "[1]" && found.differs_in.is_empty())
         );
         let error = read_reply::<Interpolate>(json!({})).unwrap_err();
         assert!(error.to_string().contains("interpolate"), "{error}");

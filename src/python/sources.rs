@@ -118,6 +118,7 @@ const PACKAGE: &[Source] = &[
     module!("agent", "scope"),
     module!("agent", "request_example"),
     module!("agent", "shown_result"),
+    module!("agent", "written_difference"),
     module!("agent", "undo"),
 ];
 

@@ -320,7 +320,7 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
 #[tokio::test(flavor = "multi_thread")]
 async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_model() {
     // The request prints the notebook's table and the table it wants; the
-    // first answer's running sum is not it, and code says so; the running
+    // first answer's running sum is not it, and code says so, and where; the running
     // maximum is, and the run is done with no review asked.
     let llm = FakeLlm::start(vec![
         Reply::Answer(
@@ -349,8 +349,10 @@ async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_mode
     assert_eq!(requests.len(), 2, "no form question or review asked");
     let told = told_model(&requests[1]);
     assert!(
-        told.contains("`out` is not the result the request writes out for this data")
-            && told.contains("2  A    2    5"),
+        told.contains(
+            "`out` is not the result the request writes out for this data. The first row \
+             that differs: the written result has `2 A 2 3` where `out` has `2 A 2 5`."
+        ) && told.contains("2  A    2    5"),
         "{told}"
     );
     drop(requests);

@@ -171,12 +171,8 @@ async fn as_written<E: Effects>(
     for result in effects.written_results(&state.request, names, &codes).await {
         match result {
             WrittenResult::Matches(found) => confirmed.push(found),
-            WrittenResult::Differs {
-                name,
-                written,
-                value,
-            } => {
-                let (reasoning, next_action) = prompts::not_as_written(&name, &written, &value);
+            WrittenResult::Differs(difference) => {
+                let (reasoning, next_action) = prompts::not_as_written(&difference);
                 return Err(Verdict::not_done(reasoning, next_action));
             }
         }

@@ -162,13 +162,25 @@ pub type KeyInformation = (String, String);
 pub enum WrittenResult {
     /// The value, printed, is one of the results the request writes out.
     Matches(AsWritten),
-    /// The request writes out one result for this data (`written`), and
-    /// the value (`value`, printed) is not it.
-    Differs {
-        name: String,
-        written: String,
-        value: String,
-    },
+    /// The request writes out one result for this data, and the value is
+    /// not it.
+    Differs(Difference),
+}
+
+/// A value the request names that is not the one result the request
+/// writes out for this data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Difference {
+    pub name: String,
+    /// The piece of the request that writes the result out.
+    pub written: String,
+    /// The value, printed.
+    pub value: String,
+    /// Where the two differ, said by code (a column one lacks, a count of
+    /// rows, the first row that differs), or empty where the printouts
+    /// show nothing certain.
+    #[serde(default)]
+    pub differs_in: String,
 }
 
 /// A value the request names that is the result it writes out.

@@ -220,6 +220,7 @@ def test_the_run_compares_the_value_with_the_data_as_it_was_before_it():
     [found] = written(scope, "out = sales.assign(top=sales['val'].cumsum())")
     assert found["verdict"] == "differs" and found["name"] == "out"
     assert "2  A    2   10" in found["value"] and found["written"].splitlines()[-1] == "2  A    2    3"
+    assert found["differs_in"] == "The first row that differs: the written result has `1 B 5 5` where `out` has `1 B 5 8`."
     # Without a journal nothing is known of the data before the run.
     scope = AgentScope(Runtime(), {"pd": pd, "sales": SALES.copy(), "__builtins__": __builtins__})
     assert written(scope, "out = sales.assign(top=sales['val'].cumsum())") == []

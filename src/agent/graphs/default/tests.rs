@@ -4,7 +4,7 @@
 use super::*;
 use crate::agent::graph::RunEnd;
 use crate::agent::llm::Role;
-use crate::agent::run::{AsWritten, WrittenResult};
+use crate::agent::run::{AsWritten, Difference, WrittenResult};
 use crate::agent::script::{Script, fails_once, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
@@ -1189,11 +1189,14 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
         ],
         ok,
     );
-    script.written.push_back(vec![WrittenResult::Differs {
-        name: "total".into(),
-        written: "[1, 2, 3]".into(),
-        value: "[1, 2, 4]".into(),
-    }]);
+    script
+        .written
+        .push_back(vec![WrittenResult::Differs(Difference {
+            name: "total".into(),
+            written: "[1, 2, 3]".into(),
+            value: "[1, 2, 4]".into(),
+            differs_in: "Item 3 is the first that differs.".into(),
+        })]);
     script
         .written
         .push_back(vec![WrittenResult::Matches(AsWritten {
@@ -1206,14 +1209,16 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
         5,
     );
     run(&mut script, &mut state, settings());
-    // The comparison, before any question to the model: not done, with
-    // both printed, and no review asked.
+    // The comparison, before any question to the model: not done, where
+    // they differ first, then both printed, and no review asked.
     let told = latest(&script.requests[1]);
     assert!(
-        told.contains("`total` is not the result the request writes out for this data")
-            && told.contains(
-                "the request shows the result it expects:\n[1, 2, 3]\n`total` holds:\n[1, 2, 4]"
-            ),
+        told.contains(
+            "`total` is not the result the request writes out for this data. \
+             Item 3 is the first that differs.\nNext step: the request shows"
+        ) && told.contains(
+            "the request shows the result it expects:\n[1, 2, 3]\n`total` holds:\n[1, 2, 4]"
+        ),
         "{told}"
     );
     // The second turn's value is the written result: done, with no review

@@ -14,7 +14,7 @@ import re
 import traceback
 
 from mahtab import tools
-from mahtab.agent import candidates, request_example, shown_result
+from mahtab.agent import candidates, request_example, shown_result, written_difference
 from mahtab.agent.undo import ABSENT, NOT_KEPT
 from mahtab.agent.execution import FinalAnswer, run_agent_code
 from mahtab.agent.context import conversation_key, interpolate, local_model, notebook_path, repair, skills_named
@@ -184,9 +184,11 @@ class AgentScope:
             if found.verdict == "matches":
                 results.append({"verdict": "matches", "name": name, "on_example": found.on_example})
             else:
+                value = self.namespace[name]
                 results.append({
                     "verdict": "differs", "name": name,
-                    "written": shown_result.cut(found.written), "value": shown_result.printed(self.namespace[name]),
+                    "written": shown_result.cut(found.written), "value": shown_result.printed(value),
+                    "differs_in": written_difference.difference(found.written, value, name),
                 })
         return dumps({"results": results})
 

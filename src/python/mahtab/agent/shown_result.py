@@ -70,7 +70,7 @@ def tokens(text):
     return found
 
 
-def _same_token(written, printed):
+def same_token(written, printed):
     if written[0] != printed[0]:
         return False
     if written[0] == "w":
@@ -91,7 +91,7 @@ def _contains(haystack, needle):
     if not needle or len(needle) > len(haystack):
         return False
     for start in range(len(haystack) - len(needle) + 1):
-        if all(_same_token(w, p) for w, p in zip(haystack[start:start + len(needle)], needle)):
+        if all(same_token(w, p) for w, p in zip(haystack[start:start + len(needle)], needle)):
             return True
     return False
 
@@ -207,8 +207,8 @@ def shows(piece_tokens, value_texts, cover=COVER):
         if _contains(piece_tokens, printed):
             return True
         # A piece with a lead-in ("result:") or words after.
-        kept = [t for t in piece_tokens if t[0] == "n" or any(_same_token(t, p) for p in printed)]
-        if kept and len(kept) == len(printed) and all(_same_token(w, p) for w, p in zip(kept, printed)):
+        kept = [t for t in piece_tokens if t[0] == "n" or any(same_token(t, p) for p in printed)]
+        if kept and len(kept) == len(printed) and all(same_token(w, p) for w, p in zip(kept, printed)):
             return True
     return False
 
@@ -307,7 +307,7 @@ def _row_left_out(piece, text):
     start = next(
         (
             start for start in range(len(flat) - len(printed) + 1)
-            if all(_same_token(token, want) for (_, token), want in zip(flat[start:start + len(printed)], printed))
+            if all(same_token(token, want) for (_, token), want in zip(flat[start:start + len(printed)], printed))
         ),
         None,
     )
