@@ -266,3 +266,28 @@ def test_a_table_too_large_to_be_written_out_is_printed_only_as_pandas_shortens_
     texts = shown_result.printouts(large)
     assert texts == [repr(large)]
     assert len(shown_result.printouts(large.head(3))) > 2
+
+
+def test_a_single_value_is_not_sent_back_for_a_table_the_request_passes_through():
+    # The request writes out the table in the order it wants, then asks
+    # for a count: a count is no table, and whether one is wanted is the
+    # form check's call, not this comparison's.
+    request = """My table:
+
+  id  val
+0  A    3
+1  B    5
+2  A    2
+
+Sorted by val it should look like:
+
+  id  val
+2  A    2
+0  A    3
+1  B    5
+
+How many rows moved? Store it in `moved`."""
+    assert shown_result.judge(request, 3, [SALES], "moved") is None
+    assert shown_result.judge(request, "three", [SALES], "moved") is None
+    # A table that is not the one written is still sent back.
+    assert shown_result.judge(request, SALES.sort_values("id"), [SALES], "moved")[0] == "differs"

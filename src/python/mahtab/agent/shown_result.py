@@ -15,8 +15,9 @@ data, not another). When a piece of the request is the value's printout
 it labels rows with held), it is "matches"; when exactly one piece that
 shows no input is printed as the value would be (a table with most of its
 columns, a bracketed list for a list or array; code only where it assigns
-to the value's name) and the value matches none, it is "differs", with the
-piece; otherwise nothing is said.
+to the value's name) and the value, one that holds items (not a single
+number or word), matches none, it is "differs", with the piece; otherwise
+nothing is said.
 """
 
 import ast
@@ -141,6 +142,15 @@ def _items(value):
         return len(value)
     except Exception:  # no length
         return 0
+
+
+def _holds_items(value):
+    """Whether the value holds several items: a table, a series, an array
+    of one dimension or more, a list, a tuple, a dict or a set."""
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return len(shape) >= 1
+    return isinstance(value, (list, tuple, dict, set, frozenset))
 
 
 def pieces(request):
@@ -435,6 +445,12 @@ def judge(request, value, inputs, name=None, given_in=()):
         for index, (piece, found) in enumerate(parts)
     ):
         return "matches"
+    # A single value (a count, a name) is not sent back for a table or a
+    # list the request writes out: that is most often the data in a state
+    # the request passes through ("shuffle the rows ... then count"), and
+    # whether the request wants one value or many is the form check's call.
+    if not _holds_items(value):
+        return None
     # The pieces printed as the value, or as a table the code read, would
     # be: with one, it is the result the request expects; with more, some
     # are other examples or outputs of what the user tried.
