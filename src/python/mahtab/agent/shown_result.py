@@ -72,6 +72,8 @@ def tokens(text):
 
 
 def same_token(written, printed):
+    """Whether a token the request writes is the printed one: the same
+    word, or the printed number rounded to the decimals written."""
     if written[0] != printed[0]:
         return False
     if written[0] == "w":

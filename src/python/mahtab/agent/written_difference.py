@@ -136,7 +136,7 @@ def _written_items(written):
     groups = re.findall(r"\[[^\[\]]*\]", stripped)
     if len(groups) != 1 or stripped.count("[") != 1:
         return None
-    found = [token for token in shown_result.tokens(groups[0])]
+    found = shown_result.tokens(groups[0])
     return found if found and all(token[0] == "n" for token in found) else None
 
 
