@@ -236,12 +236,19 @@ def is_code(piece):
 def table_header(piece):
     """The column names of the first printed table in the piece (a line of
     names followed by a line with a number), lower-cased, in order, or []."""
+    found = table_header_at(piece)
+    return [] if found is None else [word.lower() for word in found[1][found[0]].split()]
+
+
+def table_header_at(piece):
+    """(where, lines): the piece's non-blank lines and the index among them
+    of the header line `table_header` reads, or None."""
     lines = [line for line in piece.splitlines() if line.strip()]
-    for line, following in zip(lines, lines[1:]):
+    for index, (line, following) in enumerate(zip(lines, lines[1:])):
         words = line.split()
         if len(words) >= 2 and all(re.match(r"[#\w.\-]+$", word) for word in words) and re.search(r"\d", following):
-            return [word.lower() for word in words]
-    return []
+            return index, lines
+    return None
 
 
 def _in_piece_order(value, piece):

@@ -111,13 +111,13 @@ def _written_table(written):
     them that hold a row (each as many tokens as the header or one more,
     an index, give or take one, a cell left empty); ([], []) when the
     piece prints no table with a header of names."""
-    header = shown_result.table_header(written)
+    found = shown_result.table_header_at(written)
+    if found is None:
+        return [], []
+    start, lines = found
+    header = lines[start].split()
     # (A "header" of numbers is a row of a table printed without one.)
     if any(_is_number(word) for word in header):
-        return [], []
-    lines = [line for line in written.splitlines() if line.strip()]
-    start = next((i for i, line in enumerate(lines) if [w.lower() for w in line.split()] == header), None)
-    if len(header) < 2 or start is None:
         return [], []
     rows = []
     for line in lines[start + 1:]:
@@ -126,7 +126,7 @@ def _written_table(written):
             break
         rows.append(line)
     # (A line of names under the header is the index's name, not a row.)
-    return lines[start].split(), [row for row in rows if _numbers(row)]
+    return header, [row for row in rows if _numbers(row)]
 
 
 def _written_items(written):
