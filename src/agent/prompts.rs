@@ -555,6 +555,24 @@ fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Str
         .to_owned()
 }
 
+/// Why a block is not done that printed `number` as fixed text, a number
+/// nothing it computed holds (a guess of the result typed into a sentence).
+pub fn typed_in(number: &str) -> String {
+    format!("the code printed {number} as fixed text, and nothing it computed is {number}")
+}
+
+/// The next step after such a block, for a graph that judges an answer in
+/// words: the finding said from the output, now that it is there (a small
+/// model told to print computed values puts an `f` before the same text).
+pub const TYPED_IN_WORDS: &str = "say what the output above shows in a short plain-text answer, \
+     with no code, taking every number from the output";
+
+/// Why an answer in words for such text is not done: it states `number`,
+/// which nothing the code printed or made holds.
+pub fn typed_in_again(number: &str) -> String {
+    format!("the answer states {number}, and nothing the code printed or made is {number}")
+}
+
 /// The message that carries a failed verdict into the next generate turn.
 pub fn not_done_yet(reasoning: &str, next_action: &str) -> String {
     let mut text = String::from("The request is not finished yet.");

@@ -8,9 +8,18 @@
 /// The first decimal number `code` prints as fixed text that its `output`
 /// does not otherwise hold (as printed, or rounded to the digits written).
 pub fn uncomputed_number(code: &str, output: &str) -> Option<String> {
+    typed_in(code, output)
+        .into_iter()
+        .next()
+        .map(|(_, number)| number)
+}
+
+/// Each fixed text `code` prints that holds a decimal its `output` does not
+/// otherwise hold, with the first such decimal.
+fn typed_in<'a>(code: &'a str, output: &str) -> Vec<(&'a str, String)> {
     let claims: Vec<&str> = code.lines().filter_map(printed_literal).collect();
     if claims.is_empty() {
-        return None;
+        return Vec::new();
     }
     // What the block printed besides those texts.
     let computed: Vec<f64> = output
@@ -20,10 +29,54 @@ pub fn uncomputed_number(code: &str, output: &str) -> Option<String> {
         .filter_map(|number| number.parse().ok())
         .collect();
     claims
-        .iter()
-        .flat_map(|claim| numbers(claim))
+        .into_iter()
+        .filter_map(|claim| {
+            numbers(claim)
+                .into_iter()
+                .filter(|number| number.contains('.'))
+                .find(|number| !computed.iter().any(|value| rounds_to(*value, number)))
+                .map(|number| (claim, number.to_owned()))
+        })
+        .collect()
+}
+
+/// `code` without the lines that print fixed text holding a decimal nothing
+/// else it printed holds, and `output` without what those lines printed:
+/// what the block computed, for a judge to read once the finding has been
+/// asked for in words (None when no line does so).
+pub fn without_typed_in(code: &str, output: &str) -> Option<(String, String)> {
+    let typed: Vec<&str> = typed_in(code, output)
+        .into_iter()
+        .map(|(claim, _)| claim)
+        .collect();
+    if typed.is_empty() {
+        return None;
+    }
+    let kept_code = code
+        .lines()
+        .filter(|line| !printed_literal(line).is_some_and(|claim| typed.contains(&claim)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let kept_output = output
+        .lines()
+        .filter(|line| !typed.iter().any(|claim| line.trim() == claim.trim()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some((kept_code, kept_output))
+}
+
+/// The first decimal number a plain-text answer states that `computed` (what
+/// the code printed and made, and the request) does not hold, rounded to
+/// the digits the answer writes: a finding the answer typed in again.
+pub fn unshown_number(answer: &str, computed: &str) -> Option<String> {
+    let held: Vec<f64> = numbers(computed)
+        .into_iter()
+        .filter_map(|number| number.parse().ok())
+        .collect();
+    numbers(answer)
+        .into_iter()
         .filter(|number| number.contains('.'))
-        .find(|number| !computed.iter().any(|value| rounds_to(*value, number)))
+        .find(|number| !held.iter().any(|value| rounds_to(*value, number)))
         .map(str::to_owned)
 }
 
@@ -140,6 +193,41 @@ mod tests {
             uncomputed_number(code, "The largest is 3.0, against 12.5 last year"),
             None
         );
+    }
+
+    #[test]
+    fn the_typed_in_lines_leave_the_code_and_the_output() {
+        let code = "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')\n\
+                    print(\"The largest price is 12.5.\")";
+        let output = "price 3.0\nqty 25.0\nStep 2\nThe largest price is 12.5.";
+        let (code, output) = without_typed_in(code, output).unwrap();
+        assert_eq!(
+            code,
+            "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')"
+        );
+        assert_eq!(output, "price 3.0\nqty 25.0\nStep 2");
+        // Nothing typed in: nothing to leave out.
+        assert_eq!(without_typed_in("print(f'{m}')", "3.0"), None);
+        assert_eq!(
+            without_typed_in("print('The mean is 3.0')\nprint(m)", "The mean is 3.0\n3.0"),
+            None
+        );
+    }
+
+    #[test]
+    fn an_answer_may_state_only_decimals_something_holds() {
+        let held = "price 3.000000\nqty 25.0\nrevenue = 44.2 (float)";
+        assert_eq!(
+            unshown_number("The largest price is 3.0 and qty 25.", held),
+            None
+        );
+        assert_eq!(unshown_number("Revenue is 44.20.", held), None);
+        assert_eq!(
+            unshown_number("The largest price is 12.5; qty 4 rows.", held).as_deref(),
+            Some("12.5")
+        );
+        // Whole numbers are counts and labels as often as findings.
+        assert_eq!(unshown_number("It has 7 rows.", held), None);
     }
 
     #[test]

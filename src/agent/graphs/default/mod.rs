@@ -8,7 +8,11 @@
 //!
 //! The reflection's reasoning and next step go into the conversation, so the
 //! next generate turn builds on them, and a final text-only answer stays in
-//! the conversation for the next `%%ask`.
+//! the conversation for the next `%%ask`. After a block that printed a number
+//! as fixed text that nothing it computed holds (a guess typed into a
+//! sentence before any output existed), the model is asked for the finding
+//! in words from the output, and an answer without code then goes to
+//! reflect: the check reads it beside what the block computed.
 //!
 //! Cheap checks come before a model judges (see [`crate::agent::parse::checks`]): a first
 //! answer with no code for a request that needs some is sent back once; a
@@ -45,7 +49,8 @@ use crate::agent::parse::respell::respell;
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
 use crate::agent::prompts;
 use crate::agent::run::{
-    AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
+    AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, TypedIn,
+    Verdict,
 };
 
 /// A cap on nodes per run, well above what the turn limit allows (with the
@@ -104,11 +109,14 @@ pub fn default_graph<E: Effects>(
             &[
                 Route::To(Step::Others),
                 Route::To(Step::Execute),
+                Route::To(Step::Reflect),
                 Route::To(Step::Generate),
                 Route::End,
             ],
             move |s: &AgentState| {
-                if !s.pending.is_empty()
+                if s.typed_in.is_some_and(|typed_in| typed_in.answered) {
+                    Route::To(Step::Reflect)
+                } else if !s.pending.is_empty()
                     && names_to_compare(s, &route_settings, &s.answer).is_some()
                 {
                     Route::To(Step::Others)
@@ -200,6 +208,12 @@ fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
             .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
         return Ok(());
     }
+    // The words the check asked for after a block typed a number into
+    // printed text: judged beside what that block computed.
+    if let Some(typed_in) = state.typed_in.as_mut().filter(|_| !once) {
+        typed_in.answered = true;
+        return Ok(());
+    }
     // An answer with no code after a turn the review found unfinished only
     // claims what no code did: asked once to do it.
     let unfinished = state
@@ -245,6 +259,8 @@ async fn execute<E: Effects>(
     once: bool,
 ) -> Result<(), AgentError> {
     let before = state.executions.len();
+    // New code is judged afresh: words asked of earlier code are moot.
+    state.typed_in = None;
     let ran = run_pending(state, effects, enabled).await?;
     state.last_turn_blocks = state.executions.len() - before;
     if !enabled || once {
@@ -267,6 +283,13 @@ async fn reflect<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
+    if let Some(TypedIn {
+        since,
+        answered: true,
+    }) = state.typed_in
+    {
+        return judge_words(state, effects, settings, since).await;
+    }
     let solutions = compare_solutions(state, effects).await;
     let mut precheck = precheck(state, effects).await;
     // Another answer with as many solutions behind it settles "not done"
@@ -292,8 +315,14 @@ async fn reflect<E: Effects>(
                 failed,
                 answer: None,
                 agreed,
+                words_for_typed_in: false,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
+            // A number typed into printed text: this graph takes the
+            // finding in words, said from the output now that it is there.
+            if state.typed_in.is_some() {
+                verdict.next_action = prompts::TYPED_IN_WORDS.to_owned();
+            }
             // "Cannot be done" with nothing failing (a small model reads a
             // warning so) gets one more turn before it is believed.
             if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
@@ -356,6 +385,43 @@ async fn reflect<E: Effects>(
     } else {
         let feedback = feedback
             .unwrap_or_else(|| prompts::not_done_yet(&verdict.reasoning, &verdict.next_action));
+        state.conversation.push(ChatMessage::user(feedback));
+    }
+    state.verdict = Some(verdict);
+    Ok(())
+}
+
+/// Judges the answer in words given for blocks (from `since` on) that
+/// typed a number into printed text: the review reads it beside what they
+/// computed, without those lines. Done, it is the closing answer (already
+/// shown as it streamed).
+async fn judge_words<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: NodeSettings,
+    since: usize,
+) -> Result<(), AgentError> {
+    let answer = state.answer.clone();
+    let work = Work {
+        since,
+        failed: false,
+        answer: Some(&answer),
+        agreed: None,
+        words_for_typed_in: true,
+    };
+    let mut verdict = check(state, effects, &settings, work).await?;
+    // (Nothing failed: words that miss get another turn, not "cannot".)
+    verdict.cannot_fix = false;
+    if let Some(typed_in) = state.typed_in.as_mut() {
+        typed_in.answered = false;
+    }
+    effects.emit(AgentEvent::Verdict(verdict.clone()));
+    if verdict.is_complete {
+        state.outcome = Some(Outcome::Complete);
+    } else if state.turn >= state.max_turns {
+        state.outcome = Some(Outcome::MaxTurns);
+    } else {
+        let feedback = prompts::not_done_yet(&verdict.reasoning, &verdict.next_action);
         state.conversation.push(ChatMessage::user(feedback));
     }
     state.verdict = Some(verdict);

@@ -488,6 +488,74 @@ fn a_number_printed_as_fixed_text_and_never_computed_is_not_done_without_a_revie
     assert_eq!(state.outcome, Some(Outcome::Complete));
 }
 
+/// What `print(m)` and each fixed text print, for the typed-in tests.
+fn prints_a_mean(code: &str) -> Execution {
+    Execution {
+        output: "3.0\nThe mean is 12.5".into(),
+        changes: vec!["m = 3.0 (float, new)".into()],
+        ..ok(code)
+    }
+}
+
+const TYPES_IN_A_MEAN: &str =
+    "```python\nm = data.mean()\nprint(m)\nprint('The mean is 12.5')\n```";
+
+#[test]
+fn a_typed_in_number_is_asked_for_in_words_and_they_are_judged_with_what_was_computed() {
+    let mut script = Script::new(
+        &[TYPES_IN_A_MEAN, "The mean of the data is 3.0.", DONE],
+        prints_a_mean,
+    );
+    let mut state = AgentState::new("what is the mean of the data?", Vec::new(), 2);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed.len(), 1);
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("12.5 as fixed text"), "{told}");
+    assert!(told.contains(prompts::TYPED_IN_WORDS), "{told}");
+    // The review reads the words beside what the block computed, not the
+    // line that typed the guess in.
+    let review = latest(&script.requests[2]);
+    assert!(
+        review.contains("The answer given to the user:\nThe mean of the data is 3.0."),
+        "{review}"
+    );
+    assert!(!review.contains("12.5"), "{review}");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(state.answer, "The mean of the data is 3.0.");
+}
+
+#[test]
+fn words_that_type_the_guess_in_again_are_not_done_without_a_review() {
+    let mut script = Script::new(
+        &[
+            TYPES_IN_A_MEAN,
+            "The mean is 12.5.",
+            "The mean is 3.0.",
+            DONE,
+        ],
+        prints_a_mean,
+    );
+    let mut state = AgentState::new("what is the mean of the data?", Vec::new(), 3);
+    run(&mut script, &mut state, settings());
+    // Code, words (sent back by code), words, review.
+    assert_eq!(script.requests.len(), 4);
+    let told = latest(&script.requests[2]);
+    assert!(
+        told.contains("the answer states 12.5, and nothing the code printed or made is 12.5"),
+        "{told}"
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn words_at_the_turn_limit_that_type_the_guess_in_again_end_the_run_not_done() {
+    let mut script = Script::new(&[TYPES_IN_A_MEAN, "The mean is 12.5."], prints_a_mean);
+    let mut state = AgentState::new("what is the mean of the data?", Vec::new(), 2);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.requests.len(), 2);
+    assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+}
+
 #[test]
 fn a_table_of_missing_values_is_not_done_without_a_review() {
     fn made(code: &str) -> Execution {
