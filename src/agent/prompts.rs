@@ -238,6 +238,15 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
     format!("`{name}` is loaded already: the same code again without reading {file}.")
 }
 
+/// The status line of a block run again without the lines that printed
+/// `number` (and any other) as fixed text that nothing it computed holds.
+pub fn typed_in_left_out(number: &str) -> String {
+    format!(
+        "{number} was typed into the printed text, not computed: the same code again without \
+         the lines that print numbers nothing computed."
+    )
+}
+
 /// Told when a block that typed in data variables hold (`names`) ran again
 /// without those statements.
 pub fn not_retyped(names: &[String]) -> String {
@@ -553,24 +562,6 @@ fn with_context(template: &str, namespace: &str, recent_cells: &[String]) -> Str
         .replace("{recent_cells}", &recent)
         .trim_end()
         .to_owned()
-}
-
-/// Why a block is not done that printed `number` as fixed text, a number
-/// nothing it computed holds (a guess of the result typed into a sentence).
-pub fn typed_in(number: &str) -> String {
-    format!("the code printed {number} as fixed text, and nothing it computed is {number}")
-}
-
-/// The next step after such a block, for a graph that judges an answer in
-/// words: the finding said from the output, now that it is there (a small
-/// model told to print computed values puts an `f` before the same text).
-pub const TYPED_IN_WORDS: &str = "say what the output above shows in a short plain-text answer, \
-     with no code, taking every number from the output";
-
-/// Why an answer in words for such text is not done: it states `number`,
-/// which nothing the code printed or made holds.
-pub fn typed_in_again(number: &str) -> String {
-    format!("the answer states {number}, and nothing the code printed or made is {number}")
 }
 
 /// The message that carries a failed verdict into the next generate turn.

@@ -225,7 +225,6 @@ async fn not_checked<E: Effects>(
         failed: false,
         answer: None,
         agreed: None,
-        words_for_typed_in: false,
     };
     let mut verdict = check(state, effects, settings, work).await?;
     // Another attempt is the analyst's answer to "cannot be done" too: its

@@ -22,7 +22,7 @@ use crate::agent::parse::{bindings, claims, comments, form, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
     AgentError, AgentState, AsWritten, Effects, Execution, Expected, FormDispute, KeyInformation,
-    TypedIn, Verdict, WrittenResult,
+    Verdict, WrittenResult,
 };
 use crate::agent::{prompts, schemas};
 
@@ -45,11 +45,6 @@ pub struct Work<'a> {
     /// request computed the values it did, of how many computed any
     /// ([`crate::agent::run::Agreement`]), when others were tried.
     pub agreed: Option<(usize, usize)>,
-    /// `answer` says in words what the blocks printed as fixed text with a
-    /// number nothing computed (the check asked for it: `AgentState::typed_in`):
-    /// it is judged instead of those lines, and may state only numbers the
-    /// code printed or made.
-    pub words_for_typed_in: bool,
 }
 
 /// The verdict on the work since `work.since`: complete only when every
@@ -74,31 +69,6 @@ pub async fn check<E: Effects>(
     let since = work.since.min(state.executions.len());
     if let Some(verdict) = uncomputed(&state.executions[since..]) {
         return Ok(verdict);
-    }
-    let computed: Vec<Execution> = state.executions[since..]
-        .iter()
-        .map(|execution| match work.words_for_typed_in {
-            true => without_typed_in(execution),
-            false => execution.clone(),
-        })
-        .collect();
-    if work.words_for_typed_in {
-        if let Some(verdict) = unshown_in_answer(work.answer, &state.request, &computed, &values) {
-            return Ok(verdict);
-        }
-    } else if let Some(number) = computed
-        .iter()
-        .find_map(|e| claims::uncomputed_number(&e.code, &e.output))
-    {
-        state.typed_in = Some(TypedIn {
-            since,
-            answered: false,
-        });
-        return Ok(Verdict::not_done(
-            prompts::typed_in(&number),
-            "print the values the code computes (an f-string such as f\"... {value} ...\"), \
-             not numbers written into the text",
-        ));
     }
     // The result the request writes out for this very data, compared by
     // code: it needs none of the knowledge a small judge lacks (nor the
@@ -134,9 +104,7 @@ pub async fn check<E: Effects>(
     // The judge reads the code without its comments: a small model's
     // comments restate the request ("# Pearson's skewness" above `.skew()`),
     // and a small judge takes them for what the code does.
-    let mut executions = state.executions[..since].to_vec();
-    executions.extend(computed);
-    let reviewed: Vec<Execution> = with_what_it_builds_on(&executions, since, &user_names)
+    let reviewed: Vec<Execution> = with_what_it_builds_on(&state.executions, since, &user_names)
         .into_iter()
         .map(|execution| Execution {
             code: comments::without_comments(&execution.code),
@@ -257,10 +225,10 @@ fn with_what_it_builds_on<'a>(
 }
 
 /// Not done when the code made a table or array whose every value is
-/// missing or counted a boolean mask with `len()`: a placeholder or a count
-/// of every row, which a review reading them beside the request has passed.
-/// (A number printed as fixed text that nothing computed holds, a guess of
-/// the result, is found in [`check`].)
+/// missing, counted a boolean mask with `len()`, or printed, as fixed text,
+/// a number nothing it computed holds: a placeholder, a count of every row
+/// or a guess of the result, which a review reading them beside the
+/// request has passed.
 fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
     if let Some(name) = checks::hollow_values(executions).first() {
         return Some(Verdict::not_done(
@@ -282,46 +250,13 @@ fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
             format!("count the True values with {mask}.sum()"),
         ));
     }
-    None
-}
-
-/// `execution` without the lines that printed fixed text with a number
-/// nothing computed, and what they printed.
-fn without_typed_in(execution: &Execution) -> Execution {
-    match claims::without_typed_in(&execution.code, &execution.output) {
-        Some((code, output)) => Execution {
-            code,
-            output,
-            ..execution.clone()
-        },
-        None => execution.clone(),
-    }
-}
-
-/// Not done when an answer given in words for printed fixed text states a
-/// decimal that neither the request, nor what the code printed or made,
-/// nor the values the request names hold: the guess typed in again.
-fn unshown_in_answer(
-    answer: Option<&str>,
-    request: &str,
-    computed: &[Execution],
-    values: &[KeyInformation],
-) -> Option<Verdict> {
-    let mut held = request.to_owned();
-    for execution in computed {
-        held.push('\n');
-        held.push_str(&execution.output);
-        held.push('\n');
-        held.push_str(&execution.changes.join("\n"));
-    }
-    for (_, description) in values {
-        held.push('\n');
-        held.push_str(description);
-    }
-    let number = claims::unshown_number(answer?, &held)?;
+    let number = executions
+        .iter()
+        .find_map(|e| claims::uncomputed_number(&e.code, &e.output))?;
     Some(Verdict::not_done(
-        prompts::typed_in_again(&number),
-        "state only values the output above shows",
+        format!("the code printed {number} as fixed text, and nothing it computed is {number}"),
+        "print the values the code computes (an f-string such as f\"... {value} ...\"), \
+         not numbers written into the text",
     ))
 }
 

@@ -169,7 +169,6 @@ async fn plan_step<E: Effects>(
                 failed: false,
                 answer: Some(text.as_str()),
                 agreed: None,
-                words_for_typed_in: false,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
             verdict.cannot_fix = false; // the turn limit bounds the retries

@@ -41,9 +41,8 @@ fn typed_in<'a>(code: &'a str, output: &str) -> Vec<(&'a str, String)> {
 }
 
 /// `code` without the lines that print fixed text holding a decimal nothing
-/// else it printed holds, and `output` without what those lines printed:
-/// what the block computed, for a judge to read once the finding has been
-/// asked for in words (None when no line does so).
+/// else it printed holds, and `output` without what those lines printed
+/// (None when no line does so).
 pub fn without_typed_in(code: &str, output: &str) -> Option<(String, String)> {
     let typed: Vec<&str> = typed_in(code, output)
         .into_iter()
@@ -63,21 +62,6 @@ pub fn without_typed_in(code: &str, output: &str) -> Option<(String, String)> {
         .collect::<Vec<_>>()
         .join("\n");
     Some((kept_code, kept_output))
-}
-
-/// The first decimal number a plain-text answer states that `computed` (what
-/// the code printed and made, and the request) does not hold, rounded to
-/// the digits the answer writes: a finding the answer typed in again.
-pub fn unshown_number(answer: &str, computed: &str) -> Option<String> {
-    let held: Vec<f64> = numbers(computed)
-        .into_iter()
-        .filter_map(|number| number.parse().ok())
-        .collect();
-    numbers(answer)
-        .into_iter()
-        .filter(|number| number.contains('.'))
-        .find(|number| !held.iter().any(|value| rounds_to(*value, number)))
-        .map(str::to_owned)
 }
 
 /// The text of `print("...")` or `print('...')` when that is the whole line
@@ -212,22 +196,6 @@ mod tests {
             without_typed_in("print('The mean is 3.0')\nprint(m)", "The mean is 3.0\n3.0"),
             None
         );
-    }
-
-    #[test]
-    fn an_answer_may_state_only_decimals_something_holds() {
-        let held = "price 3.000000\nqty 25.0\nrevenue = 44.2 (float)";
-        assert_eq!(
-            unshown_number("The largest price is 3.0 and qty 25.", held),
-            None
-        );
-        assert_eq!(unshown_number("Revenue is 44.20.", held), None);
-        assert_eq!(
-            unshown_number("The largest price is 12.5; qty 4 rows.", held).as_deref(),
-            Some("12.5")
-        );
-        // Whole numbers are counts and labels as often as findings.
-        assert_eq!(unshown_number("It has 7 rows.", held), None);
     }
 
     #[test]

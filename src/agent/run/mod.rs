@@ -15,4 +15,4 @@ pub use findings::{
     Expected, Form, FormDispute, KeyInformation, Outcome, Plan, Repair, Targets, Triage, Verdict,
     WrittenResult,
 };
-pub use state::{AgentState, CodeBlock, Execution, OtherSolutions, RunChanges, Skill, TypedIn};
+pub use state::{AgentState, CodeBlock, Execution, OtherSolutions, RunChanges, Skill};

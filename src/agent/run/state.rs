@@ -141,20 +141,6 @@ pub struct AgentState {
     /// The other solutions sampled for this turn's request, from its answer
     /// until its review compares them with the turn's own.
     pub other_solutions: Option<OtherSolutions>,
-    /// The check found a number typed into printed text, since the last
-    /// code ran.
-    pub typed_in: Option<TypedIn>,
-}
-
-/// Blocks that printed, as fixed text, a number nothing they computed
-/// holds (a guess of the result): where a graph judges an answer in words,
-/// the finding is asked for in words, from the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct TypedIn {
-    /// Where those blocks start in `AgentState::executions`.
-    pub since: usize,
-    /// An answer without code gave the words, not judged yet.
-    pub answered: bool,
 }
 
 /// Other solutions of a turn's request, sampled beside its answer.
@@ -260,7 +246,6 @@ impl AgentState {
             expected_forms: Vec::new(),
             form_disputes: Vec::new(),
             other_solutions: None,
-            typed_in: None,
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,

@@ -8,11 +8,7 @@
 //!
 //! The reflection's reasoning and next step go into the conversation, so the
 //! next generate turn builds on them, and a final text-only answer stays in
-//! the conversation for the next `%%ask`. After a block that printed a number
-//! as fixed text that nothing it computed holds (a guess typed into a
-//! sentence before any output existed), the model is asked for the finding
-//! in words from the output, and an answer without code then goes to
-//! reflect: the check reads it beside what the block computed.
+//! the conversation for the next `%%ask`.
 //!
 //! Cheap checks come before a model judges (see [`crate::agent::parse::checks`]): a first
 //! answer with no code for a request that needs some is sent back once; a
@@ -24,7 +20,9 @@
 //! is not here runs again without that line);
 //! a block that typed in data a variable held (from the request's example
 //! or a printed table), failed or not, runs again on the variable, put
-//! back first ([`crate::agent::parse::retyped`]);
+//! back first ([`crate::agent::parse::retyped`]); one that printed as fixed
+//! text a number nothing it computed holds runs again without those lines
+//! ([`crate::agent::parse::claims`]), so the review judges what it computed;
 //! and a turn that only repeats the one before is told so once, then the
 //! run stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
@@ -42,15 +40,14 @@ use super::steps::{NodeSettings, close_with_answer, node, resent_cell, run_pendi
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
+use crate::agent::parse::{checks, claims};
 use crate::agent::prompts;
 use crate::agent::run::{
-    AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, TypedIn,
-    Verdict,
+    AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
 };
 
 /// A cap on nodes per run, well above what the turn limit allows (with the
@@ -109,14 +106,11 @@ pub fn default_graph<E: Effects>(
             &[
                 Route::To(Step::Others),
                 Route::To(Step::Execute),
-                Route::To(Step::Reflect),
                 Route::To(Step::Generate),
                 Route::End,
             ],
             move |s: &AgentState| {
-                if s.typed_in.is_some_and(|typed_in| typed_in.answered) {
-                    Route::To(Step::Reflect)
-                } else if !s.pending.is_empty()
+                if !s.pending.is_empty()
                     && names_to_compare(s, &route_settings, &s.answer).is_some()
                 {
                     Route::To(Step::Others)
@@ -208,12 +202,6 @@ fn extract(state: &mut AgentState, once: bool) -> Result<(), AgentError> {
             .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
         return Ok(());
     }
-    // The words the check asked for after a block typed a number into
-    // printed text: judged beside what that block computed.
-    if let Some(typed_in) = state.typed_in.as_mut().filter(|_| !once) {
-        typed_in.answered = true;
-        return Ok(());
-    }
     // An answer with no code after a turn the review found unfinished only
     // claims what no code did: asked once to do it.
     let unfinished = state
@@ -259,8 +247,6 @@ async fn execute<E: Effects>(
     once: bool,
 ) -> Result<(), AgentError> {
     let before = state.executions.len();
-    // New code is judged afresh: words asked of earlier code are moot.
-    state.typed_in = None;
     let ran = run_pending(state, effects, enabled).await?;
     state.last_turn_blocks = state.executions.len() - before;
     if !enabled || once {
@@ -283,13 +269,6 @@ async fn reflect<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    if let Some(TypedIn {
-        since,
-        answered: true,
-    }) = state.typed_in
-    {
-        return judge_words(state, effects, settings, since).await;
-    }
     let solutions = compare_solutions(state, effects).await;
     let mut precheck = precheck(state, effects).await;
     // Another answer with as many solutions behind it settles "not done"
@@ -315,14 +294,8 @@ async fn reflect<E: Effects>(
                 failed,
                 answer: None,
                 agreed,
-                words_for_typed_in: false,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
-            // A number typed into printed text: this graph takes the
-            // finding in words, said from the output now that it is there.
-            if state.typed_in.is_some() {
-                verdict.next_action = prompts::TYPED_IN_WORDS.to_owned();
-            }
             // "Cannot be done" with nothing failing (a small model reads a
             // warning so) gets one more turn before it is believed.
             if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
@@ -385,43 +358,6 @@ async fn reflect<E: Effects>(
     } else {
         let feedback = feedback
             .unwrap_or_else(|| prompts::not_done_yet(&verdict.reasoning, &verdict.next_action));
-        state.conversation.push(ChatMessage::user(feedback));
-    }
-    state.verdict = Some(verdict);
-    Ok(())
-}
-
-/// Judges the answer in words given for blocks (from `since` on) that
-/// typed a number into printed text: the review reads it beside what they
-/// computed, without those lines. Done, it is the closing answer (already
-/// shown as it streamed).
-async fn judge_words<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    settings: NodeSettings,
-    since: usize,
-) -> Result<(), AgentError> {
-    let answer = state.answer.clone();
-    let work = Work {
-        since,
-        failed: false,
-        answer: Some(&answer),
-        agreed: None,
-        words_for_typed_in: true,
-    };
-    let mut verdict = check(state, effects, &settings, work).await?;
-    // (Nothing failed: words that miss get another turn, not "cannot".)
-    verdict.cannot_fix = false;
-    if let Some(typed_in) = state.typed_in.as_mut() {
-        typed_in.answered = false;
-    }
-    effects.emit(AgentEvent::Verdict(verdict.clone()));
-    if verdict.is_complete {
-        state.outcome = Some(Outcome::Complete);
-    } else if state.turn >= state.max_turns {
-        state.outcome = Some(Outcome::MaxTurns);
-    } else {
-        let feedback = prompts::not_done_yet(&verdict.reasoning, &verdict.next_action);
         state.conversation.push(ChatMessage::user(feedback));
     }
     state.verdict = Some(verdict);
@@ -527,6 +463,9 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     if let Some(rerun) = without_retyped_data(state, effects, false).await {
         return rerun;
     }
+    if let Some(rerun) = without_typed_in_numbers(state) {
+        return rerun;
+    }
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
         return not_done(unmet.reasoning, &unmet.next_action);
     }
@@ -592,6 +531,34 @@ async fn without_retyped_data<E: Effects>(
         .collect::<Vec<_>>()
         .join("\n\n");
     Some(Precheck::Rerun { note, code })
+}
+
+/// The turn's blocks again, from the first that printed as fixed text a
+/// number nothing it computed holds (a guess of the result written into a
+/// sentence before any output existed), without the lines that print such
+/// text. Sent back instead, a small model keeps the sentence and its guessed
+/// claims (an `f` before it, or the computed number put in with "the highest
+/// of all columns" left beside it), which the review then passes; run
+/// without them, the review judges what was computed and says the result in
+/// its own words. None when a block is nothing but such lines (the check
+/// sends it back: nothing was computed).
+fn without_typed_in_numbers(state: &AgentState) -> Option<Precheck> {
+    let turn = this_turns_executions(state);
+    let (first, number) = turn.iter().enumerate().find_map(|(index, execution)| {
+        claims::uncomputed_number(&execution.code, &execution.output).map(|n| (index, n))
+    })?;
+    let mut blocks = Vec::new();
+    for execution in &turn[first..] {
+        match claims::without_typed_in(&execution.code, &execution.output) {
+            Some((code, _)) if code.trim().is_empty() => return None,
+            Some((code, _)) => blocks.push(code),
+            None => blocks.push(execution.code.clone()),
+        }
+    }
+    Some(Precheck::Rerun {
+        note: prompts::typed_in_left_out(&number),
+        code: blocks.join("\n\n"),
+    })
 }
 
 /// The code the last turn ran, for the review.

@@ -458,27 +458,50 @@ fn a_first_copy_uses_no_turn_and_a_second_ends_the_run_at_the_turn_limit() {
     assert_eq!(state.outcome, Some(Outcome::MaxTurns));
 }
 
-#[test]
-fn a_number_printed_as_fixed_text_and_never_computed_is_not_done_without_a_review() {
-    fn prints(code: &str) -> Execution {
-        // What print(m) and each text print.
-        let output = if code.contains("f'") {
-            "The mean is 3.0"
-        } else {
-            "3.0\nThe mean is 12.5"
-        };
-        Execution {
-            output: output.into(),
-            ..ok(code)
-        }
+/// What `print(m)` and each text print.
+fn prints_a_mean(code: &str) -> Execution {
+    let mut output = Vec::new();
+    if code.contains("print(m)") {
+        output.push("3.0");
     }
+    if code.contains("'The mean is 12.5'") {
+        output.push("The mean is 12.5");
+    }
+    if code.contains("{m}") {
+        output.push("The mean is 3.0");
+    }
+    Execution {
+        output: output.join("\n"),
+        ..ok(code)
+    }
+}
+
+#[test]
+fn a_number_printed_as_fixed_text_and_never_computed_runs_again_without_that_line() {
+    let typed_in = "m = data.mean()\nprint(m)\nprint('The mean is 12.5')";
+    let answer = "```python\nm = data.mean()\nprint(m)\nprint('The mean is 12.5')\n```";
+    let mut script = Script::new(&[answer, DONE], prints_a_mean);
+    let mut state = AgentState::new("print the mean of the data", Vec::new(), 1);
+    run(&mut script, &mut state, settings());
+    // No model asked in between: the block again without the guess, then
+    // the review of what it computed.
+    assert_eq!(script.executed, [typed_in, "m = data.mean()\nprint(m)"]);
+    assert_eq!(script.requests.len(), 2);
+    let review = latest(&script.requests[1]);
+    assert!(review.contains("It printed:\n3.0\n"), "{review}");
+    assert!(!review.contains("12.5"), "{review}");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
+fn a_block_that_only_prints_a_typed_in_number_is_sent_back_without_a_review() {
     let mut script = Script::new(
         &[
-            "```python\nprint(m)\nprint('The mean is 12.5')\n```",
+            "```python\nprint('The mean is 12.5')\n```",
             "```python\nprint(f'The mean is {m}')\n```",
             DONE,
         ],
-        prints,
+        prints_a_mean,
     );
     let mut state = AgentState::new("print the mean of the data", Vec::new(), 5);
     run(&mut script, &mut state, settings());
@@ -486,74 +509,6 @@ fn a_number_printed_as_fixed_text_and_never_computed_is_not_done_without_a_revie
     assert!(told.contains("12.5 as fixed text"), "{told}");
     assert_eq!(script.requests.len(), 3);
     assert_eq!(state.outcome, Some(Outcome::Complete));
-}
-
-/// What `print(m)` and each fixed text print, for the typed-in tests.
-fn prints_a_mean(code: &str) -> Execution {
-    Execution {
-        output: "3.0\nThe mean is 12.5".into(),
-        changes: vec!["m = 3.0 (float, new)".into()],
-        ..ok(code)
-    }
-}
-
-const TYPES_IN_A_MEAN: &str =
-    "```python\nm = data.mean()\nprint(m)\nprint('The mean is 12.5')\n```";
-
-#[test]
-fn a_typed_in_number_is_asked_for_in_words_and_they_are_judged_with_what_was_computed() {
-    let mut script = Script::new(
-        &[TYPES_IN_A_MEAN, "The mean of the data is 3.0.", DONE],
-        prints_a_mean,
-    );
-    let mut state = AgentState::new("what is the mean of the data?", Vec::new(), 2);
-    run(&mut script, &mut state, settings());
-    assert_eq!(script.executed.len(), 1);
-    let told = latest(&script.requests[1]);
-    assert!(told.contains("12.5 as fixed text"), "{told}");
-    assert!(told.contains(prompts::TYPED_IN_WORDS), "{told}");
-    // The review reads the words beside what the block computed, not the
-    // line that typed the guess in.
-    let review = latest(&script.requests[2]);
-    assert!(
-        review.contains("The answer given to the user:\nThe mean of the data is 3.0."),
-        "{review}"
-    );
-    assert!(!review.contains("12.5"), "{review}");
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-    assert_eq!(state.answer, "The mean of the data is 3.0.");
-}
-
-#[test]
-fn words_that_type_the_guess_in_again_are_not_done_without_a_review() {
-    let mut script = Script::new(
-        &[
-            TYPES_IN_A_MEAN,
-            "The mean is 12.5.",
-            "The mean is 3.0.",
-            DONE,
-        ],
-        prints_a_mean,
-    );
-    let mut state = AgentState::new("what is the mean of the data?", Vec::new(), 3);
-    run(&mut script, &mut state, settings());
-    // Code, words (sent back by code), words, review.
-    assert_eq!(script.requests.len(), 4);
-    let told = latest(&script.requests[2]);
-    assert!(
-        told.contains("the answer states 12.5, and nothing the code printed or made is 12.5"),
-        "{told}"
-    );
-    assert_eq!(state.outcome, Some(Outcome::Complete));
-}
-
-#[test]
-fn words_at_the_turn_limit_that_type_the_guess_in_again_end_the_run_not_done() {
-    let mut script = Script::new(&[TYPES_IN_A_MEAN, "The mean is 12.5."], prints_a_mean);
-    let mut state = AgentState::new("what is the mean of the data?", Vec::new(), 2);
-    run(&mut script, &mut state, settings());
-    assert_eq!(script.requests.len(), 2);
-    assert_eq!(state.outcome, Some(Outcome::MaxTurns));
 }
 
 #[test]

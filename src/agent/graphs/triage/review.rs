@@ -85,7 +85,6 @@ async fn judge<E: Effects>(
         failed: pass_failure(state).is_some(),
         answer: answer.as_deref(),
         agreed: None,
-        words_for_typed_in: false,
     };
     check(state, effects, settings, work).await
 }
