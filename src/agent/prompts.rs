@@ -247,6 +247,19 @@ pub fn typed_in_left_out(number: &str) -> String {
     )
 }
 
+/// For the review: the lines the code ran again without, since the numbers
+/// they printed were typed in (empty when there are none).
+pub fn left_out_as_typed_in(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nLeft out of the code above, since the numbers they printed were typed in, not \
+         computed (what they said is not done):\n{}\n",
+        lines.join("\n")
+    )
+}
+
 /// Told when a block that typed in data variables hold (`names`) ran again
 /// without those statements.
 pub fn not_retyped(names: &[String]) -> String {

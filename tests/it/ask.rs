@@ -636,8 +636,9 @@ async fn a_number_typed_into_printed_text_runs_again_without_that_line_before_th
         review.contains("```python\ntop = max(prices)\nprint(top)\n```"),
         "{review}"
     );
+    assert!(review.contains("It printed:\n3.0\n"), "{review}");
     assert!(
-        review.contains("It printed:\n3.0\n") && !review.contains("12.5"),
+        review.contains("(what they said is not done):\nprint('The largest price is 12.5.')"),
         "{review}"
     );
 }

@@ -117,6 +117,7 @@ pub async fn check<E: Effects>(
         review.push_str(&prompts::answer_to_check(answer));
     }
     review.push_str(&prompts::values_to_check(&values));
+    review.push_str(&prompts::left_out_as_typed_in(&state.left_out));
     for dispute in &kept {
         review.push_str(&prompts::kept_against_form_check(dispute));
     }

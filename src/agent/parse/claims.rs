@@ -40,10 +40,21 @@ fn typed_in<'a>(code: &'a str, output: &str) -> Vec<(&'a str, String)> {
         .collect()
 }
 
-/// `code` without the lines that print fixed text holding a decimal nothing
-/// else it printed holds, and `output` without what those lines printed
-/// (None when no line does so).
-pub fn without_typed_in(code: &str, output: &str) -> Option<(String, String)> {
+/// A block without the lines that print fixed text holding a decimal
+/// nothing else it printed holds.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WithoutTypedIn {
+    /// The code without those lines.
+    pub code: String,
+    /// Its output without what they printed.
+    pub output: String,
+    /// The lines left out, as written.
+    pub left_out: Vec<String>,
+}
+
+/// `code` and `output` without the lines that print fixed text holding a
+/// decimal nothing else it printed holds (None when no line does so).
+pub fn without_typed_in(code: &str, output: &str) -> Option<WithoutTypedIn> {
     let typed: Vec<&str> = typed_in(code, output)
         .into_iter()
         .map(|(claim, _)| claim)
@@ -51,17 +62,20 @@ pub fn without_typed_in(code: &str, output: &str) -> Option<(String, String)> {
     if typed.is_empty() {
         return None;
     }
-    let kept_code = code
-        .lines()
-        .filter(|line| !printed_literal(line).is_some_and(|claim| typed.contains(&claim)))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let is_typed = |line: &str| printed_literal(line).is_some_and(|claim| typed.contains(&claim));
+    let kept_code = code.lines().filter(|line| !is_typed(line));
     let kept_output = output
         .lines()
-        .filter(|line| !typed.iter().any(|claim| line.trim() == claim.trim()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    Some((kept_code, kept_output))
+        .filter(|line| !typed.iter().any(|claim| line.trim() == claim.trim()));
+    Some(WithoutTypedIn {
+        code: kept_code.collect::<Vec<_>>().join("\n"),
+        output: kept_output.collect::<Vec<_>>().join("\n"),
+        left_out: code
+            .lines()
+            .filter(|line| is_typed(line))
+            .map(|line| line.trim().to_owned())
+            .collect(),
+    })
 }
 
 /// The text of `print("...")` or `print('...')` when that is the whole line
@@ -184,12 +198,13 @@ mod tests {
         let code = "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')\n\
                     print(\"The largest price is 12.5.\")";
         let output = "price 3.0\nqty 25.0\nStep 2\nThe largest price is 12.5.";
-        let (code, output) = without_typed_in(code, output).unwrap();
+        let without = without_typed_in(code, output).unwrap();
         assert_eq!(
-            code,
+            without.code,
             "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')"
         );
-        assert_eq!(output, "price 3.0\nqty 25.0\nStep 2");
+        assert_eq!(without.output, "price 3.0\nqty 25.0\nStep 2");
+        assert_eq!(without.left_out, ["print(\"The largest price is 12.5.\")"]);
         // Nothing typed in: nothing to leave out.
         assert_eq!(without_typed_in("print(f'{m}')", "3.0"), None);
         assert_eq!(

@@ -141,6 +141,9 @@ pub struct AgentState {
     /// The other solutions sampled for this turn's request, from its answer
     /// until its review compares them with the turn's own.
     pub other_solutions: Option<OtherSolutions>,
+    /// Lines the turn's blocks ran again without (fixed text printing a
+    /// number nothing computed), for the review to know what they said.
+    pub left_out: Vec<String>,
 }
 
 /// Other solutions of a turn's request, sampled beside its answer.
@@ -246,6 +249,7 @@ impl AgentState {
             expected_forms: Vec::new(),
             form_disputes: Vec::new(),
             other_solutions: None,
+            left_out: Vec::new(),
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,

@@ -156,6 +156,7 @@ async fn generate<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
+    state.left_out.clear();
     let system = code_prompt(state, effects).await;
     let answer = settings.write_code(state, effects, system).await?;
     state.truncated = answer.truncated;
@@ -536,25 +537,32 @@ async fn without_retyped_data<E: Effects>(
 /// The turn's blocks again, from the first that printed as fixed text a
 /// number nothing it computed holds (a guess of the result written into a
 /// sentence before any output existed), without the lines that print such
-/// text. Sent back instead, a small model keeps the sentence and its guessed
-/// claims (an `f` before it, or the computed number put in with "the highest
-/// of all columns" left beside it), which the review then passes; run
-/// without them, the review judges what was computed and says the result in
-/// its own words. None when a block is nothing but such lines (the check
-/// sends it back: nothing was computed).
-fn without_typed_in_numbers(state: &AgentState) -> Option<Precheck> {
+/// text (`state.left_out`, which the review is told of). Sent back instead, a
+/// small model keeps the sentence and its guessed claims (an `f` before it,
+/// or the computed number put in with "the highest of all columns" left
+/// beside it), which the review then passes; run without them, the review
+/// judges what was computed. None when a block is nothing but such lines
+/// (the check sends it back: nothing was computed).
+fn without_typed_in_numbers(state: &mut AgentState) -> Option<Precheck> {
     let turn = this_turns_executions(state);
     let (first, number) = turn.iter().enumerate().find_map(|(index, execution)| {
         claims::uncomputed_number(&execution.code, &execution.output).map(|n| (index, n))
     })?;
     let mut blocks = Vec::new();
+    let mut left_out = Vec::new();
     for execution in &turn[first..] {
         match claims::without_typed_in(&execution.code, &execution.output) {
-            Some((code, _)) if code.trim().is_empty() => return None,
-            Some((code, _)) => blocks.push(code),
+            Some(without) if without.code.trim().is_empty() => return None,
+            Some(without) => {
+                blocks.push(without.code);
+                left_out.extend(without.left_out);
+            }
             None => blocks.push(execution.code.clone()),
         }
     }
+    // The review is told what they said: what the request asked of them
+    // (a sentence on the result) is not done by leaving them out.
+    state.left_out = left_out;
     Some(Precheck::Rerun {
         note: prompts::typed_in_left_out(&number),
         code: blocks.join("\n\n"),
