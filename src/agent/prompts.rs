@@ -238,17 +238,17 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
     format!("`{name}` is loaded already: the same code again without reading {file}.")
 }
 
-/// The status line of a block run again without the lines that printed
-/// `number` (and any other) as fixed text that nothing it computed holds.
+/// The status line when the lines that printed `number` (and any other) as
+/// fixed text that nothing computed holds are left out of what is checked.
 pub fn typed_in_left_out(number: &str) -> String {
     format!(
-        "{number} was typed into the printed text, not computed: the same code again without \
-         the lines that print numbers nothing computed."
+        "{number} was typed into the printed text, not computed: the lines that print numbers \
+         nothing computed are left out of what is checked."
     )
 }
 
-/// For the review: the lines the code ran again without, since the numbers
-/// they printed were typed in (empty when there are none).
+/// For the review: the lines left out of the code, since the numbers they
+/// printed were typed in (empty when there are none).
 pub fn left_out_as_typed_in(lines: &[String]) -> String {
     if lines.is_empty() {
         return String::new();

@@ -609,7 +609,7 @@ async fn the_review_reads_the_code_without_its_comments() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_number_typed_into_printed_text_runs_again_without_that_line_before_the_review() {
+async fn a_number_typed_into_printed_text_is_left_out_of_what_the_review_reads() {
     let llm = FakeLlm::start(vec![
         Reply::Answer(
             "```python\ntop = max(prices)\nprint(top)\nprint('The largest price is 12.5.')\n```"
@@ -630,7 +630,8 @@ async fn a_number_typed_into_printed_text_runs_again_without_that_line_before_th
         "{text}"
     );
     assert_eq!(llm.request_count(), 2);
-    // The review reads what the block computed, run again without the guess.
+    // The review reads what the block computed, without the guess, and is
+    // told what the guess said.
     let review = llm.last_prompt();
     assert!(
         review.contains("```python\ntop = max(prices)\nprint(top)\n```"),

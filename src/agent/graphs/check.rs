@@ -67,7 +67,18 @@ pub async fn check<E: Effects>(
         effects.describe(&state.request, &names).await
     };
     let since = work.since.min(state.executions.len());
-    if let Some(verdict) = uncomputed(&state.executions[since..]) {
+    // The work as it is checked: without the lines a graph left out as
+    // typed in (`state.left_out`), which the review is told of.
+    let mut executions = state.executions.clone();
+    if !state.left_out.is_empty() {
+        for execution in &mut executions[since..] {
+            if let Some(without) = claims::without_typed_in(&execution.code, &execution.output) {
+                execution.code = without.code;
+                execution.output = without.output;
+            }
+        }
+    }
+    if let Some(verdict) = uncomputed(&executions[since..]) {
         return Ok(verdict);
     }
     // The result the request writes out for this very data, compared by
@@ -104,7 +115,7 @@ pub async fn check<E: Effects>(
     // The judge reads the code without its comments: a small model's
     // comments restate the request ("# Pearson's skewness" above `.skew()`),
     // and a small judge takes them for what the code does.
-    let reviewed: Vec<Execution> = with_what_it_builds_on(&state.executions, since, &user_names)
+    let reviewed: Vec<Execution> = with_what_it_builds_on(&executions, since, &user_names)
         .into_iter()
         .map(|execution| Execution {
             code: comments::without_comments(&execution.code),

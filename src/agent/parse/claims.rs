@@ -46,12 +46,14 @@ fn typed_in<'a>(code: &'a str, output: &str) -> Vec<(&'a str, String)> {
 pub struct WithoutTypedIn {
     /// The code without those lines.
     pub code: String,
+    /// Its output without what they printed.
+    pub output: String,
     /// The lines left out, as written.
     pub left_out: Vec<String>,
 }
 
-/// `code` without the lines that print fixed text holding a decimal
-/// nothing else it printed (`output`) holds (None when no line does so).
+/// `code` and `output` without the lines that print fixed text holding a
+/// decimal nothing else it printed holds (None when no line does so).
 pub fn without_typed_in(code: &str, output: &str) -> Option<WithoutTypedIn> {
     let typed: Vec<&str> = typed_in(code, output)
         .into_iter()
@@ -62,8 +64,12 @@ pub fn without_typed_in(code: &str, output: &str) -> Option<WithoutTypedIn> {
     }
     let is_typed = |line: &str| printed_literal(line).is_some_and(|claim| typed.contains(&claim));
     let kept_code = code.lines().filter(|line| !is_typed(line));
+    let kept_output = output
+        .lines()
+        .filter(|line| !typed.iter().any(|claim| line.trim() == claim.trim()));
     Some(WithoutTypedIn {
         code: kept_code.collect::<Vec<_>>().join("\n"),
+        output: kept_output.collect::<Vec<_>>().join("\n"),
         left_out: code
             .lines()
             .filter(|line| is_typed(line))
@@ -188,7 +194,7 @@ mod tests {
     }
 
     #[test]
-    fn the_typed_in_lines_leave_the_code() {
+    fn the_typed_in_lines_leave_the_code_and_the_output() {
         let code = "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')\n\
                     print(\"The largest price is 12.5.\")";
         let output = "price 3.0\nqty 25.0\nStep 2\nThe largest price is 12.5.";
@@ -197,6 +203,7 @@ mod tests {
             without.code,
             "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')"
         );
+        assert_eq!(without.output, "price 3.0\nqty 25.0\nStep 2");
         assert_eq!(without.left_out, ["print(\"The largest price is 12.5.\")"]);
         // Nothing typed in: nothing to leave out.
         assert_eq!(without_typed_in("print(f'{m}')", "3.0"), None);

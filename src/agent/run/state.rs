@@ -141,8 +141,9 @@ pub struct AgentState {
     /// The other solutions sampled for this turn's request, from its answer
     /// until its review compares them with the turn's own.
     pub other_solutions: Option<OtherSolutions>,
-    /// Lines the turn's blocks ran again without (fixed text printing a
-    /// number nothing computed), for the review to know what they said.
+    /// Lines of the turn's blocks left out of what is checked (fixed text
+    /// printing a number nothing computed), for the review to know what
+    /// they said.
     pub left_out: Vec<String>,
 }
 

@@ -20,9 +20,9 @@
 //! is not here runs again without that line);
 //! a block that typed in data a variable held (from the request's example
 //! or a printed table), failed or not, runs again on the variable, put
-//! back first ([`crate::agent::parse::retyped`]); one that printed as fixed
-//! text a number nothing it computed holds runs again without those lines
-//! ([`crate::agent::parse::claims`]), so the review judges what it computed;
+//! back first ([`crate::agent::parse::retyped`]); lines that printed as
+//! fixed text a number nothing computed holds are left out of what the
+//! check reads ([`crate::agent::parse::claims`]), the review told of them;
 //! and a turn that only repeats the one before is told so once, then the
 //! run stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
@@ -464,8 +464,11 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     if let Some(rerun) = without_retyped_data(state, effects, false).await {
         return rerun;
     }
-    if let Some(rerun) = without_typed_in_numbers(state) {
-        return rerun;
+    // Lines that printed a guess as fixed text are left out of what is
+    // checked (not run again: the rest of the block may change data).
+    if let Some((number, left_out)) = typed_in_lines(state) {
+        effects.emit(AgentEvent::Status(prompts::typed_in_left_out(&number)));
+        state.left_out = left_out;
     }
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
         return not_done(unmet.reasoning, &unmet.next_action);
@@ -534,39 +537,30 @@ async fn without_retyped_data<E: Effects>(
     Some(Precheck::Rerun { note, code })
 }
 
-/// The turn's blocks again, from the first that printed as fixed text a
-/// number nothing it computed holds (a guess of the result written into a
-/// sentence before any output existed), without the lines that print such
-/// text (`state.left_out`, which the review is told of). Sent back instead, a
-/// small model keeps the sentence and its guessed claims (an `f` before it,
-/// or the computed number put in with "the highest of all columns" left
-/// beside it), which the review then passes; run without them, the review
-/// judges what was computed. None when a block is nothing but such lines
-/// (the check sends it back: nothing was computed).
-fn without_typed_in_numbers(state: &mut AgentState) -> Option<Precheck> {
+/// The lines of the turn's blocks that print as fixed text a number
+/// nothing they computed holds (a guess of the result written into a
+/// sentence before any output existed), with the first such number. The
+/// review judges the blocks without them, told what they said
+/// (`state.left_out`): sent back instead, a small model keeps the sentence
+/// and its guessed claims (an `f` before it, or the computed number put in
+/// with "the highest of all columns" left beside it), which the review then
+/// passes. None when a block is nothing but such lines (the check sends it
+/// back: nothing was computed).
+fn typed_in_lines(state: &AgentState) -> Option<(String, Vec<String>)> {
     let turn = this_turns_executions(state);
-    let (first, number) = turn.iter().enumerate().find_map(|(index, execution)| {
-        claims::uncomputed_number(&execution.code, &execution.output).map(|n| (index, n))
-    })?;
-    let mut blocks = Vec::new();
+    let number = turn
+        .iter()
+        .find_map(|e| claims::uncomputed_number(&e.code, &e.output))?;
     let mut left_out = Vec::new();
-    for execution in &turn[first..] {
-        match claims::without_typed_in(&execution.code, &execution.output) {
-            Some(without) if without.code.trim().is_empty() => return None,
-            Some(without) => {
-                blocks.push(without.code);
-                left_out.extend(without.left_out);
+    for execution in turn {
+        if let Some(without) = claims::without_typed_in(&execution.code, &execution.output) {
+            if without.code.trim().is_empty() {
+                return None;
             }
-            None => blocks.push(execution.code.clone()),
+            left_out.extend(without.left_out);
         }
     }
-    // The review is told what they said: what the request asked of them
-    // (a sentence on the result) is not done by leaving them out.
-    state.left_out = left_out;
-    Some(Precheck::Rerun {
-        note: prompts::typed_in_left_out(&number),
-        code: blocks.join("\n\n"),
-    })
+    Some((number, left_out))
 }
 
 /// The code the last turn ran, for the review.
