@@ -247,16 +247,17 @@ pub fn typed_in_left_out(number: &str) -> String {
     )
 }
 
-/// For the review: the lines left out of the code, since the numbers they
-/// printed were typed in (empty when there are none).
-pub fn left_out_as_typed_in(lines: &[String]) -> String {
-    if lines.is_empty() {
+/// For the review: lines were left out of the code since the `numbers`
+/// they printed were typed in (empty when there are none). What else they
+/// said is not quoted: a small judge repeats a quoted claim in its answer.
+pub fn left_out_as_typed_in(numbers: &[String]) -> String {
+    if numbers.is_empty() {
         return String::new();
     }
     format!(
-        "\nLeft out of the code above, since the numbers they printed were typed in, not \
-         computed (what they said is not done):\n{}\n",
-        lines.join("\n")
+        "\nLeft out of the code above: lines that printed text with numbers typed in, not \
+         computed ({}). What they said is not done.\n",
+        numbers.join(", ")
     )
 }
 

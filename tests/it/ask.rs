@@ -631,7 +631,7 @@ async fn a_number_typed_into_printed_text_is_left_out_of_what_the_review_reads()
     );
     assert_eq!(llm.request_count(), 2);
     // The review reads what the block computed, without the guess, and is
-    // told what the guess said.
+    // told a line typing in 12.5 was left out.
     let review = llm.last_prompt();
     assert!(
         review.contains("```python\ntop = max(prices)\nprint(top)\n```"),
@@ -639,7 +639,7 @@ async fn a_number_typed_into_printed_text_is_left_out_of_what_the_review_reads()
     );
     assert!(review.contains("It printed:\n3.0\n"), "{review}");
     assert!(
-        review.contains("(what they said is not done):\nprint('The largest price is 12.5.')"),
+        review.contains("typed in, not computed (12.5). What they said is not done."),
         "{review}"
     );
 }

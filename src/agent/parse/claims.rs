@@ -48,17 +48,14 @@ pub struct WithoutTypedIn {
     pub code: String,
     /// Its output without what they printed.
     pub output: String,
-    /// The lines left out, as written.
-    pub left_out: Vec<String>,
+    /// The number each left-out line typed in.
+    pub typed_in: Vec<String>,
 }
 
 /// `code` and `output` without the lines that print fixed text holding a
 /// decimal nothing else it printed holds (None when no line does so).
 pub fn without_typed_in(code: &str, output: &str) -> Option<WithoutTypedIn> {
-    let typed: Vec<&str> = typed_in(code, output)
-        .into_iter()
-        .map(|(claim, _)| claim)
-        .collect();
+    let (typed, numbers): (Vec<&str>, Vec<String>) = typed_in(code, output).into_iter().unzip();
     if typed.is_empty() {
         return None;
     }
@@ -70,11 +67,7 @@ pub fn without_typed_in(code: &str, output: &str) -> Option<WithoutTypedIn> {
     Some(WithoutTypedIn {
         code: kept_code.collect::<Vec<_>>().join("\n"),
         output: kept_output.collect::<Vec<_>>().join("\n"),
-        left_out: code
-            .lines()
-            .filter(|line| is_typed(line))
-            .map(|line| line.trim().to_owned())
-            .collect(),
+        typed_in: numbers,
     })
 }
 
@@ -204,7 +197,7 @@ mod tests {
             "top = sales.max(numeric_only=True)\nprint(top)\nprint('Step 2')"
         );
         assert_eq!(without.output, "price 3.0\nqty 25.0\nStep 2");
-        assert_eq!(without.left_out, ["print(\"The largest price is 12.5.\")"]);
+        assert_eq!(without.typed_in, ["12.5"]);
         // Nothing typed in: nothing to leave out.
         assert_eq!(without_typed_in("print(f'{m}')", "3.0"), None);
         assert_eq!(

@@ -141,9 +141,9 @@ pub struct AgentState {
     /// The other solutions sampled for this turn's request, from its answer
     /// until its review compares them with the turn's own.
     pub other_solutions: Option<OtherSolutions>,
-    /// Lines of the turn's blocks left out of what is checked (fixed text
-    /// printing a number nothing computed), for the review to know what
-    /// they said.
+    /// The numbers typed in by lines of the turn's blocks left out of what
+    /// is checked (fixed text printing a number nothing computed), for the
+    /// review to know that what they said is not done.
     pub left_out: Vec<String>,
 }
 

@@ -540,8 +540,9 @@ async fn without_retyped_data<E: Effects>(
 /// The lines of the turn's blocks that print as fixed text a number
 /// nothing they computed holds (a guess of the result written into a
 /// sentence before any output existed), with the first such number. The
-/// review judges the blocks without them, told what they said
-/// (`state.left_out`): sent back instead, a small model keeps the sentence
+/// review judges the blocks without them, told of them and of the numbers
+/// they typed in (`state.left_out`), not of what else they said, which it
+/// would repeat: sent back instead, a small model keeps the sentence
 /// and its guessed claims (an `f` before it, or the computed number put in
 /// with "the highest of all columns" left beside it), which the review then
 /// passes. None when a block is nothing but such lines (the check sends it
@@ -557,7 +558,7 @@ fn typed_in_lines(state: &AgentState) -> Option<(String, Vec<String>)> {
             if without.code.trim().is_empty() {
                 return None;
             }
-            left_out.extend(without.left_out);
+            left_out.extend(without.typed_in);
         }
     }
     Some((number, left_out))
