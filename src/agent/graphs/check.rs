@@ -68,16 +68,10 @@ pub async fn check<E: Effects>(
     };
     let since = work.since.min(state.executions.len());
     // The work as it is checked: without the lines a graph left out as
-    // typed in (`state.left_out`), which the review is told of.
-    let mut executions = state.executions.clone();
-    if !state.left_out.is_empty() {
-        for execution in &mut executions[since..] {
-            if let Some(without) = claims::without_typed_in(&execution.code, &execution.output) {
-                execution.code = without.code;
-                execution.output = without.output;
-            }
-        }
-    }
+    // typed in (`state.left_out`), which the review is told of (a copy
+    // only then).
+    let stripped = (!state.left_out.is_empty()).then(|| without_typed_in(&state.executions, since));
+    let executions = stripped.as_deref().unwrap_or(&state.executions);
     if let Some(verdict) = uncomputed(&executions[since..]) {
         return Ok(verdict);
     }
@@ -115,7 +109,8 @@ pub async fn check<E: Effects>(
     // The judge reads the code without its comments: a small model's
     // comments restate the request ("# Pearson's skewness" above `.skew()`),
     // and a small judge takes them for what the code does.
-    let reviewed: Vec<Execution> = with_what_it_builds_on(&executions, since, &user_names)
+    let executions = stripped.as_deref().unwrap_or(&state.executions);
+    let reviewed: Vec<Execution> = with_what_it_builds_on(executions, since, &user_names)
         .into_iter()
         .map(|execution| Execution {
             code: comments::without_comments(&execution.code),
@@ -190,6 +185,19 @@ async fn as_written<E: Effects>(
         }
     }
     Ok(confirmed)
+}
+
+/// `executions` with the blocks from `since` on without their lines that
+/// print as fixed text a number nothing computed holds.
+fn without_typed_in(executions: &[Execution], since: usize) -> Vec<Execution> {
+    let mut executions = executions.to_vec();
+    for execution in &mut executions[since..] {
+        if let Some(without) = claims::without_typed_in(&execution.code, &execution.output) {
+            execution.code = without.code;
+            execution.output = without.output;
+        }
+    }
+    executions
 }
 
 /// How many blocks from before the work under review it is shown with at

@@ -466,8 +466,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     }
     // Lines that printed a guess as fixed text are left out of what is
     // checked (not run again: the rest of the block may change data).
-    if let Some((number, left_out)) = typed_in_lines(state) {
-        effects.emit(AgentEvent::Status(prompts::typed_in_left_out(&number)));
+    if let Some(left_out) = typed_in_numbers(state) {
+        effects.emit(AgentEvent::Status(prompts::typed_in_left_out(&left_out[0])));
         state.left_out = left_out;
     }
     if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
@@ -537,31 +537,27 @@ async fn without_retyped_data<E: Effects>(
     Some(Precheck::Rerun { note, code })
 }
 
-/// The lines of the turn's blocks that print as fixed text a number
-/// nothing they computed holds (a guess of the result written into a
-/// sentence before any output existed), with the first such number. The
-/// review judges the blocks without them, told of them and of the numbers
-/// they typed in (`state.left_out`), not of what else they said, which it
-/// would repeat: sent back instead, a small model keeps the sentence
-/// and its guessed claims (an `f` before it, or the computed number put in
-/// with "the highest of all columns" left beside it), which the review then
-/// passes. None when a block is nothing but such lines (the check sends it
-/// back: nothing was computed).
-fn typed_in_lines(state: &AgentState) -> Option<(String, Vec<String>)> {
-    let turn = this_turns_executions(state);
-    let number = turn
-        .iter()
-        .find_map(|e| claims::uncomputed_number(&e.code, &e.output))?;
-    let mut left_out = Vec::new();
-    for execution in turn {
+/// The numbers the turn's blocks typed into printed text: lines that print
+/// as fixed text a number nothing they computed holds (a guess of the
+/// result written into a sentence before any output existed), one number a
+/// line, in order. The review judges the blocks without those lines, told
+/// of them and of these numbers (`state.left_out`), not of what else they
+/// said, which it would repeat: sent back instead, a small model keeps the
+/// sentence and its guessed claims (an `f` before it, or the computed number
+/// put in with "the highest of all columns" left beside it), which the
+/// review then passes. None when there are none, or when a block is nothing
+/// but such lines (the check sends it back: nothing was computed).
+fn typed_in_numbers(state: &AgentState) -> Option<Vec<String>> {
+    let mut numbers = Vec::new();
+    for execution in this_turns_executions(state) {
         if let Some(without) = claims::without_typed_in(&execution.code, &execution.output) {
             if without.code.trim().is_empty() {
                 return None;
             }
-            left_out.extend(without.typed_in);
+            numbers.extend(without.typed_in);
         }
     }
-    Some((number, left_out))
+    (!numbers.is_empty()).then_some(numbers)
 }
 
 /// The code the last turn ran, for the review.
