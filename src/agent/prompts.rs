@@ -193,6 +193,11 @@ pub const RECENT_CELL_AGAIN: &str = "Not run again: this block is a cell the use
 it made is in the namespace). Write new code that does what the request asks, using those \
 variables.";
 
+/// Said when a block the guard refused ran again without the lines it
+/// copied from a cell the user ran.
+pub const COPIED_LINES_LEFT_OUT: &str = "The lines copied from a cell the user already ran were \
+left out (what that cell made is in the namespace), and the rest ran.";
+
 /// After a review, its verdict asked for alone (weighed by its tokens'
 /// likeliest choices).
 pub const VERDICT_ALONE: &str = "\n\nYour verdict alone, as JSON: {\"is_complete\": true or false}";

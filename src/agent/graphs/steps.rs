@@ -6,9 +6,9 @@
 use crate::agent::budget;
 use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
-use crate::agent::parse::checks;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::verdict::likelihood_true;
+use crate::agent::parse::{checks, copied};
 use crate::agent::prompts::ReportedCode;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 use crate::agent::{prompts, schemas};
@@ -474,7 +474,7 @@ pub(crate) async fn run_pending<E: Effects>(
     let mut failed = false;
     let mut copied = false;
     for (index, block) in blocks.into_iter().enumerate() {
-        let (turn, code) = (state.turn, block.code);
+        let (turn, mut code) = (state.turn, block.code);
         if index >= shown {
             effects.emit(AgentEvent::Code {
                 turn,
@@ -485,22 +485,43 @@ pub(crate) async fn run_pending<E: Effects>(
         if !enabled {
             continue;
         }
-        copied = checks::copies_a_recent_cell(&code, &state.recent_cells);
+        copied = copied::copies_a_recent_cell(&code, &state.recent_cells);
+        let mut left_out_copy = false;
         let execution = if copied {
             // The user ran it already: running it again would repeat
             // what it did, and do nothing the request asks.
             state.recent_cells_copied += 1;
             Execution::not_run(code.clone(), prompts::RECENT_CELL_AGAIN)
         } else {
-            effects.execute(&code).await?
+            let execution = effects.execute(&code).await?;
+            // Refused for what it copied from a cell the user ran (a file
+            // that cell wrote): the rest runs, on what that cell made.
+            let rest = checks::refused(&execution.output)
+                .then(|| copied::without_copied_lines(&code, &state.recent_cells))
+                .flatten();
+            match rest {
+                Some(rest) => {
+                    effects.emit(AgentEvent::Status(
+                        prompts::COPIED_LINES_LEFT_OUT.to_owned(),
+                    ));
+                    left_out_copy = true;
+                    code = rest;
+                    effects.execute(&code).await?
+                }
+                None => execution,
+            }
         };
         let report = |code| {
-            prompts::execution_report(
+            let report = prompts::execution_report(
                 code,
                 &execution.output,
                 execution.failed,
                 &execution.changes,
-            )
+            );
+            match left_out_copy {
+                true => format!("{}\n{report}", prompts::COPIED_LINES_LEFT_OUT),
+                false => report,
+            }
         };
         reports.push(report(ReportedCode::Written(&code)));
         below_answer.push(report(ReportedCode::Above { index, of }));

@@ -564,26 +564,6 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
         .map(|(_, hint)| *hint)
 }
 
-/// Whether `code` is one of the user's `recent_cells` sent again: every
-/// line of it (two at least; blank lines and comments aside, which change
-/// nothing that runs) is a line of the same cell. Code that changes any
-/// line of a cell is new code.
-pub fn copies_a_recent_cell(code: &str, recent_cells: &[String]) -> bool {
-    let statements = |text: &str| -> Vec<String> {
-        text.lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .map(str::to_owned)
-            .collect()
-    };
-    let lines = statements(code);
-    lines.len() >= 2
-        && recent_cells.iter().any(|cell| {
-            let cell = statements(cell);
-            lines.iter().all(|line| cell.contains(line))
-        })
-}
-
 /// Whether a block's output says it was not run (the guard's refusal, the
 /// user's no), which the kernel words so.
 pub fn refused(output: &str) -> bool {
@@ -782,33 +762,6 @@ mod tests {
         let fixed = [nan[0].clone(), ran(&["m: float = 3.75 (changed)"])];
         assert_eq!(empty_value(&fixed, "m"), None);
         assert_eq!(empty_value(&nan, "other"), None);
-    }
-
-    #[test]
-    fn a_recent_cell_sent_again_is_known_and_a_changed_one_is_not() {
-        let cells = ["import pandas as pd\n\ndf = pd.read_csv('a.csv')\ndf.head()".to_owned()];
-        // Whole, or a part of it, indented or spaced otherwise.
-        assert!(copies_a_recent_cell(
-            "df = pd.read_csv('a.csv')\n\n    df.head()\n",
-            &cells
-        ));
-        // One line changed or added is new code; one line alone is too little to tell.
-        assert!(!copies_a_recent_cell(
-            "df = pd.read_csv('b.csv')\ndf.head()",
-            &cells
-        ));
-        assert!(!copies_a_recent_cell(
-            "df = pd.read_csv('a.csv')\ndf.head()\nprint(df.shape)",
-            &cells
-        ));
-        assert!(!copies_a_recent_cell("df.head()", &cells));
-        assert!(!copies_a_recent_cell("df = 1\ndf.head()", &[]));
-        // Comments change nothing that runs: with them added, still a copy.
-        assert!(copies_a_recent_cell(
-            "# Load the data\ndf = pd.read_csv('a.csv')\n# Look at it\ndf.head()",
-            &cells
-        ));
-        assert!(!copies_a_recent_cell("# one\n# two\ndf.head()", &cells));
     }
 
     #[test]

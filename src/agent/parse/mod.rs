@@ -17,6 +17,7 @@ pub mod checks;
 pub mod claims;
 pub mod code;
 pub mod comments;
+pub mod copied;
 pub mod figure;
 pub mod form;
 pub mod in_place;

@@ -541,10 +541,14 @@ def _skill_dirs():
     return [os.path.join(config, "mahtab", "skills"), os.path.join(os.getcwd(), ".mahtab", "skills")]
 
 
-def skills():
+def skills(name=None, args=None):
     """The available skills: name -> description (the file's first line).
     A project's ``.mahtab/skills/`` overrides the user's
-    ``~/.config/mahtab/skills/`` for the same name."""
+    ``~/.config/mahtab/skills/`` for the same name. Given a ``name``, the
+    instructions of that skill, as ``skill(name, args)`` gives them: models
+    reach for the list's name to load one."""
+    if name is not None:
+        return skill(name, args)
     found = {}
     for directory in _skill_dirs():
         try:

@@ -446,6 +446,57 @@ fn a_cell_the_user_ran_sent_again_is_not_run_and_leaves_the_prompt() {
 }
 
 #[test]
+fn a_refused_block_runs_again_without_what_it_copied_from_a_cell_the_user_ran() {
+    // The guard refuses writing the note again; the rest runs on what the
+    // user's cell made.
+    fn guarded(code: &str) -> Execution {
+        match code.contains("write_text") {
+            true => Execution {
+                output: "Not run: this code would delete or overwrite files".into(),
+                ..ok(code)
+            },
+            false => ok(code),
+        }
+    }
+    let cell = "from pathlib import Path\nnote = Path('notes.md')\nnote.write_text('hi')\n\
+                print('saved')";
+    let answer = "```python\nnote = Path('notes.md')\nnote.write_text('hi')\nprint('saved')\n\
+                  print(len(note.read_text()))\n```";
+    let mut script = Script::new(&[answer, DONE], guarded);
+    let mut state = AgentState::new("count the characters of the note", Vec::new(), 5);
+    state.recent_cells = vec![cell.to_owned()];
+    run(&mut script, &mut state, settings());
+    let whole = "note = Path('notes.md')\nnote.write_text('hi')\nprint('saved')\n\
+                 print(len(note.read_text()))";
+    assert_eq!(script.executed, [whole, "print(len(note.read_text()))"]);
+    // The review reads what ran; the user and the model are told why.
+    let review = latest(&script.requests[1]);
+    assert!(
+        review.contains("```python\nprint(len(note.read_text()))\n```"),
+        "{review}"
+    );
+    assert!(!review.contains("write_text"), "{review}");
+    assert!(
+        script
+            .events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Status(s) if s == prompts::COPIED_LINES_LEFT_OUT))
+    );
+    let told = state
+        .conversation
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .unwrap();
+    assert!(
+        told.content.starts_with(prompts::COPIED_LINES_LEFT_OUT),
+        "{}",
+        told.content
+    );
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn a_first_copy_uses_no_turn_and_a_second_ends_the_run_at_the_turn_limit() {
     let cell = "x = 1\nprint(x)";
     let copy = "```python\nx = 1\nprint(x)\n```";
