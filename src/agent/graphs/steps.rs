@@ -518,9 +518,10 @@ pub(crate) async fn run_pending<E: Effects>(
                 execution.failed,
                 &execution.changes,
             );
-            match left_out_copy {
-                true => format!("{}\n{report}", prompts::COPIED_LINES_LEFT_OUT),
-                false => report,
+            if left_out_copy {
+                format!("{}\n{report}", prompts::COPIED_LINES_LEFT_OUT)
+            } else {
+                report
             }
         };
         reports.push(report(ReportedCode::Written(&code)));

@@ -450,12 +450,13 @@ fn a_refused_block_runs_again_without_what_it_copied_from_a_cell_the_user_ran() 
     // The guard refuses writing the note again; the rest runs on what the
     // user's cell made.
     fn guarded(code: &str) -> Execution {
-        match code.contains("write_text") {
-            true => Execution {
+        if code.contains("write_text") {
+            Execution {
                 output: "Not run: this code would delete or overwrite files".into(),
                 ..ok(code)
-            },
-            false => ok(code),
+            }
+        } else {
+            ok(code)
         }
     }
     let cell = "from pathlib import Path\nnote = Path('notes.md')\nnote.write_text('hi')\n\
