@@ -243,6 +243,24 @@ pub fn not_reloaded(name: &str, file: &str) -> String {
     format!("`{name}` is loaded already: the same code again without reading {file}.")
 }
 
+/// The next step after a block failed on a library that is not installed
+/// (`hint`: what the failure means), with what computes each of its calls
+/// into that `package` without it (`calls`).
+pub fn without_library(hint: &str, package: &str, calls: &str) -> String {
+    format!(
+        "fix the cause of the error ({hint}) and run the corrected code. Without {package}: {calls}"
+    )
+}
+
+/// What a `NameError` on `name` means when `name` came from `package`,
+/// which an earlier block found not installed.
+pub fn name_from_missing_library(name: &str, package: &str) -> String {
+    format!(
+        "`{name}` came from {package}, which is not installed here: do it with what is \
+         (pandas, numpy, the standard library)"
+    )
+}
+
 /// The status line when the lines that printed `number` (and any other) as
 /// fixed text that nothing computed holds are left out of what is checked.
 pub fn typed_in_left_out(number: &str) -> String {
@@ -480,15 +498,26 @@ pub fn answer_to_check(answer: &str) -> String {
 /// The values a request names, as they are now, for the review to check
 /// against it (empty when it names none).
 pub fn values_to_check(values: &[KeyInformation]) -> String {
+    described_under("The values the request names, as they are now:", values)
+}
+
+/// `values`' descriptions under `heading` (empty when there are none).
+fn described_under(heading: &str, values: &[KeyInformation]) -> String {
     if values.is_empty() {
         return String::new();
     }
-    let mut text = "\nThe values the request names, as they are now:\n".to_owned();
+    let mut text = format!("\n{heading}\n");
     for (_, description) in values {
         text.push_str(description.trim_end());
         text.push('\n');
     }
     text
+}
+
+/// The user's variables the code changed, as they are now, for the review
+/// of a request that names no value (empty when there are none).
+pub fn changed_values_to_check(values: &[KeyInformation]) -> String {
+    described_under("The variables the code changed, as they are now:", values)
 }
 
 /// A value the code kept as it was after a check of its form sent it back,

@@ -123,6 +123,17 @@ pub async fn check<E: Effects>(
         review.push_str(&prompts::answer_to_check(answer));
     }
     review.push_str(&prompts::values_to_check(&values));
+    // A request that names no value ("add a column to sales") is judged on
+    // the user's variables the code changed, as they are now: a change
+    // line alone ("4x3 -> 4x4") shows no values, and the review sends right
+    // work back to have them printed.
+    if values.is_empty() && !work.failed {
+        let changed = changed_user_values(&reviewed, &user_names);
+        if !changed.is_empty() {
+            let described = effects.describe(&state.request, &changed).await;
+            review.push_str(&prompts::changed_values_to_check(&described));
+        }
+    }
     review.push_str(&prompts::left_out_as_typed_in(&state.left_out));
     for dispute in &kept {
         review.push_str(&prompts::kept_against_form_check(dispute));
@@ -244,6 +255,27 @@ fn with_what_it_builds_on<'a>(
     reviewed
 }
 
+/// How many changed variables of the user's a review is shown.
+const CHANGED_SHOWN: usize = 2;
+
+/// The user's variables (`user_names`: theirs when the run began) that the
+/// `executions` changed, as their change lines say (`sales: DataFrame 4x3
+/// ... -> DataFrame 4x4 ... (changed)`), the last changed first.
+fn changed_user_values(executions: &[&Execution], user_names: &[String]) -> Vec<String> {
+    let mut changed: Vec<String> = Vec::new();
+    for line in executions.iter().rev().flat_map(|e| e.changes.iter().rev()) {
+        let Some((name, _)) = line.split_once(": ") else {
+            continue;
+        };
+        let theirs = user_names.iter().any(|user| user == name);
+        if theirs && line.ends_with("(changed)") && !changed.iter().any(|c| c == name) {
+            changed.push(name.to_owned());
+        }
+    }
+    changed.truncate(CHANGED_SHOWN);
+    changed
+}
+
 /// Not done when the code made a table or array whose every value is
 /// missing, counted a boolean mask with `len()`, or printed, as fixed text,
 /// a number nothing it computed holds: a placeholder, a count of every row
@@ -251,8 +283,21 @@ fn with_what_it_builds_on<'a>(
 /// request has passed.
 fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
     if let Some(name) = checks::hollow_values(executions).first() {
+        let hollow =
+            format!("every value in `{name}` is missing (None or NaN): it holds no result");
+        // Told only that, a small model sends the same selection again.
+        if let Some(table) = checks::empty_tables(executions).first() {
+            return Some(Verdict::not_done(
+                format!("{hollow}; `{table}` has no rows: what selected them matched nothing"),
+                format!(
+                    "print the values the selection of `{table}` compares against (such as the \
+                     column's .unique()) and select with values that are there; if no rows is \
+                     the right answer, say so"
+                ),
+            ));
+        }
         return Some(Verdict::not_done(
-            format!("every value in `{name}` is missing (None or NaN): it holds no result"),
+            hollow,
             format!(
                 "compute real values for `{name}`; a placeholder such as None returned where \
                  something failed is not a result"
@@ -495,6 +540,37 @@ mod tests {
             codes(with_what_it_builds_on(&executions, 3, &users)).len(),
             1
         );
+    }
+
+    #[test]
+    fn a_missing_result_of_a_selection_that_matched_nothing_says_so() {
+        // The change lines of a recorded development run: a category the
+        // data does not hold, so quartiles of no rows.
+        let lines = [
+            "Q1: float64 shape () dtype float64 = np.float64(nan), every value missing (new)",
+            "assault_df: DataFrame 0x8, columns Date, Offense, Age, Category (new)",
+            "df: DataFrame 8638x8, columns Date, Offense, Age, Category (new)",
+        ];
+        let verdict = uncomputed(&[ran("", &lines, 0)]).unwrap();
+        assert!(!verdict.is_complete);
+        assert!(
+            verdict.reasoning.contains("`assault_df` has no rows"),
+            "{}",
+            verdict.reasoning
+        );
+        assert!(
+            verdict.next_action.contains(".unique()"),
+            "{}",
+            verdict.next_action
+        );
+        // With rows everywhere, the placeholder is what is said.
+        let verdict = uncomputed(&[ran("", &[lines[0], lines[2]], 0)]).unwrap();
+        assert!(
+            !verdict.reasoning.contains("no rows"),
+            "{}",
+            verdict.reasoning
+        );
+        assert!(verdict.next_action.contains("placeholder"));
     }
 
     #[test]

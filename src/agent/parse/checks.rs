@@ -282,6 +282,24 @@ pub fn hollow_values(executions: &[Execution]) -> Vec<&str> {
     names
 }
 
+/// The tables and series the change lines of `executions` say have no
+/// rows (`picked: DataFrame 0x8, columns ... (new)`): most often a
+/// selection that matched nothing, which leaves what is computed from it
+/// missing.
+pub fn empty_tables(executions: &[Execution]) -> Vec<&str> {
+    let mut names: Vec<&str> = executions
+        .iter()
+        .flat_map(|e| e.changes.iter())
+        .filter_map(|line| line.split_once(": "))
+        .filter(|(_, described)| {
+            described.starts_with("DataFrame 0x") || described.starts_with("Series shape (0,)")
+        })
+        .map(|(name, _)| name)
+        .collect();
+    names.dedup();
+    names
+}
+
 /// What `name` was last set to, when that is no result at all: `"NaN"`
 /// (missing values not skipped) or `"None"` (the result of a method that
 /// changes in place), read from the change lines (`n: float = nan (new)`).
@@ -400,12 +418,22 @@ pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
     error_hint(error).map(Cow::Borrowed)
 }
 
+/// The name a `NameError` line says is not defined.
+pub fn undefined_name(error_line: &str) -> Option<&str> {
+    Some(
+        error_line
+            .strip_prefix("NameError: name '")?
+            .split_once('\'')?
+            .0,
+    )
+}
+
 /// The name a failed block put items into (`answers['mean'] = ...`,
 /// `rows.append(...)`) before anything made it, from its `NameError`: a
 /// small model told to store results in a dict often fills one it never
 /// created, and "define the name" alone does not tell it how.
 fn filled_before_made<'a>(output: &'a str, error: &'a str) -> Option<&'a str> {
-    let name = error.strip_prefix("NameError: name '")?.split_once('\'')?.0;
+    let name = undefined_name(error)?;
     let filled = |line: &str| {
         let Some(rest) = line.trim().strip_prefix(name) else {
             return false;

@@ -29,5 +29,6 @@ pub mod reads;
 pub mod repetition;
 pub mod respell;
 pub mod retyped;
+pub mod stand_ins;
 pub mod triage;
 pub mod verdict;

@@ -44,7 +44,7 @@ use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
-use crate::agent::parse::{checks, claims};
+use crate::agent::parse::{checks, claims, stand_ins};
 use crate::agent::prompts;
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
@@ -445,9 +445,26 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         }
         // A file or module nobody asked for was the model's guess: not a
         // sign that the request cannot be done.
+        // Told only that, a small model drops the import and keeps the call:
+        // shown what computes each call with what is installed.
+        let earlier = state.executions[..state.executions.len() - 1]
+            .iter()
+            .rev()
+            .map(|e| e.output.as_str());
+        let instead = stand_ins::written_instead(&failed.code, &error, earlier);
         let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
         if let Some(hint) = checks::not_asked_for(&error, &asked) {
-            let next = format!("fix the cause of the error ({hint}) and run the corrected code");
+            let next = match &instead {
+                Some(instead) => prompts::without_library(&hint, instead.package, &instead.calls),
+                None => format!("fix the cause of the error ({hint}) and run the corrected code"),
+            };
+            return not_done(format!("the code failed ({error})"), &next);
+        }
+        if let Some(instead) = &instead
+            && let Some(name) = checks::undefined_name(&error)
+        {
+            let hint = prompts::name_from_missing_library(name, instead.package);
+            let next = prompts::without_library(&hint, instead.package, &instead.calls);
             return not_done(format!("the code failed ({error})"), &next);
         }
         if checks::may_be_unfixable(&error) {

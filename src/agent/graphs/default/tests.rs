@@ -393,6 +393,71 @@ fn a_file_the_request_never_named_is_the_models_guess_and_goes_back_to_it() {
 }
 
 #[test]
+fn a_library_that_is_not_installed_goes_back_with_what_computes_its_calls() {
+    // As the local model wrote it: scipy's z-score, then the call without
+    // the import, then pandas.
+    let scipy = "from scipy import stats\nz = stats.zscore(df['charges'])";
+    let dropped = "z = stats.zscore(df['charges'])";
+    let pandas = "z = (df['charges'] - df['charges'].mean()) / df['charges'].std(ddof=0)";
+    let mut script = Script::new(
+        &[
+            "```python\nfrom scipy import stats\nz = stats.zscore(df['charges'])\n```",
+            "```python\nz = stats.zscore(df['charges'])\n```",
+            "```python\nz = (df['charges'] - df['charges'].mean()) / df['charges'].std(ddof=0)\n```",
+            ONE_VALUE,
+            DONE,
+        ],
+        |code| {
+            let error = if code.contains("import stats") {
+                "ModuleNotFoundError: No module named 'scipy'"
+            } else if code.contains("stats.") {
+                "NameError: name 'stats' is not defined"
+            } else {
+                return ok(code);
+            };
+            Execution {
+                output: format!("Traceback (most recent call last):\n{error}"),
+                failed: true,
+                ..ok(code)
+            }
+        },
+    );
+    let mut state = AgentState::new("the z-scores of df's charges, in z", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    let stand_in = "Without scipy: `zscore(x)` is `(x - x.mean()) / x.std(ddof=0)`";
+    let told = latest(&script.requests[1]);
+    assert!(told.contains("scipy is not installed here"), "{told}");
+    assert!(told.contains(stand_in), "{told}");
+    // The import dropped and the call kept: the name is scipy's.
+    let told = latest(&script.requests[2]);
+    assert!(told.contains("`stats` came from scipy"), "{told}");
+    assert!(told.contains(stand_in), "{told}");
+    assert_eq!(script.executed, [scipy, dropped, pandas]);
+}
+
+#[test]
+fn a_request_that_names_no_value_is_reviewed_on_the_users_variables_it_changed() {
+    // `x` is the user's (the scripted namespace); the block changes it.
+    let mut script = Script::new(&["```python\nx = x * 2\n```", DONE], |code| Execution {
+        changes: vec![
+            "doubled: int = 2 (new)".into(),
+            "x: int = 1 -> int = 2 (changed)".into(),
+        ],
+        ..ok(code)
+    });
+    let mut state = AgentState::new("double x", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    // Described as it is now, for the review; what the run made itself is not.
+    assert_eq!(script.described, [vec!["x".to_owned()]]);
+    let review = latest(script.requests.last().unwrap());
+    assert!(
+        review.contains("The variables the code changed, as they are now:\nx: list"),
+        "{review}"
+    );
+}
+
+#[test]
 fn a_claim_without_code_after_an_unfinished_turn_is_sent_back_once() {
     let mut script = Script::new(
         &[
