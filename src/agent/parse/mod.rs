@@ -3,8 +3,9 @@
 //! planner's action, the triage's answers, the cheap checks on a
 //! request and a turn's outcome, whether a request asks for a figure, a
 //! key respelled as the data spells it, data a variable holds typed into a
-//! block again, and
-//! numbers a block printed as fixed text rather than computed, and
+//! block again,
+//! numbers a block printed as fixed text rather than computed, what
+//! pandas and numpy write for a call into a library that is not installed, and
 //! well-known mistakes such as `len()` of a boolean mask, the names a
 //! block binds only as a loop's or a `with`'s variable, the names it reads
 //! from code that ran before it, a block without its comments, and an answer that
