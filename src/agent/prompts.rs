@@ -261,6 +261,15 @@ pub fn name_from_missing_library(name: &str, package: &str) -> String {
     )
 }
 
+/// The status line of a block run again without `import`, which imports
+/// a library that is not installed and that nothing in the block uses.
+pub fn unused_import_left_out(import: &str) -> String {
+    format!(
+        "`{import}` imports what nothing in the block uses, from a library that is not \
+         installed: the same code again without it."
+    )
+}
+
 /// The status line when the lines that printed `number` (and any other) as
 /// fixed text that nothing computed holds are left out of what is checked.
 pub fn typed_in_left_out(number: &str) -> String {

@@ -259,8 +259,9 @@ fn with_what_it_builds_on<'a>(
 const CHANGED_SHOWN: usize = 2;
 
 /// The user's variables (`user_names`: theirs when the run began) that the
-/// `executions` changed, as their change lines say (`sales: DataFrame 4x3
-/// ... -> DataFrame 4x4 ... (changed)`), the last changed first.
+/// `executions` rebound or changed in place, as their change lines say
+/// (`sales: DataFrame 4x4, columns ... (changed in place)`), the last
+/// changed first.
 fn changed_user_values(executions: &[&Execution], user_names: &[String]) -> Vec<String> {
     let mut changed: Vec<String> = Vec::new();
     for line in executions.iter().rev().flat_map(|e| e.changes.iter().rev()) {
@@ -268,7 +269,8 @@ fn changed_user_values(executions: &[&Execution], user_names: &[String]) -> Vec<
             continue;
         };
         let theirs = user_names.iter().any(|user| user == name);
-        if theirs && line.ends_with("(changed)") && !changed.iter().any(|c| c == name) {
+        let rebound = line.ends_with("(changed)") || line.ends_with("(changed in place)");
+        if theirs && rebound && !changed.iter().any(|c| c == name) {
             changed.push(name.to_owned());
         }
     }
@@ -286,13 +288,17 @@ fn uncomputed(executions: &[Execution]) -> Option<Verdict> {
         let hollow =
             format!("every value in `{name}` is missing (None or NaN): it holds no result");
         // Told only that, a small model sends the same selection again.
-        if let Some(table) = checks::empty_tables(executions).first() {
+        if let Some(empty) = checks::empty_selection(executions) {
+            let (table, line) = (empty.table, empty.line);
+            let values = match empty.column {
+                Some(column) => format!("print({column}.unique())"),
+                None => "print the values it compares against".to_owned(),
+            };
             return Some(Verdict::not_done(
-                format!("{hollow}; `{table}` has no rows: what selected them matched nothing"),
+                format!("{hollow}; `{table}` has no rows: `{line}` matched nothing"),
                 format!(
-                    "print the values the selection of `{table}` compares against (such as the \
-                     column's .unique()) and select with values that are there; if no rows is \
-                     the right answer, say so"
+                    "{values} to see what is there, and select with values that are; if no \
+                     rows is the right answer, say so"
                 ),
             ));
         }
@@ -551,10 +557,19 @@ mod tests {
             "assault_df: DataFrame 0x8, columns Date, Offense, Age, Category (new)",
             "df: DataFrame 8638x8, columns Date, Offense, Age, Category (new)",
         ];
-        let verdict = uncomputed(&[ran("", &lines, 0)]).unwrap();
+        let selected = Execution {
+            code: "assault_df = df[df['Category'] == 'Assault']\n\
+                   Q1 = assault_df['Age'].quantile(0.25)"
+                .into(),
+            ..ran("", &lines, 0)
+        };
+        let verdict = uncomputed(&[selected]).unwrap();
         assert!(!verdict.is_complete);
         assert!(
-            verdict.reasoning.contains("`assault_df` has no rows"),
+            verdict.reasoning.contains(
+                "`assault_df` has no rows: `assault_df = df[df['Category'] == 'Assault']` matched \
+                 nothing"
+            ),
             "{}",
             verdict.reasoning
         );

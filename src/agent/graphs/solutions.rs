@@ -40,7 +40,7 @@ pub(super) fn names_to_compare(
     let mentioned: Vec<String> = blocks
         .iter()
         .flat_map(|b| assigned_names(&b.code))
-        .filter(|name| mentions(&state.request, name))
+        .filter(|name| checks::mentions(&state.request, name))
         .fold(Vec::new(), |mut names, name| {
             if !names.contains(&name) {
                 names.push(name);
@@ -60,16 +60,6 @@ fn assigned_names(code: &str) -> impl Iterator<Item = String> + '_ {
             && checks::is_identifier(name)
             && !name.starts_with('_');
         (plain && !rest.starts_with('=')).then(|| name.to_owned())
-    })
-}
-
-/// Whether `text` mentions `name` as a word of its own.
-fn mentions(text: &str, name: &str) -> bool {
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
-        !before.is_some_and(word) && !after.is_some_and(word)
     })
 }
 

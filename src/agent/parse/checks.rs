@@ -282,12 +282,24 @@ pub fn hollow_values(executions: &[Execution]) -> Vec<&str> {
     names
 }
 
-/// The tables and series the change lines of `executions` say have no
-/// rows (`picked: DataFrame 0x8, columns ... (new)`): most often a
-/// selection that matched nothing, which leaves what is computed from it
-/// missing.
-pub fn empty_tables(executions: &[Execution]) -> Vec<&str> {
-    let mut names: Vec<&str> = executions
+/// A table the code made that has no rows, and the line that made it.
+#[derive(Debug, PartialEq)]
+pub struct EmptySelection<'a> {
+    /// The table (or series) with no rows.
+    pub table: &'a str,
+    /// The statement that assigned it (`picked = df[df['Kind'] == 'x']`).
+    pub line: &'a str,
+    /// The first column that statement reads (`df['Kind']`), whose values
+    /// are what a selection compares against.
+    pub column: Option<&'a str>,
+}
+
+/// The first table or series, in the order the code assigns them, that the
+/// change lines of `executions` say has no rows (`picked: DataFrame 0x8,
+/// columns ... (new)`): most often a selection that matched nothing, which
+/// leaves what is computed from it missing.
+pub fn empty_selection(executions: &[Execution]) -> Option<EmptySelection<'_>> {
+    let empty: Vec<&str> = executions
         .iter()
         .flat_map(|e| e.changes.iter())
         .filter_map(|line| line.split_once(": "))
@@ -296,8 +308,39 @@ pub fn empty_tables(executions: &[Execution]) -> Vec<&str> {
         })
         .map(|(name, _)| name)
         .collect();
-    names.dedup();
-    names
+    executions
+        .iter()
+        .flat_map(|e| e.code.lines())
+        .find_map(|line| {
+            let (target, value) = line.split_once('=')?;
+            let table = empty.iter().find(|name| target.trim() == **name)?;
+            Some(EmptySelection {
+                table,
+                line: line.trim(),
+                column: first_column_read(value),
+            })
+        })
+}
+
+/// The first `name['column']` (or `"column"`) in `code`.
+fn first_column_read(code: &str) -> Option<&str> {
+    let part = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices('[').find_map(|(at, _)| {
+        let name_start = code[..at]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !part(*c))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        if name_start == at {
+            return None;
+        }
+        let rest = &code[at + 1..];
+        let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+        let close = rest[1..].find(quote)? + 1;
+        rest[close + 1..]
+            .starts_with(']')
+            .then(|| &code[name_start..at + 1 + close + 2])
+    })
 }
 
 /// What `name` was last set to, when that is no result at all: `"NaN"`
@@ -416,6 +459,17 @@ pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
         )));
     }
     error_hint(error).map(Cow::Borrowed)
+}
+
+/// Whether `text` mentions `name` as a word of its own (not inside a
+/// longer name).
+pub fn mentions(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
 }
 
 /// The name a `NameError` line says is not defined.
@@ -710,6 +764,40 @@ pub fn may_be_unfixable(error_line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_table_is_named_with_the_line_and_column_that_selected_it() {
+        let block = |code: &str, changes: &[&str]| Execution {
+            code: code.into(),
+            output: String::new(),
+            shown: None,
+            failed: false,
+            finished: true,
+            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+            rich_outputs: 0,
+            images: Vec::new(),
+        };
+        // Recorded: the change lines list names in the namespace's order,
+        // the code assigns the selection first.
+        let code = "assault_df = df[df['Category'] == 'Assault']\n\
+                    q1 = assault_df['Age'].quantile(0.25)\n\
+                    outliers = assault_df[assault_df[\"Age\"] < q1]";
+        let changes = [
+            "outliers: DataFrame 0x8, columns Date, Age, Category (new)",
+            "assault_df: DataFrame 0x8, columns Date, Age, Category (new)",
+            "df: DataFrame 8638x8, columns Date, Age, Category (new)",
+        ];
+        let ran = [block(code, &changes)];
+        let found = empty_selection(&ran).unwrap();
+        assert_eq!(found.table, "assault_df");
+        assert_eq!(found.line, "assault_df = df[df['Category'] == 'Assault']");
+        assert_eq!(found.column, Some("df['Category']"));
+        assert_eq!(first_column_read(" x[x[\"Age\"] < 3]"), Some("x[\"Age\"]"));
+        assert_eq!(first_column_read(" x[0]"), None);
+        assert_eq!(first_column_read("→x['é']"), Some("x['é']"));
+        // Tables with rows: none.
+        assert_eq!(empty_selection(&[block(code, &changes[2..])]), None);
+    }
 
     #[test]
     fn the_failed_line_is_the_top_level_statements() {

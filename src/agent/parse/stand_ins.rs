@@ -1,11 +1,15 @@
-//! What pandas and numpy write for a call into a library that is not
-//! installed. A small model reaches for `scipy.stats.zscore` or sklearn's
-//! `MinMaxScaler`; told only that scipy is not there, it drops the import
-//! and keeps the call (`NameError: name 'stats' is not defined`), then
-//! imports it again, turn after turn. Shown the expression that computes
-//! the same value with what is installed (the library's defaults kept:
-//! scipy's `zscore` and `skew` divide by n, pandas' `std` and `skew` do
-//! not), it writes that instead.
+//! A library that is not installed: what pandas and numpy write for its
+//! calls, and its imports that nothing uses. A small model reaches for
+//! `scipy.stats.zscore` or sklearn's `MinMaxScaler`; told only that scipy
+//! is not there, it drops the import and keeps the call (`NameError: name
+//! 'stats' is not defined`), then imports it again, turn after turn. Shown
+//! the expression that computes the same value with what is installed (the
+//! library's defaults kept: scipy's `zscore` and `skew` divide by n,
+//! pandas' `std` and `skew` do not), it writes that instead, and then at
+//! times puts the import back over code that no longer calls it: that
+//! block runs again without it.
+
+use super::checks;
 
 /// One call and what computes the same value without its library.
 struct StandIn {
@@ -191,7 +195,7 @@ pub fn written_instead<'a>(
         let package = missing_package(error_line)?;
         (package, bound_from(code, package))
     } else {
-        let name = super::checks::undefined_name(error_line)?;
+        let name = checks::undefined_name(error_line)?;
         let package = earlier.find_map(|output| missing_package(error_line_of(output)))?;
         (package, vec![name])
     };
@@ -217,6 +221,53 @@ pub struct WrittenInstead {
     pub package: &'static str,
     /// Each call the block makes into it, and what computes the same.
     pub calls: String,
+}
+
+/// `code`, which failed with `error_line` (a `ModuleNotFoundError`),
+/// without its imports of the missing package whose names nothing else in
+/// it uses, and the first such import; None when an import of it is used
+/// (or shares its line with another package's).
+pub fn without_unused_import(code: &str, error_line: &str) -> Option<(String, String)> {
+    if !error_line.starts_with("ModuleNotFoundError:") {
+        return None;
+    }
+    let package = missing_package(error_line)?;
+    let lines: Vec<&str> = code.lines().collect();
+    let mut dropped = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let bound = bound_from(line, package);
+        if bound.is_empty() {
+            continue;
+        }
+        let used = lines.iter().enumerate().any(|(other, text)| {
+            other != index && bound.iter().any(|name| checks::mentions(text, name))
+        });
+        if used || !imports_only(line, package) {
+            return None;
+        }
+        dropped.push(index);
+    }
+    let first = lines[*dropped.first()?].trim().to_owned();
+    let kept: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| !dropped.contains(index))
+        .map(|(_, line)| *line)
+        .collect();
+    Some((kept.join("\n"), first))
+}
+
+/// Whether an import `line` imports from `package` alone (not `import
+/// numpy as np, scipy`).
+fn imports_only(line: &str, package: &str) -> bool {
+    let line = line.trim();
+    if line.starts_with("from ") {
+        return true;
+    }
+    line.strip_prefix("import ").is_some_and(|rest| {
+        rest.split(',')
+            .all(|module| module.trim().split('.').next() == Some(package))
+    })
 }
 
 /// The top-level package a `No module named 'scipy.stats'` line names.
@@ -303,8 +354,10 @@ fn calls<'a>(code: &'a str, call: &'a str) -> impl Iterator<Item = Option<&'a st
             Some('.') => {
                 let path_end = before.len() - 1;
                 let path_start = before[..path_end]
-                    .rfind(|c: char| !part(c) && c != '.')
-                    .map_or(0, |i| i + 1);
+                    .char_indices()
+                    .rev()
+                    .find(|(_, c)| !part(*c) && *c != '.')
+                    .map_or(0, |(i, c)| i + c.len_utf8());
                 Some(Some(&before[path_start..path_end]))
             }
             Some(c) if part(c) => None,
@@ -396,8 +449,39 @@ mod tests {
     }
 
     #[test]
+    fn an_import_nothing_uses_is_dropped_and_one_in_use_is_kept() {
+        // Recorded: z-scores computed with pandas, scipy imported again.
+        let code = "import pandas as pd\nfrom scipy import stats\n\
+                    z = (x - x.mean()) / x.std(ddof=0)\nprint(z)";
+        let (without, import) = without_unused_import(code, FAILED_IMPORT).unwrap();
+        assert_eq!(
+            without,
+            "import pandas as pd\nz = (x - x.mean()) / x.std(ddof=0)\nprint(z)"
+        );
+        assert_eq!(import, "from scipy import stats");
+        // `stats` is called: the import is the failure to fix, not to drop.
+        assert_eq!(without_unused_import(ZSCORE, FAILED_IMPORT), None);
+        // A line that imports another package too stays.
+        let shared = "import numpy as np, scipy\nprint(np.pi)";
+        assert_eq!(without_unused_import(shared, FAILED_IMPORT), None);
+        // Only a missing module's failure.
+        let other = "NameError: name 'stats' is not defined";
+        assert_eq!(without_unused_import(code, other), None);
+        // A word that holds the name is not a use of it.
+        let statistics = "from scipy import stats\nstatsmodel = 1";
+        assert_eq!(
+            without_unused_import(statistics, FAILED_IMPORT).map(|(code, _)| code),
+            Some("statsmodel = 1".to_owned())
+        );
+    }
+
+    #[test]
     fn a_call_is_told_from_a_longer_name_and_from_an_attribute() {
         assert_eq!(calls("my_zscore(x)", "zscore").count(), 0);
+        assert_eq!(
+            calls("→stats.zscore(x)", "zscore").collect::<Vec<_>>(),
+            [Some("stats")]
+        );
         assert_eq!(calls("zscores = 1", "zscore").count(), 0);
         assert_eq!(
             calls("a = stats.zscore (x)", "zscore").collect::<Vec<_>>(),

@@ -437,6 +437,17 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
                 code: reload.code,
             };
         }
+        // An import of a library that is not installed, which nothing in
+        // the block uses (put back over code that no longer calls it): the
+        // block runs again without it.
+        if state.turn < state.max_turns
+            && let Some((code, import)) = stand_ins::without_unused_import(&failed.code, &error)
+        {
+            return Precheck::Rerun {
+                note: prompts::unused_import_left_out(&import),
+                code,
+            };
+        }
         // Data a variable holds, typed in from how the request printed it
         // (a `NaN` Python does not know, rows left out): the block runs
         // again on the variable itself.

@@ -436,15 +436,43 @@ fn a_library_that_is_not_installed_goes_back_with_what_computes_its_calls() {
 }
 
 #[test]
+fn an_import_of_a_missing_library_that_nothing_uses_is_left_out_without_asking() {
+    const ANSWER: &str =
+        "```python\nfrom scipy import stats\nz = (x - x.mean()) / x.std(ddof=0)\n```";
+    let mut script = Script::new(&[ANSWER, DONE], |code| match code.contains("scipy") {
+        true => Execution {
+            output: "ModuleNotFoundError: No module named 'scipy'".into(),
+            failed: true,
+            ..ok(code)
+        },
+        false => ok(code),
+    });
+    let mut state = AgentState::new("the z-scores of x", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        script.executed,
+        [
+            "from scipy import stats\nz = (x - x.mean()) / x.std(ddof=0)",
+            "z = (x - x.mean()) / x.std(ddof=0)"
+        ]
+    );
+    assert_eq!(script.requests.len(), 2, "no model call between the runs");
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn a_request_that_names_no_value_is_reviewed_on_the_users_variables_it_changed() {
     // `x` is the user's (the scripted namespace); the block changes it.
-    let mut script = Script::new(&["```python\nx = x * 2\n```", DONE], |code| Execution {
-        changes: vec![
-            "doubled: int = 2 (new)".into(),
-            "x: int = 1 -> int = 2 (changed)".into(),
-        ],
-        ..ok(code)
-    });
+    let mut script = Script::new(
+        &["```python\nx[:] = [v * 2 for v in x]\n```", DONE],
+        |code| Execution {
+            changes: vec![
+                "doubled: int = 2 (new)".into(),
+                "x: list len 3 = [2, 4, 6] (changed in place)".into(),
+            ],
+            ..ok(code)
+        },
+    );
     let mut state = AgentState::new("double x", Vec::new(), 5);
     run(&mut script, &mut state, settings());
     assert_eq!(state.outcome, Some(Outcome::Complete));
