@@ -17,7 +17,10 @@
 //! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
 //! with the data's spelling, no model asked: [`crate::agent::parse::respell`];
 //! one that failed reading a variable the namespace holds from a file that
-//! is not here runs again without that line);
+//! is not here, or importing a package that is not installed and that
+//! nothing in it uses, runs again without that line; a package that is not
+//! installed goes back with what computes its calls without it:
+//! [`crate::agent::parse::stand_ins`]);
 //! a block that typed in data a variable held (from the request's example
 //! or a printed table), failed or not, runs again on the variable, put
 //! back first ([`crate::agent::parse::retyped`]); lines that printed as
