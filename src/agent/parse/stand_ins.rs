@@ -206,10 +206,7 @@ pub fn written_instead<'a>(
         .map(|s| format!("`{}` is `{}`", s.shown, s.instead))
         .collect();
     (!called.is_empty()).then(|| WrittenInstead {
-        package: STAND_INS
-            .iter()
-            .find(|s| s.package == package)
-            .map_or("", |s| s.package),
+        package: package.to_owned(),
         calls: called.join("; "),
     })
 }
@@ -218,7 +215,7 @@ pub fn written_instead<'a>(
 #[derive(Debug, PartialEq)]
 pub struct WrittenInstead {
     /// The package that is not installed.
-    pub package: &'static str,
+    pub package: String,
     /// Each call the block makes into it, and what computes the same.
     pub calls: String,
 }

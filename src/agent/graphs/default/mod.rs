@@ -469,7 +469,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
         if let Some(hint) = checks::not_asked_for(&error, &asked) {
             let next = match &instead {
-                Some(instead) => prompts::without_library(&hint, instead.package, &instead.calls),
+                Some(instead) => prompts::without_library(&hint, &instead.package, &instead.calls),
                 None => format!("fix the cause of the error ({hint}) and run the corrected code"),
             };
             return not_done(format!("the code failed ({error})"), &next);
@@ -477,8 +477,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         if let Some(instead) = &instead
             && let Some(name) = checks::undefined_name(&error)
         {
-            let hint = prompts::name_from_missing_library(name, instead.package);
-            let next = prompts::without_library(&hint, instead.package, &instead.calls);
+            let hint = prompts::name_from_missing_library(name, &instead.package);
+            let next = prompts::without_library(&hint, &instead.package, &instead.calls);
             return not_done(format!("the code failed ({error})"), &next);
         }
         if checks::may_be_unfixable(&error) {
