@@ -231,10 +231,22 @@ Input:\n```python\n# code that works on the live variables\n```";
 pub const CUT_OFF: &str = "Your answer was cut off at the length limit before the code was \
 complete, so nothing ran. Send shorter code: one focused block, without repeating data.";
 
-/// What the model and the user are told when a block runs again with a key
-/// spelled as the data spells it ([`crate::agent::parse::respell`]).
-pub fn respelled(written: &str, key: &str) -> String {
-    format!("The data spells '{written}' as '{key}': the same code again with that spelling.")
+/// What the model and the user are told when a block runs again with keys
+/// spelled as the data spells them ([`crate::agent::parse::respell`]): each
+/// (written, key).
+pub fn respelled(keys: &[(String, String)]) -> String {
+    let spelled: Vec<String> = keys
+        .iter()
+        .map(|(written, key)| format!("'{written}' as '{key}'"))
+        .collect();
+    let (that, spelling) = match keys.len() {
+        1 => ("that", "spelling"),
+        _ => ("those", "spellings"),
+    };
+    format!(
+        "The data spells {}: the same code again with {that} {spelling}.",
+        spelled.join(", ")
+    )
 }
 
 /// The status line of a block run again without the line that read `file`

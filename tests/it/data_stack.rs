@@ -279,11 +279,12 @@ async fn a_value_the_request_gives_as_an_example_does_not_replace_the_users() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking() {
     // `dropna(subset=[...])` raises KeyError(['wind_speed']): the error line
-    // still names the close column, and the block runs again with it.
+    // still names the close column, and the block's other key spelled
+    // otherwise ('time'), and the block runs again with both.
     let llm = FakeLlm::start(vec![
         Reply::Answer(
             "```python\nclean = weather.dropna(subset=['wind_speed'])\n\
-             print(clean['wind_speed'].max())\n```"
+             print(clean['wind_speed'].max(), clean['time'].max())\n```"
                 .into(),
         ),
         Reply::Answer(DONE.into()),
@@ -291,25 +292,26 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
     .await;
     let mut kernel = kernel_with_pandas(
         &llm,
-        "import pandas as pd\nweather = pd.DataFrame({'wind speed': [3.5, None, 7.0]})",
+        "import pandas as pd\n\
+         weather = pd.DataFrame({'wind speed': [3.5, None, 7.0], 'Time': [1, 2, 3]})",
     )
     .await;
     let (reply, iopub) = kernel
-        .execute("%%ask\nPrint the highest wind speed in weather.")
+        .execute("%%ask\nPrint the highest wind speed and the last time in weather.")
         .await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let panels = panel_texts(&iopub, "error").join("\n");
     assert!(
         panels.contains(
             "KeyError: ['wind_speed']. Did you mean: 'wind speed' for 'wind_speed' \
-             (a column of weather)?"
+             (a column of weather)? Also: 'Time' for 'time'."
         ),
         "{panels}"
     );
     assert!(
         panel_texts(&iopub, "output")
             .iter()
-            .any(|text| text.ends_with("7.0")),
+            .any(|text| text.ends_with("7.0 3")),
         "{:?}",
         panel_texts(&iopub, "output")
     );

@@ -9,16 +9,18 @@
 //! the data's spelling is what a fix would be. (A small model, told the
 //! close key, measurably writes the old spelling again.) A key merely
 //! similar (`total_sale` for `total_sales`) may be another thing and is left
-//! to the model.
+//! to the model. The error line also names the block's other strings that
+//! spell a key of the same table otherwise (`Also: 'Age' for 'age'.`): a
+//! block that wrote one column in lower case most often wrote the next ones
+//! so too, and each would cost a run of its own.
 
-/// The failed code with the data's spelling of one key.
+/// The failed code with the data's spelling of its keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Respelling {
-    /// The key as the code wrote it.
-    pub written: String,
-    /// The key as the data has it.
-    pub key: String,
-    /// The code with every quoted `written` replaced by `key`.
+    /// Each key as the code wrote it, with the key as the data has it; the
+    /// one the error was raised for first.
+    pub keys: Vec<(String, String)>,
+    /// The code with every quoted written key replaced by the data's.
     pub code: String,
 }
 
@@ -33,26 +35,58 @@ pub fn respell(code: &str, error_line: &str) -> Option<Respelling> {
     // A key raised in a list or a pandas message is named after the
     // suggestion ("'wind speed' for 'wind_speed'"); one raised alone is
     // the key itself.
-    let written = match rest.strip_prefix(" for '") {
-        Some(rest) => rest.split_once("' (")?.0,
-        None => raised.strip_prefix('\'')?.strip_suffix('\'')?,
+    let (written, rest) = match rest.strip_prefix(" for '") {
+        Some(rest) => rest.split_once("' (")?,
+        None => (raised.strip_prefix('\'')?.strip_suffix('\'')?, rest),
     };
-    let plain = |text: &str| !text.is_empty() && !text.contains(['\'', '"', '\\']);
-    if !plain(written) || !plain(key) || written == key || folded(written) != folded(key) {
+    if !respellable(written, key) {
         return None;
     }
+    let mut keys = vec![(written.to_owned(), key.to_owned())];
+    keys.extend(
+        also(rest)
+            .into_iter()
+            .filter(|(written, key)| respellable(written, key)),
+    );
     let mut respelled = code.to_owned();
-    for quote in ['\'', '"'] {
-        respelled = respelled.replace(
-            &format!("{quote}{written}{quote}"),
-            &format!("{quote}{key}{quote}"),
-        );
+    for (written, key) in &keys {
+        for quote in ['\'', '"'] {
+            respelled = respelled.replace(
+                &format!("{quote}{written}{quote}"),
+                &format!("{quote}{key}{quote}"),
+            );
+        }
     }
-    (respelled != code).then(|| Respelling {
-        written: written.to_owned(),
-        key: key.to_owned(),
+    (respelled != code).then_some(Respelling {
+        keys,
         code: respelled,
     })
+}
+
+/// The pairs after the suggestion: `... (a column of df)? Also: 'Age' for
+/// 'age', 'Price' for 'price'.` as (written, key).
+fn also(rest: &str) -> Vec<(String, String)> {
+    let Some((_, listed)) = rest.split_once("? Also: ") else {
+        return Vec::new();
+    };
+    let listed = listed.trim_end().strip_suffix('.').unwrap_or(listed);
+    listed
+        .split(", ")
+        .filter_map(|pair| {
+            let (key, written) = pair.split_once("' for '")?;
+            Some((
+                written.strip_suffix('\'')?.to_owned(),
+                key.strip_prefix('\'')?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Whether `written` is `key` spelled otherwise, and both can be quoted as
+/// they stand.
+fn respellable(written: &str, key: &str) -> bool {
+    let plain = |text: &str| !text.is_empty() && !text.contains(['\'', '"', '\\']);
+    plain(written) && plain(key) && written != key && folded(written) == folded(key)
 }
 
 /// A key without case, blanks, underscores or hyphens.
@@ -77,10 +111,7 @@ mod tests {
     #[test]
     fn a_key_spelled_otherwise_is_respelled_everywhere_it_is_quoted() {
         let respelled = respell(CODE, ERROR).unwrap();
-        assert_eq!(
-            (respelled.written.as_str(), respelled.key.as_str()),
-            ("wind_speed", "wind speed")
-        );
+        assert_eq!(respelled.keys, [pair("wind_speed", "wind speed")]);
         assert_eq!(
             respelled.code,
             "weather = pd.read_csv('weather_train.csv')\n\
@@ -103,10 +134,7 @@ mod tests {
         let listed = "KeyError: ['wind_speed']. Did you mean: 'wind speed' for 'wind_speed' \
                       (a column of w)?";
         let respelled = respell(code, listed).unwrap();
-        assert_eq!(
-            (respelled.written.as_str(), respelled.key.as_str()),
-            ("wind_speed", "wind speed")
-        );
+        assert_eq!(respelled.keys, [pair("wind_speed", "wind speed")]);
         assert_eq!(
             respelled.code,
             "w = pd.read_csv('w.csv')\n\
@@ -119,6 +147,39 @@ mod tests {
             respell("w[['Age', 'wind_speed']]", message).unwrap().code,
             "w[['Age', 'wind speed']]"
         );
+    }
+
+    #[test]
+    fn the_blocks_other_keys_the_error_line_names_are_respelled_at_once() {
+        // As close_names.py writes it for a block that wrote two columns
+        // in lower case; a listed pair merely similar is left alone.
+        let code = "a = df[df['category'] == 'Assault']\n\
+                    q = a['age'].quantile(0.25)\n\
+                    n = a['total_sale'].sum()";
+        let error = "KeyError: 'category'. Did you mean: 'Category' (a column of df)? \
+                     Also: 'Age' for 'age', 'total_sales' for 'total_sale'.";
+        let respelled = respell(code, error).unwrap();
+        assert_eq!(
+            respelled.keys,
+            [pair("category", "Category"), pair("age", "Age")]
+        );
+        assert_eq!(
+            respelled.code,
+            "a = df[df['Category'] == 'Assault']\n\
+             q = a['Age'].quantile(0.25)\n\
+             n = a['total_sale'].sum()"
+        );
+        // The pairs follow a key raised in a list too.
+        let listed = "KeyError: ['wind_speed']. Did you mean: 'wind speed' for 'wind_speed' \
+                      (a column of w)? Also: 'Time' for 'time'.";
+        assert_eq!(
+            respell("w[['time', 'wind_speed']]", listed).unwrap().code,
+            "w[['Time', 'wind speed']]"
+        );
+    }
+
+    fn pair(written: &str, key: &str) -> (String, String) {
+        (written.to_owned(), key.to_owned())
     }
 
     #[test]

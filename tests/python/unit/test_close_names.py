@@ -90,3 +90,20 @@ def test_keys_pandas_raises_in_a_list_or_a_message_get_their_suggestion():
     assert close_names.missing_keys("['a', 'b'] not in index") == ["a", "b"]
     assert close_names.missing_keys("plain key") == ["plain key"]
     assert close_names.missing_keys(3) == [3]
+
+
+def test_the_blocks_other_keys_spelled_otherwise_follow_the_suggestion():
+    df = pd.DataFrame({"Category": ["Assault"], "Age": [30], "Age group": ["a"], "age_group": ["b"]})
+    code = (
+        "a = df[df['category'] == 'Assault']\n"
+        "q = a['age'].quantile(0.25)\n"
+        "print(a['AGE'], a['agegroup'], 'Category', a[\"age\"])"
+    )
+    result = run(code, {"df": df})
+    last = result["output"].strip().splitlines()[-1]
+    # 'age' once, whichever quotes; 'agegroup' is two columns' spelling.
+    assert last == ("KeyError: 'category'. Did you mean: 'Category' (a column of df)? "
+                    "Also: 'Age' for 'age', 'Age' for 'AGE'."), last
+    assert close_names.other_respellings("x = (", ["Age"], "a") == []
+    many = "\n".join("t['c%d']" % i for i in range(9))
+    assert len(close_names.other_respellings(many, ["C%d" % i for i in range(9)], "")) == 5

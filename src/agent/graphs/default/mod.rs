@@ -422,7 +422,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         if state.turn < state.max_turns
             && let Some(respelling) = respell(&failed.code, &error)
         {
-            let note = prompts::respelled(&respelling.written, &respelling.key);
+            let note = prompts::respelled(&respelling.keys);
             return Precheck::Rerun {
                 note,
                 code: respelling.code,

@@ -18,6 +18,7 @@ namespace), so the suggestion names where the key is. The default graph
 reads the KeyError's line (``src/agent/parse/respell.rs``): keep its form.
 Loaded with the agent."""
 
+import ast
 import difflib
 import re
 
@@ -29,6 +30,9 @@ CUTOFF = 0.75
 # Tables, and columns of each, a KeyError's line lists.
 LISTED_TABLES = 2
 LISTED_COLUMNS = 20
+# Other keys of the block a KeyError's line respells (a block that wrote one
+# column in lower case most often wrote the next ones so too).
+LISTED_RESPELLINGS = 5
 
 
 def _folded(key):
@@ -61,6 +65,13 @@ def suggestion(missing, scopes):
     """The closest key to `missing` among the tables and dicts of `scopes`
     (mappings of names to values, innermost first): (key, "a column of
     weather"), or None."""
+    found = _closest(missing, scopes)
+    return None if found is None else found[:2]
+
+
+def _closest(missing, scopes):
+    """`suggestion`'s (key, where), with every key of the container it is
+    one of."""
     if not isinstance(missing, str) or not missing:
         return None
     best = None
@@ -82,8 +93,37 @@ def suggestion(missing, scopes):
                 else:
                     score = difflib.SequenceMatcher(None, missing.lower(), key.lower()).ratio()
                 if score >= CUTOFF and (best is None or score > best[0]):
-                    best = (score, key, "%s of %s" % (kind, name))
+                    best = (score, key, "%s of %s" % (kind, name), keys)
     return None if best is None else best[1:]
+
+
+def other_respellings(code, keys, written):
+    """The other quoted strings of `code` (besides `written`) that are no
+    key of `keys` but spell one of them differently ("age" for "Age"): a
+    list of (key, string), at most LISTED_RESPELLINGS."""
+    try:
+        tree = ast.parse(code or "")
+    except (SyntaxError, ValueError):
+        return []
+    by_fold = {}
+    for key in keys:
+        by_fold.setdefault(_folded(key), []).append(key)
+    strings = sorted(
+        (node.lineno, node.col_offset, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+    pairs = []
+    for _, _, text in strings:
+        if not text or text == written or text in keys or any(text == seen for _, seen in pairs):
+            continue
+        # A string two keys spell alike is ambiguous: left to the model.
+        same = by_fold.get(_folded(text), [])
+        if len(same) == 1:
+            pairs.append((same[0], text))
+            if len(pairs) == LISTED_RESPELLINGS:
+                break
+    return pairs
 
 
 # A list of quoted keys inside a pandas message: "['a', 'b'] not in index".
@@ -137,23 +177,31 @@ def columns_on_line(missing, source, scopes):
     return "; ".join(listed) or None
 
 
-def error_line_with_suggestion(line, error, scopes, source=None):
+def error_line_with_suggestion(line, error, scopes, source=None, code=None):
     """`line` (the exception's last line) with a "Did you mean" for a
     KeyError whose key is close to one the code could see, or for an
     attribute of a table that is close to one of its columns (a column
     named with a blank is no attribute: ``weather['wind speed']``). A
     KeyError with no close key lists the columns of the tables named on
-    `source`, the line that failed."""
+    `source`, the line that failed. The other strings of `code` (the
+    block) that spell a key of the same table otherwise follow the
+    suggestion (``Also: 'Age' for 'age'.``), so that one fix mends them
+    all."""
     if isinstance(error, KeyError) and len(error.args) == 1:
         missing = missing_keys(error.args[0])
         for written in missing:
-            found = suggestion(written, scopes)
+            found = _closest(written, scopes)
             if found is None:
                 continue
-            key, where = found
+            key, where, keys = found
             if written is error.args[0]:
-                return "%s. Did you mean: %r (%s)?\n" % (line.rstrip("\n"), key, where)
-            return "%s. Did you mean: %r for %r (%s)?\n" % (line.rstrip("\n"), key, written, where)
+                told = "%s. Did you mean: %r (%s)?" % (line.rstrip("\n"), key, where)
+            else:
+                told = "%s. Did you mean: %r for %r (%s)?" % (line.rstrip("\n"), key, written, where)
+            others = other_respellings(code, keys, written)
+            if others:
+                told += " Also: %s." % ", ".join("%r for %r" % pair for pair in others)
+            return told + "\n"
         columns = columns_on_line(missing, source, scopes)
         if columns is not None:
             return "%s. %s\n" % (line.rstrip("\n"), columns)

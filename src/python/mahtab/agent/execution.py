@@ -252,6 +252,7 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
                 value,
                 scopes,
                 agent_frames[-1].line if agent_frames else None,
+                code,
             )
         told = header + "".join(shown_frames) + "".join(exception_lines)
         # The model reads "<agent>", whatever file a debugger needed.
