@@ -32,6 +32,24 @@ def test_a_table_with_the_written_columns_and_another_count_of_rows():
     assert difference(WANTED, value, "result") == "The written result has 3 rows; `result` has 2."
 
 
+def test_a_table_with_its_rows_and_columns_swapped_is_told_so():
+    # The written table of a DS-1000 request, and the local model's first
+    # groupby: bins as rows where the request has them as columns.
+    written = (
+        "views     (1, 10]  (10, 25]  (25, 50]  (50, 100]\n"
+        "username\n"
+        "jane            1         1         1          1\n"
+        "john            1         1         1          1"
+    )
+    df = pd.DataFrame({"username": ["jane", "john"] * 4, "views": [3, 8, 23, 13, 44, 40, 82, 56]})
+    value = df.groupby(pd.cut(df.views, [1, 10, 25, 50, 100]), observed=False)["username"].value_counts().unstack()
+    assert difference(written, value, "result") == (
+        "`result` is the written result with its rows and columns swapped: `result.T` is that result."
+    )
+    # Swapped, but with other numbers: not said.
+    assert "swapped" not in difference(written, value * 2, "result")
+
+
 def test_a_series_where_a_table_is_written():
     written = "desired:\n       l    v\n0   left -3.0\n1  right  NaN"
     value = pd.Series([-3.0, 2.0], index=pd.Index(["left", "right"], name="l"))

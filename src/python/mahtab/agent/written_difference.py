@@ -24,10 +24,28 @@ def difference(written, value, name):
     written result `written` (a piece of the request), most telling
     first, or "" when the printouts show nothing certain."""
     try:
-        said = _shape(written, value, name) or _first_difference(written, value, name)
+        said = _transposed(written, value, name) or _shape(written, value, name) or _first_difference(
+            written, value, name)
     except Exception:  # a value whose own methods fail: nothing certain
         return ""
     return " ".join(said)
+
+
+def _transposed(written, value, name):
+    """That the value is the written table with its rows and columns
+    swapped, where its transpose prints as the written result does (a
+    small model told only "not the written result" sends the same
+    groupby again)."""
+    if not hasattr(value, "columns") or value.shape[0] == value.shape[1] == 1:
+        return []
+    flipped = value.T
+    found = shown_result.tokens(written)
+    # (A table the written one shows as it is, printed without its header,
+    # is no swapped one.)
+    if shown_result.shows_value(written, found, value, shown_result.printouts(value)) or not shown_result.shows_value(
+            written, found, flipped, shown_result.printouts(flipped)):
+        return []
+    return [f"`{name}` is the written result with its rows and columns swapped: `{name}.T` is that result."]
 
 
 def _shape(written, value, name):
