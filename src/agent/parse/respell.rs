@@ -4,8 +4,8 @@
 //! speed' (a column of weather)?`, or `KeyError: ['wind_speed']. Did you
 //! mean: 'wind speed' for 'wind_speed' (...)?` where pandas raised the keys
 //! in a list or a message; `tests/it/agent_code.rs` and `data_stack.rs`
-//! hold the two sides together); when the two differ only in case, blanks,
-//! underscores or hyphens, the code meant that key, and the same code with
+//! hold the two sides together); when the two differ only in case, blanks
+//! or punctuation (`wind_speed`, `1` for `#1`), the code meant that key, and the same code with
 //! the data's spelling is what a fix would be. (A small model, told the
 //! close key, measurably writes the old spelling again.) A key merely
 //! similar (`total_sale` for `total_sales`) may be another thing and is left
@@ -86,13 +86,18 @@ fn also(rest: &str) -> Vec<(String, String)> {
 /// they stand.
 fn respellable(written: &str, key: &str) -> bool {
     let plain = |text: &str| !text.is_empty() && !text.contains(['\'', '"', '\\']);
-    plain(written) && plain(key) && written != key && folded(written) == folded(key)
+    // (Punctuation alone, `$` for `#`, spells no name.)
+    plain(written)
+        && plain(key)
+        && written != key
+        && !folded(key).is_empty()
+        && folded(written) == folded(key)
 }
 
-/// A key without case, blanks, underscores or hyphens.
+/// A key without case, blanks or punctuation: its letters and digits.
 fn folded(key: &str) -> String {
     key.chars()
-        .filter(|c| !c.is_whitespace() && *c != '_' && *c != '-')
+        .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
 }
@@ -190,5 +195,19 @@ mod tests {
         assert_eq!(respell(CODE, "KeyError: 'wind_speed'"), None);
         let quoted = "KeyError: \"it's\". Did you mean: 'its' (a key of d)?";
         assert_eq!(respell("d[\"it's\"]", quoted), None);
+        let punctuation = "KeyError: '$'. Did you mean: '#' (a column of df)?";
+        assert_eq!(respell("df['$']", punctuation), None);
+    }
+
+    #[test]
+    fn a_key_written_without_its_punctuation_is_respelled() {
+        // DS-1000's table with the columns '#1' and '#2', read as '1'.
+        let error = "KeyError: '1'. Did you mean: '#1' (a column of df)?";
+        assert_eq!(
+            respell("df.loc[0, '1'] = df.loc[1, '1']", error)
+                .unwrap()
+                .code,
+            "df.loc[0, '#1'] = df.loc[1, '#1']"
+        );
     }
 }

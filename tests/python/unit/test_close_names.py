@@ -38,6 +38,11 @@ def test_the_closest_of_several_wins_and_exact_spellings_count_first():
     assert close_names.suggestion("total_sales", scopes) == ("Total Sales", "a key of a")
     assert close_names.suggestion("price", [{"t": pd.DataFrame({"price": [1]})}]) is None
     assert close_names.suggestion(3, scopes) is None
+    # A key written without its punctuation is the same name; punctuation
+    # alone is none.
+    numbered = [{"df": pd.DataFrame({"#1": [1], "#2": [2]})}]
+    assert close_names.suggestion("1", numbered) == ("#1", "a column of df")
+    assert close_names.suggestion("$", [{"df": pd.DataFrame({"#": [1]})}]) is None
 
 
 def test_an_attribute_close_to_a_column_names_the_column():

@@ -36,9 +36,10 @@ LISTED_RESPELLINGS = 5
 
 
 def _folded(key):
-    """A key without case, blanks, underscores or hyphens: "Wind Speed",
-    "wind_speed" and "wind-speed" are the same name spelled differently."""
-    return re.sub(r"[\s_\-]+", "", key.lower())
+    """A key without case, blanks or punctuation, its letters and digits:
+    "Wind Speed", "wind_speed" and "wind-speed" are the same name spelled
+    differently, as are "1" and "#1"."""
+    return re.sub(r"[\W_]+", "", key.lower())
 
 
 def _keys_of(value):
@@ -88,7 +89,7 @@ def _closest(missing, scopes):
             if missing in keys:
                 continue
             for key in keys:
-                if _folded(key) == _folded(missing):
+                if _folded(key) == _folded(missing) != "":
                     score = 2.0
                 else:
                     score = difflib.SequenceMatcher(None, missing.lower(), key.lower()).ratio()
@@ -118,7 +119,7 @@ def other_respellings(code, keys, written):
         if not text or text == written or text in keys or any(text == seen for _, seen in pairs):
             continue
         # A string two keys spell alike is ambiguous: left to the model.
-        same = by_fold.get(_folded(text), [])
+        same = by_fold.get(_folded(text), []) if _folded(text) else []
         if len(same) == 1:
             pairs.append((same[0], text))
             if len(pairs) == LISTED_RESPELLINGS:
