@@ -452,6 +452,13 @@ pub fn failure_hint(output: &str) -> Option<Cow<'static, str>> {
              group the table and pick the column after (table.groupby('key')['value'].sum())",
         ));
     }
+    if let Some(check) = own_check_raised(output) {
+        return Some(Cow::Owned(format!(
+            "the block's own check raised it (`{check}`): what it tests is so, and the \
+             values it tests are what is wrong, not the check; print them and fix the step \
+             that computes them"
+        )));
+    }
     if let Some(name) = filled_before_made(output, error) {
         return Some(Cow::Owned(format!(
             "the code puts items into {name}, but nothing made {name}: create it first, in \
@@ -513,6 +520,26 @@ pub fn failed_line(output: &str) -> Option<usize> {
         let (number, place) = rest.split_once(", in ")?;
         (place.trim() == "<module>").then(|| number.parse().ok())?
     })
+}
+
+/// The statement of the agent's code that raised the error in `output`'s
+/// traceback, when it is a `raise` or `assert` of the block's top level:
+/// a check the model wrote of its own values (`if result.shape != (93,
+/// 13): raise ValueError(...)`). A small model told only to fix the error
+/// moves or removes the check. (In a function, a `raise` may be what the
+/// request asks the function to do.)
+fn own_check_raised(output: &str) -> Option<&str> {
+    let lines: Vec<&str> = output.lines().map(str::trim).collect();
+    let frame = lines
+        .iter()
+        .rposition(|line| line.starts_with("File \"") || line.starts_with("... "))?;
+    let place = lines[frame]
+        .strip_prefix("File \"<agent>\", line ")?
+        .split_once(", in ")?
+        .1;
+    let statement = *lines.get(frame + 1)?;
+    (place == "<module>" && (statement.starts_with("raise ") || statement.starts_with("assert ")))
+        .then_some(statement)
 }
 
 /// The agent's function a library called with other arguments than it
@@ -797,6 +824,35 @@ mod tests {
         assert_eq!(first_column_read("→x['é']"), Some("x['é']"));
         // Tables with rows: none.
         assert_eq!(empty_selection(&[block(code, &changes[2..])]), None);
+    }
+
+    #[test]
+    fn a_check_the_block_raised_itself_is_told_apart() {
+        // Recorded from the 1.5B coder model padding an array.
+        let output = "Traceback (most recent call last):\n  File \"<agent>\", line 15, in <module>\n    \
+                      raise ValueError(\"The result array does not have the shape (93, 13)\")\n\
+                      ValueError: The result array does not have the shape (93, 13)";
+        let hint = failure_hint(output).unwrap();
+        assert!(
+            hint.starts_with("the block's own check raised it (`raise ValueError(\"The result"),
+            "{hint}"
+        );
+        let asserted =
+            "  File \"<agent>\", line 3, in <module>\n    assert total > 0\nAssertionError";
+        assert!(
+            failure_hint(asserted)
+                .unwrap()
+                .contains("`assert total > 0`")
+        );
+        // A raise in a function (maybe what was asked), or one a library
+        // made after the block's line: not the block's own check.
+        let in_function = "  File \"<agent>\", line 9, in <module>\n    check(-1)\n  \
+                           File \"<agent>\", line 3, in check\n    raise ValueError(\"negative\")\n\
+                           ValueError: negative";
+        assert_eq!(own_check_raised(in_function), None);
+        let library = "  File \"<agent>\", line 2, in <module>\n    raise_for(x)\n  \
+                       ... 3 frames in pandas\nValueError: bad";
+        assert_eq!(own_check_raised(library), None);
     }
 
     #[test]
