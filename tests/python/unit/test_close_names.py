@@ -112,3 +112,19 @@ def test_the_blocks_other_keys_spelled_otherwise_follow_the_suggestion():
     assert close_names.other_respellings("x = (", ["Age"], "a") == []
     many = "\n".join("t['c%d']" % i for i in range(9))
     assert len(close_names.other_respellings(many, ["C%d" % i for i in range(9)], "")) == 5
+
+
+def test_a_key_that_is_a_value_of_a_series_on_the_failing_line_is_told_so():
+    import numpy as np
+
+    df = pd.DataFrame({"c0": [np.nan, 3.0], "c1": [6.0, 6.0]})
+    # Iterating a row gives its values: the first, NaN, is looked up.
+    code = "row = df.iloc[0]\nresult = [col for col in row if row[col] != 6.0]"
+    last = run(code, {"df": df})["output"].strip().splitlines()[-1]
+    assert last == ("KeyError: nan. nan is a value of row, not one of its labels: `for x in row` gives its "
+                    "values; row.index gives the labels, row.items() both"), last
+    scopes = [{"s": pd.Series([10, 20], index=["a", "b"])}]
+    assert close_names.value_not_label([20], "s[v]", scopes).startswith("20 is a value of s")
+    # A label, or a key that is no value: nothing said.
+    assert close_names.value_not_label(["a"], "s[v]", scopes) is None
+    assert close_names.value_not_label([30], "s[v]", scopes) is None

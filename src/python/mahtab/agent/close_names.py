@@ -178,13 +178,46 @@ def columns_on_line(missing, source, scopes):
     return "; ".join(listed) or None
 
 
+def _holds_value(series, key):
+    """Whether `key` is one of the values of the Series (a missing value
+    for a NaN key)."""
+    try:
+        if isinstance(key, float) and key != key:
+            return bool(series.isna().any())
+        return bool((series == key).any())
+    except Exception:  # values that cannot be compared with the key
+        return False
+
+
+def value_not_label(missing, source, scopes):
+    """"nan is a value of row, not one of its labels ..." when the failing
+    line `source` names a Series that holds the missing key among its
+    values but not among its labels: the key most often came from
+    iterating the Series (``for col in row: row[col]``), which gives its
+    values."""
+    for name in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", source or "")):
+        series = _lookup(name, scopes)
+        if name.startswith("_") or type(series).__name__ != "Series" or not type(series).__module__.startswith("pandas"):
+            continue
+        for key in missing:
+            try:
+                labelled = key in series.index
+            except Exception:  # a key the index cannot look up
+                continue
+            if not labelled and _holds_value(series, key):
+                return ("%r is a value of %s, not one of its labels: `for x in %s` gives its values; "
+                        "%s.index gives the labels, %s.items() both" % (key, name, name, name, name))
+    return None
+
+
 def error_line_with_suggestion(line, error, scopes, source=None, code=None):
     """`line` (the exception's last line) with a "Did you mean" for a
     KeyError whose key is close to one the code could see, or for an
     attribute of a table that is close to one of its columns (a column
     named with a blank is no attribute: ``weather['wind speed']``). A
     KeyError with no close key lists the columns of the tables named on
-    `source`, the line that failed. The other strings of `code` (the
+    `source`, the line that failed, or says that the key is a value of a
+    Series named there, not a label. The other strings of `code` (the
     block) that spell a key of the same table otherwise follow the
     suggestion (``Also: 'Age' for 'age'.``), so that one fix mends them
     all."""
@@ -203,6 +236,9 @@ def error_line_with_suggestion(line, error, scopes, source=None, code=None):
             if others:
                 told += " Also: %s." % ", ".join("%r for %r" % pair for pair in others)
             return told + "\n"
+        value = value_not_label(missing, source, scopes)
+        if value is not None:
+            return "%s. %s\n" % (line.rstrip("\n"), value)
         columns = columns_on_line(missing, source, scopes)
         if columns is not None:
             return "%s. %s\n" % (line.rstrip("\n"), columns)
