@@ -320,6 +320,46 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_key_that_is_a_value_of_the_series_iterated_is_told_so_with_what_to_loop_over() {
+    // `for col in row` gives the row's values: the first, NaN, is looked
+    // up as a label. The error line says so (close_names.py), and the next
+    // turn is told what to loop over (checks.rs, reading that line).
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nrow = df.iloc[0]\nresult = [col for col in row if row[col] > 1]\n```"
+                .into(),
+        ),
+        Reply::Answer(
+            "```python\nrow = df.iloc[0]\nresult = [col for col, v in row.items() if v > 1]\n\
+             print(result)\n```"
+                .into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = kernel_with_pandas(
+        &llm,
+        "import pandas as pd\nimport numpy as np\n\
+         df = pd.DataFrame({'c0': [np.nan, 1.0], 'c1': [6.0, 2.0]})",
+    )
+    .await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nWhich columns of the first row of df are above 1?")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let panels = panel_texts(&iopub, "error").join("\n");
+    assert!(
+        panels.contains("KeyError: nan. nan is a value of row, not one of its labels"),
+        "{panels}"
+    );
+    let second = llm.last_message(1);
+    assert!(
+        second.contains("loop over the labels (series.index)"),
+        "{second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_table_other_than_the_one_the_request_writes_out_goes_back_to_the_model() {
     // The request prints the notebook's table and the table it wants; the
     // first answer's running sum is not it, and code says so, and where; the running

@@ -596,7 +596,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const PAST_THE_END: &str = "an index past the end: check the length first";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 16] = [
+    const HINTS: [(&[&str], &str); 18] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -643,6 +643,17 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             &["object has no attribute"],
             "that attribute does not exist: a table's column is table['name']; check \
              the names with print(dir(value)) or print(table.columns)",
+        ),
+        (
+            &["Unalignable boolean Series"],
+            "the mask's labels are not the table's: print mask.index and table.index; a \
+             mask over one level of the table's index is looked up by that level \
+             (table[mask[table.index.get_level_values('a')].values])",
+        ),
+        (
+            &["KeyError:", " is a value of ", "not one of its labels"],
+            "that key is a value, not a label: loop over the labels (series.index) or the \
+             pairs (for label, value in series.items())",
         ),
         (
             &["KeyError:", ". Did you mean: "],
@@ -1003,6 +1014,15 @@ mod tests {
                 .contains("(a * b).idxmax()")
         );
         assert_eq!(error_hint("ZeroDivisionError: division by zero"), None);
+        // Recorded from the 1.5B coder model (a mask over one level of a
+        // MultiIndex), and as close_names.py words a key that is a value.
+        let unaligned = "pandas.errors.IndexingError: Unalignable boolean Series provided as \
+                         indexer (index of the boolean Series and of the indexed object do not \
+                         match).";
+        assert!(error_hint(unaligned).unwrap().contains("get_level_values"));
+        let value = "KeyError: nan. nan is a value of row, not one of its labels: `for x in row` \
+                     gives its values; row.index gives the labels, row.items() both";
+        assert!(error_hint(value).unwrap().contains("series.items()"));
         // Recorded from the 1.5B coder model: the traceback's line says why.
         let grouped = "Traceback (most recent call last):\n  File \"<agent>\", line 4, in <module>\n    sales['qty'].groupby('fruit').sum().plot(kind='bar')\n  ... 4 frames in pandas\nKeyError: 'fruit'";
         assert!(failure_hint(grouped).unwrap().contains("group the table"));
