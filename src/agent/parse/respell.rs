@@ -209,5 +209,8 @@ mod tests {
                 .code,
             "df.loc[0, '#1'] = df.loc[1, '#1']"
         );
+        // A whole number is left to the model: its digits are everywhere.
+        let number = "KeyError: 1. Did you mean: '#1' (a column of df)?";
+        assert_eq!(respell("df[1] = df[1] * 2", number), None);
     }
 }

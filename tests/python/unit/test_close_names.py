@@ -43,6 +43,8 @@ def test_the_closest_of_several_wins_and_exact_spellings_count_first():
     numbered = [{"df": pd.DataFrame({"#1": [1], "#2": [2]})}]
     assert close_names.suggestion("1", numbered) == ("#1", "a column of df")
     assert close_names.suggestion("$", [{"df": pd.DataFrame({"#": [1]})}]) is None
+    assert close_names.suggestion(1, numbered) == ("#1", "a column of df")
+    assert close_names.suggestion(12, numbered) is None
 
 
 def test_an_attribute_close_to_a_column_names_the_column():

@@ -44,7 +44,7 @@ def test_a_table_with_its_rows_and_columns_swapped_is_told_so():
     df = pd.DataFrame({"username": ["jane", "john"] * 4, "views": [3, 8, 23, 13, 44, 40, 82, 56]})
     value = df.groupby(pd.cut(df.views, [1, 10, 25, 50, 100]), observed=False)["username"].value_counts().unstack()
     assert difference(written, value, "result") == (
-        "`result` is the written result with its rows and columns swapped: `result.T` is that result."
+        "`result` is the written result with its rows and columns swapped: end the code with `result = result.T`."
     )
     # Swapped, but with other numbers: not said.
     assert "swapped" not in difference(written, value * 2, "result")

@@ -72,7 +72,11 @@ def suggestion(missing, scopes):
 
 def _closest(missing, scopes):
     """`suggestion`'s (key, where), with every key of the container it is
-    one of."""
+    one of. A whole number (`df[1]` for a column '#1') is close only to
+    a key of its very digits."""
+    numbered = isinstance(missing, int) and not isinstance(missing, bool)
+    if numbered:
+        missing = str(missing)
     if not isinstance(missing, str) or not missing:
         return None
     best = None
@@ -91,6 +95,8 @@ def _closest(missing, scopes):
             for key in keys:
                 if _folded(key) == _folded(missing) != "":
                     score = 2.0
+                elif numbered:
+                    continue
                 else:
                     score = difflib.SequenceMatcher(None, missing.lower(), key.lower()).ratio()
                 if score >= CUTOFF and (best is None or score > best[0]):

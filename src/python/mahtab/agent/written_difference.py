@@ -45,7 +45,8 @@ def _transposed(written, value, name):
     if shown_result.shows_value(written, found, value, shown_result.printouts(value)) or not shown_result.shows_value(
             written, found, flipped, shown_result.printouts(flipped)):
         return []
-    return [f"`{name}` is the written result with its rows and columns swapped: `{name}.T` is that result."]
+    return [f"`{name}` is the written result with its rows and columns swapped: end the code with "
+            f"`{name} = {name}.T`."]
 
 
 def _shape(written, value, name):
