@@ -15,7 +15,8 @@
 //! failed block, or a variable or file the request names that is not there,
 //! means not done without asking (a block that failed on a key it spelled
 //! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
-//! with the data's spelling, no model asked: [`crate::agent::parse::respell`];
+//! with the data's spelling of every key the error line names, no model
+//! asked: [`crate::agent::parse::respell`];
 //! one that failed reading a variable the namespace holds from a file that
 //! is not here, or importing a package that is not installed and that
 //! nothing in it uses, runs again without that line; a package that is not
