@@ -327,6 +327,19 @@ pub fn not_retyped(names: &[String]) -> String {
     )
 }
 
+/// The next step when a value the request names does not exist: with
+/// (missing, changed), the user's variable the work changed instead.
+pub fn create_missing(changed_instead: Option<(&String, &String)>) -> String {
+    let next = "run code that creates it as the request says".to_owned();
+    match changed_instead {
+        Some((name, other)) => format!(
+            "{next}: the code changed `{other}` instead; assign what the request asks for to \
+             `{name}` (`{name} = ...`)"
+        ),
+        None => next,
+    }
+}
+
 /// Sent back once when a turn ran the same code with the same result as the
 /// turn before.
 pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \

@@ -128,7 +128,8 @@ pub async fn check<E: Effects>(
     // line alone ("4x3 -> 4x4") shows no values, and the review sends right
     // work back to have them printed.
     if values.is_empty() && !work.failed {
-        let changed = changed_user_values(&reviewed, &user_names);
+        let mut changed = checks::changed_user_values(&reviewed, &user_names);
+        changed.truncate(CHANGED_SHOWN);
         if !changed.is_empty() {
             let described = effects.describe(&state.request, &changed).await;
             review.push_str(&prompts::changed_values_to_check(&described));
@@ -257,26 +258,6 @@ fn with_what_it_builds_on<'a>(
 
 /// How many changed variables of the user's a review is shown.
 const CHANGED_SHOWN: usize = 2;
-
-/// The user's variables (`user_names`: theirs when the run began) that the
-/// `executions` rebound or changed in place, as their change lines say
-/// (`sales: DataFrame 4x4, columns ... (changed in place)`), the last
-/// changed first.
-fn changed_user_values(executions: &[&Execution], user_names: &[String]) -> Vec<String> {
-    let mut changed: Vec<String> = Vec::new();
-    for line in executions.iter().rev().flat_map(|e| e.changes.iter().rev()) {
-        let Some((name, _)) = line.split_once(": ") else {
-            continue;
-        };
-        let theirs = user_names.iter().any(|user| user == name);
-        let rebound = line.ends_with("(changed)") || line.ends_with("(changed in place)");
-        if theirs && rebound && !changed.iter().any(|c| c == name) {
-            changed.push(name.to_owned());
-        }
-    }
-    changed.truncate(CHANGED_SHOWN);
-    changed
-}
 
 /// Not done when the code made a table or array whose every value is
 /// missing, counted a boolean mask with `len()`, or printed, as fixed text,

@@ -56,9 +56,17 @@ pub async fn unmet<E: Effects>(
         if !missing.is_empty() {
             let mut absent: Vec<String> = missing.names.iter().map(|n| format!("`{n}`")).collect();
             absent.extend(missing.files.iter().cloned());
+            // Work that changed one of the user's variables instead (a
+            // column added to `df` where `result` is asked for): told only
+            // that `result` is missing, a small model sends it again.
+            let user_names =
+                checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""));
+            let turn: Vec<&Execution> = executions.iter().collect();
+            let changed = checks::changed_user_values(&turn, &user_names);
+            let instead = changed.iter().find(|other| !missing.names.contains(other));
             return found((
                 format!("{} does not exist yet", absent.join(", ")),
-                "run code that creates it as the request says".to_owned(),
+                prompts::create_missing(missing.names.first().zip(instead)),
             ));
         }
         for name in &targets.names {

@@ -365,6 +365,25 @@ pub fn empty_value(executions: &[Execution], name: &str) -> Option<&'static str>
     }
 }
 
+/// The user's variables (`user_names`: theirs when the run began) that the
+/// `executions` rebound or changed in place, as their change lines say
+/// (`sales: DataFrame 4x4, columns ... (changed in place)`), the last
+/// changed first.
+pub fn changed_user_values(executions: &[&Execution], user_names: &[String]) -> Vec<String> {
+    let mut changed: Vec<String> = Vec::new();
+    for line in executions.iter().rev().flat_map(|e| e.changes.iter().rev()) {
+        let Some((name, _)) = line.split_once(": ") else {
+            continue;
+        };
+        let theirs = user_names.iter().any(|user| user == name);
+        let rebound = line.ends_with("(changed)") || line.ends_with("(changed in place)");
+        if theirs && rebound && !changed.iter().any(|c| c == name) {
+            changed.push(name.to_owned());
+        }
+    }
+    changed
+}
+
 /// The variable names in a namespace summary (a line per variable, `name:`
 /// first).
 pub fn summary_names(summary: &str) -> Vec<String> {

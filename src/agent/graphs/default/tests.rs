@@ -927,6 +927,42 @@ fn a_kind_the_request_states_is_the_form_and_nothing_is_asked() {
 }
 
 #[test]
+fn a_named_value_missing_where_the_work_changed_a_users_variable_points_at_that() {
+    // As the 1.5B coder model did: the column the request wants, added to
+    // `df`, where the request asks for `result`.
+    let mut script = Script::new(
+        &[
+            "```python\ndf['first'] = df.groupby('k')['v'].transform('idxmin')\n```",
+            "```python\nresult = df.assign(first=df.groupby('k')['v'].transform('idxmin'))\n```",
+            CANNOT_TELL,
+            DONE,
+        ],
+        |code| Execution {
+            changes: vec![if code.starts_with("df[") {
+                "df: DataFrame 5x3, columns k, v, first (changed in place)".to_owned()
+            } else {
+                "result: DataFrame 5x3, columns k, v, first (new)".to_owned()
+            }],
+            ..ok(code)
+        },
+    );
+    let mut state = AgentState::new(
+        "Add the index of each key's first row to df as a column; store the table in `result`.",
+        Vec::new(),
+        5,
+    );
+    state.namespace_at_start = Some("df: DataFrame 5x2, columns k, v".to_owned());
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[1]);
+    assert!(
+        told.contains(
+            "the code changed `df` instead; assign what the request asks for to `result`"
+        ),
+        "{told}"
+    );
+}
+
+#[test]
 fn a_done_without_named_values_says_what_the_review_looked_at() {
     let mut script = Script::new(&["```python\nprint(6 * 7)\n```", DONE], |code| Execution {
         output: "42\n".into(),
