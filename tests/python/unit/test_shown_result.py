@@ -182,6 +182,20 @@ def test_an_input_the_code_made_in_code_and_an_array_literal():
     assert shown_result.judge(request, a[::-1], [a], "flipped") is None
 
 
+def test_a_result_written_as_code_under_the_name_of_its_data():
+    request = (
+        "I have an array:\na = np.array([[1, 2, 3],\n              [4, 5, 6],\n              [7, 8, 9]])\n"
+        "Taking rows 0 up to 2, I should get\na = np.array([[1, 2, 3],\n              [4, 5, 6]])\nHow?"
+    )
+    a = np.arange(1, 10).reshape(3, 3)
+    assert shown_result.judge(request, a[0:2], [a], "result") == "matches"
+    assert shown_result.judge(request, a.copy(), [a], "result")[0] == "differs"
+    assert shown_result.judge(request, a[1:3], [a], "result")[0] == "differs"
+    # What the user tried, code that reads the data, is no written result.
+    tried = request.replace("I should get\na = np.array([[1, 2, 3],\n              [4, 5, 6]])", "I tried\na = a[[0, 1]]")
+    assert shown_result.judge(tried, a[1:3], [a], "result") is None
+
+
 def test_numbers_compare_to_the_decimals_the_request_writes():
     request = "x = [1, 2, 4]\n\nThe mean should come out as:\n\nmean = 2.33\n"
     assert shown_result.judge(request, 7 / 3, [[1, 2, 4]]) == "matches"

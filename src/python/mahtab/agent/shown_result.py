@@ -15,7 +15,8 @@ data, not another). When a piece of the request is the value's printout
 it labels rows with held), it is "matches"; when exactly one piece that
 shows no input is printed as the value would be (a table with most of its
 columns, a bracketed list for a list or array; code only where it assigns
-to the value's name) and the value, one that holds items (not a single
+to the value's name, or assigns a value typed in anew to a name the request
+assigned before: "I have a = ..., it will return a = ...") and the value, one that holds items (not a single
 number or word), matches none, it is "differs", with the piece; otherwise
 nothing is said.
 """
@@ -23,6 +24,7 @@ nothing is said.
 import ast
 import math
 import re
+import textwrap
 from collections import Counter
 
 from mahtab.agent.candidates import same_value
@@ -164,10 +166,62 @@ def pieces(request):
     found = []
     for chunk in re.split(r"\n\s*\n", text):
         chunk = chunk.strip("\n")
-        if chunk.strip() and len(chunk) <= MAX_CHARS:
-            found.append(chunk)
-            if not is_code(chunk):
-                found += [group for group in _lists_in_prose(chunk) if group != chunk.strip()]
+        if not chunk.strip() or len(chunk) > MAX_CHARS:
+            continue
+        for part in _cut_at_reassignments(chunk):
+            found.append(part)
+            if not is_code(part):
+                found += [group for group in _lists_in_prose(part) if group != part.strip()]
+    return found
+
+
+# The longest assignment (in lines) read for the names its value reads.
+MAX_ASSIGNMENT_LINES = 40
+_ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)")
+
+
+def _assignments(lines):
+    """(index, name, names read) for each of the lines that begins an
+    assignment to a plain name whose value parses within a few lines."""
+    for index, line in enumerate(lines):
+        match = _ASSIGNMENT.match(line)
+        if not match:
+            continue
+        for end in range(index + 1, min(len(lines), index + MAX_ASSIGNMENT_LINES) + 1):
+            code = textwrap.dedent("\n".join(lines[index:end]))
+            try:
+                ast.parse(code)
+            except (SyntaxError, ValueError):
+                continue
+            yield index, match.group(1), set(names_read(code))
+            break
+
+
+def _cut_at_reassignments(chunk):
+    """The chunk cut before each line that assigns anew, to a name it
+    assigned before, a value typed in (one that reads none of the names
+    assigned before it): "I have a = ..., it should return a = ..." holds
+    the data and the result written as code, two pieces."""
+    lines = chunk.splitlines()
+    cuts, assigned = [0], set()
+    for index, name, read in _assignments(lines):
+        if name in assigned and not read & assigned and index > cuts[-1]:
+            cuts.append(index)
+        assigned.add(name)
+    cuts.append(len(lines))
+    return ["\n".join(lines[start:end]) for start, end in zip(cuts, cuts[1:])]
+
+
+def _assigned_anew(pieces):
+    """The indices of the pieces that assign a value typed in to a name an
+    earlier piece assigned: a result written as code under the name of the
+    data it is made from."""
+    found, assigned = set(), set()
+    for index, piece in enumerate(pieces):
+        made = list(_assignments(piece.splitlines()))
+        if any(name in assigned and not read & assigned for _, name, read in made):
+            found.add(index)
+        assigned |= {name for _, name, _ in made}
     return found
 
 
@@ -431,7 +485,9 @@ def judge(request, value, inputs, name=None, given_in=()):
     every one of them is its written result about this data. `given_in`:
     the pieces the inputs were built from, when they are the request's
     example (then they need not be shown as they are). Code in the request
-    is a written result only where it assigns to `name`."""
+    is a written result only where it assigns to `name`, or assigns a value
+    typed in to a name an earlier piece assigned ("It will return a =
+    ...")."""
     if not inputs:
         return None
     parts = [(piece, tokens(piece)) for piece in pieces(request)]
@@ -445,7 +501,6 @@ def judge(request, value, inputs, name=None, given_in=()):
             return None
         shown |= where
     value_texts = printouts(value)
-    results = [(piece, found) for index, (piece, found) in enumerate(parts) if index not in shown]
     # (A value that is an input as it was is not confirmed by the request
     # printing that input; in a piece that prints an input, the value must
     # be all of it, not the first rows of the input.)
@@ -466,9 +521,11 @@ def judge(request, value, inputs, name=None, given_in=()):
     # (A piece found inside another, a list a sentence writes out, may be
     # what the user got rather than what they want: it confirms, but sends
     # nothing back.)
+    anew = _assigned_anew([piece for piece, _ in parts])
     written = [
-        piece for piece, found in results
-        if (not is_code(piece) or _assigns(piece, name)) and any(_like_value(piece, found, item) for item in [value, *inputs])
+        piece for index, (piece, found) in enumerate(parts)
+        if index not in shown and (not is_code(piece) or _assigns(piece, name) or index in anew)
+        and any(_like_value(piece, found, item) for item in [value, *inputs])
         and not any(piece != other and piece in other for other, _ in parts)
     ]
     if len(written) == 1:
