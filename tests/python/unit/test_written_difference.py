@@ -74,6 +74,14 @@ def test_a_list_of_another_length_or_with_an_item_that_differs():
     assert difference("[1, 2, 3]", [1, 2, float("nan")], "r").endswith("where `r` has nan.")
 
 
+def test_an_array_with_other_rows_than_the_written_one():
+    written = "a = np.array([[0, 1, 2],\n              [4, 5, 6]])\nHow can I do it?"
+    assert difference(written, np.arange(9).reshape(3, 3), "result") == "The written result has 2 rows of 3; `result` has 3 rows of 3."
+    assert difference("[[1, 2], [3, 4]]", np.array([[1, 2, 3], [3, 4, 5]]), "r") == "The written result has 2 rows of 2; `r` has 2 rows of 3."
+    # Rows of other lengths are no grid: nothing certain to say of its shape.
+    assert "rows of" not in difference("[[1, 2], [3]]", np.arange(6).reshape(2, 3), "r")
+
+
 def test_nothing_is_said_where_the_printouts_show_nothing_certain():
     # The same numbers, written in words the value does not print.
     assert difference("[1, 2, 3]", [1, 2, 3], "r") == ""

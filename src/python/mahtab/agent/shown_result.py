@@ -231,7 +231,7 @@ def _lists_in_prose(chunk):
     words than numbers (not a table's rows, whose cells may be lists)."""
     found = []
     for line in chunk.splitlines():
-        groups = _bracketed(line)
+        groups = bracketed(line)
         outside = line
         for group in groups:
             outside = outside.replace(group, " ")
@@ -243,7 +243,7 @@ def _lists_in_prose(chunk):
     return found
 
 
-def _bracketed(line):
+def bracketed(line):
     """The line's outermost balanced ``[...]`` groups, in order."""
     groups, depth, start = [], 0, 0
     for index, char in enumerate(line):

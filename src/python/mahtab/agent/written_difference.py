@@ -59,7 +59,35 @@ def _shape(written, value, name):
     length = _length(value)
     if items is not None and length is not None and len(items) != length:
         return [f"The written result holds {len(items)} items; `{name}` holds {length}."]
+    grid = _written_grid(written)
+    shape = getattr(value, "shape", None)
+    if grid is not None and isinstance(shape, tuple) and len(shape) == 2 and grid != shape:
+        return [f"The written result has {_rows(*grid)}; `{name}` has {_rows(*shape)}."]
     return []
+
+
+def _rows(rows, columns):
+    return f"{rows} row{'s' if rows != 1 else ''} of {columns}"
+
+
+def _written_grid(written):
+    """(rows, columns) of the written result's one nested list of numbers
+    (``[[1, 2], [3, 4]]``, as an array literal or printout writes it, on
+    one line or several), or None when it holds no such list, or more
+    than one, or rows of other lengths."""
+    groups = shown_result.bracketed(" ".join(written.split()))
+    if len(groups) != 1:
+        return None
+    rows = shown_result.bracketed(groups[0][1:-1])
+    if not rows or any("[" in row[1:] for row in rows):
+        return None
+    lengths = set()
+    for row in rows:
+        found = shown_result.tokens(row)
+        if not found or not all(token[0] == "n" for token in found):
+            return None
+        lengths.add(len(found))
+    return (len(rows), lengths.pop()) if len(lengths) == 1 else None
 
 
 def _table_shape(header, rows, value, name):
