@@ -340,14 +340,14 @@ pub fn create_missing(changed_instead: Option<(&String, &String)>) -> String {
     }
 }
 
-/// Sent back once when a turn ran the same code with the same result as the
-/// turn before.
-pub const REPEATED: &str = "You ran the same code as before and got the same result. If that \
+/// Sent back once when a turn ran the same code with the same result as an
+/// earlier turn.
+pub const REPEATED: &str = "You ran code that ran before and got the same result as then. If that \
 result already answers my request, reply with the answer in plain words and no code. Otherwise \
 do something different.";
 
 /// Sent back once when a turn ran the same failing code with the same error
-/// as the turn before: a small model keeps resending a block it believes
+/// as an earlier turn: a small model keeps resending a block it believes
 /// right, so it is told plainly that the block cannot work and how to find
 /// out why.
 pub fn repeated_failure(error: &str, hint: Option<&str>) -> String {

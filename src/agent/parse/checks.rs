@@ -396,17 +396,38 @@ pub fn summary_names(summary: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether the last turn ran the very code of the turn before with the
-/// very same outcome.
-pub fn repeated(executions: &[Execution], last_turn_blocks: usize) -> bool {
+/// Where the last turn (its `last_turn_blocks` blocks) ran code that ran
+/// before with the very same outcome: [`Repeat::OfTheTurnBefore`] when the
+/// blocks just before it are the same, [`Repeat::OfAnEarlierTurn`] when
+/// other blocks came between (a small model that alternates between two
+/// answers, each sent back, resends the first), else `None`.
+pub fn repeated(executions: &[Execution], last_turn_blocks: usize) -> Option<Repeat> {
     let n = last_turn_blocks;
     if n == 0 || executions.len() < 2 * n {
-        return false;
+        return None;
     }
-    let (before, last) = executions[executions.len() - 2 * n..].split_at(n);
-    before.iter().zip(last).all(|(a, b)| {
-        a.code.trim() == b.code.trim() && a.output == b.output && a.failed == b.failed
-    })
+    let (earlier, last) = executions.split_at(executions.len() - n);
+    let same = |window: &[Execution]| {
+        window.iter().zip(last).all(|(a, b)| {
+            a.code.trim() == b.code.trim() && a.output == b.output && a.failed == b.failed
+        })
+    };
+    let windows: Vec<&[Execution]> = earlier.windows(n).collect();
+    let (just_before, before_that) = windows.split_last()?;
+    if same(just_before) {
+        Some(Repeat::OfTheTurnBefore)
+    } else if before_that.iter().any(|window| same(window)) {
+        Some(Repeat::OfAnEarlierTurn)
+    } else {
+        None
+    }
+}
+
+/// Which turn a repeated turn repeats (see [`repeated`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    OfTheTurnBefore,
+    OfAnEarlierTurn,
 }
 
 /// The first line of an error's last line (`NameError: name 'x' is not
@@ -1277,10 +1298,28 @@ mod tests {
     #[test]
     fn the_same_code_with_the_same_outcome_is_a_repeat() {
         let same = [run("x = 1", ""), run("x = 1\n", "")];
-        assert!(repeated(&same, 1));
+        assert_eq!(repeated(&same, 1), Some(Repeat::OfTheTurnBefore));
         let other_output = [run("print(x)", "1"), run("print(x)", "2")];
-        assert!(!repeated(&other_output, 1));
-        assert!(!repeated(&same[..1], 1));
-        assert!(!repeated(&same, 0));
+        assert_eq!(repeated(&other_output, 1), None);
+        assert_eq!(repeated(&same[..1], 1), None);
+        assert_eq!(repeated(&same, 0), None);
+    }
+
+    #[test]
+    fn a_turn_that_resends_the_code_of_an_earlier_turn_is_a_repeat_of_it() {
+        let turns = [run("a = 1", ""), run("b = 2", ""), run("a = 1", "")];
+        assert_eq!(repeated(&turns, 1), Some(Repeat::OfAnEarlierTurn));
+        // Two blocks a turn: the same two blocks, in order, ran before.
+        let pairs = [
+            run("a = 1", ""),
+            run("print(a)", "1"),
+            run("c = 3", ""),
+            run("a = 1", ""),
+            run("print(a)", "1"),
+        ];
+        assert_eq!(repeated(&pairs, 2), Some(Repeat::OfAnEarlierTurn));
+        // Code that ran before with another outcome is no repeat.
+        let other = [run("print(x)", "1"), run("x = 2", ""), run("print(x)", "2")];
+        assert_eq!(repeated(&other, 1), None);
     }
 }

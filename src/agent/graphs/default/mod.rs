@@ -27,8 +27,9 @@
 //! back first ([`crate::agent::parse::retyped`]); lines that printed as
 //! fixed text a number nothing computed holds are left out of what the
 //! check reads ([`crate::agent::parse::claims`]), the review told of them;
-//! and a turn that only repeats the one before is told so once, then the
-//! run stops. They may say "not done";
+//! and a turn that only repeats an earlier one (the one before, or one
+//! before that when the model alternates) is told so once, then the run
+//! stops. They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
 //! request names must have, compared by code, then a review of the request
 //! beside the code, its report and those values as they are now).
@@ -44,6 +45,7 @@ use super::steps::{NodeSettings, close_with_answer, node, resent_cell, run_pendi
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
+use crate::agent::parse::checks::Repeat;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
@@ -327,14 +329,17 @@ async fn reflect<E: Effects>(
             }
             return Ok(());
         }
-        Precheck::Repeated { error } => {
+        Precheck::Repeated { error, repeat } => {
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
             } else {
+                // (The last review's reasons are about the turn before,
+                // not about an earlier one this turn resent.)
                 let unfinished = state
                     .verdict
                     .as_ref()
-                    .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty());
+                    .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty())
+                    .filter(|_| repeat == Repeat::OfTheTurnBefore);
                 let feedback = match (error, unfinished) {
                     (Some(error), _) => {
                         let output = state.executions.last().map(|e| e.output.as_str());
@@ -384,9 +389,12 @@ enum Precheck {
     /// The turn's answer was a cell the user ran since the last request,
     /// not run: the model answers again without that cell in view.
     CopiedCell,
-    /// The turn ran the code of the turn before with the same outcome
+    /// The turn ran the code of an earlier turn with the same outcome
     /// (`error`: the error line, when that outcome was a failure).
-    Repeated { error: Option<String> },
+    Repeated {
+        error: Option<String>,
+        repeat: Repeat,
+    },
 }
 
 async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Precheck {
@@ -403,14 +411,14 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             .iter()
             .any(|d| d.reasoning == verdict.reasoning)
     });
-    if !form_disputed && checks::repeated(&state.executions, blocks) {
+    if !form_disputed && let Some(repeat) = checks::repeated(&state.executions, blocks) {
         state.repeats += 1;
         let error = state
             .executions
             .last()
             .filter(|e| e.failed && !checks::refused(&e.output))
             .map(|e| checks::error_line(&e.output).to_owned());
-        return Precheck::Repeated { error };
+        return Precheck::Repeated { error, repeat };
     }
     let not_done = |reasoning: String, next_action: &str| {
         Precheck::NotDone(Verdict::not_done(reasoning, next_action))

@@ -1442,3 +1442,32 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
         Some("total is the result the request writes out")
     );
 }
+
+#[test]
+fn a_turn_that_resends_an_earlier_turns_failing_code_is_told_so_then_the_run_stops() {
+    // As the 1.5B coder model does: two answers, each failing, sent in turn.
+    const FIRST: &str = "```python\ntotal = x.sum(axis=2)\n```";
+    const SECOND: &str = "```python\ntotal = x.total()\n```";
+    let mut script = Script::new(&[FIRST, SECOND, FIRST, SECOND], |code| Execution {
+        output: if code.contains("axis") {
+            "ValueError: No axis named 2 for object type DataFrame".into()
+        } else {
+            "AttributeError: 'DataFrame' object has no attribute 'total'".into()
+        },
+        failed: true,
+        ..ok(code)
+    });
+    let mut state = AgentState::new(
+        "Store the sum of each column of x in `total`.",
+        Vec::new(),
+        6,
+    );
+    run(&mut script, &mut state, settings());
+    let told = latest(&script.requests[3]);
+    assert!(
+        told.contains("same code again and it failed with the same error: ValueError: No axis"),
+        "{told}"
+    );
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
+    assert_eq!(script.requests.len(), 4);
+}
