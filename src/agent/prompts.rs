@@ -346,6 +346,25 @@ pub const REPEATED: &str = "You ran code that ran before and got the same result
 result already answers my request, reply with the answer in plain words and no code. Otherwise \
 do something different.";
 
+/// Sent back once when a turn ran the code of an earlier turn, not the one
+/// before, with the same result: what it was told then (`told`), which holds
+/// again. A small model that alternates between two answers forgets why
+/// the first was sent back.
+pub fn repeated_earlier(told: &str) -> String {
+    const SHOWN_CHARS: usize = 800;
+    let told = told.trim();
+    let end = crate::text::floor_char_boundary(told, SHOWN_CHARS);
+    let told = if end < told.len() {
+        format!("{}...", &told[..end])
+    } else {
+        told.to_owned()
+    };
+    format!(
+        "You sent code you had sent before, and it gave the same result as then. What you were \
+told of it then holds again:\n{told}\nDo not send that code again: do what was asked there."
+    )
+}
+
 /// Sent back once when a turn ran the same failing code with the same error
 /// as an earlier turn: a small model keeps resending a block it believes
 /// right, so it is told plainly that the block cannot work and how to find

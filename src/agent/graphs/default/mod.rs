@@ -44,7 +44,7 @@ use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_s
 use super::steps::{NodeSettings, close_with_answer, node, resent_cell, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
-use crate::agent::llm::ChatMessage;
+use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::checks::Repeat;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
@@ -349,7 +349,12 @@ async fn reflect<E: Effects>(
                     (None, Some(verdict)) => {
                         prompts::repeated_unfinished(&verdict.reasoning, &verdict.next_action)
                     }
-                    (None, None) => prompts::REPEATED.to_owned(),
+                    (None, None) => state
+                        .executions
+                        .last()
+                        .and_then(|last| told_after(&state.conversation, &last.code))
+                        .map(prompts::repeated_earlier)
+                        .unwrap_or_else(|| prompts::REPEATED.to_owned()),
                 };
                 state.conversation.push(ChatMessage::user(feedback));
             }
@@ -372,6 +377,27 @@ async fn reflect<E: Effects>(
     }
     state.verdict = Some(verdict);
     Ok(())
+}
+
+/// What the model was told after the earlier answer that ran `code` (the
+/// last message before its next answer), for a turn that sends that code
+/// again: why it was sent back then holds now.
+fn told_after<'a>(conversation: &'a [ChatMessage], code: &str) -> Option<&'a str> {
+    let code = code.trim();
+    let answers: Vec<usize> = (0..conversation.len())
+        .filter(|&at| conversation[at].role == Role::Assistant)
+        .collect();
+    // (The last answer is the turn that repeated.)
+    let (_, earlier) = answers.split_last()?;
+    let at = *earlier
+        .iter()
+        .rev()
+        .find(|&&at| !code.is_empty() && conversation[at].content.contains(code))?;
+    conversation[at + 1..]
+        .iter()
+        .take_while(|message| message.role == Role::User)
+        .last()
+        .map(|message| message.content.as_str())
 }
 
 /// What the checks before the review found.

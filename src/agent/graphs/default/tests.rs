@@ -1471,3 +1471,34 @@ fn a_turn_that_resends_an_earlier_turns_failing_code_is_told_so_then_the_run_sto
     assert_eq!(state.outcome, Some(Outcome::Repeating));
     assert_eq!(script.requests.len(), 4);
 }
+
+#[test]
+fn a_turn_that_resends_an_earlier_unfinished_answer_is_told_again_why_it_was_sent_back() {
+    const FIRST: &str = "```python\ntotal = x.sum()\n```";
+    const SECOND: &str = "```python\ntotal = x.mean()\n```";
+    let first_review = r#"{"is_complete": false, "reasoning": "total sums the rows of every column", "next_action": "sum only the column a"}"#;
+    let second_review = r#"{"is_complete": false, "reasoning": "a mean is no sum", "next_action": "sum the column"}"#;
+    let mut script = Script::new(
+        &[
+            FIRST,
+            CANNOT_TELL,
+            first_review,
+            SECOND,
+            second_review,
+            FIRST,
+            SECOND,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("Store the sum of x's column a in `total`.", Vec::new(), 6);
+    run(&mut script, &mut state, settings());
+    // The third answer is the first again: told what the first was told,
+    // not the second's review.
+    let told = latest(&script.requests[6]);
+    assert!(told.contains("You sent code you had sent before"), "{told}");
+    assert!(told.contains("sum only the column a"), "{told}");
+    assert!(!told.contains("a mean is no sum"), "{told}");
+    // Then the second again: the run stops.
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
+    assert_eq!(script.requests.len(), 7);
+}
