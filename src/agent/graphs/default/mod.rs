@@ -380,8 +380,10 @@ async fn reflect<E: Effects>(
 }
 
 /// What the model was told after the earlier answer that ran `code` (the
-/// last message before its next answer), for a turn that sends that code
-/// again: why it was sent back then holds now.
+/// last message before its next answer, past the report of what ran,
+/// which comes first), for a turn that sends that code again: why it was
+/// sent back then holds now. None where the kernel ran other code next
+/// without telling the model anything (a rerun).
 fn told_after<'a>(conversation: &'a [ChatMessage], code: &str) -> Option<&'a str> {
     let code = code.trim();
     let answers: Vec<usize> = (0..conversation.len())
@@ -396,6 +398,7 @@ fn told_after<'a>(conversation: &'a [ChatMessage], code: &str) -> Option<&'a str
     conversation[at + 1..]
         .iter()
         .take_while(|message| message.role == Role::User)
+        .skip(1)
         .last()
         .map(|message| message.content.as_str())
 }

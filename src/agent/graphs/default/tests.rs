@@ -1502,3 +1502,32 @@ fn a_turn_that_resends_an_earlier_unfinished_answer_is_told_again_why_it_was_sen
     assert_eq!(state.outcome, Some(Outcome::Repeating));
     assert_eq!(script.requests.len(), 7);
 }
+
+#[test]
+fn what_an_answer_was_told_is_the_message_after_its_report_and_none_after_a_rerun() {
+    let conversation = [
+        ChatMessage::user("sum x"),
+        ChatMessage::assistant("```python\ntotal = x.sum()\n```"),
+        ChatMessage::user("Your code ran."),
+        ChatMessage::user("not finished: sum one column"),
+        ChatMessage::assistant("```python\nt = x.a.sum()\ntotal = t\n```"),
+        ChatMessage::user("Your code ran."),
+        ChatMessage::assistant("(the kernel's rerun)\n```python\ntotal = t\n```"),
+        ChatMessage::user("Your code ran."),
+        ChatMessage::assistant("```python\ntotal = x.sum()\n```"),
+    ];
+    assert_eq!(
+        super::told_after(&conversation, "total = x.sum()\n"),
+        Some("not finished: sum one column")
+    );
+    // Followed by the report alone: nothing was said of it.
+    assert_eq!(
+        super::told_after(&conversation, "t = x.a.sum()\ntotal = t"),
+        None
+    );
+    // The last answer is the repeat itself, not an earlier one.
+    assert_eq!(
+        super::told_after(&conversation[..3], "total = x.sum()"),
+        None
+    );
+}
