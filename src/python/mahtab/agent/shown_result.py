@@ -16,8 +16,8 @@ it labels rows with held), it is "matches"; when exactly one piece that
 shows no input is printed as the value would be (a table with most of its
 columns, a bracketed list for a list or array; code only where it assigns
 to the value's name, or assigns a value typed in anew to a name the request
-assigned before: "I have a = ..., it will return a = ...") and the value, one that holds items (not a single
-number or word), matches none, it is "differs", with the piece; otherwise
+assigned before: "I have a = ..., it will return a = ...") and the value,
+one that holds items (not a single number or word), matches none, it is "differs", with the piece; otherwise
 nothing is said.
 """
 
