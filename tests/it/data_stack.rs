@@ -323,7 +323,7 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
 async fn a_key_that_is_a_value_of_the_series_iterated_is_told_so_with_what_to_loop_over() {
     // `for col in row` gives the row's values: the first, NaN, is looked
     // up as a label. The error line says so (close_names.py), and the next
-    // turn is told what to loop over (checks.rs, reading that line).
+    // turn is told what to loop over (errors.rs, reading that line).
     let llm = FakeLlm::start(vec![
         Reply::Answer(
             "```python\nrow = df.iloc[0]\nresult = [col for col in row if row[col] > 1]\n```"

@@ -22,9 +22,9 @@ use super::steps::{NodeSettings, close_with_answer, node, run_pending};
 use super::unmet::{Unmet, unmet};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::checks;
 use crate::agent::parse::code::code_blocks;
 use crate::agent::parse::plan::parse_plan;
+use crate::agent::parse::{checks, errors};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome};
 use crate::agent::{prompts, schemas};
 
@@ -198,7 +198,7 @@ async fn code<E: Effects>(
         close_with_answer(state, effects, &answer);
     } else if ran.failed {
         let failure = state.executions.last().cloned().expect("a block failed");
-        let hint = checks::failure_hint(&failure.output);
+        let hint = errors::failure_hint(&failure.output);
         state.failed_attempts.push(failure);
         state
             .conversation

@@ -21,7 +21,7 @@ use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
-use crate::agent::parse::checks;
+use crate::agent::parse::{checks, errors};
 use crate::agent::prompts;
 use crate::agent::run::limits::PLANNER_TOOLS;
 use crate::agent::run::{
@@ -251,7 +251,7 @@ async fn act<E: Effects>(
             let mut report = ran.report;
             let last = state.executions.last().cloned().expect("the action ran");
             if last.failed
-                && let Some(hint) = checks::failure_hint(&last.output)
+                && let Some(hint) = errors::failure_hint(&last.output)
             {
                 report.push_str(&format!("\nHint: {hint}."));
             }

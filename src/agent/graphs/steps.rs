@@ -8,7 +8,7 @@ use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::verdict::likelihood_true;
-use crate::agent::parse::{checks, copied};
+use crate::agent::parse::{copied, errors};
 use crate::agent::prompts::ReportedCode;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 use crate::agent::{prompts, schemas};
@@ -496,7 +496,7 @@ pub(crate) async fn run_pending<E: Effects>(
             let execution = effects.execute(&code).await?;
             // Refused for what it copied from a cell the user ran (a file
             // that cell wrote): the rest runs, on what that cell made.
-            let rest = checks::refused(&execution.output)
+            let rest = errors::refused(&execution.output)
                 .then(|| copied::without_copied_lines(&code, &state.recent_cells))
                 .flatten();
             match rest {

@@ -1,7 +1,8 @@
 //! Reading model text, as pure functions: code blocks, prose without its
 //! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
-//! request and a turn's outcome, whether a request asks for a figure, a
+//! request and a turn's outcome, what a failed block's error says and
+//! hints at, whether a request asks for a figure, a
 //! key respelled as the data spells it, data a variable holds typed into a
 //! block again,
 //! numbers a block printed as fixed text rather than computed, what
@@ -19,6 +20,7 @@ pub mod claims;
 pub mod code;
 pub mod comments;
 pub mod copied;
+pub mod errors;
 pub mod figure;
 pub mod form;
 pub mod in_place;

@@ -9,7 +9,7 @@
 //! times puts the import back over code that no longer calls it: that
 //! block runs again without it.
 
-use super::checks;
+use super::{checks, errors};
 
 /// One call and what computes the same value without its library.
 struct StandIn {
@@ -195,7 +195,7 @@ pub fn written_instead<'a>(
         let package = missing_package(error_line)?;
         (package, bound_from(code, package))
     } else {
-        let name = checks::undefined_name(error_line)?;
+        let name = errors::undefined_name(error_line)?;
         let package = earlier.find_map(|output| missing_package(error_line_of(output)))?;
         (package, vec![name])
     };

@@ -50,7 +50,7 @@ use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
-use crate::agent::parse::{checks, claims, stand_ins};
+use crate::agent::parse::{checks, claims, errors, stand_ins};
 use crate::agent::prompts;
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
@@ -343,7 +343,7 @@ async fn reflect<E: Effects>(
                 let feedback = match (error, unfinished) {
                     (Some(error), _) => {
                         let output = state.executions.last().map(|e| e.output.as_str());
-                        let hint = checks::failure_hint(output.unwrap_or(&error));
+                        let hint = errors::failure_hint(output.unwrap_or(&error));
                         prompts::repeated_failure(&error, hint.as_deref())
                     }
                     (None, Some(verdict)) => {
@@ -445,8 +445,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         let error = state
             .executions
             .last()
-            .filter(|e| e.failed && !checks::refused(&e.output))
-            .map(|e| checks::error_line(&e.output).to_owned());
+            .filter(|e| e.failed && !errors::refused(&e.output))
+            .map(|e| errors::error_line(&e.output).to_owned());
         return Precheck::Repeated { error, repeat };
     }
     let not_done = |reasoning: String, next_action: &str| {
@@ -455,8 +455,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     // (A block the guard or the user did not allow is not an error to fix:
     // the review decides what it means for the request.)
     let last = state.executions.last();
-    if let Some(failed) = last.filter(|e| e.failed && !checks::refused(&e.output)) {
-        let error = checks::error_line(&failed.output).to_owned();
+    if let Some(failed) = last.filter(|e| e.failed && !errors::refused(&e.output)) {
+        let error = errors::error_line(&failed.output).to_owned();
         if state.turn < state.max_turns
             && let Some(respelling) = respell(&failed.code, &error)
         {
@@ -471,7 +471,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         // again without that line.
         if state.turn < state.max_turns
             && let Some(reload) =
-                checks::reloads_a_variable(&failed.code, &error, &state.namespace_names)
+                errors::reloads_a_variable(&failed.code, &error, &state.namespace_names)
         {
             return Precheck::Rerun {
                 note: prompts::not_reloaded(&reload.name, &reload.file),
@@ -505,7 +505,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             .map(|e| e.output.as_str());
         let instead = stand_ins::written_instead(&failed.code, &error, earlier);
         let asked = format!("{}\n{}", state.request, state.recent_cells.join("\n"));
-        if let Some(hint) = checks::not_asked_for(&error, &asked) {
+        if let Some(hint) = errors::not_asked_for(&error, &asked) {
             let next = match &instead {
                 Some(instead) => prompts::without_library(&hint, &instead.package, &instead.calls),
                 None => format!("fix the cause of the error ({hint}) and run the corrected code"),
@@ -513,16 +513,16 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             return not_done(format!("the code failed ({error})"), &next);
         }
         if let Some(instead) = &instead
-            && let Some(name) = checks::undefined_name(&error)
+            && let Some(name) = errors::undefined_name(&error)
         {
             let hint = prompts::name_from_missing_library(name, &instead.package);
             let next = prompts::without_library(&hint, &instead.package, &instead.calls);
             return not_done(format!("the code failed ({error})"), &next);
         }
-        if checks::may_be_unfixable(&error) {
+        if errors::may_be_unfixable(&error) {
             return Precheck::Judge { failed: true };
         }
-        let next = match checks::failure_hint(&failed.output) {
+        let next = match errors::failure_hint(&failed.output) {
             Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
             None => "fix the cause of the error and run the corrected code".to_owned(),
         };
@@ -577,7 +577,7 @@ async fn without_retyped_data<E: Effects>(
     // failed (a `NaN` Python does not know), so there is nothing to compare
     // and the block cannot stand as it is; after it, the data is compared
     // as for a block that ran.
-    let compared = match checks::failed_line(&turn[turn.len() - 1].output) {
+    let compared = match errors::failed_line(&turn[turn.len() - 1].output) {
         Some(line) if failed && first == turn.len() - 1 => {
             if line < retyped.lines.0 {
                 return None;

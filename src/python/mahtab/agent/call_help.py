@@ -17,7 +17,7 @@ it takes. Only for a TypeError or a ValueError (a wrong kind of argument):
 a key or a file that is not there is the data's doing, not the call's
 (``close_names`` names the keys there are). Only the model reads it (the user's panel shows the error as
 Python printed it), and it comes before the traceback, so the error stays
-the last line (``src/agent/parse/checks.rs`` reads it there).
+the last line (``src/agent/parse/errors.rs`` reads it there).
 Loaded with the agent."""
 
 import ast

@@ -18,7 +18,7 @@ namespace), so the suggestion names where the key is. The block's other
 strings that spell a key of the same table otherwise follow it (``Also:
 'Age' for 'age'.``), and a key that is a value of a Series on the failing
 line, not a label, is said to be one. The default graph reads the
-KeyError's line (``src/agent/parse/respell.rs``, and ``checks.rs`` the
+KeyError's line (``src/agent/parse/respell.rs``, and ``errors.rs`` the
 words of the value line): keep its form. Loaded with the agent."""
 
 import ast
