@@ -35,7 +35,8 @@ converted when the run starts from the benchmark data beside the repository
 (bench/public_tasks.py; each task's reference answer passes its check and a
 wrong one fails it). Every task belongs to one split, drawn once from its name
 with a fixed seed: `--split dev` is what the agent is tuned on, `--split
-held-out` what is reported and never read task by task; `--sample N` takes a
+held-out` what is reported and never read task by task (its runs print no
+task's name, and refuse `--show`); `--sample N` takes a
 seeded sample of the chosen tasks, the everyday loop (a larger sample begins with
 the same tasks, so `--sample 80 --skip 40` is a second sample of 40).
 
@@ -456,7 +457,18 @@ def mean_first_text(calls):
     return statistics.mean(seconds) if seconds else None
 
 
-def print_report(rows, results, provider):
+def progress_line(result, number, total, named):
+    """The line printed as a task ends: its graph, name, time and outcome,
+    or, for held-out tasks (never read one by one), only how far the run is
+    and whether it solved."""
+    if not named:
+        mark = "solved" if result.solved else "not solved"
+        return f"  {result.graph:<8} task {number} of {total}  {result.seconds:6.1f}s  {mark}"
+    mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
+    return f"  {result.graph:<8} {result.task:<24} {result.seconds:6.1f}s  {mark}"
+
+
+def print_report(rows, results, provider, named=True):
     print(f"\nagent evaluation · {provider}\n")
     seconds = lambda value: "-" if value is None else f"{value:.1f}s"  # noqa: E731
     percent = lambda value: "-" if value is None else f"{value:.0%}"  # noqa: E731
@@ -481,7 +493,9 @@ def print_report(rows, results, provider):
             print(f"{row['graph']}: {row['cut_off']} answers cut off at the length limit "
                   "(their text: cut_off_text in the --json file's calls)")
     failed = [r for r in results if not r.solved]
-    if failed:
+    if failed and not named:
+        print(f"\n{len(failed)} runs not solved (held-out tasks are not named)")
+    elif failed:
         print("\nnot solved:")
         for r in failed:
             again = f" (run {r.repeat + 1})" if any(x.repeat for x in results) else ""
@@ -593,7 +607,8 @@ def parse_args():
                              "provider, and run only the rest (a split too long for one sitting)")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a task is not solved")
     parser.add_argument("--show", action="store_true",
-                        help="print each task's cell (streamed text and panels) to stderr")
+                        help="print each task's cell (streamed text and panels) to stderr (not with "
+                             "--split held-out)")
     parser.add_argument("--kernels", type=Path, default=VENV_KERNELS,
                         help="the kernelspecs directory holding `mahtab` (default: the project venv's);"
                              " a copy of the binary there keeps a long run apart from rebuilds")
@@ -602,6 +617,8 @@ def parse_args():
     unknown = set(args.graphs) - set(GRAPHS)
     if unknown:
         parser.error(f"unknown graphs {sorted(unknown)}; known: {', '.join(GRAPHS)}")
+    if args.show and args.split == "held-out":
+        parser.error("held-out tasks are not read one by one: --show is for --split dev")
     return args
 
 
@@ -639,7 +656,7 @@ def chosen_tasks(args):
 def main():
     args = parse_args()
     if not (args.kernels / "mahtab").is_dir():
-        sys.exit(f"no mahtab kernelspec in {args.kernels}: run scripts/setup.sh first")
+        sys.exit(f"no mahtab kernelspec in {args.kernels}: run scripts/build-and-install.sh first")
     ksm = KernelSpecManager()
     ksm.kernel_dirs = [str(args.kernels)]
     tasks = chosen_tasks(args)
@@ -680,8 +697,8 @@ def main():
                         continue
                     result = run_task(ksm, env, graph, task, args.timeout, args.max_turns, args.show)
                     result.repeat = repeat
-                    mark = "solved" if result.solved else f"not solved ({result.error or 'check false'})"
-                    print(f"  {graph:<8} {task.name:<24} {result.seconds:6.1f}s  {mark}",
+                    print(progress_line(result, len(results) + 1, len(tasks) * len(args.graphs) * args.repeat,
+                                        named=args.split != "held-out"),
                           file=sys.stderr, flush=True)
                     results.append(result)
                     # Kept as it goes: a run stopped early still has its figures.
@@ -692,7 +709,7 @@ def main():
         if local:
             local.close()
     rows = summarize(results, args.graphs)
-    print_report(rows, results, provider)
+    print_report(rows, results, provider, named=args.split != "held-out")
     save_json(args.json, provider, kernel, rows, results)
     if args.strict and not all(r.solved for r in results):
         sys.exit(1)

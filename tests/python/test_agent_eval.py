@@ -40,7 +40,8 @@ def run_eval(tmp_path, *args, env=None, timeout):
         timeout=timeout,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    return json.loads(out.read_text()), completed.stdout
+    # (What it printed: the report, and each task's line as it ended.)
+    return json.loads(out.read_text()), completed.stdout + completed.stderr
 
 
 def test_with_replayed_solutions_every_graph_solves_every_task(tmp_path) -> None:
@@ -220,6 +221,9 @@ def test_public_tasks_run_through_the_kernel_and_split_once(tmp_path) -> None:
     names = {r["task"] for r in report["results"]}
     assert len(names) == 6 and all(r["solved"] for r in report["results"]), report["results"]
     assert "split held-out" in report["provider"], report["provider"]
+    # Held-out tasks are never read one by one: a run of them names none.
+    assert not [name for name in names if name in printed], printed
+    assert "  default  task 12 of 12" in printed, printed
     # The split is drawn from each task's name with a fixed seed: these six
     # are held-out tasks wherever and whenever the split is drawn.
     sys.path.insert(0, str(ROOT / "bench"))
@@ -228,6 +232,17 @@ def test_public_tasks_run_through_the_kernel_and_split_once(tmp_path) -> None:
     finally:
         sys.path.remove(str(ROOT / "bench"))
     assert all(split_of(t) == "held-out" for t in public_tasks() if t.name in names)
+
+
+def test_held_out_tasks_are_not_shown_one_by_one() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(EVAL), "--split", "held-out", "--show"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 2 and "--show is for --split dev" in completed.stderr, completed.stderr
 
 
 def test_a_run_resumed_from_its_file_runs_only_what_it_lacks(tmp_path) -> None:
