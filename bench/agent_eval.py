@@ -430,6 +430,10 @@ def summarize(results, graphs):
             "unconfirmed": len(unsure) // len(repeats),
             "unconfirmed_wrong": sum(not r.solved for r in unsure) // len(repeats),
             "done_at": done_at(claimed + unsure, len(repeats)),
+            # Where the provider gives the judge's odds, a "done" without
+            # them was settled by code (the result the request writes out).
+            "done_by_code": sum(r.confidence is None for r in claimed) // len(repeats),
+            "done_by_code_wrong": sum(r.confidence is None and not r.solved for r in claimed) // len(repeats),
             # Answers the length limit cut off (their text is in the calls).
             "cut_off": sum(c.get("cut_off_text") is not None for r in mine for c in r.calls),
         })
@@ -484,6 +488,12 @@ def print_report(rows, results, provider, named=True):
               f"{seconds(row['hidden_text']):>7} "
               f"{seconds(row['mean_seconds']):>9} {seconds(row['median_solved_seconds']):>10} "
               f"{done_wrong(row):>12} {unsure_wrong(row):>14}")
+    for row in rows:
+        if row["done_claims"] and row["done_at"]:
+            judged = row["done_claims"] - row["done_by_code"]
+            judged_wrong = row["done_wrong"] - row["done_by_code_wrong"]
+            print(f"{row['graph']}: \"done\" claims (wrong) settled by code {row['done_by_code']} "
+                  f"({row['done_by_code_wrong']}) · passed by the judge {judged} ({judged_wrong})")
     for row in rows:
         if row["done_at"]:
             bars = " · ".join(f"{bar}%: {claims} ({wrong})" for bar, claims, wrong in row["done_at"])

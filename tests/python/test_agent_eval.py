@@ -301,6 +301,11 @@ def test_the_runs_a_judge_passed_are_weighed_again_at_each_bar() -> None:
     assert (row["done_claims"], row["done_wrong"]) == (2, 1)
     assert row["done_at"][1] == [80, 2, 1]
     assert row["cut_off"] == 0
+    # Beside odds, a "done" without them was settled by code.
+    by_code = judged + [run("e", False, "Complete", None), run("f", True, "Complete", None)]
+    row = agent_eval.summarize(by_code, ["default"])[0]
+    assert (row["done_claims"], row["done_wrong"]) == (4, 2)
+    assert (row["done_by_code"], row["done_by_code_wrong"]) == (2, 1)
     # An answer the length limit cut off is counted (results kept before the
     # trace recorded it have no such field).
     call = {"shown": True, "purpose": "code", "first_text_seconds": 1.0, "seconds": 2.0,
