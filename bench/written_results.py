@@ -131,6 +131,39 @@ def near_misses(value):
         found.append(("a column left out", value.iloc[:, :-1]))
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         found.append(("one number off by one", value + 1))
+    return found + reshaped(value)
+
+
+def reshaped(value):
+    """Wrong values with the right numbers in another shape, by kind: a
+    one-column table as a series or a series as a table, the first column
+    moved into the index or the index moved out into a column, the columns
+    or the series renamed, an array as a list or a list as an array. A
+    printout compared token by token can hold the same numbers in each."""
+    import numpy as np
+    import pandas as pd
+
+    found = []
+    if isinstance(value, pd.DataFrame):
+        if value.shape[1] == 1:
+            found.append(("a table as a series", value.iloc[:, 0]))
+        if value.shape[1] > 1:
+            found.append(("a column moved into the index", value.set_index(value.columns[0])))
+        if not isinstance(value.index, pd.RangeIndex):
+            found.append(("the index moved into a column", value.reset_index()))
+        found.append(("columns renamed", value.rename(columns=lambda column: f"{column}_1")))
+    elif isinstance(value, pd.Series):
+        found.append(("a series as a table", value.to_frame()))
+        if not isinstance(value.index, pd.RangeIndex):
+            found.append(("the index moved into a column", value.reset_index()))
+        found.append(("series renamed", value.rename(f"{value.name}_1" if value.name is not None else "values")))
+    elif isinstance(value, np.ndarray) and value.ndim >= 1:
+        found.append(("an array as a list", value.tolist()))
+    elif isinstance(value, list) and value:
+        try:
+            found.append(("a list as an array", np.array(value)))
+        except Exception:  # ragged items
+            pass
     return found
 
 

@@ -115,10 +115,12 @@ const PACKAGE: &[Source] = &[
     module!("agent", "magics"),
     module!("agent", "mcp_queries"),
     module!("agent", "namespace"),
+    module!("agent", "printed_tokens"),
     module!("agent", "scope"),
     module!("agent", "request_example"),
     module!("agent", "shown_result"),
     module!("agent", "written_difference"),
+    module!("agent", "written_labels"),
     module!("agent", "undo"),
 ];
 

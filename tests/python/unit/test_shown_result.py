@@ -3,6 +3,7 @@ match, a difference, and the cases where nothing may be said (the example is
 about other data, several pieces could be the result, an input unchanged)."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -210,7 +211,7 @@ def test_an_input_left_as_it_was_is_not_confirmed_by_its_own_printout():
 def test_tokens_and_names_read():
     found = shown_result.tokens("0  A  -1.50 'x y' True")
     assert found == [("n", 0.0, 0), ("w", "a"), ("n", -1.5, 2), ("w", "x y"), ("w", "true")]
-    assert shown_result.tokens("NaN")[0][0] == "n" and shown_result.math.isnan(shown_result.tokens("NaN")[0][1])
+    assert shown_result.tokens("NaN")[0][0] == "n" and math.isnan(shown_result.tokens("NaN")[0][1])
     assert set(shown_result.names_read("out = sales.assign(top=t)\nprint(out)")) == {"sales", "t", "print", "out"}
     assert shown_result.names_read("def (") == []
 
@@ -305,3 +306,52 @@ How many rows moved? Store it in `moved`."""
     assert shown_result.judge(request, "three", [SALES], "moved") is None
     # A table that is not the one written is still sent back.
     assert shown_result.judge(request, SALES.sort_values("id"), [SALES], "moved")[0] == "differs"
+
+
+def test_the_written_numbers_under_other_labels_are_not_confirmed_nor_sent_back():
+    """A printout without its header or name holds the written numbers when
+    only the labels are wrong: renamed columns, an `index` column that
+    `reset_index()` added, a one-column table for a series and the other
+    way round, a series under another name. None is the written result; a
+    label read wrong would send a right value back, so the review weighs
+    them."""
+    right = SALES.assign(top=[3, 5, 3])
+    assert shown_result.judge(TABLES, right.rename(columns={"top": "running_max"}), [SALES]) is None
+    assert shown_result.judge(TABLES, right.reset_index(), [SALES]) is None
+    # Written without a header, a table is compared by its rows alone.
+    headless = TABLES.replace("  id  val  top\n0  A    3    3", "0  A    3    3")
+    assert shown_result.judge(headless, right.rename(columns={"top": "running_max"}), [SALES]) == "matches"
+
+    sums = pd.Series([5.0, 5.0], index=pd.Index(["A", "B"], name="id"), name="val")
+    as_series = "I have this table:\n\n  id  val\n0  A    3\n1  B    5\n2  A    2\n\nI want the sums:\n\n" \
+                "id\nA    5.0\nB    5.0\nName: val, dtype: float64\n"
+    assert shown_result.judge(as_series, sums, [SALES]) == "matches"
+    assert shown_result.judge(as_series, sums.to_frame(), [SALES]) is None
+    assert shown_result.judge(as_series, sums.rename("total"), [SALES]) is None
+    as_table = as_series.replace("id\nA    5.0\nB    5.0\nName: val, dtype: float64\n", "    val\nid\nA   5.0\nB   5.0\n")
+    assert shown_result.judge(as_table, sums.to_frame(), [SALES]) == "matches"
+    assert shown_result.judge(as_table, sums, [SALES]) is None
+
+
+def test_a_header_that_names_the_index_as_a_column_is_another_table():
+    """pandas prints an index's name below the header: a header line with
+    the value's columns and its index's name prints that key as a column.
+    Where the data's own index is written in its header, as people write
+    tables by hand, a value keeping that index is the table written."""
+    data = pd.DataFrame({"key": ["a", "b"], "x": [1, 2], "y": [3, 4]})
+    request = "I have:\n\nkey | x | y\na | 1 | 3\nb | 2 | 4\n\nI want each x doubled:\n\nkey | x | y\na | 2 | 3\nb | 4 | 4\n"
+    right = data.assign(x=[2, 4])
+    assert shown_result.judge(request, right, [data]) == "matches"
+    assert shown_result.judge(request, right.set_index("key"), [data]) is None
+    keyed = data.set_index("key")
+    assert shown_result.judge(request, keyed.assign(x=[2, 4]), [keyed]) == "matches"
+
+
+def test_the_data_reshaped_to_print_as_it_did_is_not_the_written_result():
+    """A value made from the data that prints as the data did (an index
+    made a column of names, the other columns' numbers unchanged) matches
+    the request's printout of its input: that printout is not a result."""
+    series = pd.Series([[1, 2], [3, 4]], index=["f1", "f2"])
+    request = "I have a series:\n\nf1    [1, 2]\nf2    [3, 4]\n\nI want a table of name, 0 and 1.\n"
+    table = pd.DataFrame([[1, 2], [3, 4]], index=pd.Index(["f1", "f2"], name="name"))
+    assert shown_result.judge(request, table, [series]) is None

@@ -62,8 +62,15 @@ def test_near_misses_the_task_check_fails_are_judged():
     table = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8]}, index=list("wxyz"))
     kinds = [kind for kind, _ in written_results.near_misses(table)]
     assert kinds == ["last row left out", "first row left out", "one number off by one", "index dropped",
-                     "integers as floats", "a column left out"]
+                     "integers as floats", "a column left out", "a column moved into the index",
+                     "the index moved into a column", "columns renamed"]
     assert [kind for kind, _ in written_results.near_misses(3)] == ["one number off by one"]
+    # The same numbers in another shape: the labels are what is wrong.
+    series = dict(written_results.reshaped(table["a"]))
+    assert list(series) == ["a series as a table", "the index moved into a column", "series renamed"]
+    assert series["series renamed"].name == "a_1" and series["a series as a table"].columns.tolist() == ["a"]
+    assert dict(written_results.reshaped(table[["a"]]))["a table as a series"].tolist() == [1, 2, 3, 4]
+    assert dict(written_results.reshaped(np.arange(3)))["an array as a list"] == [0, 1, 2]
     task = SimpleNamespace(
         hidden_setup="import pandas as pd\n_eval_input = pd.DataFrame({'a': [1, 2, 3, 4], 'b': [3, 4, 5, 6]})\n"
                      "_eval_expected = _eval_input.assign(c=[4, 6, 8, 10])\n"
@@ -79,7 +86,8 @@ def test_near_misses_the_task_check_fails_are_judged():
     # their value (4 is 4.0), as DS-1000's own checks mostly do.
     assert found == {"last row left out": "differs", "first row left out": "differs",
                      "one number off by one": "differs", "integers as floats": "matches",
-                     "a column left out": "differs"}
+                     "a column left out": "differs", "a column moved into the index": "differs",
+                     "columns renamed": "nothing"}
 
 
 def test_each_turn_of_a_recorded_run_is_judged_as_the_kernel_takes_it():

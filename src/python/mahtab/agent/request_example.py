@@ -28,7 +28,7 @@ import re
 import sys
 from typing import Any, NamedTuple
 
-from mahtab.agent import candidates, shown_result
+from mahtab.agent import candidates, printed_tokens, shown_result
 
 # The longest printed table read back as an example, and the longest
 # piece of code searched for the code that makes one.
@@ -247,7 +247,7 @@ def example_inputs(runtime, request, inputs):
     values."""
     made = None
     example, used = {}, []
-    pieces = [(piece, shown_result.tokens(piece)) for piece in shown_result.pieces(request)]
+    pieces = [(piece, printed_tokens.tokens(piece)) for piece in shown_result.pieces(request)]
     for name, value in inputs.items():
         texts = shown_result.printouts(value)
         if any(shown_result.shows_value(piece, found, value, texts, cover=0) for piece, found in pieces):
@@ -341,7 +341,7 @@ def judged_on_data(runtime, request, value, inputs, name):
     first_try = min(pieces.index(piece) for piece in tried)
     texts = shown_result.printouts(value)
     shown_before = any(
-        shown_result.shows_value(piece, shown_result.tokens(piece), value, texts)
+        shown_result.shows_value(piece, printed_tokens.tokens(piece), value, texts)
         for piece in pieces[:first_try]
     )
     return found if shown_before else "attempted"

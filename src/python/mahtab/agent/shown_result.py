@@ -22,12 +22,12 @@ nothing is said.
 """
 
 import ast
-import math
 import re
 import textwrap
-from collections import Counter
 
+from mahtab.agent import written_labels
 from mahtab.agent.candidates import same_value
+from mahtab.agent.printed_tokens import contains, numbers, same_token, tokens
 
 # Pieces shorter than this many tokens say too little to compare.
 MIN_TOKENS = 2
@@ -39,71 +39,6 @@ COVER = 0.75
 # How long a piece of the request, and a printout, may be before it is not
 # compared (a long one is not written out by hand).
 MAX_CHARS = 4000
-
-_TOKEN = re.compile(
-    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
-)
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
-# Words a printout adds around the values.
-_NOISE = frozenset(
-    ("array", "dtype", "int64", "float64", "object", "bool", "name", "length", "int32", "float32", "dataframe",
-     "series", "columns", "rows", "index", "list", "tuple", "np", "pd", "datetime64", "ns", "category",
-     "categories")
-)
-
-
-def tokens(text):
-    """The text's values, as tokens: ("n", float, decimals) for a number and
-    ("w", word) for a word or quoted string (without its quotes)."""
-    found = []
-    for token in _TOKEN.findall(text):
-        if _NUMBER.match(token):
-            decimals = len(token.split(".")[1].lower().split("e")[0]) if "." in token else 0
-            if "e" in token.lower():
-                decimals = 15
-            found.append(("n", float(token), decimals))
-        elif token in ("nan", "NaN", "NaT", "None"):
-            found.append(("n", math.nan, 15))
-        elif token == "inf":
-            found.append(("n", math.inf, 15))
-        else:
-            word = token.strip("'\"").lower()
-            if word not in _NOISE:
-                found.append(("w", word))
-    return found
-
-
-def same_token(written, printed):
-    """Whether a token the request writes is the printed one: the same
-    word, or the printed number rounded to the decimals written."""
-    if written[0] != printed[0]:
-        return False
-    if written[0] == "w":
-        return written[1] == printed[1]
-    a, b = written[1], printed[1]
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    # The request writes a number to some decimals: the printout's full
-    # value rounds to it.
-    tolerance = 0.5 * 10 ** -written[2] + 1e-9 + 1e-9 * abs(b)
-    return abs(a - b) <= max(tolerance, 1e-6 * abs(b))
-
-
-def _contains(haystack, needle):
-    """Whether `needle` occurs in `haystack`, token for token."""
-    if not needle or len(needle) > len(haystack):
-        return False
-    for start in range(len(haystack) - len(needle) + 1):
-        if all(same_token(w, p) for w, p in zip(haystack[start:start + len(needle)], needle)):
-            return True
-    return False
-
-
-def _numbers(found):
-    return [token for token in found if token[0] == "n"]
-
 
 def printouts(value):
     """The ways the value is printed (repr, str, the table's or series's
@@ -239,7 +174,7 @@ def _lists_in_prose(chunk):
         words = sum(token[0] == "w" for token in outside)
         if words < 3 or words <= len(outside) - words:
             continue
-        found += [group for group in groups if len(_numbers(tokens(group))) >= 2]
+        found += [group for group in groups if len(numbers(tokens(group))) >= 2]
     return found
 
 
@@ -262,15 +197,15 @@ def shows(piece_tokens, value_texts, cover=COVER):
     """Whether the piece shows the value: one of its printouts, token for
     token, within the piece, holding a share `cover` of the piece's numbers
     (not a few rows of a longer table; a short printout, all of them)."""
-    numbers = len(_numbers(piece_tokens))
+    written = len(numbers(piece_tokens))
     for text in value_texts:
         printed = tokens(text)
-        if len(printed) < MIN_TOKENS and not _numbers(printed):
+        if len(printed) < MIN_TOKENS and not numbers(printed):
             continue
-        needed = numbers if len(printed) < SHORT_TOKENS else cover * numbers
-        if len(_numbers(printed)) < needed:
+        needed = written if len(printed) < SHORT_TOKENS else cover * written
+        if len(numbers(printed)) < needed:
             continue
-        if _contains(piece_tokens, printed):
+        if contains(piece_tokens, printed):
             return True
         # A piece with a lead-in ("result:") or words after.
         kept = [t for t in piece_tokens if t[0] == "n" or any(same_token(t, p) for p in printed)]
@@ -291,7 +226,7 @@ def table_header(piece):
     """The column names of the first printed table in the piece (a line of
     names followed by a line with a number), lower-cased, in order, or []."""
     found = table_header_at(piece)
-    return [] if found is None else [word.lower() for word in found[1][found[0]].split()]
+    return [] if found is None else [word.lower() for word in found[1][found[0]].replace("|", " ").split()]
 
 
 def table_header_at(piece):
@@ -299,7 +234,8 @@ def table_header_at(piece):
     of the header line `table_header` reads, or None."""
     lines = [line for line in piece.splitlines() if line.strip()]
     for index, (line, following) in enumerate(zip(lines, lines[1:])):
-        words = line.split()
+        # (Columns may be set apart by bars, as in a Markdown table.)
+        words = line.replace("|", " ").split()
         if len(words) >= 2 and all(re.match(r"[#\w.\-]+$", word) for word in words) and re.search(r"\d", following):
             return index, lines
     return None
@@ -334,32 +270,7 @@ def shows_value(piece, found, value, texts, cover=COVER):
         text for text in texts
         if shows(found, [text], cover) and not _row_left_out(piece, text) and not _item_left_out(piece, text)
     ]
-    return bool(whole) and not _labels_left_out(piece, value, texts)
-
-
-def _labels_left_out(piece, value, texts):
-    """Whether the piece prints a table or series whose rows are labelled
-    with words (two lines or more of words, then as many numbers: ``jane 1
-    1``, ``Has Family 0.5``) and the value, a pandas one, holds none of
-    those labels in its printouts `texts` (not in its index, its columns
-    or its cells): the same numbers under a default index, which a
-    printout without its index lines up with."""
-    if not hasattr(value, "index") or not hasattr(value, "to_string"):
-        return False
-    labelled = []
-    for line in piece.splitlines():
-        found = tokens(line)
-        words = next((i for i, token in enumerate(found) if token[0] == "n"), len(found))
-        if 0 < words < len(found) and all(token[0] == "n" for token in found[words:]):
-            labelled.append((found[:words], len(found) - words))
-    # Rows hold as many numbers as each other; a header of intervals
-    # (``views (1, 10] (10, 25]``) holds more, and its word is no label.
-    counts = Counter(numbers for _, numbers in labelled)
-    labels = [label for label, numbers in labelled if counts[numbers] >= 2]
-    if len(labels) < 2:
-        return False
-    held = {token for text in texts for token in tokens(text) if token[0] == "w"}
-    return not any(all(word in held for word in label) for label in labels)
+    return bool(whole) and not written_labels.labels_left_out(piece, value, texts)
 
 
 def _row_left_out(piece, text):
@@ -439,7 +350,7 @@ def _item_left_out(piece, text):
     printed = tokens(text)
     for group in re.findall(r"\[[^\[\]]*\]", piece):
         found = tokens(group)
-        if len(found) > len(printed) and _contains(found, printed):
+        if len(found) > len(printed) and contains(found, printed):
             return True
     return False
 
@@ -474,7 +385,7 @@ def _like_value(piece, found, value):
         header = set(table_header(piece))
         return len(header) >= 2 and len(header & columns) * 2 >= max(len(header), len(columns))
     if isinstance(value, (list, tuple)) or (hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "index")):
-        return "[" in piece and len(_numbers(found)) >= 2
+        return "[" in piece and len(numbers(found)) >= 2
     return False
 
 
@@ -503,12 +414,22 @@ def judge(request, value, inputs, name=None, given_in=()):
     value_texts = printouts(value)
     # (A value that is an input as it was is not confirmed by the request
     # printing that input; in a piece that prints an input, the value must
-    # be all of it, not the first rows of the input.)
-    if not any(same_value(value, item) for item in inputs) and any(
-        shows_value(piece, found, value, value_texts, cover=1.0 if index in shown else COVER)
-        for index, (piece, found) in enumerate(parts)
-    ):
+    # be all of it, not the first rows of the input, nor the input's own
+    # printout: the data reshaped so that it prints as it did.)
+    as_inputs = [tokens(text) for item in inputs for text in printouts(item)]
+    unlike_inputs = [text for text in value_texts if not any(contains(found, tokens(text)) for found in as_inputs)]
+    showing = [] if any(same_value(value, item) for item in inputs) else [
+        piece for index, (piece, found) in enumerate(parts)
+        if shows_value(piece, found, value, unlike_inputs if index in shown else value_texts,
+                       cover=1.0 if index in shown else COVER)
+    ]
+    if any(not written_labels.differ(piece, value, inputs) for piece in showing):
         return "matches"
+    # The numbers written out under other labels: not confirmed, and not
+    # sent back either (a label read wrong from a printout would send a
+    # right value back); the review weighs it.
+    if showing:
+        return None
     # A single value (a count, a name) is not sent back for a table or a
     # list the request writes out: that is most often the data in a state
     # the request passes through ("shuffle the rows ... then count"), and

@@ -13,7 +13,7 @@ another, nothing is.
 import math
 import re
 
-from mahtab.agent import shown_result
+from mahtab.agent import printed_tokens, shown_result
 
 # How long a row or item may be, quoted, before it is cut.
 QUOTED_CHARS = 120
@@ -39,7 +39,7 @@ def _transposed(written, value, name):
     if not hasattr(value, "columns") or value.shape[0] == value.shape[1] == 1:
         return []
     flipped = value.T
-    found = shown_result.tokens(written)
+    found = printed_tokens.tokens(written)
     # (A table the written one shows as it is, printed without its header,
     # is no swapped one.)
     if shown_result.shows_value(written, found, value, shown_result.printouts(value)) or not shown_result.shows_value(
@@ -83,7 +83,7 @@ def _written_grid(written):
         return None
     lengths = set()
     for row in rows:
-        found = shown_result.tokens(row)
+        found = printed_tokens.tokens(row)
         if not found or not all(token[0] == "n" for token in found):
             return None
         lengths.add(len(found))
@@ -141,14 +141,14 @@ def _first_row(written, text, name):
         a, b = _numbers(want), _numbers(got)
         if len(a) != len(b):
             return []
-        if not all(shown_result.same_token(x, y) for x, y in zip(a, b)):
+        if not all(printed_tokens.same_token(x, y) for x, y in zip(a, b)):
             return [f"The first row that differs: the written result has `{_quoted(want)}` where `{name}` has `{_quoted(got)}`."]
     return []
 
 
 def _first_item(wanted, got, name):
     for number, (a, b) in enumerate(zip(wanted, got), 1):
-        if not shown_result.same_token(a, b):
+        if not printed_tokens.same_token(a, b):
             return [f"Item {number} is the first that differs: the written result has {_shown(a)} where `{name}` has {_shown(b)}."]
     return []
 
@@ -183,7 +183,7 @@ def _written_items(written):
     groups = re.findall(r"\[[^\[\]]*\]", stripped)
     if len(groups) != 1 or stripped.count("[") != 1:
         return None
-    found = shown_result.tokens(groups[0])
+    found = printed_tokens.tokens(groups[0])
     return found if found and all(token[0] == "n" for token in found) else None
 
 
@@ -199,7 +199,7 @@ def _length(value):
 
 
 def _numbers(text):
-    return [token for token in shown_result.tokens(text) if token[0] == "n"]
+    return [token for token in printed_tokens.tokens(text) if token[0] == "n"]
 
 
 def _is_number(word):

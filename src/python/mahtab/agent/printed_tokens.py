@@ -1,0 +1,73 @@
+"""Text read as the values it holds: numbers (with the decimals they are
+written to) and words, without the words a printout adds around them
+(`dtype`, `array`, `Name`). A request's written result and a value's
+printout are compared token by token, so that spacing, quotes and the
+decimals pandas prints do not count.
+"""
+
+import math
+import re
+
+_TOKEN = re.compile(
+    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
+)
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
+# Words a printout adds around the values.
+_NOISE = frozenset(
+    ("array", "dtype", "int64", "float64", "object", "bool", "name", "length", "int32", "float32", "dataframe",
+     "series", "columns", "rows", "index", "list", "tuple", "np", "pd", "datetime64", "ns", "category",
+     "categories")
+)
+
+
+def tokens(text):
+    """The text's values, as tokens: ("n", float, decimals) for a number and
+    ("w", word) for a word or quoted string (without its quotes)."""
+    found = []
+    for token in _TOKEN.findall(text):
+        if NUMBER.match(token):
+            decimals = len(token.split(".")[1].lower().split("e")[0]) if "." in token else 0
+            if "e" in token.lower():
+                decimals = 15
+            found.append(("n", float(token), decimals))
+        elif token in ("nan", "NaN", "NaT", "None"):
+            found.append(("n", math.nan, 15))
+        elif token == "inf":
+            found.append(("n", math.inf, 15))
+        else:
+            word = token.strip("'\"").lower()
+            if word not in _NOISE:
+                found.append(("w", word))
+    return found
+
+
+def same_token(written, printed):
+    """Whether a token the request writes is the printed one: the same
+    word, or the printed number rounded to the decimals written."""
+    if written[0] != printed[0]:
+        return False
+    if written[0] == "w":
+        return written[1] == printed[1]
+    a, b = written[1], printed[1]
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    # The request writes a number to some decimals: the printout's full
+    # value rounds to it.
+    tolerance = 0.5 * 10 ** -written[2] + 1e-9 + 1e-9 * abs(b)
+    return abs(a - b) <= max(tolerance, 1e-6 * abs(b))
+
+
+def contains(haystack, needle):
+    """Whether `needle` occurs in `haystack`, token for token."""
+    if not needle or len(needle) > len(haystack):
+        return False
+    for start in range(len(haystack) - len(needle) + 1):
+        if all(same_token(w, p) for w, p in zip(haystack[start:start + len(needle)], needle)):
+            return True
+    return False
+
+
+def numbers(found):
+    return [token for token in found if token[0] == "n"]
