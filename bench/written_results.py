@@ -33,9 +33,10 @@ how often such a wrong value would be taken for the result written out.
 
 With `--near`, for each task whose right value the comparison confirms,
 wrong values that look like it (a row or item left out at either end, one
-number off by one, the index dropped, integers as floats, a column left out)
-are judged, each only where the task's own check fails it: how often a near
-miss would be taken for the written result.
+number off by one, the index dropped, integers as floats, a column left out,
+and the same numbers in another shape: `reshaped`) are judged, each only
+where the task's own check fails it: how often a near miss would be taken
+for the written result.
 
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
     .venv/bin/python bench/written_results.py --split held-out --near
