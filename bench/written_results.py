@@ -158,7 +158,15 @@ def reshaped(value):
         if not isinstance(value.index, pd.RangeIndex):
             found.append(("the index moved into a column", value.reset_index()))
         found.append(("series renamed", value.rename(f"{value.name}_1" if value.name is not None else "values")))
-    elif isinstance(value, np.ndarray) and value.ndim >= 1:
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        frame = value.to_frame() if isinstance(value, pd.Series) else value
+        numeric = [c for c, d in frame.dtypes.items() if d.kind in "if"]
+        dated = [c for c, d in frame.dtypes.items() if d.kind == "M"]
+        for kind, columns in (("numbers as text", numeric), ("dates as text", dated)):
+            if columns:
+                changed = frame.astype({c: str for c in columns})
+                found.append((kind, changed.iloc[:, 0] if isinstance(value, pd.Series) else changed))
+    if isinstance(value, np.ndarray) and value.ndim >= 1:
         found.append(("an array as a list", value.tolist()))
     elif isinstance(value, list) and value:
         try:

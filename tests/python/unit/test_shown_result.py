@@ -355,3 +355,22 @@ def test_the_data_reshaped_to_print_as_it_did_is_not_the_written_result():
     request = "I have a series:\n\nf1    [1, 2]\nf2    [3, 4]\n\nI want a table of name, 0 and 1.\n"
     table = pd.DataFrame([[1, 2], [3, 4]], index=pd.Index(["f1", "f2"], name="name"))
     assert shown_result.judge(request, table, [series]) is None
+
+
+def test_text_that_prints_as_the_written_numbers_or_dates_is_not_them():
+    """pandas prints the text '3' as it prints the number 3: numbers taken
+    out of text and never converted match the written table's tokens.
+    Text the data already held (a column of codes) is compared as before,
+    and so is text the request writes quoted."""
+    as_text = SALES.assign(top=["3", "5", "3"])
+    assert shown_result.judge(TABLES, as_text, [SALES]) is None
+    codes = pd.Series(["a3", "b5"])
+    quoted = "I have:\n\n0    a3\n1    b5\n\nI want the digits, as text:\n\n['3', '5']\n"
+    assert shown_result.judge(quoted, pd.Series(["3", "5"]), [codes]) == "matches"
+    assert shown_result.judge(quoted.replace("['3', '5']", "0    3\n1    5"), pd.Series(["3", "5"]), [codes]) is None
+    coded = SALES.assign(val=["3", "5", "2"])
+    assert shown_result.judge(TABLES, coded.assign(top=[3, 5, 3]), [coded]) == "matches"
+    request = "I have:\n\n  id  n\n0  A  1\n\nI want the day it was due:\n\n  id  n         due\n0  A  1  2024-01-05\n"
+    data = pd.DataFrame({"id": ["A"], "n": [1]})
+    assert shown_result.judge(request, data.assign(due=pd.to_datetime(["2024-01-05"])), [data]) == "matches"
+    assert shown_result.judge(request, data.assign(due=["2024-01-05"]), [data]) is None

@@ -63,11 +63,15 @@ def test_near_misses_the_task_check_fails_are_judged():
     kinds = [kind for kind, _ in written_results.near_misses(table)]
     assert kinds == ["last row left out", "first row left out", "one number off by one", "index dropped",
                      "integers as floats", "a column left out", "a column moved into the index",
-                     "the index moved into a column", "columns renamed"]
+                     "the index moved into a column", "columns renamed", "numbers as text"]
     assert [kind for kind, _ in written_results.near_misses(3)] == ["one number off by one"]
     # The same numbers in another shape: the labels are what is wrong.
     series = dict(written_results.reshaped(table["a"]))
-    assert list(series) == ["a series as a table", "the index moved into a column", "series renamed"]
+    assert list(series) == ["a series as a table", "the index moved into a column", "series renamed",
+                            "numbers as text"]
+    assert series["numbers as text"].tolist() == ["1", "2", "3", "4"]
+    dated = pd.DataFrame({"day": pd.to_datetime(["2024-01-02"]), "n": [1]})
+    assert dict(written_results.reshaped(dated))["dates as text"]["day"].tolist() == ["2024-01-02"]
     assert series["series renamed"].name == "a_1" and series["a series as a table"].columns.tolist() == ["a"]
     assert dict(written_results.reshaped(table[["a"]]))["a table as a series"].tolist() == [1, 2, 3, 4]
     assert dict(written_results.reshaped(np.arange(3)))["an array as a list"] == [0, 1, 2]
@@ -87,7 +91,7 @@ def test_near_misses_the_task_check_fails_are_judged():
     assert found == {"last row left out": "differs", "first row left out": "differs",
                      "one number off by one": "differs", "integers as floats": "matches",
                      "a column left out": "differs", "a column moved into the index": "differs",
-                     "columns renamed": "nothing"}
+                     "columns renamed": "nothing", "numbers as text": "nothing"}
 
 
 def test_each_turn_of_a_recorded_run_is_judged_as_the_kernel_takes_it():

@@ -423,11 +423,14 @@ def judge(request, value, inputs, name=None, given_in=()):
         if shows_value(piece, found, value, unlike_inputs if index in shown else value_texts,
                        cover=1.0 if index in shown else COVER)
     ]
-    if any(not written_labels.differ(piece, value, inputs) for piece in showing):
+    if any(
+        not written_labels.differ(piece, value, inputs) and not written_labels.numbers_as_text(piece, value, inputs)
+        for piece in showing
+    ):
         return "matches"
-    # The numbers written out under other labels: not confirmed, and not
-    # sent back either (a label read wrong from a printout would send a
-    # right value back); the review weighs it.
+    # The numbers written out under other labels, or as text: not
+    # confirmed, and not sent back either (a label read wrong from a
+    # printout would send a right value back); the review weighs it.
     if showing:
         return None
     # A single value (a count, a name) is not sent back for a table or a

@@ -1,9 +1,11 @@
 """The labels a request's written table or series prints (a header, a
-series' `Name:` line, words that label rows), held against a value's own.
-A value's printout without its header or index holds the written numbers
-when only its labels are wrong (a column renamed, an `index` column that
-`reset_index()` added, a series where a table was written), so a match of
-the numbers stands only where the labels agree.
+series' `Name:` line, words that label rows), held against a value's own,
+and the numbers it writes against text that prints as numbers. A value's
+printout without its header or index holds the written numbers when only
+its labels are wrong (a column renamed, an `index` column that
+`reset_index()` added, a series where a table was written), and a table
+prints the text `'7'` as it prints the number 7, so a match of the numbers
+stands only where the labels and the kinds agree.
 """
 
 import re
@@ -98,3 +100,43 @@ def labels_left_out(piece, value, texts):
         return False
     held = {token for text in texts for token in tokens(text) if token[0] == "w"}
     return not any(all(word in held for word in label) for label in labels)
+
+
+# Text a table prints as it prints a date.
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?$")
+
+
+def numbers_as_text(piece, value, inputs=()):
+    """Whether the value holds text that reads as a number or a date
+    (`'7'`, pandas prints it as 7) where the piece writes it unquoted, and
+    the data it was made from (`inputs`) held no such text: numbers taken
+    out of text, or dates formatted, and never converted back, which a
+    small model often leaves."""
+    given = {cell for item in inputs for cell in _cells(item) if isinstance(cell, str)}
+    return any(
+        isinstance(cell, str) and cell not in given and (NUMBER.match(cell.strip()) or _DATE.match(cell.strip()))
+        and "'%s'" % cell not in piece and '"%s"' % cell not in piece
+        for cell in _cells(value)
+    )
+
+
+# The most cells of a value looked at for text.
+MAX_CELLS = 2000
+
+
+def _cells(value):
+    """The value's cells, index and column labels (a table's, a series',
+    an array's or a list's items), the first `MAX_CELLS`."""
+    found = []
+    try:
+        if hasattr(value, "columns") and hasattr(value, "to_numpy"):
+            found = list(value.columns) + list(value.index) + value.to_numpy().ravel().tolist()
+        elif hasattr(value, "index") and hasattr(value, "tolist"):
+            found = list(value.index) + value.tolist()
+        elif hasattr(value, "ravel") and hasattr(value, "tolist"):
+            found = value.ravel().tolist()
+        elif isinstance(value, (list, tuple)):
+            found = list(value)
+    except Exception:  # a value whose own methods fail
+        return []
+    return found[:MAX_CELLS]
