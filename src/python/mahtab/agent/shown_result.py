@@ -12,7 +12,9 @@ The written result counts only when the request shows every variable the
 run's code read, as it was before the run (so its example is about this
 data, not another). When a piece of the request is the value's printout
 (most of its numbers, no row of a table it prints left out, and the words
-it labels rows with held), it is "matches"; when exactly one piece that
+it labels rows with held) and its labels and kinds agree with the piece's
+(`written_labels`), it is "matches"; the numbers alone, under other labels
+or as text, say nothing; when exactly one piece that
 shows no input is printed as the value would be (a table with most of its
 columns, a bracketed list for a list or array; code only where it assigns
 to the value's name, or assigns a value typed in anew to a name the request
