@@ -374,3 +374,15 @@ def test_text_that_prints_as_the_written_numbers_or_dates_is_not_them():
     data = pd.DataFrame({"id": ["A"], "n": [1]})
     assert shown_result.judge(request, data.assign(due=pd.to_datetime(["2024-01-05"])), [data]) == "matches"
     assert shown_result.judge(request, data.assign(due=["2024-01-05"]), [data]) is None
+
+
+def test_a_table_without_an_index_is_compared_by_its_labels_alone():
+    """A table kind with columns and no index (as polars' tables are) is
+    held against the header as a pandas one is, without failing."""
+    from mahtab.agent import written_labels
+
+    class Table:
+        columns = ["id", "top"]
+
+    assert not written_labels.differ("  id  top\n0  A  3\n", Table())
+    assert written_labels.differ("  id  best\n0  A  3\n", Table())

@@ -35,10 +35,10 @@ def differ(piece, value, inputs=()):
         # and a request that writes its data's index in the header, as
         # people do by hand, keeps that index.)
         header = _column_header(piece)
-        kept = {name for item in inputs for name in getattr(getattr(item, "index", None), "names", ())}
+        kept = {name for item in inputs for name in _index_names(item)}
         return footer is not None or bool(header) and (
             any(not _holds_word(piece, label) for label in _word_labels(value.columns))
-            or any(name.lower() in header for name in _word_labels(value.index.names) if name not in kept)
+            or any(name.lower() in header for name in _word_labels(_index_names(value)) if name not in kept)
             and any(label.lower() in header for label in _word_labels(value.columns))
         )
     if not (hasattr(value, "index") and hasattr(value, "to_frame")):
@@ -48,6 +48,12 @@ def differ(piece, value, inputs=()):
         written = (footer.group(1) or "").strip()
         return bool(written) and (name or "").lower() != written.lower()
     return name is not None and any(line.strip().lower() == name.lower() for line in piece.splitlines())
+
+
+def _index_names(value):
+    """The names of the value's index levels (none for a table without
+    an index, as polars' are)."""
+    return getattr(getattr(value, "index", None), "names", None) or ()
 
 
 def _column_header(piece):
