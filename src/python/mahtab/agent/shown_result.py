@@ -405,8 +405,10 @@ def judge(request, value, inputs, name=None, given_in=()):
         return None
     parts = [(piece, tokens(piece)) for piece in pieces(request)]
     shown = {index for index, (piece, _) in enumerate(parts) if piece in given_in}
+    as_inputs = []
     for item in inputs:
         texts = printouts(item)
+        as_inputs += [tokens(text) for text in texts]
         # (However much else the piece holds: code that makes the data, or
         # a result that begins with it.)
         where = {index for index, (piece, found) in enumerate(parts) if shows_value(piece, found, item, texts, cover=0)}
@@ -418,8 +420,9 @@ def judge(request, value, inputs, name=None, given_in=()):
     # printing that input; in a piece that prints an input, the value must
     # be all of it, not the first rows of the input, nor the input's own
     # printout: the data reshaped so that it prints as it did.)
-    as_inputs = [tokens(text) for item in inputs for text in printouts(item)]
-    unlike_inputs = [text for text in value_texts if not any(contains(found, tokens(text)) for found in as_inputs)]
+    unlike_inputs = shown and [
+        text for text in value_texts if not any(contains(found, tokens(text)) for found in as_inputs)
+    ]
     showing = [] if any(same_value(value, item) for item in inputs) else [
         piece for index, (piece, found) in enumerate(parts)
         if shows_value(piece, found, value, unlike_inputs if index in shown else value_texts,
