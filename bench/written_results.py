@@ -196,6 +196,70 @@ def measure_near(task):
     return found
 
 
+def typed_code(name, value):
+    """Code that types `value` in under `name`, as a model that copies the
+    request's example writes it (`pd.DataFrame({...})`, `np.array([...])`);
+    None for a value it cannot write so that it reads back the same."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        index = "" if value.index.equals(pd.RangeIndex(len(value))) else f", index={list(value.index)!r}"
+        code = f"{name} = pd.DataFrame({value.to_dict('list')!r}{index})"
+    elif isinstance(value, pd.Series):
+        code = f"{name} = pd.Series({value.tolist()!r}, index={list(value.index)!r}, name={value.name!r})"
+    elif isinstance(value, np.ndarray):
+        code = f"{name} = np.array({value.tolist()!r})"
+    else:
+        code = f"{name} = {value!r}"
+    namespace = {"pd": pd, "np": np}
+    try:
+        exec(code, namespace)
+        return code if shown_result.same_value(namespace[name], value) else None
+    except Exception:  # a repr that does not read back
+        return None
+
+
+def example_misses(task, namespace, inputs, name, example):
+    """Wrong code a model writes that makes the result written for the
+    request's example: the example's data typed in over the notebook's
+    before the right code (a copy of the request's setup), or the example's
+    result typed in. Each as (kind, code), where it can be written."""
+    rebound = [typed_code(key, value) for key, value in example.items() if value is not inputs[key]]
+    found = []
+    if rebound and None not in rebound:
+        found.append(("the example typed in over the data", "\n".join([*rebound, task.solution])))
+    base = {key: value for key, value in namespace.items() if key not in inputs}
+    with contextlib.redirect_stdout(io.StringIO()):
+        made = request_example.run_on(Runtime, [task.solution], base, example, name)
+    result = made is not None and typed_code(name, made)
+    if result:
+        found.append(("the example's result typed in", result))
+    return found
+
+
+def measure_example(task):
+    """For a task decided on the request's example (nothing said on the
+    notebook's data, and the right code's value on the example matches
+    the result written for it): what the kernel makes of the right code,
+    and of each wrong code (`example_misses`) the task's check fails."""
+    namespace, inputs = bound_inputs(task, [task.solution])
+    name = target(task.prompt)
+    if verdict(judged(task.prompt, namespace["_eval_expected"], inputs, name)) != "nothing":
+        return None
+    if on_example(task, namespace, inputs, name) != "matches":
+        return None
+    with contextlib.redirect_stdout(io.StringIO()):
+        example, _ = request_example.example_inputs(Runtime, task.prompt, inputs)
+    right = kernel_call(task, [task.solution])
+    found = []
+    for kind, code in example_misses(task, namespace, inputs, name, example):
+        passes, call = kernel_call(task, [code])
+        if not passes:
+            found.append((kind, call))
+    return right, found
+
+
 def target(request):
     """The name the request's closing line leaves to fill in (`result = ...`)."""
     found = re.search(r"^(\w+)\s*=\s*\.\.\.", request.splitlines()[-1])
@@ -423,6 +487,8 @@ def main():
                         help="the values the request's own code makes (what the user tried), judged as answers")
     parser.add_argument("--near", action="store_true",
                         help="wrong values that look like the right one (a row left out, a number off), judged")
+    parser.add_argument("--example", action="store_true",
+                        help="wrong code that makes the result written for the request's example, judged")
     args = parser.parse_args()
     if args.answers:
         measure_answers(args.answers, args.benchmarks, args.show)
@@ -447,6 +513,27 @@ def main():
             said = {verdict: counts[(kind, verdict)] for verdict in ("matches", "differs", "nothing", "attempted")}
             print(f"  {kind:24} {sum(said.values()):3}: {said['matches']} taken for the written result, "
                   f"{said['differs']} sent back, {said['nothing']} nothing said")
+        return
+    if args.example:
+        rights, counts = Counter(), Counter()
+        measured, failed = measured_each(tasks, measure_example)
+        for task, found in measured:
+            if found is None:
+                continue
+            (passes, call), misses = found
+            rights[(passes, call)] += 1
+            for kind, said in misses:
+                counts[(kind, said)] += 1
+                if args.show and args.split == "dev":
+                    print(f"{task.name:14} {kind:36} {said}")
+        print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build), "
+              f"{sum(rights.values())} decided on the request's example; the right code: "
+              + ", ".join(f"{n} {call}{'' if passes else ' (the check fails it)'}" for (passes, call), n in sorted(rights.items())))
+        print("wrong code that makes the example's written result, the task's check failing it:")
+        for kind in sorted({kind for kind, _ in counts}):
+            said = {call: counts[(kind, call)] for call in ("done by code", "sent back", "to the review")}
+            print(f"  {kind:36} {sum(said.values()):3}: {said['done by code']} done by code, "
+                  f"{said['sent back']} sent back, {said['to the review']} to the review")
         return
     if args.tried:
         counts = Counter()

@@ -44,6 +44,20 @@ def test_code_that_does_not_make_it_is_not_sent_back_on_an_example():
     assert written(scope, WRONG) == []
 
 
+def test_code_that_types_the_example_in_over_the_data_is_not_confirmed_by_it():
+    # A copy of the request's table over the notebook's makes the written
+    # result from any data: run on the example, it tests nothing.
+    copied = "data = {'id': ['A', 'B', 'A'], 'val': [3, 5, 2]}\nsales = pd.DataFrame(data)\n"
+    scope, namespace = scope_over(sales=SALES.copy())
+    assert written(scope, copied + RIGHT) == []
+    assert namespace["out"]["top"].tolist() == [3, 5, 3]  # the example's, not the notebook's
+    # The notebook's own table rebuilt from itself is still its data.
+    scope, _ = scope_over(sales=SALES.copy())
+    assert written(scope, "sales = sales.reset_index(drop=True)\n" + RIGHT) == [
+        {"verdict": "matches", "name": "out", "on_example": True}
+    ]
+
+
 def test_an_example_built_by_the_request_s_own_code():
     request = (
         "For example:\n\n```python\nimport numpy as np\na = np.array([[1, 2], [3, 4]])\n```\n\n"

@@ -249,6 +249,12 @@ def test_the_written_result_typed_in_is_not_taken_for_a_computed_one():
     assert shown_result.typed_in([typed], "out", namespace)
     assert not shown_result.typed_in(["out = sales.assign(top=sales.val.cummax())"], "out", namespace)
     assert not shown_result.typed_in(["x = 1"], "out", namespace)
+    # Typed in through a name the code typed in before; a function's own
+    # names are its own.
+    namespace.update(rows={"id": ["A"]}, made=lambda: None)
+    assert shown_result.typed_in(["rows = {'id': ['A']}\nout = pd.DataFrame(rows)"], "out", namespace)
+    assert not shown_result.typed_in(["rows = sales.head()\nout = pd.DataFrame(rows)"], "out", namespace)
+    assert not shown_result.typed_in(["def made():\n    out = []\n    return out\nout = made() + sales"], "out", namespace)
 
 
 def test_a_table_printed_with_its_columns_in_another_order():

@@ -122,3 +122,27 @@ def test_each_turn_of_a_recorded_run_is_judged_as_the_kernel_takes_it():
     # leaves it (one decision, `request_example.written_verdict`).
     typed = "import pandas as pd\nresult = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [4, 6]})"
     assert written_results.kernel_call(task, [typed]) == (True, "to the review")
+
+
+def test_wrong_code_that_makes_the_example_s_written_result_is_judged():
+    """A task decided on the request's example: the right code is done by
+    code, and code that types the example in (its data over the notebook's,
+    or its result) makes the written result without computing it from the
+    data, so the kernel leaves it to the review."""
+    assert written_results.typed_code("df", pd.DataFrame({"a": [1, 2]}, index=[5, 6])) == (
+        "df = pd.DataFrame({'a': [1, 2]}, index=[5, 6])")
+    assert written_results.typed_code("a", np.arange(3)) == "a = np.array([0, 1, 2])"
+    assert written_results.typed_code("f", lambda: 1) is None
+    task = SimpleNamespace(
+        hidden_setup="import pandas as pd\n_eval_input = pd.DataFrame({'a': [7, 8], 'b': [1, 1]})\n"
+                     "_eval_expected = _eval_input.assign(c=[8, 9])",
+        setup="df = _eval_input",
+        solution="result = df.assign(c=df.a + df.b)",
+        check="result.equals(_eval_expected)",
+        prompt="I have:\n\n   a  b\n0  1  3\n1  2  4\n\nI want:\n\n   a  b  c\n0  1  3  4\n1  2  4  6\n\n"
+               "result = ... # put solution in this variable",
+    )
+    right, misses = written_results.measure_example(task)
+    assert right == (True, "done by code")
+    assert misses == [("the example typed in over the data", "to the review"),
+                      ("the example's result typed in", "to the review")]

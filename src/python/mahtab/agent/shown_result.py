@@ -489,22 +489,47 @@ def cut(text):
 
 
 def typed_in(codes, name, namespace):
-    """Whether the last assignment to `name` in the codes reads no variable
-    that holds data (only modules and functions: `pd.DataFrame({...})`):
-    the value was typed in, not computed."""
-    last = None
+    """Whether the codes bind `name` to a value typed in, built from no
+    variable that holds data (`pd.DataFrame({...})`): not computed."""
+    return name in typed_names(codes, namespace)
+
+
+def typed_names(codes, namespace):
+    """The names the codes leave bound to values typed in: each assignment,
+    in order, whose value reads only modules, functions and names the codes
+    typed in before (`data = {...}` then `df = pd.DataFrame(data)`).
+    `namespace` is where the codes ran, for what the names they read hold."""
+    typed = set()
     for code in codes:
         try:
             tree = ast.parse(code)
         except (SyntaxError, ValueError):
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                last = node
-    if last is None:
-        return False
-    read = [n.id for n in ast.walk(last.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-    return not any(other in namespace and _holds_data(namespace[other]) for other in read)
+        for node in _module_assignments(tree):
+            read = [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+            anew = all(other in typed or not (other in namespace and _holds_data(namespace[other])) for other in read)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    (typed.add if anew else typed.discard)(target.id)
+    return typed
+
+
+def _module_assignments(tree):
+    """The assignments with a value at the module's level (in its loops
+    and branches, not in a function's own scope), in the order written."""
+    found = []
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(child, (ast.Assign, ast.AnnAssign)) and child.value is not None:
+                found.append(child)
+            visit(child)
+
+    visit(tree)
+    return found
 
 
 def _holds_data(value):
