@@ -38,9 +38,17 @@ and the same numbers in another shape: `reshaped`) are judged, each only
 where the task's own check fails it: how often a near miss would be taken
 for the written result.
 
+With `--example`, for each task decided on the request's example (nothing
+said on the notebook's data, the reference code's value on the example
+matching the result written for it), wrong code that also makes that result
+(the example's data typed in over the notebook's, the example's result typed
+in, the example's rows picked by their labels) is judged where the task's
+check fails it: how often it would be done by code.
+
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
     .venv/bin/python bench/written_results.py --split held-out --near
     .venv/bin/python bench/written_results.py --split held-out --tried
+    .venv/bin/python bench/written_results.py --split held-out --example
     .venv/bin/python bench/written_results.py --answers bench/results/dev40-*.json
 """
 
@@ -223,8 +231,9 @@ def typed_code(name, value):
 def example_misses(task, namespace, inputs, name, example):
     """Wrong code a model writes that makes the result written for the
     request's example: the example's data typed in over the notebook's
-    before the right code (a copy of the request's setup), or the example's
-    result typed in. Each as (kind, code), where it can be written."""
+    before the right code (a copy of the request's setup), the example's
+    result typed in, or its rows picked by their labels. Each as (kind,
+    code), where it can be written."""
     rebound = [typed_code(key, value) for key, value in example.items() if value is not inputs[key]]
     found = []
     if rebound and None not in rebound:
@@ -235,7 +244,30 @@ def example_misses(task, namespace, inputs, name, example):
     result = made is not None and typed_code(name, made)
     if result:
         found.append(("the example's result typed in", result))
+    picked = made is not None and rows_picked(name, made, example)
+    if picked:
+        found.append(("the example's rows picked by label", picked))
     return found
+
+
+def rows_picked(name, value, example):
+    """Code that picks the rows `value` holds out of an example table by
+    their labels (`df.loc[[1, 3]]`): right on the example where the result
+    is a selection of its rows, and a guess on other data. None where the
+    value is not such a selection."""
+    import pandas as pd
+
+    if not isinstance(value, (pd.DataFrame, pd.Series)) or not len(value):
+        return None
+    for key, table in example.items():
+        if not isinstance(table, type(value)) or len(value) >= len(table) or not value.index.isin(table.index).all():
+            continue
+        try:
+            if shown_result.same_value(table.loc[list(value.index)], value):
+                return f"{name} = {key}.loc[{list(value.index)!r}]"
+        except Exception:  # labels that do not pick rows
+            continue
+    return None
 
 
 def measure_example(task):
@@ -254,7 +286,10 @@ def measure_example(task):
     right = kernel_call(task, [task.solution])
     found = []
     for kind, code in example_misses(task, namespace, inputs, name, example):
-        passes, call = kernel_call(task, [code])
+        try:
+            passes, call = kernel_call(task, [code])
+        except Exception:  # code that fails on the notebook's data: no value to judge
+            continue
         if not passes:
             found.append((kind, call))
     return right, found

@@ -58,6 +58,25 @@ def test_code_that_types_the_example_in_over_the_data_is_not_confirmed_by_it():
     ]
 
 
+def test_code_that_picks_the_example_s_rows_by_label_is_not_confirmed_by_it():
+    # Rows kept by labels written into the code are the example's rows on
+    # the example and a guess on the notebook's table.
+    request = (
+        "My table looks like this:\n\n  id  val\n0  A    3\n1  B    5\n2  A    2\n3  C    1\n\n"
+        "I want the rows whose val is above 2:\n\n  id  val\n0  A    3\n1  B    5\n\nStore them in `out`."
+    )
+    scope, _ = scope_over(sales=SALES.copy())
+    assert written(scope, "out = sales[sales['val'] > 2]", request=request) == [
+        {"verdict": "matches", "name": "out", "on_example": True}
+    ]
+    for picked in ("out = sales.loc[[0, 1]]", "out = sales.iloc[[0, 1], :]", "out = sales.drop([2, 3])",
+                   "out = sales.drop(index=[2, 3])"):
+        scope, _ = scope_over(sales=SALES.copy())
+        assert written(scope, picked, request=request) == [], picked
+    # Columns picked by name are the request's words, not a guess.
+    assert not request_example._picks_written_rows("out = sales[['id', 'val']]")
+
+
 def test_an_example_built_by_the_request_s_own_code():
     request = (
         "For example:\n\n```python\nimport numpy as np\na = np.array([[1, 2], [3, 4]])\n```\n\n"

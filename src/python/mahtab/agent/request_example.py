@@ -384,12 +384,47 @@ def _matches_example(runtime, request, codes, namespace, inputs, name):
     # example tests nothing then.
     if set(inputs) & shown_result.typed_names(codes, namespace):
         return False
+    # Nor does code that picks rows by labels written into it: right on the
+    # example where its result is those rows, a guess on any other data.
+    if any(_picks_written_rows(code) for code in codes):
+        return False
     given = example_inputs(runtime, request, inputs)
     if given is None:
         return False
     example, pieces = given
     value = run_on(runtime, codes, namespace, example, name)
     return value is not None and shown_result.judge(request, value, list(example.values()), name, pieces) == "matches"
+
+
+# The calls that take the rows to keep or drop as their first argument.
+_ROW_CALLS = frozenset(("drop", "take", "reindex"))
+
+
+def _picks_written_rows(code):
+    """Whether the code picks rows by a list of labels or positions written
+    into it: ``df.loc[[1, 3]]``, ``df.iloc[[0, 2], :]``, ``df.drop([2])``."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr in ("loc", "iloc"):
+            rows = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+            if _written_list(rows):
+                return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ROW_CALLS:
+            given = node.args[:1] + [k.value for k in node.keywords if k.arg in ("index", "labels", "indices")]
+            if any(_written_list(argument) for argument in given):
+                return True
+    return False
+
+
+def _written_list(node):
+    """A list or tuple of constants written out."""
+    return isinstance(node, (ast.List, ast.Tuple)) and bool(node.elts) and all(
+        isinstance(item, ast.Constant) or (isinstance(item, ast.UnaryOp) and isinstance(item.operand, ast.Constant))
+        for item in node.elts
+    )
 
 
 # The name an attempt's last expression is kept under.
