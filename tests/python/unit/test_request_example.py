@@ -74,7 +74,9 @@ def test_code_that_picks_the_example_s_rows_by_label_is_not_confirmed_by_it():
         scope, _ = scope_over(sales=SALES.copy())
         assert written(scope, picked, request=request) == [], picked
     # Columns picked by name are the request's words, not a guess.
-    assert not request_example._picks_written_rows("out = sales[['id', 'val']]")
+    for columns in ("out = sales[['id', 'val']]", "out = sales.drop(['id'], axis=1)",
+                    "out = sales.drop(columns=['id'])", "out = sales.reindex(['val', 'id'], axis='columns')"):
+        assert not request_example._picks_written_rows(columns), columns
 
 
 def test_an_example_built_by_the_request_s_own_code():

@@ -413,10 +413,21 @@ def _picks_written_rows(code):
             if _written_list(rows):
                 return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ROW_CALLS:
-            given = node.args[:1] + [k.value for k in node.keywords if k.arg in ("index", "labels", "indices")]
+            given = [k.value for k in node.keywords if k.arg == "index"]
+            if not _on_columns(node):
+                given += node.args[:1] + [k.value for k in node.keywords if k.arg in ("labels", "indices")]
             if any(_written_list(argument) for argument in given):
                 return True
     return False
+
+
+def _on_columns(call):
+    """Whether a call's labels are columns (``axis=1``, ``axis='columns'``):
+    names the request gives, not rows."""
+    return any(
+        k.arg == "axis" and isinstance(k.value, ast.Constant) and k.value.value in (1, "columns")
+        for k in call.keywords
+    ) or (len(call.args) > 1 and isinstance(call.args[1], ast.Constant) and call.args[1].value in (1, "columns"))
 
 
 def _written_list(node):
