@@ -222,13 +222,18 @@ pub async fn serve_until(
     let agents = Arc::new(AgentSession::default());
     let agents = AgentRuns::new(agents, tokio::runtime::Handle::current());
     let debugger = python.debugger;
+    // Read before the interpreter's thread starts: Py_GetVersion formats
+    // into a static buffer, and a call racing the interpreter's own start
+    // once tore its `sys.version` ("3.11.7 () [GCC ...]"), which `platform`
+    // cannot parse, so `import pandas` failed in that kernel.
+    let python_version = crate::python::linked_python_version();
     let (python_handle, interrupter) = PythonHandle::start(python, io.clone(), io.clone(), agents);
     let (control, control_replies) =
         RouterChannel::new("control", control, codec.clone(), iopub.clone());
     let (shell, shell_replies) = RouterChannel::new("shell", shell, codec.clone(), iopub.clone());
     let debug_io = io.clone();
     let shared = Arc::new(Shared {
-        kernel_info: kernel_info(&crate::python::linked_python_version(), debugger, encrypted),
+        kernel_info: kernel_info(&python_version, debugger, encrypted),
         ports: json!({
             "status": "ok",
             "shell_port": connection.shell_port,

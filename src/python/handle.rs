@@ -284,10 +284,12 @@ impl PythonHandle {
 }
 
 /// The version of the libpython mahtab is linked against, e.g. "3.11.7".
-/// Safe to call before the interpreter is initialised.
+/// To be called before the interpreter's thread starts, never beside it:
+/// Py_GetVersion writes the static buffer it returns on every call, and
+/// the interpreter's start reads it for `sys.version`.
 pub fn linked_python_version() -> String {
     // SAFETY: Py_GetVersion returns a static NUL-terminated string and may be
-    // called before Py_Initialize.
+    // called before Py_Initialize (with no other thread calling it).
     let full = unsafe { std::ffi::CStr::from_ptr(pyo3::ffi::Py_GetVersion()) };
     full.to_string_lossy()
         .split_whitespace()
