@@ -255,6 +255,10 @@ def test_the_written_result_typed_in_is_not_taken_for_a_computed_one():
     assert shown_result.typed_in(["rows = {'id': ['A']}\nout = pd.DataFrame(rows)"], "out", namespace)
     assert not shown_result.typed_in(["rows = sales.head()\nout = pd.DataFrame(rows)"], "out", namespace)
     assert not shown_result.typed_in(["def made():\n    out = []\n    return out\nout = made() + sales"], "out", namespace)
+    # A sum begun at 0 and added to from the data is computed.
+    namespace.update(out=10, v=2)  # as the run left them
+    assert not shown_result.typed_in(["out = 0\nfor v in sales['val']:\n    out += v"], "out", namespace)
+    assert shown_result.typed_in(["out = 0\nout += 1"], "out", namespace)
 
 
 def test_a_table_printed_with_its_columns_in_another_order():

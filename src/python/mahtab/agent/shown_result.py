@@ -507,6 +507,8 @@ def typed_names(codes, namespace):
             continue
         for node in _module_assignments(tree):
             read = [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                read.append(node.target.id)  # `total += x` reads `total` too
             anew = all(other in typed or not (other in namespace and _holds_data(namespace[other])) for other in read)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -516,15 +518,16 @@ def typed_names(codes, namespace):
 
 
 def _module_assignments(tree):
-    """The assignments with a value at the module's level (in its loops
-    and branches, not in a function's own scope), in the order written."""
+    """The assignments with a value (`=`, `+=`) at the module's level (in
+    its loops and branches, not in a function's own scope), in the order
+    written."""
     found = []
 
     def visit(node):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 continue
-            if isinstance(child, (ast.Assign, ast.AnnAssign)) and child.value is not None:
+            if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and child.value is not None:
                 found.append(child)
             visit(child)
 
