@@ -468,6 +468,11 @@ def names_read(code):
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return []
+    return _loaded(tree)
+
+
+def _loaded(tree):
+    """The names an AST node reads, in order."""
     return [node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
 
 
@@ -506,7 +511,7 @@ def typed_names(codes, namespace):
         except (SyntaxError, ValueError):
             continue
         for node in _module_assignments(tree):
-            read = [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+            read = _loaded(node.value)
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 read.append(node.target.id)  # `total += x` reads `total` too
             anew = all(other in typed or not (other in namespace and _holds_data(namespace[other])) for other in read)
