@@ -102,8 +102,9 @@ def spoiled(value):
 
 def near_misses(value):
     """Wrong values a model makes that look like the right one, by kind:
-    a row or item left out at either end, one number off by one, the
-    index dropped, integers as floats, a column left out."""
+    a row or item left out at either end, one number off by one, a whole
+    number off by a fraction, the index dropped, integers as floats, a
+    column left out."""
     import numpy as np
 
     found = []
@@ -140,7 +141,44 @@ def near_misses(value):
         found.append(("a column left out", value.iloc[:, :-1]))
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         found.append(("one number off by one", value + 1))
+    fraction = a_fraction_off(value)
+    if fraction is not None:
+        found.append(("a whole number off by a fraction", fraction))
     return found + reshaped(value)
+
+
+def a_fraction_off(value):
+    """The value with its first number, a whole one, made 0.3 more (a mean
+    where a median was asked for), as floats; None where its first number
+    is not whole."""
+    import numpy as np
+
+    try:
+        if hasattr(value, "iloc"):
+            changed = value.astype(float) if value.ndim == 1 else value.copy()
+            if value.ndim > 1:
+                column = next((c for c, d in value.dtypes.items() if d.kind in "if"), None)
+                if column is None:
+                    return None
+                changed[column] = changed[column].astype(float)
+                first = changed[column].iloc[0]
+                if first != int(first):
+                    return None
+                changed.loc[changed.index[0], column] = first + 0.3
+                return changed
+            if changed.iloc[0] != int(changed.iloc[0]):
+                return None
+            changed.iloc[0] += 0.3
+            return changed
+        if isinstance(value, np.ndarray) and value.dtype.kind in "if" and value.size:
+            changed = value.astype(float)
+            if changed.flat[0] != int(changed.flat[0]):
+                return None
+            changed.flat[0] += 0.3
+            return changed
+    except (TypeError, ValueError, OverflowError):  # numbers that are not plain, NaN
+        return None
+    return None
 
 
 def reshaped(value):

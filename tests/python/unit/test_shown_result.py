@@ -4,6 +4,7 @@ about other data, several pieces could be the result, an input unchanged)."""
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -203,6 +204,22 @@ def test_numbers_compare_to_the_decimals_the_request_writes():
     assert shown_result.judge(request, 2.5, [[1, 2, 4]]) is None  # one number: no written form to compare
 
 
+def test_a_whole_number_written_is_that_number_not_one_that_rounds_to_it():
+    data = pd.DataFrame({"id": ["A", "A", "A", "B"], "val": [1, 2, 4, 5]})
+    request = ("I have\n\n  id  val\n0  A    1\n1  A    2\n2  A    4\n3  B    5\n\n"
+               "I want the median of val for each id:\n\nid\nA    2\nB    5\n")
+    median = data.groupby("id")["val"].median()
+    assert shown_result.judge(request, median, [data]) == "matches"
+    assert shown_result.judge(request, median.astype(int), [data]) == "matches"
+    # The mean (2.33 for A) prints as a number that rounds to the written 2.
+    assert shown_result.judge(request, data.groupby("id")["val"].mean(), [data]) != "matches"
+    # The same in a table: ranks with ties averaged where the minimum was written.
+    ranks = pd.DataFrame({"v": [5, 5, 1, 9]})
+    request = "I have\n\n   v\n0  5\n1  5\n2  1\n3  9\n\nI want ties to get the lowest rank:\n\n   v  r\n0  5  2\n1  5  2\n2  1  1\n3  9  4\n"
+    assert shown_result.judge(request, ranks.assign(r=ranks.v.rank(method="min")), [ranks]) == "matches"
+    assert shown_result.judge(request, ranks.assign(r=ranks.v.rank()), [ranks]) != "matches"
+
+
 def test_an_input_left_as_it_was_is_not_confirmed_by_its_own_printout():
     request = TABLES.replace("like this:", "keeping the rest; for example the table above stays:")
     assert shown_result.judge(request, SALES.copy(), [SALES]) != "matches"
@@ -396,3 +413,11 @@ def test_a_table_without_an_index_is_compared_by_its_labels_alone():
 
     assert not written_labels.differ("  id  top\n0  A  3\n", Table())
     assert written_labels.differ("  id  best\n0  A  3\n", Table())
+
+
+def test_printing_a_table_with_repeated_column_names_warns_nobody():
+    table = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        texts = shown_result.printouts(table)
+    assert caught == [] and any("a  a" in text for text in texts)

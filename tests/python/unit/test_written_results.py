@@ -62,9 +62,14 @@ def test_near_misses_the_task_check_fails_are_judged():
     table = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8]}, index=list("wxyz"))
     kinds = [kind for kind, _ in written_results.near_misses(table)]
     assert kinds == ["last row left out", "first row left out", "one number off by one", "index dropped",
-                     "integers as floats", "a column left out", "a column moved into the index",
+                     "integers as floats", "a column left out", "a whole number off by a fraction",
+                     "a column moved into the index",
                      "the index moved into a column", "columns renamed", "numbers as text"]
     assert [kind for kind, _ in written_results.near_misses(3)] == ["one number off by one"]
+    fraction = dict(written_results.near_misses(table))["a whole number off by a fraction"]
+    assert fraction["a"].tolist() == [1.3, 2, 3, 4] and fraction["b"].tolist() == [5, 6, 7, 8]
+    assert dict(written_results.near_misses(np.arange(3)))["a whole number off by a fraction"].tolist() == [0.3, 1, 2]
+    assert written_results.a_fraction_off(pd.Series([0.5, 1.0])) is None
     # The same numbers in another shape: the labels are what is wrong.
     series = dict(written_results.reshaped(table["a"]))
     assert list(series) == ["a series as a table", "the index moved into a column", "series renamed",
@@ -90,7 +95,8 @@ def test_near_misses_the_task_check_fails_are_judged():
     # their value (4 is 4.0), as DS-1000's own checks mostly do.
     assert found == {"last row left out": "differs", "first row left out": "differs",
                      "one number off by one": "differs", "integers as floats": "matches",
-                     "a column left out": "differs", "a column moved into the index": "differs",
+                     "a column left out": "differs", "a whole number off by a fraction": "differs",
+                     "a column moved into the index": "differs",
                      "columns renamed": "nothing", "numbers as text": "nothing"}
 
 

@@ -54,8 +54,11 @@ def same_token(written, printed):
     if math.isinf(a) or math.isinf(b):
         return a == b
     # The request writes a number to some decimals: the printout's full
-    # value rounds to it.
-    tolerance = 0.5 * 10 ** -written[2] + 1e-9 + 1e-9 * abs(b)
+    # value rounds to it. A number written with none is a whole number
+    # (how Python, numpy and pandas print one), not 2.33 rounded to 2: a
+    # mean where the median was written.
+    rounding = 0.5 * 10 ** -written[2] if written[2] else 0.0
+    tolerance = rounding + 1e-9 + 1e-9 * abs(b)
     return abs(a - b) <= max(tolerance, 1e-6 * abs(b))
 
 

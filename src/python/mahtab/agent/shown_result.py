@@ -26,6 +26,7 @@ nothing is said.
 import ast
 import re
 import textwrap
+import warnings
 
 from mahtab.agent import written_labels
 from mahtab.agent.candidates import same_value
@@ -49,7 +50,11 @@ def printouts(value):
 
     def add(make):
         try:
-            text = make()
+            # (pandas warns of a table's repeated column names as it prints
+            # it a way: a warning the user would see under the cell.)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                text = make()
         except Exception:
             return
         if isinstance(text, str) and len(text) <= MAX_CHARS and text not in texts:
