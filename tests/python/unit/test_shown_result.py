@@ -421,3 +421,12 @@ def test_printing_a_table_with_repeated_column_names_warns_nobody():
         warnings.simplefilter("always")
         texts = shown_result.printouts(table)
     assert caught == [] and any("a  a" in text for text in texts)
+
+
+def test_an_array_an_item_short_of_a_written_list_is_not_it():
+    data = pd.DataFrame({"v": [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]})
+    request = ("I have df:\n\n   v\n" + "\n".join(f"{i}  {v}" for i, v in enumerate(data.v))
+               + "\n\nI want the values of v from 2 up, sorted, as an array: [2, 3, 4, 5, 6, 7, 8, 9]\n")
+    assert shown_result.judge(request, np.sort(data.v[data.v >= 2].to_numpy()), [data]) == "matches"
+    for short in (np.sort(data.v[data.v > 2].to_numpy()), np.arange(3, 9), pd.Series(range(3, 10))):
+        assert shown_result.judge(request, short, [data]) != "matches"

@@ -347,15 +347,15 @@ def _row_numbers(lines, first, last):
 
 
 def _item_left_out(piece, text):
-    """Whether the printout `text`, a list on one line, is found inside a
-    bracketed list of the piece that holds more items than it (``[1.15]``
-    in ``[1.15, "and"]``): a list an item short, which a short printout's
-    few tokens would otherwise match."""
-    text = text.strip()
-    if "\n" in text or not (text.startswith("[") and text.endswith("]")):
-        return False
+    """Whether the printout `text` is found inside a bracketed list of the
+    piece that holds more items than it (``[1.15]`` in ``[1.15, "and"]``;
+    ``array([3, 4, 5])`` in ``[2, 3, 4, 5]``): a list an item short, which
+    a printout of most of the list's numbers would otherwise match."""
     printed = tokens(text)
-    for group in re.findall(r"\[[^\[\]]*\]", piece):
+    # (The innermost lists, a row of a table written as lists, and the
+    # outermost, which may run over several lines.)
+    groups = set(re.findall(r"\[[^\[\]]*\]", piece)) | set(bracketed(piece))
+    for group in groups:
         found = tokens(group)
         if len(found) > len(printed) and contains(found, printed):
             return True
