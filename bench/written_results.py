@@ -103,8 +103,8 @@ def spoiled(value):
 def near_misses(value):
     """Wrong values a model makes that look like the right one, by kind:
     a row or item left out at either end, one number off by one, a whole
-    number off by a fraction, the index dropped, integers as floats, a
-    column left out."""
+    number off by a fraction, a word in another case, the index dropped,
+    integers as floats, a column left out."""
     import numpy as np
 
     found = []
@@ -144,7 +144,26 @@ def near_misses(value):
     fraction = a_fraction_off(value)
     if fraction is not None:
         found.append(("a whole number off by a fraction", fraction))
+    recased = a_word_recased(value)
+    if recased is not None:
+        found.append(("a word in another case", recased))
     return found + reshaped(value)
+
+
+def a_word_recased(value):
+    """The table or series with its first text cell that holds letters in
+    another case (``str.swapcase``: "Apple" as "aPPLE"); None without one."""
+    import pandas as pd
+
+    if not isinstance(value, (pd.DataFrame, pd.Series)):
+        return None
+    frame = value.to_frame() if isinstance(value, pd.Series) else value.copy()
+    for position, (_, column) in enumerate(frame.items()):
+        for row, cell in enumerate(column):
+            if isinstance(cell, str) and cell.swapcase() != cell:
+                frame.iloc[row, position] = cell.swapcase()
+                return frame.iloc[:, 0] if isinstance(value, pd.Series) else frame
+    return None
 
 
 def a_fraction_off(value):

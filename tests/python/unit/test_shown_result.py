@@ -227,7 +227,8 @@ def test_an_input_left_as_it_was_is_not_confirmed_by_its_own_printout():
 
 def test_tokens_and_names_read():
     found = shown_result.tokens("0  A  -1.50 'x y' True")
-    assert found == [("n", 0.0, 0), ("w", "a"), ("n", -1.5, 2), ("w", "x y"), ("w", "true")]
+    assert found == [("n", 0.0, 0), ("w", "A"), ("n", -1.5, 2), ("w", "x y"), ("w", "true")]
+    assert shown_result.tokens("-inf inf TRUE") == [("n", -math.inf, 15), ("n", math.inf, 15), ("w", "true")]
     assert shown_result.tokens("NaN")[0][0] == "n" and math.isnan(shown_result.tokens("NaN")[0][1])
     assert set(shown_result.names_read("out = sales.assign(top=t)\nprint(out)")) == {"sales", "t", "print", "out"}
     assert shown_result.names_read("def (") == []
@@ -430,3 +431,16 @@ def test_an_array_an_item_short_of_a_written_list_is_not_it():
     assert shown_result.judge(request, np.sort(data.v[data.v >= 2].to_numpy()), [data]) == "matches"
     for short in (np.sort(data.v[data.v > 2].to_numpy()), np.arange(3, 9), pd.Series(range(3, 10))):
         assert shown_result.judge(request, short, [data]) != "matches"
+
+
+def test_text_in_another_case_is_other_text():
+    people = pd.DataFrame({"name": ["john smith", "mary ann lee"]})
+    request = ("I have\n\n           name\n0    john smith\n1  mary ann lee\n\nI want each word capitalised:\n\n"
+               "           name        title\n0    john smith   John Smith\n1  mary ann lee  Mary Ann Lee\n")
+    assert shown_result.judge(request, people.assign(title=people.name.str.title()), [people]) == "matches"
+    for wrong in (people.name.str.capitalize(), people.name.str.upper(), people.name):
+        assert shown_result.judge(request, people.assign(title=wrong), [people]) != "matches"
+    # A truth value may be written in either case.
+    flags = pd.DataFrame({"v": [1, 5]})
+    request = "I have\n\n   v\n0  1\n1  5\n\nI want big = v > 2:\n\n   v    big\n0  1  false\n1  5   true\n"
+    assert shown_result.judge(request, flags.assign(big=flags.v > 2), [flags]) == "matches"

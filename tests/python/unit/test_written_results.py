@@ -70,6 +70,9 @@ def test_near_misses_the_task_check_fails_are_judged():
     assert fraction["a"].tolist() == [1.3, 2, 3, 4] and fraction["b"].tolist() == [5, 6, 7, 8]
     assert dict(written_results.near_misses(np.arange(3)))["a whole number off by a fraction"].tolist() == [0.3, 1, 2]
     assert written_results.a_fraction_off(pd.Series([0.5, 1.0])) is None
+    words = pd.DataFrame({"n": [1, 2], "w": ["7", "Apple"]})
+    assert written_results.a_word_recased(words)["w"].tolist() == ["7", "aPPLE"]
+    assert written_results.a_word_recased(table) is None
     # The same numbers in another shape: the labels are what is wrong.
     series = dict(written_results.reshaped(table["a"]))
     assert list(series) == ["a series as a table", "the index moved into a column", "series renamed",

@@ -9,7 +9,7 @@ import math
 import re
 
 _TOKEN = re.compile(
-    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
+    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|[-+]?inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
 )
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
 # Words a printout adds around the values.
@@ -18,6 +18,9 @@ _NOISE = frozenset(
      "series", "columns", "rows", "index", "list", "tuple", "np", "pd", "datetime64", "ns", "category",
      "categories")
 )
+
+# Words a request may write in another case than Python prints them.
+_CASELESS = frozenset(("true", "false", "none"))
 
 
 def tokens(text):
@@ -32,11 +35,15 @@ def tokens(text):
             found.append(("n", float(token), decimals))
         elif token in ("nan", "NaN", "NaT", "None"):
             found.append(("n", math.nan, 15))
-        elif token == "inf":
-            found.append(("n", math.inf, 15))
+        elif token.endswith("inf"):
+            found.append(("n", -math.inf if token.startswith("-") else math.inf, 15))
         else:
-            word = token.strip("'\"").lower()
-            if word not in _NOISE:
+            word = token.strip("'\"")
+            # (Text keeps its case, as Python compares it: "John smith" is
+            # not "John Smith"; a truth value may be written either way.)
+            if word.lower() in _CASELESS:
+                word = word.lower()
+            if word.lower() not in _NOISE:
                 found.append(("w", word))
     return found
 
