@@ -45,10 +45,19 @@ matching the result written for it), wrong code that also makes that result
 in, the example's rows picked by their labels) is judged where the task's
 check fails it: how often it would be done by code.
 
+With `--typed`, for each task whose right value matches the result written
+for the notebook's data: the reference code through the kernel's whole
+check (`written_verdict`, which knows the code), and code that makes the
+same value with its new columns typed in as lists over the notebook's table
+(`df.assign(c=[...])`, the result copied from the request): how often each
+would be done by code (the right code always; the typed code never, as it
+computes nothing).
+
     .venv/bin/python bench/written_results.py [--split dev|held-out] [--show]
     .venv/bin/python bench/written_results.py --split held-out --near
     .venv/bin/python bench/written_results.py --split held-out --tried
     .venv/bin/python bench/written_results.py --split held-out --example
+    .venv/bin/python bench/written_results.py --split held-out --typed
     .venv/bin/python bench/written_results.py --answers bench/results/dev40-*.json
 """
 
@@ -72,7 +81,7 @@ sys.path.insert(0, str(BENCH_DIR.parent / "src" / "python"))
 from agent_eval import split_of  # noqa: E402
 from public_tasks import DEFAULT_DIR, public_tasks  # noqa: E402
 
-from mahtab.agent import request_example, shown_result  # noqa: E402
+from mahtab.agent import request_example, shown_result, typed_values  # noqa: E402
 
 
 class Runtime:
@@ -352,6 +361,45 @@ def measure_example(task):
     return right, found
 
 
+def columns_typed(name, value, inputs):
+    """Code that makes `value`, a table, from an input table it extends
+    (the same rows, the input's columns among its own) with its new columns
+    typed in as lists: `df.assign(c=[4, 6])[[...]]`. None where no input
+    table is so extended, or a list would not read back the same."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        return None
+    for key, table in inputs.items():
+        if not isinstance(table, pd.DataFrame) or not table.index.equals(value.index):
+            continue
+        new = [column for column in value.columns if column not in table.columns]
+        if not new or not set(table.columns) <= set(value.columns):
+            continue
+        typed = ", ".join(f"{column!r}: {value[column].tolist()!r}" for column in new)
+        code = f"{name} = {key}.assign(**{{{typed}}})[{list(value.columns)!r}]"
+        namespace = {key: table}
+        try:
+            exec(code, namespace)
+        except Exception:  # labels that do not read back
+            return None
+        return code if shown_result.same_value(namespace[name], value) else None
+    return None
+
+
+def measure_typed(task):
+    """For a task whose right value matches the result written for the
+    notebook's data: (what the kernel makes of the reference code, of the
+    code that types the new columns in, or None where it cannot be
+    written)."""
+    namespace, inputs = bound_inputs(task, [task.solution])
+    name, right = target(task.prompt), namespace["_eval_expected"]
+    if verdict(judged(task.prompt, right, inputs, name)) != "matches":
+        return None
+    typed = columns_typed(name, right, inputs)
+    return kernel_call(task, [task.solution])[1], typed and kernel_call(task, [typed])[1]
+
+
 def target(request):
     """The name the request's closing line leaves to fill in (`result = ...`)."""
     found = re.search(r"^(\w+)\s*=\s*\.\.\.", request.splitlines()[-1])
@@ -534,7 +582,7 @@ def tried_values(task, namespace, inputs):
     for attempt in request_example.attempted(Runtime, task.prompt, inputs):
         # Typed in (built from no variable that holds data) is never
         # confirmed by the kernel, as the model's answer would not be.
-        if shown_result.typed_in([attempt.code], attempt.name, namespace):
+        if typed_values.typed_in([attempt.code], attempt.name, namespace):
             continue
         yield attempt.name, attempt.value
 
@@ -581,6 +629,8 @@ def main():
                         help="wrong values that look like the right one (a row left out, a number off), judged")
     parser.add_argument("--example", action="store_true",
                         help="wrong code that makes the result written for the request's example, judged")
+    parser.add_argument("--typed", action="store_true",
+                        help="the right code, and code that types the result's new columns in, through the kernel")
     args = parser.parse_args()
     if args.answers:
         measure_answers(args.answers, args.benchmarks, args.show)
@@ -626,6 +676,22 @@ def main():
             said = {call: counts[(kind, call)] for call in ("done by code", "sent back", "to the review")}
             print(f"  {kind:36} {sum(said.values()):3}: {said['done by code']} done by code, "
                   f"{said['sent back']} sent back, {said['to the review']} to the review")
+        return
+    if args.typed:
+        rights, typed = Counter(), Counter()
+        measured, failed = measured_each(tasks, measure_typed)
+        for task, found in measured:
+            if found is None:
+                continue
+            rights[found[0]] += 1
+            if found[1]:
+                typed[found[1]] += 1
+            if args.show and args.split == "dev":
+                print(f"{task.name:14} right code: {found[0]:14} typed: {found[1] or '-'}")
+        print(f"DS-1000, {args.split} split: {len(tasks)} tasks ({failed} whose inputs did not build), "
+              f"{sum(rights.values())} whose right value matches the written result")
+        for what, counts in (("the right code", rights), ("its new columns typed in", typed)):
+            print(f"  {what:24} {sum(counts.values()):3}: " + ", ".join(f"{n} {call}" for call, n in sorted(counts.items())))
         return
     if args.tried:
         counts = Counter()

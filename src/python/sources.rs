@@ -119,6 +119,7 @@ const PACKAGE: &[Source] = &[
     module!("agent", "scope"),
     module!("agent", "request_example"),
     module!("agent", "shown_result"),
+    module!("agent", "typed_values"),
     module!("agent", "written_difference"),
     module!("agent", "written_labels"),
     module!("agent", "undo"),

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from mahtab.agent import shown_result
+from mahtab.agent import shown_result, typed_values
 from mahtab.agent.scope import AgentScope
 from mahtab.agent.undo import UndoHistory
 
@@ -264,19 +264,19 @@ def test_the_written_result_typed_in_is_not_taken_for_a_computed_one():
     scope = AgentScope(Runtime(), namespace, journal=UndoHistory().journal())
     typed = "print(sales)\nout = pd.DataFrame({'id': ['A', 'B', 'A'], 'val': [3, 5, 2], 'top': [3, 5, 3]})"
     assert written(scope, typed) == []
-    assert shown_result.typed_in([typed], "out", namespace)
-    assert not shown_result.typed_in(["out = sales.assign(top=sales.val.cummax())"], "out", namespace)
-    assert not shown_result.typed_in(["x = 1"], "out", namespace)
+    assert typed_values.typed_in([typed], "out", namespace)
+    assert not typed_values.typed_in(["out = sales.assign(top=sales.val.cummax())"], "out", namespace)
+    assert not typed_values.typed_in(["x = 1"], "out", namespace)
     # Typed in through a name the code typed in before; a function's own
     # names are its own.
     namespace.update(rows={"id": ["A"]}, made=lambda: None)
-    assert shown_result.typed_in(["rows = {'id': ['A']}\nout = pd.DataFrame(rows)"], "out", namespace)
-    assert not shown_result.typed_in(["rows = sales.head()\nout = pd.DataFrame(rows)"], "out", namespace)
-    assert not shown_result.typed_in(["def made():\n    out = []\n    return out\nout = made() + sales"], "out", namespace)
+    assert typed_values.typed_in(["rows = {'id': ['A']}\nout = pd.DataFrame(rows)"], "out", namespace)
+    assert not typed_values.typed_in(["rows = sales.head()\nout = pd.DataFrame(rows)"], "out", namespace)
+    assert not typed_values.typed_in(["def made():\n    out = []\n    return out\nout = made() + sales"], "out", namespace)
     # A sum begun at 0 and added to from the data is computed.
     namespace.update(out=10, v=2)  # as the run left them
-    assert not shown_result.typed_in(["out = 0\nfor v in sales['val']:\n    out += v"], "out", namespace)
-    assert shown_result.typed_in(["out = 0\nout += 1"], "out", namespace)
+    assert not typed_values.typed_in(["out = 0\nfor v in sales['val']:\n    out += v"], "out", namespace)
+    assert typed_values.typed_in(["out = 0\nout += 1"], "out", namespace)
 
 
 def test_a_table_printed_with_its_columns_in_another_order():
@@ -444,3 +444,20 @@ def test_text_in_another_case_is_other_text():
     flags = pd.DataFrame({"v": [1, 5]})
     request = "I have\n\n   v\n0  1\n1  5\n\nI want big = v > 2:\n\n   v    big\n0  1  false\n1  5   true\n"
     assert shown_result.judge(request, flags.assign(big=flags.v > 2), [flags]) == "matches"
+
+
+def test_a_result_written_into_the_code_is_not_confirmed_by_the_request_it_was_copied_from():
+    def scope():
+        namespace = {"pd": pd, "np": np, "sales": SALES.copy(), "__builtins__": __builtins__}
+        return AgentScope(Runtime(), namespace, journal=UndoHistory().journal())
+
+    assert written(scope(), "out = sales.assign(top=sales.groupby('id')['val'].cummax())") == [
+        {"verdict": "matches", "name": "out", "on_example": False},
+    ]
+    for typed in ("out = sales.assign(top=[3, 5, 3])", "out = sales.copy()\nout['top'] = (3, 5, 3)",
+                  "sales['top'] = [3, 5, 3]\nout = sales"):
+        assert written(scope(), typed) == [], typed
+    # A list of the data's own items is no result typed in.
+    assert typed_values.typed_items(["out = sales.assign(top=[3, 5, 2])"], SALES.assign(top=SALES.val), [SALES]) is False
+    assert typed_values.typed_items(["x = np.array([[0, 1], [2, 3]])"], np.arange(4).reshape(2, 2), []) is True
+    assert typed_values.typed_items(["x = (", "y = [1]"], [1], []) is False

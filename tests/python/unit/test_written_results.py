@@ -155,3 +155,12 @@ def test_wrong_code_that_makes_the_example_s_written_result_is_judged():
     assert right == (True, "done by code")
     assert misses == [("the example typed in over the data", "to the review"),
                       ("the example's result typed in", "to the review")]
+
+
+def test_code_that_types_a_result_s_new_columns_in():
+    data = pd.DataFrame({"a": [1, 2], "b": [3, 4]})
+    result = data.assign(c=data.a + data.b)
+    code = written_results.columns_typed("out", result, {"df": data})
+    assert code == "out = df.assign(**{'c': [4, 6]})[['a', 'b', 'c']]"
+    assert written_results.columns_typed("out", result[["a", "c"]], {"df": data}) is None
+    assert written_results.columns_typed("out", result.a, {"df": data}) is None

@@ -28,7 +28,7 @@ import re
 import sys
 from typing import Any, NamedTuple
 
-from mahtab.agent import candidates, printed_tokens, shown_result
+from mahtab.agent import candidates, printed_tokens, shown_result, typed_values
 
 # The longest printed table read back as an example, and the longest
 # piece of code searched for the code that makes one.
@@ -368,7 +368,7 @@ def written_verdict(runtime, request, codes, namespace, inputs, name):
     found = judged_on_data(runtime, request, value, inputs, name)
     on_example = found is None and _matches_example(runtime, request, codes, namespace, inputs, name)
     if found == "matches" or on_example:
-        if shown_result.typed_in(codes, name, namespace):
+        if typed_values.typed_in(codes, name, namespace) or typed_values.typed_items(codes, value, inputs.values()):
             return None
         return WrittenVerdict("matches", on_example)
     if isinstance(found, tuple):
@@ -382,7 +382,7 @@ def _matches_example(runtime, request, codes, namespace, inputs, name):
     # Codes that type data in over what they read (the request's example
     # copied over the notebook's data) make the same from any data: the
     # example tests nothing then.
-    if set(inputs) & shown_result.typed_names(codes, namespace):
+    if set(inputs) & typed_values.typed_names(codes, namespace):
         return False
     # Nor does code that picks rows by labels written into it: right on the
     # example where its result is those rows, a guess on any other data.

@@ -31,6 +31,7 @@ import warnings
 from mahtab.agent import written_labels
 from mahtab.agent.candidates import same_value
 from mahtab.agent.printed_tokens import contains, numbers, same_token, tokens
+from mahtab.agent.typed_values import loaded_names
 
 # Pieces shorter than this many tokens say too little to compare.
 MIN_TOKENS = 2
@@ -473,12 +474,7 @@ def names_read(code):
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return []
-    return _loaded(tree)
-
-
-def _loaded(tree):
-    """The names an AST node reads, in order."""
-    return [node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
+    return loaded_names(tree)
 
 
 # How much of a written result, and of the value beside it, the model is shown.
@@ -496,54 +492,3 @@ def printed(value):
 
 def cut(text):
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "\n..."
-
-
-def typed_in(codes, name, namespace):
-    """Whether the codes bind `name` to a value typed in, built from no
-    variable that holds data (`pd.DataFrame({...})`): not computed."""
-    return name in typed_names(codes, namespace)
-
-
-def typed_names(codes, namespace):
-    """The names the codes leave bound to values typed in: each assignment,
-    in order, whose value reads only modules, functions and names the codes
-    typed in before (`data = {...}` then `df = pd.DataFrame(data)`).
-    `namespace` is where the codes ran, for what the names they read hold."""
-    typed = set()
-    for code in codes:
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):
-            continue
-        for node in _module_assignments(tree):
-            read = _loaded(node.value)
-            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                read.append(node.target.id)  # `total += x` reads `total` too
-            anew = all(other in typed or not (other in namespace and _holds_data(namespace[other])) for other in read)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    (typed.add if anew else typed.discard)(target.id)
-    return typed
-
-
-def _module_assignments(tree):
-    """The assignments with a value (`=`, `+=`) at the module's level (in
-    its loops and branches, not in a function's own scope), in the order
-    written."""
-    found = []
-
-    def visit(node):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and child.value is not None:
-                found.append(child)
-            visit(child)
-
-    visit(tree)
-    return found
-
-
-def _holds_data(value):
-    return not (callable(value) or type(value).__name__ == "module")
