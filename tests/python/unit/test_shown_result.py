@@ -229,6 +229,10 @@ def test_tokens_and_names_read():
     found = shown_result.tokens("0  A  -1.50 'x y' True")
     assert found == [("n", 0.0, 0), ("w", "A"), ("n", -1.5, 2), ("w", "x y"), ("w", "true")]
     assert shown_result.tokens("-inf inf TRUE") == [("n", -math.inf, 15), ("n", math.inf, 15), ("w", "true")]
+    assert [token[0] for token in shown_result.tokens("<NA> NA")] == ["n", "w"]
+    counts = pd.DataFrame({"k": ["a", "b"], "n": pd.array([1, None], dtype="Int64")})
+    request = "I have\n\n   k\n0  a\n1  b\n\nI want n:\n\n   k    n\n0  a  1.0\n1  b  NaN\n"
+    assert shown_result.judge(request, counts, [counts[["k"]]]) == "matches"
     assert shown_result.tokens("NaN")[0][0] == "n" and math.isnan(shown_result.tokens("NaN")[0][1])
     assert set(shown_result.names_read("out = sales.assign(top=t)\nprint(out)")) == {"sales", "t", "print", "out"}
     assert shown_result.names_read("def (") == []

@@ -9,7 +9,7 @@ import math
 import re
 
 _TOKEN = re.compile(
-    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|[-+]?inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
+    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|<NA>|[-+]?inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
 )
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
 # Words a printout adds around the values.
@@ -33,7 +33,7 @@ def tokens(text):
             if "e" in token.lower():
                 decimals = 15
             found.append(("n", float(token), decimals))
-        elif token in ("nan", "NaN", "NaT", "None"):
+        elif token in ("nan", "NaN", "NaT", "None", "<NA>"):  # (<NA>: pandas's missing value of any dtype)
             found.append(("n", math.nan, 15))
         elif token.endswith("inf"):
             found.append(("n", -math.inf if token.startswith("-") else math.inf, 15))
