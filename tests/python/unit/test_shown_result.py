@@ -202,6 +202,7 @@ def test_numbers_compare_to_the_decimals_the_request_writes():
     request = "x = [1, 2, 4]\n\nThe mean should come out as:\n\nmean = 2.33\n"
     assert shown_result.judge(request, 7 / 3, [[1, 2, 4]]) == "matches"
     assert shown_result.judge(request, 2.5, [[1, 2, 4]]) is None  # one number: no written form to compare
+    assert shown_result.judge(request, "2.33", [[1, 2, 4]]) is None  # the number as text
 
 
 def test_a_whole_number_written_is_that_number_not_one_that_rounds_to_it():

@@ -132,7 +132,8 @@ MAX_CELLS = 2000
 
 def _cells(value):
     """The value's cells, index and column labels (a table's, a series',
-    an array's or a list's items), the first `MAX_CELLS`."""
+    an array's or a list's items; a text its own cell), the first
+    `MAX_CELLS`."""
     found = []
     try:
         if hasattr(value, "columns") and hasattr(value, "to_numpy"):
@@ -143,6 +144,8 @@ def _cells(value):
             found = value.ravel().tolist()
         elif isinstance(value, (list, tuple)):
             found = list(value)
+        elif isinstance(value, str):
+            found = [value]
     except Exception:  # a value whose own methods fail
         return []
     return found[:MAX_CELLS]
