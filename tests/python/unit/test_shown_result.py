@@ -466,3 +466,13 @@ def test_a_result_written_into_the_code_is_not_confirmed_by_the_request_it_was_c
     assert typed_values.typed_items(["out = sales.assign(top=[3, 5, 2])"], SALES.assign(top=SALES.val), [SALES]) is False
     assert typed_values.typed_items(["x = np.array([[0, 1], [2, 3]])"], np.arange(4).reshape(2, 2), []) is True
     assert typed_values.typed_items(["x = (", "y = [1]"], [1], []) is False
+
+
+def test_a_list_written_beside_another_that_may_be_what_the_user_got_confirms_nothing():
+    data = [3, 1, 2, 5]
+    request = "I have a = [3, 1, 2, 5]. I tried a cumulative sum but I get [3, 4, 6, 11] while I expected [0, 3, 4, 6]."
+    assert shown_result.judge(request, np.cumsum(data), [data]) is None
+    assert shown_result.judge(request, [0, 3, 4, 6], [data]) is None
+    alone = "I have a = [3, 1, 2, 5]. I want the cumulative sum shifted by one: [0, 3, 4, 6]."
+    assert shown_result.judge(alone, [0, 3, 4, 6], [data]) == "matches"
+    assert shown_result.judge("for [0, 1, 1] I want [1, 1], the ones", [1, 1], [[0, 1, 1]]) == "matches"

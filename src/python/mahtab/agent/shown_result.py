@@ -222,6 +222,26 @@ def shows(piece_tokens, value_texts, cover=COVER):
     return False
 
 
+def _beside_another_result(piece, request, inputs_shown, showing):
+    """Whether the piece is a list a sentence of the request writes out
+    beside another list of two numbers or more that is neither an input's
+    piece nor one that shows the value."""
+    if "\n" in piece.strip() or not piece.strip().startswith("["):
+        return False
+    for line in request.splitlines():
+        groups = bracketed(line)
+        if piece.strip() not in groups:
+            continue
+        others = [
+            group for group in groups
+            if group != piece.strip() and len(numbers(tokens(group))) >= 2
+            and group not in inputs_shown and group not in showing
+        ]
+        if others:
+            return True
+    return False
+
+
 def _assigns(piece, name):
     return bool(name) and re.search(r"^\s*%s\s*=(?!=)" % re.escape(name), piece, re.M) is not None
 
@@ -434,11 +454,18 @@ def judge(request, value, inputs, name=None, given_in=()):
         if shows_value(piece, found, value, unlike_inputs if index in shown else value_texts,
                        cover=1.0 if index in shown else COVER)
     ]
-    if any(
-        not written_labels.differ(piece, value, inputs) and not written_labels.numbers_as_text(piece, value, inputs)
-        for piece in showing
-    ):
+    matching = [
+        piece for piece in showing
+        if not written_labels.differ(piece, value, inputs) and not written_labels.numbers_as_text(piece, value, inputs)
+    ]
+    # (A list a sentence writes out beside another that is no input and
+    # not the value, "I get [3, 4, 6] but want [0, 3, 4]", may be what the
+    # user got: it confirms nothing then.)
+    inputs_shown = [piece for index, (piece, _) in enumerate(parts) if index in shown]
+    if any(not _beside_another_result(piece, request, inputs_shown, showing) for piece in matching):
         return "matches"
+    if matching:
+        return None
     # The numbers written out under other labels, or as text: not
     # confirmed, and not sent back either (a label read wrong from a
     # printout would send a right value back); the review weighs it.
