@@ -113,7 +113,7 @@ def near_misses(value):
     """Wrong values a model makes that look like the right one, by kind:
     a row or item left out at either end, one number off by one, a whole
     number off by a fraction, a word in another case, the index dropped,
-    integers as floats, a column left out."""
+    integers as floats, a column left out, the columns in another order."""
     import numpy as np
 
     found = []
@@ -148,6 +148,7 @@ def near_misses(value):
         found.append(("integers as floats", value.astype({c: float for c, d in value.dtypes.items() if d.kind == "i"})))
     if hasattr(value, "columns") and len(value.columns) > 1:
         found.append(("a column left out", value.iloc[:, :-1]))
+        found.append(("columns in another order", value[list(value.columns[::-1])]))
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         found.append(("one number off by one", value + 1))
     fraction = a_fraction_off(value)

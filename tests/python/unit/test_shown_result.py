@@ -294,6 +294,15 @@ def test_a_table_printed_with_its_columns_in_another_order():
     assert shown_result.judge(request, SALES.assign(top=[3, 5, 5]), [SALES])[0] == "differs"
 
 
+def test_a_table_in_another_column_order_than_written_is_left_to_the_review():
+    # The request prints the data in the notebook's order and the result
+    # in another: the order may be what it asks for.
+    request = TABLES.replace("  id  val  top\n0  A    3    3\n1  B    5    5\n2  A    2    3",
+                             "  top  val id\n0    3    3  A\n1    5    5  B\n2    3    2  A")
+    assert shown_result.judge(request, SALES.assign(top=[3, 5, 3]), [SALES]) is None
+    assert shown_result.judge(request, SALES.assign(top=[3, 5, 3])[["top", "val", "id"]], [SALES]) == "matches"
+
+
 def test_a_table_the_request_builds_in_code():
     request = TABLES.replace("  id  val\n0  A    3\n1  B    5\n2  A    2",
                              "sales = pd.DataFrame({'id': ['A', 'B', 'A'], 'val': [3, 5, 2]})")

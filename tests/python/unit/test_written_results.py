@@ -62,7 +62,8 @@ def test_near_misses_the_task_check_fails_are_judged():
     table = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8]}, index=list("wxyz"))
     kinds = [kind for kind, _ in written_results.near_misses(table)]
     assert kinds == ["last row left out", "first row left out", "one number off by one", "index dropped",
-                     "integers as floats", "a column left out", "a whole number off by a fraction",
+                     "integers as floats", "a column left out", "columns in another order",
+                     "a whole number off by a fraction",
                      "a column moved into the index",
                      "the index moved into a column", "columns renamed", "numbers as text"]
     assert [kind for kind, _ in written_results.near_misses(3)] == ["one number off by one"]
@@ -98,7 +99,8 @@ def test_near_misses_the_task_check_fails_are_judged():
     # their value (4 is 4.0), as DS-1000's own checks mostly do.
     assert found == {"last row left out": "differs", "first row left out": "differs",
                      "one number off by one": "differs", "integers as floats": "matches",
-                     "a column left out": "differs", "a whole number off by a fraction": "differs",
+                     "a column left out": "differs", "columns in another order": "nothing",
+                     "a whole number off by a fraction": "differs",
                      "a column moved into the index": "differs",
                      "columns renamed": "nothing", "numbers as text": "nothing"}
 

@@ -431,7 +431,7 @@ def judge(request, value, inputs, name=None, given_in=()):
         return None
     parts = [(piece, tokens(piece)) for piece in pieces(request)]
     shown = {index for index, (piece, _) in enumerate(parts) if piece in given_in}
-    as_inputs = []
+    as_inputs, inputs_reordered = [], False
     for item in inputs:
         texts = printouts(item)
         as_inputs += [tokens(text) for text in texts]
@@ -441,6 +441,7 @@ def judge(request, value, inputs, name=None, given_in=()):
         if not where and not given_in:
             return None
         shown |= where
+        inputs_reordered |= any(_in_piece_order(item, parts[index][0]) is not None for index in where)
     value_texts = printouts(value)
     # (A value that is an input as it was is not confirmed by the request
     # printing that input; in a piece that prints an input, the value must
@@ -461,8 +462,17 @@ def judge(request, value, inputs, name=None, given_in=()):
     # (A list a sentence writes out beside another that is no input and
     # not the value, "I get [3, 4, 6] but want [0, 3, 4]", may be what the
     # user got: it confirms nothing then.)
+    # And a table that is the written one only with its columns put in
+    # the written order is another table (often the one the request asks
+    # for, but where it asks for an order, not: the review weighs it),
+    # unless the request prints its data in another order than the
+    # notebook holds it too.
     inputs_shown = [piece for index, (piece, _) in enumerate(parts) if index in shown]
-    if any(not _beside_another_result(piece, request, inputs_shown, showing) for piece in matching):
+    if any(
+        not _beside_another_result(piece, request, inputs_shown, showing)
+        and (inputs_reordered or _in_piece_order(value, piece) is None)
+        for piece in matching
+    ):
         return "matches"
     if matching:
         return None
