@@ -95,7 +95,7 @@ pub fn analyst_graph<E: Effects>(
                 // --no-exec (the code was shown, nothing ran), or nothing to
                 // explain (the plan said so).
                 Route::End
-            } else if last_attempt_failed(s) {
+            } else if s.last_attempt_failed {
                 if s.turn < s.max_turns {
                     Route::To(Step::Code)
                 } else {
@@ -110,12 +110,6 @@ pub fn analyst_graph<E: Effects>(
         .edge(Step::Evaluate, Route::To(Step::Explain))
         .edge(Step::Explain, Route::End)
         .edge(Step::Error, Route::End)
-}
-
-/// Each attempt is a turn, and attempts stop at the first success, so the
-/// last one failed exactly when every one did.
-fn last_attempt_failed(state: &AgentState) -> bool {
-    state.turn > 0 && state.failed_attempts.len() == state.turn as usize
 }
 
 async fn plan<E: Effects>(
@@ -152,9 +146,12 @@ async fn code<E: Effects>(
     let answer = settings.write_code(state, effects, system).await?;
     state.pending = code_blocks(&answer.text);
     state.record_answer(answer.text);
+    // Set again below where the attempt fails or falls short.
+    state.last_attempt_failed = false;
     if state.pending.is_empty() {
         const NO_CODE: &str = "The answer had no ```python block to run.";
         state.failed_attempts.push(Execution::not_run("", NO_CODE));
+        state.last_attempt_failed = true;
         state
             .conversation
             .push(ChatMessage::user(prompts::fix_request(NO_CODE, None)));
@@ -175,6 +172,7 @@ async fn code<E: Effects>(
         let mut attempt = state.executions.last().cloned().expect("a block ran");
         attempt.output = format!("{}\n{}", attempt.output.trim_end(), unmet.reasoning);
         state.failed_attempts.push(attempt);
+        state.last_attempt_failed = true;
         state.conversation.push(ChatMessage::user(ran.report));
         state
             .conversation
@@ -200,6 +198,7 @@ async fn code<E: Effects>(
         let failure = state.executions.last().cloned().expect("a block failed");
         let hint = errors::failure_hint(&failure.output);
         state.failed_attempts.push(failure);
+        state.last_attempt_failed = true;
         state
             .conversation
             .push(ChatMessage::user(prompts::fix_request(
@@ -674,6 +673,20 @@ mod tests {
         assert_eq!(last.role, Role::Assistant);
         assert!(last.content.contains("x3"));
         assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn attempts_made_before_the_analyst_began_do_not_hide_its_failures() {
+        // A triage's earlier pass took two turns and failed nothing.
+        let mut script = Script::new(
+            &[CODE_ONLY, "```python\na\n```", "```python\nabc\n```"],
+            always_fails,
+        );
+        let mut state = AgentState::new("fail", Vec::new(), 4);
+        state.turn = 2;
+        run(&mut script, &mut state, true);
+        assert_eq!(script.nodes, ["plan", "code", "code", "error"]);
+        assert_eq!(state.outcome, Some(Outcome::GaveUp));
     }
 
     #[test]

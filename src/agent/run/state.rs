@@ -93,6 +93,10 @@ pub struct AgentState {
     pub plan: Option<Plan>,
     /// The analyst graph's failed attempts at the code, in order.
     pub failed_attempts: Vec<Execution>,
+    /// Whether the analyst graph's last attempt failed or fell short of the
+    /// check (another pass of a triage may have made attempts before it).
+    #[serde(skip)]
+    pub last_attempt_failed: bool,
     /// The planner graph's next action, not yet taken.
     #[serde(skip)]
     pub action: Option<Action>,
@@ -238,6 +242,7 @@ impl AgentState {
             verdict: None,
             plan: None,
             failed_attempts: Vec::new(),
+            last_attempt_failed: false,
             action: None,
             key_information: Vec::new(),
             triage: Triage::default(),
