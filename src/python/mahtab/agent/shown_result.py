@@ -51,8 +51,8 @@ def printouts(value):
 
     def add(make):
         try:
-            # (pandas warns of a table's repeated column names as it prints
-            # it a way: a warning the user would see under the cell.)
+            # (pandas warns of repeated column names when it prints a table
+            # one of these ways: a warning the user would see under the cell.)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 text = make()
