@@ -231,6 +231,9 @@ def test_tokens_and_names_read():
     assert found == [("n", 0.0, 0), ("w", "A"), ("n", -1.5, 2), ("w", "x y"), ("w", "true")]
     assert shown_result.tokens("-inf inf TRUE") == [("n", -math.inf, 15), ("n", math.inf, 15), ("w", "true")]
     assert [token[0] for token in shown_result.tokens("<NA> NA")] == ["n", "w"]
+    # Words that begin like a special value are words; a typeset minus is a minus.
+    assert shown_result.tokens("info nano Nones") == [("w", "info"), ("w", "nano"), ("w", "Nones")]
+    assert shown_result.tokens("\u22123.5 \u2212inf") == [("n", -3.5, 1), ("n", -math.inf, 15)]
     counts = pd.DataFrame({"k": ["a", "b"], "n": pd.array([1, None], dtype="Int64")})
     request = "I have\n\n   k\n0  a\n1  b\n\nI want n:\n\n   k    n\n0  a  1.0\n1  b  NaN\n"
     assert shown_result.judge(request, counts, [counts[["k"]]]) == "matches"

@@ -8,10 +8,15 @@ decimals pandas prints do not count.
 import math
 import re
 
+# (A minus may be typed as U+2212, as typeset text writes it. nan, inf and
+# None are words: "info" is one word, not inf and "o".)
 _TOKEN = re.compile(
-    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|NaN|NaT|None|<NA>|[-+]?inf|[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|\"[^\"\n]*\""
+    r"[-+\u2212]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+\u2212]?\d+)?|<NA>|[-+\u2212]inf\b|[A-Za-z_][A-Za-z0-9_]*"
+    r"|'[^'\n]*'|\"[^\"\n]*\""
 )
-NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
+NUMBER = re.compile(r"[-+\u2212]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+\u2212]?\d+)?$")
+_MISSING = frozenset(("nan", "NaN", "NaT", "None", "<NA>"))  # (<NA>: pandas's missing value of any dtype)
+_INFINITE = frozenset(("inf", "+inf", "-inf"))
 # Words a printout adds around the values.
 _NOISE = frozenset(
     ("array", "dtype", "int64", "float64", "object", "bool", "name", "length", "int32", "float32", "dataframe",
@@ -28,14 +33,15 @@ def tokens(text):
     ("w", word) for a word or quoted string (without its quotes)."""
     found = []
     for token in _TOKEN.findall(text):
+        token = token.replace("\u2212", "-")
         if NUMBER.match(token):
             decimals = len(token.split(".")[1].lower().split("e")[0]) if "." in token else 0
             if "e" in token.lower():
                 decimals = 15
             found.append(("n", float(token), decimals))
-        elif token in ("nan", "NaN", "NaT", "None", "<NA>"):  # (<NA>: pandas's missing value of any dtype)
+        elif token in _MISSING:
             found.append(("n", math.nan, 15))
-        elif token.endswith("inf"):
+        elif token in _INFINITE:
             found.append(("n", -math.inf if token.startswith("-") else math.inf, 15))
         else:
             word = token.strip("'\"")
