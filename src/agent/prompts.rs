@@ -12,7 +12,6 @@ pub const EXPECTED_FORM: &str = include_str!("../../prompts/expected_form.md");
 /// The analyst's question before any work: does the request need code, an
 /// evaluation, an explanation.
 pub const PLAN: &str = include_str!("../../prompts/plan.md");
-const ANALYST_CODE: &str = include_str!("../../prompts/analyst_code.md");
 /// Asks for a critical look at results the conversation shows.
 pub const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
 /// Asks for the final answer once the conversation shows the results.
@@ -111,11 +110,6 @@ pub const VERDICT_ANSWER_FIELD: &str = "when done: the result in one plain sente
 /// request is in the message), so a prompt cache keeps all of it.
 pub fn reflect() -> String {
     REFLECT.replace("{answer_field}", VERDICT_ANSWER_FIELD)
-}
-
-/// The analyst graph's prompt for writing (and fixing) the code.
-pub fn analyst_code(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
-    instructions_then_context(ANALYST_CODE, skills, namespace, recent_cells)
 }
 
 /// The analyst graph's prompt for an answer no code was needed for.
@@ -627,18 +621,6 @@ change anything. Take a different action."
     )
 }
 
-/// What the model is told after a failed attempt, so the next one fixes it.
-pub fn fix_request(report: &str, hint: Option<&str>) -> String {
-    match hint {
-        Some(hint) => format!(
-            "{report}\n\nFind the cause of the error and send the whole corrected block. Hint: {hint}."
-        ),
-        None => {
-            format!("{report}\n\nFind the cause of the error and send the whole corrected block.")
-        }
-    }
-}
-
 fn namespace_or_none(namespace: &str) -> &str {
     if namespace.trim().is_empty() {
         "(no user variables yet)"
@@ -772,9 +754,8 @@ mod tests {
             "{prompt}"
         );
         type Build = fn(&str, &[String]) -> String;
-        let builders: [Build; 4] = [
+        let builders: [Build; 3] = [
             |n, r| system(n, r, &[]),
-            |n, r| analyst_code(n, r, &[]),
             |n, r| planner(n, r, &[], Some(&[("df".into(), "df: 3 rows".into())])),
             |n, r| triage_plan(n, r, &[], "- default: code", "default"),
         ];
@@ -797,20 +778,15 @@ mod tests {
         assert!(system("", &[], &[]).contains("(no user variables yet)"));
         assert!(!reflect().contains("{request}") && !reflect().contains("{answer_field}"));
         assert!(reflect().contains("(never invented); empty when the output says it all\"}"));
-        for prompt in [
-            analyst_code("df: DataFrame", &[], &[]),
-            explain("why?", "df: DataFrame"),
-        ] {
-            assert!(prompt.contains("df: DataFrame"), "{prompt}");
-            assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
-        }
+        let prompt = explain("why?", "df: DataFrame");
+        assert!(prompt.contains("df: DataFrame"), "{prompt}");
+        assert!(!prompt.contains("{namespace}") && !prompt.contains("{recent_cells}"));
         // Questions asked as the next turn of a conversation: no placeholders.
         for question in [PLAN, EVALUATE, EXPLAIN_RESULTS] {
             for placeholder in ["{request}", "{namespace}", "{recent_cells}"] {
                 assert!(!question.contains(placeholder), "{question}");
             }
         }
-        assert!(fix_request("This code failed", None).starts_with("This code failed"));
     }
 
     #[test]

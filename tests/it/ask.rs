@@ -244,7 +244,10 @@ async fn ask_graph_draws_each_graph_and_lists_them() {
     ] {
         assert!(markdown.contains(edge), "{edge} missing from\n{markdown}");
     }
-    for (name, edge) in [("analyst", "code -.-> error"), ("rlm", "extract -.-> run")] {
+    for (name, edge) in [
+        ("analyst", "work -.-> evaluate"),
+        ("rlm", "extract -.-> run"),
+    ] {
         let (_, iopub) = kernel.execute(&format!("%ask_graph {name}")).await;
         let shown = panel_texts(&iopub, "graph");
         assert!(

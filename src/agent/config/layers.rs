@@ -14,7 +14,7 @@ use crate::agent::llm::claude_cli::ClaudeCli;
 use crate::agent::llm::http::WireFormat;
 use crate::agent::llm::prices::Prices;
 use crate::agent::run::limits::{
-    ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, TRIAGE_DEFAULT_MAX_REVIEWS,
+    ANALYST_MAX_TURNS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, TRIAGE_DEFAULT_MAX_REVIEWS,
 };
 
 /// Every source of settings, read once for a run.
@@ -174,7 +174,7 @@ pub(crate) fn overview(settings: &Settings) -> String {
     let max_turns = options.max_turns.map_or_else(
         || match graph {
             GraphKind::Default => format!("{DEFAULT_MAX_TURNS}"),
-            GraphKind::Analyst => format!("{} attempts", ANALYST_MAX_ATTEMPTS),
+            GraphKind::Analyst => format!("{ANALYST_MAX_TURNS}"),
             GraphKind::Planner => format!("{} steps", PLANNER_MAX_TURNS),
             GraphKind::Triage => format!("{} reviews", TRIAGE_DEFAULT_MAX_REVIEWS),
         },

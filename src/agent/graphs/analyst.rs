@@ -1,71 +1,57 @@
 //! The analyst graph (seed 003), chosen with `%%ask --graph analyst`:
 //!
 //! ```text
-//! plan --(needs code)--> code --(ran)--> [evaluate] --> [explain] --> end
-//!   |                     ^  |
-//!   |                     +--+ failed, attempts left (the error goes back
-//!   |                        |  to the model with a request to fix it)
-//!   |                        +--> error (every attempt failed) --> end
-//!   +--(no code needed)---------------------------> explain
+//! plan --(needs code)--> work --(done, to be examined)--> evaluate --> explain --> end
+//!   |                     |---(done, to be said in words)-----------> explain
+//!   |                     +---(done, nothing to say; or not done)---> end
+//!   |                         (every block failed: gave up, all attempts shown)
+//!   +--(no code needed)---------------------------------------------> explain
 //! ```
 //!
 //! Unlike the default graph it decides up front whether the request needs
-//! code at all and whether the results deserve a critical look, retries
-//! failing code a bounded number of times (code that ran but visibly falls
-//! short, see [`super::unmet`], or does not pass [`super::check`], counts as
-//! failing), and ends with a plain-language answer, unless the plan said
-//! none is needed (a value stored, a plot shown: what the code did is the
-//! answer), or, when every attempt failed, with all of them shown.
+//! code at all, whether the results deserve a critical look and whether the
+//! answer needs words, and ends with a plain-language answer unless the
+//! plan said none is needed (a value stored, a plot shown: what the code did
+//! is the answer). The code itself is written, run, mended and checked by
+//! the default graph's turns ([`super::default`]), with the same check
+//! before "done": a loop of its own, weaker, left the analyst below
+//! answering once. When every block of those turns failed, the run gives up
+//! with all of them shown.
 
-use super::check::{Work, check};
-use super::steps::{NodeSettings, close_with_answer, node, run_pending};
-use super::unmet::{Unmet, unmet};
-use crate::agent::graph::{Activity, Graph, Route, nodes};
+use super::default::{code_prompt, default_graph};
+use super::steps::{NodeSettings, node};
+use crate::agent::graph::{Activity, Graph, Route, RunEnd, nodes};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::code::code_blocks;
 use crate::agent::parse::plan::parse_plan;
-use crate::agent::parse::{checks, errors};
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Outcome};
+use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Outcome};
 use crate::agent::{prompts, schemas};
-
-/// Where the analyst goes after an attempt: done (with --no-exec), another
-/// attempt, giving up, evaluating the result, or explaining it.
-const CODE_ROUTES: &[Route<Step>] = &[
-    Route::End,
-    Route::To(Step::Code),
-    Route::To(Step::Error),
-    Route::To(Step::Evaluate),
-    Route::To(Step::Explain),
-];
 
 nodes! {
     /// The analyst graph's nodes.
     pub enum Step {
         Plan = "plan", Some(Activity::Planning);
-        Code = "code", Some(Activity::WritingCode);
+        Work = "work", Some(Activity::WritingCode);
         Evaluate = "evaluate", Some(Activity::Evaluating);
         Explain = "explain", Some(Activity::WritingTheAnswer);
-        Error = "error", None;
     }
 }
 
-/// The analyst graph, giving up after `max_attempts` failed attempts.
+/// The analyst graph, its code done in at most `max_turns` turns.
 pub fn analyst_graph<E: Effects>(
     settings: NodeSettings,
-    max_attempts: u32,
+    max_turns: u32,
 ) -> Graph<AgentState, E, Step> {
-    let (plan_settings, code_settings) = (settings.clone(), settings.clone());
+    let (plan_settings, work_settings) = (settings.clone(), settings.clone());
     let (evaluate_settings, explain_settings) = (settings.clone(), settings);
-    // plan, every attempt, evaluate and explain (or error), with room to spare.
-    let step_cap = max_attempts as usize + 5;
-    Graph::new(Step::Plan, step_cap)
+    // (plan, work, evaluate, explain: the longest way through.)
+    Graph::new(Step::Plan, 4)
         .node(
             Step::Plan,
             node(move |s, e| Box::pin(plan(s, e, plan_settings.clone()))),
         )
         .node(
-            Step::Code,
-            node(move |s, e| Box::pin(code(s, e, code_settings.clone()))),
+            Step::Work,
+            node(move |s, e| Box::pin(work(s, e, work_settings.clone(), max_turns))),
         )
         .node(
             Step::Evaluate,
@@ -75,41 +61,38 @@ pub fn analyst_graph<E: Effects>(
             Step::Explain,
             node(move |s, e| Box::pin(explain(s, e, explain_settings.clone()))),
         )
-        .node(
-            Step::Error,
-            node(|s, e| Box::pin(async move { give_up(s, e) })),
-        )
         .conditional_edge(
             Step::Plan,
-            &[Route::To(Step::Code), Route::To(Step::Explain)],
+            &[Route::To(Step::Work), Route::To(Step::Explain)],
             |s: &AgentState| {
                 if s.plan.as_ref().is_none_or(|p| p.needs_code) {
-                    Route::To(Step::Code)
+                    Route::To(Step::Work)
                 } else {
                     Route::To(Step::Explain)
                 }
             },
         )
-        .conditional_edge(Step::Code, CODE_ROUTES, |s: &AgentState| {
-            if s.outcome.is_some() {
-                // --no-exec (the code was shown, nothing ran), or nothing to
-                // explain (the plan said so).
-                Route::End
-            } else if s.last_attempt_failed {
-                if s.turn < s.max_turns {
-                    Route::To(Step::Code)
-                } else {
-                    Route::To(Step::Error)
+        .conditional_edge(
+            Step::Work,
+            &[
+                Route::To(Step::Evaluate),
+                Route::To(Step::Explain),
+                Route::End,
+            ],
+            |s: &AgentState| {
+                let plan = s
+                    .plan
+                    .as_ref()
+                    .filter(|_| s.outcome == Some(Outcome::Complete));
+                match plan {
+                    Some(plan) if plan.needs_evaluation => Route::To(Step::Evaluate),
+                    Some(plan) if plan.needs_explanation => Route::To(Step::Explain),
+                    _ => Route::End,
                 }
-            } else if s.plan.as_ref().is_some_and(|p| p.needs_evaluation) {
-                Route::To(Step::Evaluate)
-            } else {
-                Route::To(Step::Explain)
-            }
-        })
+            },
+        )
         .edge(Step::Evaluate, Route::To(Step::Explain))
         .edge(Step::Explain, Route::End)
-        .edge(Step::Error, Route::End)
 }
 
 async fn plan<E: Effects>(
@@ -135,107 +118,38 @@ async fn plan<E: Effects>(
     Ok(())
 }
 
-async fn code<E: Effects>(
+/// The default graph's turns, within this run, until it ends; the blocks
+/// that failed are kept, and where none of them worked and the turns ran
+/// out, the run gives up with them all shown.
+async fn work<E: Effects>(
     state: &mut AgentState,
     effects: &mut E,
     settings: NodeSettings,
+    max_turns: u32,
 ) -> Result<(), AgentError> {
-    let namespace = effects.namespace().await;
-    state.namespace_names = checks::summary_names(&namespace);
-    let system = code_system(state, &namespace);
-    let answer = settings.write_code(state, effects, system).await?;
-    state.pending = code_blocks(&answer.text);
-    state.record_answer(answer.text);
-    // Set again below where the attempt fails or falls short.
-    state.last_attempt_failed = false;
-    if state.pending.is_empty() {
-        const NO_CODE: &str = "The answer had no ```python block to run.";
-        state.failed_attempts.push(Execution::not_run("", NO_CODE));
-        state.last_attempt_failed = true;
-        state
-            .conversation
-            .push(ChatMessage::user(prompts::fix_request(NO_CODE, None)));
-        return Ok(());
-    }
-    let before = state.executions.len();
-    let ran = run_pending(state, effects, settings.execute).await?;
-    let unmet = if settings.execute && !ran.failed {
-        match unmet(state, effects, &state.executions[before..]).await {
-            Some(unmet) => Some(unmet),
-            None => not_checked(state, effects, &settings, before).await?,
-        }
-    } else {
-        None
+    let since = state.executions.len();
+    // The explanation is the answer: the review's short one is not shown.
+    let answer_after = state
+        .plan
+        .as_ref()
+        .is_some_and(|p| p.needs_evaluation || p.needs_explanation);
+    let settings = NodeSettings {
+        answer_after,
+        ..settings
     };
-    if let Some(unmet) = unmet {
-        // Ran, but visibly short of the request: another attempt, told why.
-        let mut attempt = state.executions.last().cloned().expect("a block ran");
-        attempt.output = format!("{}\n{}", attempt.output.trim_end(), unmet.reasoning);
-        state.failed_attempts.push(attempt);
-        state.last_attempt_failed = true;
-        state.conversation.push(ChatMessage::user(ran.report));
-        state
-            .conversation
-            .push(ChatMessage::user(prompts::not_done_yet(
-                &unmet.reasoning,
-                &unmet.next_action,
-            )));
-    } else if !settings.execute {
-        state.outcome = Some(Outcome::Answered);
-    } else if !ran.failed
-        && state
-            .plan
-            .as_ref()
-            .is_some_and(|p| !p.needs_evaluation && !p.needs_explanation)
-    {
-        // Nothing to explain (a value stored, a plot shown): what the code
-        // did is the answer, with no model call.
-        state.conversation.push(ChatMessage::user(ran.report));
-        let answer = outcome_in_brief(&state.executions[before..]);
-        state.outcome = Some(Outcome::Complete);
-        close_with_answer(state, effects, &answer);
-    } else if ran.failed {
-        let failure = state.executions.last().cloned().expect("a block failed");
-        let hint = errors::failure_hint(&failure.output);
-        state.failed_attempts.push(failure);
-        state.last_attempt_failed = true;
-        state
-            .conversation
-            .push(ChatMessage::user(prompts::fix_request(
-                &ran.report,
-                hint.as_deref(),
-            )));
-    } else {
-        state.conversation.push(ChatMessage::user(ran.report));
+    let ended = default_graph::<E>(settings, max_turns)
+        .run(state, effects)
+        .await?;
+    if matches!(ended, RunEnd::StepCap { .. }) && state.outcome.is_none() {
+        state.outcome = Some(Outcome::MaxTurns);
+    }
+    let tried = &state.executions[since..];
+    let all_failed = !tried.is_empty() && tried.iter().all(|e| e.failed);
+    state.failed_attempts = tried.iter().filter(|e| e.failed).cloned().collect();
+    if all_failed && matches!(state.outcome, Some(Outcome::MaxTurns | Outcome::Repeating)) {
+        give_up(state, effects);
     }
     Ok(())
-}
-
-/// Why the attempt since `before` (which ran) is not done yet, when the
-/// check says so; `None` when it passed.
-async fn not_checked<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    settings: &NodeSettings,
-    before: usize,
-) -> Result<Option<Unmet>, AgentError> {
-    let work = Work {
-        since: before,
-        failed: false,
-        answer: None,
-        agreed: None,
-    };
-    let mut verdict = check(state, effects, settings, work).await?;
-    // Another attempt is the analyst's answer to "cannot be done" too: its
-    // attempts are bounded, and a small model's review says so too soon.
-    verdict.cannot_fix = false;
-    effects.emit(AgentEvent::Verdict(verdict.clone()));
-    let found = (!verdict.is_complete).then(|| Unmet {
-        reasoning: verdict.reasoning.clone(),
-        next_action: verdict.next_action.clone(),
-    });
-    state.verdict = Some(verdict);
-    Ok(found)
 }
 
 async fn evaluate<E: Effects>(
@@ -282,75 +196,26 @@ async fn explain<E: Effects>(
     Ok(())
 }
 
-/// The system prompt the code turns were asked under (the namespace in it
-/// is the one pinned at the run's start), for a step that continues their
-/// conversation: the provider has all of it cached but the last results and
-/// the step's own question. (A prompt of its own, with the request and the
-/// namespace in it, cost a small local model about ten seconds a step.)
-async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
-    let namespace = effects.namespace().await;
-    code_system(state, &namespace)
-}
-
-/// The code turns' system prompt, with the namespace pinned at the run's
-/// start (`fresh` the first time).
-fn code_system(state: &mut AgentState, fresh: &str) -> String {
-    prompts::analyst_code(
-        &state.pinned_namespace(fresh),
-        state.recent_cells_shown(),
-        &state.skills,
-    )
-}
-
-/// What `executions` did, in a few lines: the variables they changed, else
-/// the end of what they printed.
-fn outcome_in_brief(executions: &[Execution]) -> String {
-    const LINES: usize = 12;
-    let mut changes: Vec<&str> = Vec::new();
-    for line in executions.iter().flat_map(|e| e.changes.iter()) {
-        let line = line
-            .rsplit_once(" (")
-            .map_or(line.as_str(), |(text, _)| text);
-        if !changes.contains(&line) {
-            changes.push(line);
-        }
-    }
-    if !changes.is_empty() {
-        return changes.join("\n");
-    }
-    let printed = executions
-        .last()
-        .map_or("", |e| e.shown.as_deref().unwrap_or(&e.output))
-        .trim();
-    match printed.lines().count() {
-        0 => "Done.".to_owned(),
-        n if n <= LINES => printed.to_owned(),
-        n => {
-            let tail: Vec<&str> = printed.lines().skip(n - LINES).collect();
-            format!("...\n{}", tail.join("\n"))
-        }
-    }
-}
-
-fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) -> Result<(), AgentError> {
+fn give_up<E: Effects>(state: &mut AgentState, effects: &mut E) {
     let failed = state.failed_attempts.clone();
     let last_error = failed.last().map_or("", |f| f.output.trim());
     // Kept in the conversation, so a follow-up `%%ask` knows what happened.
-    state.conversation.push(ChatMessage::assistant(format!(
+    let said = format!(
         "I could not get it done in {} attempts. The last problem was:\n{last_error}",
         failed.len()
-    )));
+    );
+    // (After the last report, the model's side: ready for a follow-up.)
+    state.conversation.push(ChatMessage::assistant(said));
     effects.emit(AgentEvent::GaveUp { failed });
     state.outcome = Some(Outcome::GaveUp);
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::graph::RunEnd;
     use crate::agent::llm::{ChatRequest, Role};
-    use crate::agent::run::limits::ANALYST_MAX_ATTEMPTS;
+    use crate::agent::run::Execution;
+    use crate::agent::run::limits::ANALYST_MAX_TURNS;
     use crate::agent::script::{Script, assert_roles_alternate, fails_once, ok};
 
     /// A plan Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp server,
@@ -389,6 +254,18 @@ mod tests {
             .unwrap()
     }
 
+    /// The analyst's own steps the run took (the default graph's turns
+    /// run inside `work`).
+    fn steps(script: &Script) -> Vec<&'static str> {
+        let own = ["plan", "work", "evaluate", "explain"];
+        script
+            .nodes
+            .iter()
+            .copied()
+            .filter(|n| own.contains(n))
+            .collect()
+    }
+
     fn always_fails(code: &str) -> Execution {
         Execution {
             code: code.into(),
@@ -408,13 +285,24 @@ mod tests {
         let code = script
             .requests
             .iter()
-            .find(|r| r.system.starts_with("You write Python") && r.schema.is_none())
+            .find(|r| r.system.starts_with("You are an assistant") && r.schema.is_none())
             .expect("a code turn");
         assert_eq!(request.system, code.system);
         let n = code.messages.len();
         assert_eq!(request.messages[..n], code.messages[..]);
         assert_eq!(request.messages[n].role, Role::Assistant);
         assert!(request.messages[n].content.contains("```python"));
+    }
+
+    fn answers(script: &Script) -> Vec<&str> {
+        script
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Answer(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
@@ -435,7 +323,7 @@ mod tests {
     #[test]
     fn a_conceptual_question_goes_straight_to_the_explanation() {
         let mut script = Script::new(&[NO_CODE, "A DataFrame is a table."], ok);
-        let mut state = AgentState::new("what is a DataFrame?", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("what is a DataFrame?", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
         assert_eq!(script.nodes, ["plan", "explain"]);
         assert!(script.executed.is_empty());
@@ -456,20 +344,27 @@ mod tests {
 
     #[test]
     fn code_that_runs_is_explained_without_evaluation_when_the_plan_says_so() {
+        // The review's own short answer is not shown: the explanation is.
+        let done =
+            r#"{"is_complete": true, "reasoning": "printed", "next_action": "", "answer": "42"}"#;
         let mut script = Script::new(
             &[
                 CODE_ONLY,
                 "```python\nprint(6*7)\n```",
-                DONE,
+                done,
                 "The total is 42.",
             ],
             ok,
         );
-        let mut state = AgentState::new("total?", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("total?", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "explain"]);
+        assert_eq!(steps(&script), ["plan", "work", "explain"]);
         assert_eq!(script.executed, ["print(6*7)"]);
         assert_eq!(state.outcome, Some(Outcome::Complete));
+        // (The explanation streams as it comes; the review's would be an
+        // answer of its own.)
+        assert!(answers(&script).is_empty(), "{:?}", answers(&script));
+        assert_eq!(state.answer, "The total is 42.");
         // The explanation saw the output, asked as the next turn of the code's
         // conversation under its system prompt: all but the output and the
         // question is a prefix the provider has cached.
@@ -499,9 +394,9 @@ mod tests {
             ],
             ok,
         );
-        let mut state = AgentState::new("is it high?", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("is it high?", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "evaluate", "explain"]);
+        assert_eq!(steps(&script), ["plan", "work", "evaluate", "explain"]);
         // The evaluation stays in the conversation, before the answer.
         let n = state.conversation.len();
         assert_eq!(
@@ -538,21 +433,25 @@ mod tests {
             ],
             fails_once,
         );
-        let mut state = AgentState::new("divide", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("divide", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "code", "explain"]);
+        assert_eq!(steps(&script), ["plan", "work", "explain"]);
         assert_eq!(script.executed, ["1/0", "print('fixed')"]);
+        assert_eq!(state.failed_attempts.len(), 1);
         // The retry was told the error and asked for a fix.
         let retry = &script.requests[2];
         let told = &retry.messages.last().unwrap().content;
-        assert!(told.contains("ZeroDivisionError") && told.contains("corrected"));
+        assert!(
+            told.contains("ZeroDivisionError") && told.contains("corrected"),
+            "{told}"
+        );
         assert_eq!(state.turn, 2);
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_roles_alternate(&script);
     }
 
     #[test]
-    fn code_that_ran_without_making_what_the_request_names_is_another_attempt() {
+    fn code_that_ran_without_making_what_the_request_names_is_another_turn() {
         let mut script = Script::new(
             &[
                 CODE_ONLY,
@@ -567,10 +466,10 @@ mod tests {
         let mut state = AgentState::new(
             "Count them; store it in `n`.",
             Vec::new(),
-            ANALYST_MAX_ATTEMPTS,
+            ANALYST_MAX_TURNS,
         );
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "code", "explain"]);
+        assert_eq!(steps(&script), ["plan", "work", "explain"]);
         let retry = &script.requests[2];
         let told = &retry.messages.last().unwrap().content;
         assert!(told.contains("`n` does not exist yet"), "{told}");
@@ -580,25 +479,28 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_without_explanation_ends_with_what_the_code_did() {
+    fn a_plan_without_explanation_ends_with_the_check() {
         let plan = r#"{"needs_code": true, "needs_evaluation": false, "needs_explanation": false, "reasoning": "store it"}"#;
-        let mut script = Script::new(&[plan, "```python\nn = 3\n```", ONE_VALUE, DONE], |code| {
+        let done = r#"{"is_complete": true, "reasoning": "stored", "next_action": "", "answer": "n is 3."}"#;
+        let mut script = Script::new(&[plan, "```python\nn = 3\n```", ONE_VALUE, done], |code| {
             Execution {
                 changes: vec!["n: int = 3 (new)".into()],
                 ..ok(code)
             }
         });
-        let mut state = AgentState::new("Store 3 in `n`.", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("Store 3 in `n`.", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code"]);
+        assert_eq!(steps(&script), ["plan", "work"]);
         assert_eq!(script.requests.len(), 4);
         assert_eq!(state.outcome, Some(Outcome::Complete));
-        assert_eq!(state.answer, "n: int = 3");
+        // With no explanation to come, the review's short answer is the answer.
+        assert_eq!(answers(&script), ["n is 3."]);
+        assert_eq!(state.checked, ["n: int: 3"]);
         assert_roles_alternate(&script);
     }
 
     #[test]
-    fn code_that_ran_is_another_attempt_until_the_check_passes() {
+    fn code_that_ran_is_another_turn_until_the_check_passes() {
         // One number asked for, a list made: the form check sends it back
         // without a review; then the review itself says not done once.
         let not_done = r#"{"is_complete": false, "reasoning": "that is the mean, not the total", "next_action": "sum it", "cannot_fix": true}"#;
@@ -615,17 +517,15 @@ mod tests {
             ],
             ok,
         );
-        let mut state = AgentState::new(
-            "Store the total in `total`.",
-            Vec::new(),
-            ANALYST_MAX_ATTEMPTS,
-        );
+        let mut state =
+            AgentState::new("Store the total in `total`.", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "code", "code", "explain"]);
+        assert_eq!(steps(&script), ["plan", "work", "explain"]);
         let told = |i: usize| script.requests[i].messages.last().unwrap().content.clone();
         assert!(told(3).contains("one value"), "{}", told(3));
         assert!(told(5).contains("that is the mean"), "{}", told(5));
-        // The form was asked once; a "cannot be done" is one more attempt.
+        // The form was asked once; a first "cannot be done" with nothing
+        // failing is one more turn.
         assert_eq!(state.expected_forms.len(), 1);
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(state.checked, ["total: int: 3"]);
@@ -641,20 +541,20 @@ mod tests {
     }
 
     #[test]
-    fn after_the_last_failed_attempt_the_error_node_shows_them_all() {
+    fn when_every_turns_code_failed_it_gives_up_and_shows_them_all() {
         let mut script = Script::new(
             &[
                 CODE_ONLY,
                 "```python\na\n```",
-                "no code this time",
+                "```python\nab\n```",
                 "```python\nabc\n```",
             ],
             always_fails,
         );
-        let mut state = AgentState::new("fail", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("fail", Vec::new(), 3);
         let end = run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "code", "code", "error"]);
-        assert_eq!(end, RunEnd::Finished { steps: 5 });
+        assert_eq!(steps(&script), ["plan", "work"]);
+        assert_eq!(end, RunEnd::Finished { steps: 2 });
         assert_eq!(state.outcome, Some(Outcome::GaveUp));
         let Some(AgentEvent::GaveUp { failed }) = script.events.last() else {
             panic!("no GaveUp event: {:?}", script.events);
@@ -664,10 +564,11 @@ mod tests {
             outputs,
             [
                 "NameError: name 'x1' is not defined",
-                "The answer had no ```python block to run.",
+                "NameError: name 'x2' is not defined",
                 "NameError: name 'x3' is not defined",
             ]
         );
+        assert_eq!(state.failed_attempts.len(), 3);
         // The conversation ends with the model's side, ready for a follow-up.
         let last = state.conversation.last().unwrap();
         assert_eq!(last.role, Role::Assistant);
@@ -676,8 +577,28 @@ mod tests {
     }
 
     #[test]
-    fn attempts_made_before_the_analyst_began_do_not_hide_its_failures() {
-        // A triage's earlier pass took two turns and failed nothing.
+    fn code_that_ran_but_was_not_done_is_out_of_turns_not_given_up() {
+        let not_done = r#"{"is_complete": false, "reasoning": "not yet", "next_action": "go on"}"#;
+        let mut script = Script::new(
+            &[
+                CODE_ONLY,
+                "```python\nprint(1)\n```",
+                not_done,
+                "```python\nprint(2)\n```",
+                not_done,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("more", Vec::new(), 2);
+        run(&mut script, &mut state, true);
+        assert_eq!(steps(&script), ["plan", "work"]);
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
+        assert!(state.failed_attempts.is_empty());
+    }
+
+    #[test]
+    fn turns_made_before_the_analyst_began_count_against_its_limit() {
+        // A triage's earlier pass took two turns.
         let mut script = Script::new(
             &[CODE_ONLY, "```python\na\n```", "```python\nabc\n```"],
             always_fails,
@@ -685,24 +606,17 @@ mod tests {
         let mut state = AgentState::new("fail", Vec::new(), 4);
         state.turn = 2;
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "code", "error"]);
+        assert_eq!(script.executed, ["a", "abc"]);
         assert_eq!(state.outcome, Some(Outcome::GaveUp));
-    }
-
-    #[test]
-    fn max_turns_bounds_the_attempts() {
-        let mut script = Script::new(&[CODE_ONLY, "```python\na\n```"], always_fails);
-        let mut state = AgentState::new("fail", Vec::new(), 1);
-        run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "error"]);
+        assert_eq!(state.failed_attempts.len(), 2);
     }
 
     #[test]
     fn no_exec_shows_the_code_and_stops() {
         let mut script = Script::new(&[CODE_ONLY, "```python\nimport os\n```"], ok);
-        let mut state = AgentState::new("show me", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("show me", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, false);
-        assert_eq!(script.nodes, ["plan", "code"]);
+        assert_eq!(steps(&script), ["plan", "work"]);
         assert!(script.executed.is_empty());
         assert!(
             script
@@ -719,8 +633,8 @@ mod tests {
             &["let me think", "```python\nprint(1)\n```", DONE, "It is 1."],
             ok,
         );
-        let mut state = AgentState::new("value?", Vec::new(), ANALYST_MAX_ATTEMPTS);
+        let mut state = AgentState::new("value?", Vec::new(), ANALYST_MAX_TURNS);
         run(&mut script, &mut state, true);
-        assert_eq!(script.nodes, ["plan", "code", "explain"]);
+        assert_eq!(steps(&script), ["plan", "work", "explain"]);
     }
 }

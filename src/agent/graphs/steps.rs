@@ -43,6 +43,10 @@ pub struct NodeSettings {
     /// seen, at a few tokens a second). Never with `once`, whose one answer
     /// is all the code that runs.
     pub stop_after_block: bool,
+    /// A step after the default graph's turns answers in words (the
+    /// analyst's explanation): a "done" closes without the review's short
+    /// answer, which would say it twice.
+    pub answer_after: bool,
 }
 
 #[cfg(test)]
@@ -62,6 +66,7 @@ impl NodeSettings {
             candidates: 0,
             token_choices: false,
             stop_after_block: false,
+            answer_after: false,
         }
     }
 }
@@ -448,8 +453,6 @@ pub(crate) struct BlocksRun {
     /// The same, each block named by its place in the answer the report
     /// follows (for a conversation whose last message is that answer).
     pub report_below_answer: String,
-    /// Whether a block failed (the blocks after it were not run).
-    pub failed: bool,
     /// Whether the block that failed was a recent cell sent again (not run).
     pub copied: bool,
 }
@@ -471,7 +474,6 @@ pub(crate) async fn run_pending<E: Effects>(
     let mut reports = Vec::new();
     let mut below_answer = Vec::new();
     let of = blocks.len();
-    let mut failed = false;
     let mut copied = false;
     for (index, block) in blocks.into_iter().enumerate() {
         let (turn, mut code) = (state.turn, block.code);
@@ -526,7 +528,7 @@ pub(crate) async fn run_pending<E: Effects>(
         };
         reports.push(report(ReportedCode::Written(&code)));
         below_answer.push(report(ReportedCode::Above { index, of }));
-        failed = execution.failed;
+        let failed = execution.failed;
         effects.emit(AgentEvent::Executed {
             turn,
             block: index,
@@ -549,7 +551,6 @@ pub(crate) async fn run_pending<E: Effects>(
     Ok(BlocksRun {
         report: reports.join("\n\n"),
         report_below_answer: below_answer.join("\n\n"),
-        failed,
         copied,
     })
 }

@@ -281,7 +281,7 @@ impl Agent {
     pub fn turns(self) -> u32 {
         match self {
             Agent::Default | Agent::Claude => limits::DEFAULT_MAX_TURNS,
-            Agent::Analyst => limits::ANALYST_MAX_ATTEMPTS,
+            Agent::Analyst => limits::ANALYST_MAX_TURNS,
             Agent::Planner => limits::PLANNER_MAX_TURNS,
         }
     }

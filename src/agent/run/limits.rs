@@ -11,8 +11,8 @@ pub const DEFAULT_MAX_TURNS: u32 = 5;
 /// Figures a run sends to a model that sees images, at most.
 pub const MAX_IMAGES_PER_RUN: usize = 4;
 
-/// Attempts at the code before the analyst graph gives up.
-pub const ANALYST_MAX_ATTEMPTS: u32 = 3;
+/// Turns of the analyst graph's code: the default graph's, which it runs.
+pub const ANALYST_MAX_TURNS: u32 = DEFAULT_MAX_TURNS;
 
 /// Steps of a planner run: each is one action, so a run needs more of them
 /// than the default graph's turns.

@@ -91,12 +91,8 @@ pub struct AgentState {
     pub verdict: Option<Verdict>,
     /// The analyst graph's plan for this run.
     pub plan: Option<Plan>,
-    /// The analyst graph's failed attempts at the code, in order.
+    /// The blocks of an analyst run that gave up, all failed, in order.
     pub failed_attempts: Vec<Execution>,
-    /// Whether the analyst graph's last attempt failed or fell short of the
-    /// check (another pass of a triage may have made attempts before it).
-    #[serde(skip)]
-    pub last_attempt_failed: bool,
     /// The planner graph's next action, not yet taken.
     #[serde(skip)]
     pub action: Option<Action>,
@@ -242,7 +238,6 @@ impl AgentState {
             verdict: None,
             plan: None,
             failed_attempts: Vec::new(),
-            last_attempt_failed: false,
             action: None,
             key_information: Vec::new(),
             triage: Triage::default(),

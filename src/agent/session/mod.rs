@@ -363,6 +363,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         candidates: 0,
         token_choices: false,
         stop_after_block: false,
+        answer_after: false,
     };
     let turns = 1;
     let (name, diagram) = match graph {

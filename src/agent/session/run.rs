@@ -29,7 +29,7 @@ use crate::agent::ports::Ports;
 use crate::agent::prompts;
 use crate::agent::render::{self, publish};
 use crate::agent::run::limits::{
-    ANALYST_MAX_ATTEMPTS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
+    ANALYST_MAX_TURNS, DEFAULT_MAX_TURNS, PLANNER_MAX_TURNS, RLM_MAX_TURNS,
     TRIAGE_DEFAULT_MAX_REVIEWS,
 };
 use crate::agent::run::{AgentError, AgentState, Agents, ModelChoice, Outcome, Verdict};
@@ -155,7 +155,7 @@ impl AgentSession {
             (Job::Search(_), _) => RLM_MAX_TURNS,
             (Job::Ask { .. }, GraphKind::Default) => DEFAULT_MAX_TURNS,
             // For the analyst graph a turn is an attempt at the code.
-            (Job::Ask { .. }, GraphKind::Analyst) => ANALYST_MAX_ATTEMPTS,
+            (Job::Ask { .. }, GraphKind::Analyst) => ANALYST_MAX_TURNS,
             (Job::Ask { .. }, GraphKind::Planner) => PLANNER_MAX_TURNS,
             // For the triage graph a turn is a review.
             (Job::Ask { .. }, GraphKind::Triage) => TRIAGE_DEFAULT_MAX_REVIEWS,
@@ -246,6 +246,7 @@ impl AgentSession {
             candidates: other_solutions(settings, setup.options.approval()),
             token_choices: local_spec.is_some(),
             stop_after_block: local_spec.is_some(),
+            answer_after: false,
         }
     }
 

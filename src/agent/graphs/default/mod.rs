@@ -364,7 +364,9 @@ async fn reflect<E: Effects>(
     effects.emit(AgentEvent::Verdict(verdict.clone()));
     if verdict.is_complete {
         state.outcome = Some(Outcome::Complete);
-        close_with_answer(state, effects, &verdict.answer);
+        if !settings.answer_after {
+            close_with_answer(state, effects, &verdict.answer);
+        }
     } else if verdict.cannot_fix {
         // Said once, with the reason, instead of spending every turn left.
         state.outcome = Some(Outcome::CannotBeDone);
