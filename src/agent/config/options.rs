@@ -121,8 +121,8 @@ pub struct AskOptions {
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(deserialize_with = "non_empty")]
     pub judge_model: Option<String>,
-    /// The most turns a run takes (for the analyst graph, attempts at the
-    /// code; for the triage graph, reviews).
+    /// The most turns a run takes (for the analyst graph, its code's
+    /// turns; for the triage graph, reviews).
     #[arg(long, value_parser = positive)]
     #[serde(deserialize_with = "positive_number")]
     pub max_turns: Option<u32>,
