@@ -14,17 +14,19 @@
 //! plan said none is needed (a value stored, a plot shown: what the code did
 //! is the answer). The code itself is written, run, mended and checked by
 //! the default graph's turns ([`super::default`]), with the same check
-//! before "done": a loop of its own, weaker, left the analyst below
-//! answering once. When every block of those turns failed, the run gives up
-//! with all of them shown.
+//! before "done" (a loop of its own, weaker, left the analyst below
+//! answering once), under the analyst's own instructions: one block that
+//! does the whole job. When every block of those turns failed, the run
+//! gives up with all of them shown.
 
 use super::default::{code_prompt, default_graph};
 use super::steps::{NodeSettings, node};
 use crate::agent::graph::{Activity, Graph, Route, RunEnd, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::plan::parse_plan;
+use crate::agent::prompts::{self, CodeInstructions};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Outcome};
-use crate::agent::{prompts, schemas};
+use crate::agent::schemas;
 
 nodes! {
     /// The analyst graph's nodes.
@@ -41,6 +43,13 @@ pub fn analyst_graph<E: Effects>(
     settings: NodeSettings,
     max_turns: u32,
 ) -> Graph<AgentState, E, Step> {
+    // One block for the whole job: the analyst's own steps say the answer
+    // in words, and a small model asked so writes shorter code that reads
+    // the data it has rather than typing it in again.
+    let settings = NodeSettings {
+        code_instructions: CodeInstructions::WholeJob,
+        ..settings
+    };
     let (plan_settings, work_settings) = (settings.clone(), settings.clone());
     let (evaluate_settings, explain_settings) = (settings.clone(), settings);
     // (plan, work, evaluate, explain: the longest way through.)
@@ -102,7 +111,7 @@ async fn plan<E: Effects>(
 ) -> Result<(), AgentError> {
     // Asked under the code turns' system prompt, after the request: the
     // first code turn then finds all of its prompt cached.
-    let system = code_prompt(state, effects).await;
+    let system = code_prompt(state, effects, settings.code_instructions).await;
     let answer = settings
         .judge_after(
             state,
@@ -157,7 +166,7 @@ async fn evaluate<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    let system = code_prompt(state, effects).await;
+    let system = code_prompt(state, effects, settings.code_instructions).await;
     state
         .conversation
         .push(ChatMessage::user(prompts::EVALUATE.trim_end()));
@@ -180,7 +189,7 @@ async fn explain<E: Effects>(
         state
             .conversation
             .push(ChatMessage::user(prompts::EXPLAIN_RESULTS.trim_end()));
-        code_prompt(state, effects).await
+        code_prompt(state, effects, settings.code_instructions).await
     };
     let answer = settings.answer(state, effects, system).await?;
     state
@@ -285,7 +294,7 @@ mod tests {
         let code = script
             .requests
             .iter()
-            .find(|r| r.system.starts_with("You are an assistant") && r.schema.is_none())
+            .find(|r| r.system.starts_with("You write Python") && r.schema.is_none())
             .expect("a code turn");
         assert_eq!(request.system, code.system);
         let n = code.messages.len();

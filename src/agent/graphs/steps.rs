@@ -9,7 +9,7 @@ use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Rol
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::verdict::likelihood_true;
 use crate::agent::parse::{copied, errors};
-use crate::agent::prompts::ReportedCode;
+use crate::agent::prompts::{CodeInstructions, ReportedCode};
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
 use crate::agent::{prompts, schemas};
 
@@ -47,6 +47,8 @@ pub struct NodeSettings {
     /// analyst's explanation): a "done" closes without the review's short
     /// answer, which would say it twice.
     pub answer_after: bool,
+    /// The instructions code is written under.
+    pub code_instructions: CodeInstructions,
 }
 
 #[cfg(test)]
@@ -67,6 +69,7 @@ impl NodeSettings {
             token_choices: false,
             stop_after_block: false,
             answer_after: false,
+            code_instructions: CodeInstructions::Turns,
         }
     }
 }

@@ -51,7 +51,7 @@ use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::respell;
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
 use crate::agent::parse::{checks, claims, errors, stand_ins};
-use crate::agent::prompts;
+use crate::agent::prompts::{self, CodeInstructions};
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
 };
@@ -163,19 +163,24 @@ async fn generate<E: Effects>(
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
     state.left_out.clear();
-    let system = code_prompt(state, effects).await;
+    let system = code_prompt(state, effects, settings.code_instructions).await;
     let answer = settings.write_code(state, effects, system).await?;
     state.truncated = answer.truncated;
     state.record_answer(answer.text);
     Ok(())
 }
 
-/// The system prompt code is written under (the same from call to call of
-/// a run: its namespace summary is the first prompt's).
-pub(crate) async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
+/// The system prompt code is written under with `instructions` (the same
+/// from call to call of a run: its namespace summary is the first prompt's).
+pub(crate) async fn code_prompt<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    instructions: CodeInstructions,
+) -> String {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
-    prompts::system(
+    prompts::code(
+        instructions,
         &state.pinned_namespace(&namespace),
         state.recent_cells_shown(),
         &state.skills,
@@ -189,7 +194,7 @@ async fn others<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    let system = code_prompt(state, effects).await;
+    let system = code_prompt(state, effects, settings.code_instructions).await;
     try_other_solutions(state, effects, &settings, system).await
 }
 
