@@ -403,7 +403,7 @@ pub enum Outcome {
     Unconfirmed,
     /// The turn limit was reached first.
     MaxTurns,
-    /// Every attempt at the code failed (the analyst graph's error node).
+    /// Every block of the analyst graph's turns failed, until they ran out or repeated.
     GaveUp,
     /// The review judged that the request cannot be done here.
     CannotBeDone,

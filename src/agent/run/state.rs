@@ -91,7 +91,8 @@ pub struct AgentState {
     pub verdict: Option<Verdict>,
     /// The analyst graph's plan for this run.
     pub plan: Option<Plan>,
-    /// The blocks of an analyst run that gave up, all failed, in order.
+    /// The blocks of an analyst run that failed, in order (listed when it
+    /// gave up; `ask()` returns them either way).
     pub failed_attempts: Vec<Execution>,
     /// The planner graph's next action, not yet taken.
     #[serde(skip)]
