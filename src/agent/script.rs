@@ -43,7 +43,7 @@ pub struct Script {
     /// How likely the judge holds "done", for each call that asks for token
     /// choices, in order: answered `{"is_complete": true}` with `true` and
     /// `false` that likely.
-    pub done_likelihoods: VecDeque<f32>,
+    pub done_likelihoods: VecDeque<Option<f32>>,
     /// What each `written_results` call answers, in order (then nothing).
     pub written: VecDeque<Vec<WrittenResult>>,
 }
@@ -92,19 +92,20 @@ impl Script {
 }
 
 /// A verdict alone whose `true` was `p` likely against `false`.
-fn weighed_verdict(p: f32) -> ChatOutcome {
+fn weighed_verdict(p: Option<f32>) -> ChatOutcome {
     let token = |text: &str, choices: Vec<(String, f32)>| TokenChoices {
         token: text.to_owned(),
         choices,
     };
+    // None: the odds hold neither word (a server that sent none).
+    let odds = p.map_or_else(Vec::new, |p| {
+        vec![(" true".into(), p.ln()), (" false".into(), (1.0 - p).ln())]
+    });
     ChatOutcome {
         text: "{\"is_complete\": true}".into(),
         token_choices: vec![
             token("{\"is_complete\":", Vec::new()),
-            token(
-                " true",
-                vec![(" true".into(), p.ln()), (" false".into(), (1.0 - p).ln())],
-            ),
+            token(" true", odds),
             token("}", Vec::new()),
         ],
         ..ChatOutcome::default()

@@ -433,8 +433,8 @@ async fn a_block_shown_early_that_never_ran_says_so() {
 
 /// The verdict asked for alone, as llama.cpp's server streams it when asked
 /// for each token's likeliest choices (every chunk carries its token's):
-/// `true` held `p_true` likely against `false`.
-fn verdict_alone_stream(p_true: f32) -> String {
+/// `odds`, the choices of the token that says `true`.
+fn verdict_alone_stream(odds: Vec<(&str, f32)>) -> String {
     let chunk = |text: &str, choices: Vec<(&str, f32)>, finish: Option<&str>| {
         let top: Vec<_> = choices
             .iter()
@@ -455,11 +455,7 @@ fn verdict_alone_stream(p_true: f32) -> String {
     };
     [
         chunk("{\"is_complete\":", vec![("{\"is_complete\":", 0.99)], None),
-        chunk(
-            " true",
-            vec![(" true", p_true), (" false", 1.0 - p_true)],
-            None,
-        ),
+        chunk(" true", odds, None),
         chunk("}", vec![("}", 0.99)], Some("stop")),
         "data: [DONE]\n\n".to_owned(),
     ]
@@ -469,19 +465,29 @@ fn verdict_alone_stream(p_true: f32) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
     let review = r#"{"reasoning": "42 is printed", "is_complete": true, "cannot_fix": false, "next_action": "", "answer": "It is 42."}"#;
-    for (p_true, ending, mark) in [
+    for (odds, ending, mark) in [
         (
-            0.46,
+            vec![(" true", 0.46), (" false", 0.54)],
             "answered, not confirmed · the review passed it but was 46% sure",
             "? 42 is printed (not confirmed: the review was 46% sure)",
         ),
-        (0.95, "done · checked: ", "✓ 42 is printed"),
+        (
+            vec![(" true", 0.95), (" false", 0.05)],
+            "done · checked: ",
+            "✓ 42 is printed",
+        ),
+        // Odds that hold neither word weigh nothing: not confirmed.
+        (
+            vec![(" True", 0.7), (" yes", 0.3)],
+            "answered, not confirmed · the review passed it but gave odds that could not be read",
+            "? 42 is printed (not confirmed: the review gave odds that could not be read)",
+        ),
     ] {
         let llm = FakeLlm::start(vec![
             // As llama.cpp ends an answer at the stop text: without it.
             Reply::Answer("```python\nprint(6 * 7)".into()),
             Reply::Answer(review.into()),
-            Reply::Steps(vec![Step::text(verdict_alone_stream(p_true))]),
+            Reply::Steps(vec![Step::text(verdict_alone_stream(odds))]),
         ])
         .await;
         // The embedded local model's settings, its server at the fake's URL.

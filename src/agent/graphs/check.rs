@@ -158,10 +158,9 @@ pub async fn check<E: Effects>(
         // Weighed where the provider says how likely each token was: a
         // small model's review passes wrong work with a confident sentence,
         // but the verdict asked for alone is less sure of it.
-        let likelihood = settings
+        verdict.confidence = settings
             .likelihood_done(state, effects, system, review)
             .await?;
-        verdict.confidence = likelihood.map(|p| (p * 100.0).round().clamp(0.0, 100.0) as u8);
         state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
         if let Some((agree, of)) = work.agreed {
             state.checked.push(same_in(agree, of));

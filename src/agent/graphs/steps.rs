@@ -10,7 +10,9 @@ use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::verdict::likelihood_true;
 use crate::agent::parse::{copied, errors};
 use crate::agent::prompts::{CodeInstructions, ReportedCode};
-use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Execution, Showing};
+use crate::agent::run::{
+    AgentError, AgentEvent, AgentState, Confidence, Effects, Execution, Showing,
+};
 use crate::agent::{prompts, schemas};
 
 /// What the nodes need to know besides the state: the model, its limits
@@ -311,7 +313,8 @@ impl NodeSettings {
     /// How likely the judge holds the request done: its verdict asked for
     /// alone, after the same `review` under the same `system` (a prompt
     /// cache holds all but the last line, so it costs a few tokens), and
-    /// read from the likeliest choices of the token that says it. None
+    /// read from the likeliest choices of the token that says it
+    /// (unreadable where they hold neither `true` nor `false` there). None
     /// where the provider gives no token choices.
     pub(crate) async fn likelihood_done<E: Effects>(
         &self,
@@ -319,7 +322,7 @@ impl NodeSettings {
         effects: &mut E,
         system: String,
         review: String,
-    ) -> Result<Option<f32>, AgentError> {
+    ) -> Result<Option<Confidence>, AgentError> {
         if !self.token_choices {
             return Ok(None);
         }
@@ -332,7 +335,8 @@ impl NodeSettings {
         let answer = self
             .judge_messages(state, effects, system, &[message], reply)
             .await?;
-        Ok(likelihood_true(&answer.token_choices, schemas::DONE_FIELD))
+        let likelihood = likelihood_true(&answer.token_choices, schemas::DONE_FIELD);
+        Ok(Some(Confidence::from_likelihood(likelihood)))
     }
 
     /// The model judgements go to.

@@ -17,7 +17,7 @@ use crate::agent::llm::Usage;
 use crate::agent::parse::prose::review_words;
 use crate::agent::ports::Ports;
 use crate::agent::run::{
-    Activity, AgentEvent, AgentState, Execution, Outcome, Plan, RunChanges, Verdict,
+    Activity, AgentEvent, AgentState, Confidence, Execution, Outcome, Plan, RunChanges, Verdict,
 };
 
 pub use crate::agent::shown::{Display, Placement, Shown};
@@ -103,12 +103,12 @@ pub fn event(event: &AgentEvent) -> Shown {
             )
         }
         AgentEvent::Verdict(verdict) if verdict.unconfirmed() => stream(&format!(
-            "? {} (not confirmed: the review was {}% sure)\n",
+            "? {} (not confirmed: the review {})\n",
             match review_words(&verdict.reasoning) {
                 words if words.is_empty() => "done".to_owned(),
                 words => words,
             },
-            verdict.confidence.unwrap_or_default()
+            how_sure(verdict.confidence)
         )),
         AgentEvent::Verdict(verdict) if verdict.is_complete => {
             let words = review_words(&verdict.reasoning);
@@ -179,6 +179,14 @@ fn plan_line(plan: &Plan) -> String {
 /// How much of what a review checked the summary line shows.
 const CHECKED_SHOWN: usize = 160;
 
+/// How sure the review was of a "done" it passed, said after "the review".
+fn how_sure(confidence: Option<Confidence>) -> String {
+    match confidence {
+        Some(Confidence::Percent(percent)) => format!("was {percent}% sure"),
+        _ => "gave odds that could not be read".to_owned(),
+    }
+}
+
 /// The line that ends a run: how it ended (and for an answer, what was
 /// checked before calling it done), the model, turns, tokens, cost and time.
 pub fn summary(
@@ -235,8 +243,8 @@ pub fn ending(state: &AgentState, end: RunEnd) -> String {
         Some(Outcome::Unconfirmed) => {
             let sure = state.verdict.as_ref().and_then(|v| v.confidence);
             format!(
-                " · the review passed it but was {}% sure (confirmed from {}%)",
-                sure.unwrap_or_default(),
+                " · the review passed it but {} (confirmed from {}%)",
+                how_sure(sure),
                 Verdict::CONFIRMED
             )
         }
@@ -434,7 +442,7 @@ pub fn trace_json(
         "turns": state.turn,
         // How sure the judge was of its last "done" (percent), where the
         // provider says: what the evaluation weighs claims by.
-        "confidence": state.verdict.as_ref().and_then(|v| v.confidence),
+        "confidence": state.verdict.as_ref().and_then(|v| v.confidence?.percent()),
         "input_tokens": state.usage.input_tokens,
         "output_tokens": state.usage.output_tokens,
         "seconds": elapsed.as_secs_f64(),
@@ -530,7 +538,7 @@ pub fn fenced(text: &str, language: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::run::Verdict;
+    use crate::agent::run::{Confidence, Verdict};
 
     #[test]
     fn costs_read_in_dollars_down_to_small_calls() {
@@ -724,7 +732,7 @@ mod tests {
         assert_eq!(json["turns"], 2);
         assert_eq!(json["confidence"], Value::Null);
         state.verdict = Some(Verdict {
-            confidence: Some(87),
+            confidence: Some(Confidence::Percent(87)),
             ..Verdict::not_done("", "")
         });
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));

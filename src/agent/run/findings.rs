@@ -24,11 +24,51 @@ pub struct Verdict {
     /// False when nothing in the answer could be read as a verdict.
     #[serde(skip)]
     pub parsed: bool,
-    /// How sure the judge was of "done", in percent, where the provider
-    /// gives its tokens' likeliest choices (see `graphs::check`); None
-    /// where it does not, or when the verdict is not "done".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<u8>,
+    /// How sure the judge was of "done", where the provider gives its
+    /// tokens' likeliest choices (see `graphs::check`); None where it does
+    /// not, or when the verdict is not "done".
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
+}
+
+/// How sure the judge was of a "done", weighed from the provider's token
+/// odds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confidence {
+    /// Read off the odds of its `true`, in percent.
+    Percent(u8),
+    /// The provider gives odds, but none could be read for the verdict:
+    /// nothing weighed the "done", so it is not confirmed (taken as sure,
+    /// it would pass the very claims the weighing is there to catch).
+    Unreadable,
+}
+
+impl Confidence {
+    /// From the likelihood of "done" read off the odds (None: unreadable).
+    pub fn from_likelihood(likelihood: Option<f32>) -> Self {
+        match likelihood {
+            Some(p) => Confidence::Percent((p * 100.0).round().clamp(0.0, 100.0) as u8),
+            None => Confidence::Unreadable,
+        }
+    }
+
+    /// The percent, where it could be read.
+    pub fn percent(self) -> Option<u8> {
+        match self {
+            Confidence::Percent(percent) => Some(percent),
+            Confidence::Unreadable => None,
+        }
+    }
+}
+
+/// A number where it was read, else `"unreadable"`.
+impl Serialize for Confidence {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Confidence::Percent(percent) => serializer.serialize_u8(*percent),
+            Confidence::Unreadable => serializer.serialize_str("unreadable"),
+        }
+    }
 }
 
 impl Verdict {
@@ -36,9 +76,15 @@ impl Verdict {
     /// the development split of the evaluation (bench/README.md).
     pub const CONFIRMED: u8 = 80;
 
-    /// "Done", but the judge was less sure of it than [`Verdict::CONFIRMED`].
+    /// "Done", but the judge was less sure of it than [`Verdict::CONFIRMED`],
+    /// or how sure could not be read where it should have been.
     pub fn unconfirmed(&self) -> bool {
-        self.is_complete && self.confidence.is_some_and(|c| c < Self::CONFIRMED)
+        self.is_complete
+            && match self.confidence {
+                Some(Confidence::Percent(percent)) => percent < Self::CONFIRMED,
+                Some(Confidence::Unreadable) => true,
+                None => false,
+            }
     }
 
     /// Done, for `reasoning`, found by code without a review.

@@ -11,7 +11,7 @@ mod results;
 use super::*;
 use crate::agent::graph::RunEnd;
 use crate::agent::llm::Role;
-use crate::agent::run::{AsWritten, Difference, WrittenResult};
+use crate::agent::run::{AsWritten, Confidence, Difference, WrittenResult};
 use crate::agent::script::{Script, fails_once, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
@@ -261,12 +261,19 @@ fn a_done_is_weighed_where_the_provider_gives_token_choices() {
     };
     for (likelihood, confidence, unconfirmed, shown) in [
         (
-            0.46,
-            46,
+            Some(0.46),
+            Confidence::Percent(46),
             true,
             "? answered (not confirmed: the review was 46% sure)\n",
         ),
-        (0.93, 93, false, "✓ answered\n"),
+        (Some(0.93), Confidence::Percent(93), false, "✓ answered\n"),
+        // Odds that should be there and cannot be read confirm nothing.
+        (
+            None,
+            Confidence::Unreadable,
+            true,
+            "? answered (not confirmed: the review gave odds that could not be read)\n",
+        ),
     ] {
         let mut script = Script::new(&["```python\nprint(6*7)\n```", DONE], ok);
         script.done_likelihoods.push_back(likelihood);
@@ -308,14 +315,17 @@ fn a_done_is_weighed_where_the_provider_gives_token_choices() {
         ],
         ok,
     );
-    script.done_likelihoods.push_back(0.9);
+    script.done_likelihoods.push_back(Some(0.9));
     let mut state = AgentState::new("compute", Vec::new(), 5);
     run(&mut script, &mut state, weighing());
     assert_eq!(
         script.requests.iter().filter(|r| r.token_choices).count(),
         1
     );
-    assert_eq!(state.verdict.unwrap().confidence, Some(90));
+    assert_eq!(
+        state.verdict.unwrap().confidence,
+        Some(Confidence::Percent(90))
+    );
 }
 
 #[test]
