@@ -273,6 +273,14 @@ pub fn respelled(keys: &[(String, String)]) -> String {
     )
 }
 
+/// The status line of a block run again with each call of `method` through
+/// `accessor` made on the value itself.
+pub fn accessor_left_out(accessor: &str, method: &str) -> String {
+    format!(
+        "`.{method}` is the Series' own, not `.{accessor}`'s: the same code again without `.{accessor}`."
+    )
+}
+
 /// The status line of a block run again without the line that read `file`
 /// into `name`, which the namespace holds already.
 pub fn not_reloaded(name: &str, file: &str) -> String {

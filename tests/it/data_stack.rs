@@ -320,6 +320,50 @@ async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_series_method_called_through_an_accessor_runs_again_on_the_series_without_asking() {
+    // `.str.isin` (as the local model wrote it, three times over when
+    // told the error): the error line names the Series' own method, and
+    // the block runs again without `.str`.
+    let llm = FakeLlm::start(vec![
+        Reply::Answer(
+            "```python\nresult = df[df['A'].str.isin(['s', 'b'])]\nprint(len(result))\n```".into(),
+        ),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = kernel_with_pandas(
+        &llm,
+        "import pandas as pd\ndf = pd.DataFrame({'A': ['s', 'x', 'b', 's']})",
+    )
+    .await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nPrint how many rows of df have an A of s or b.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let errors = panel_texts(&iopub, "error").join("\n");
+    assert!(
+        errors.contains(
+            "AttributeError: 'StringMethods' object has no attribute 'isin'. \
+             Did you mean the Series's own .isin, without .str?"
+        ),
+        "{errors}"
+    );
+    assert_eq!(
+        panel_texts(&iopub, "code").last().map(String::as_str),
+        Some("[code, turn 2]\nresult = df[df['A'].isin(['s', 'b'])]\nprint(len(result))")
+    );
+    assert!(
+        panel_texts(&iopub, "output")
+            .iter()
+            .any(|text| text.ends_with("3")),
+        "{:?}",
+        panel_texts(&iopub, "output")
+    );
+    // One answer and one review: the rerun asked no model.
+    assert_eq!(llm.request_count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_key_that_is_a_value_of_the_series_iterated_is_told_so_with_what_to_loop_over() {
     // `for col in row` gives the row's values: the first, NaN, is looked
     // up as a label. The error line says so (close_names.py), and the next

@@ -13,6 +13,13 @@
 //! spell a key of the same table otherwise (`Also: 'Age' for 'age'.`): a
 //! block that wrote one column in lower case most often wrote the next ones
 //! so too, and each would cost a run of its own.
+//!
+//! The same for a Series method reached through a pandas accessor
+//! (`df['A'].str.isin(...)`: `AttributeError: 'StringMethods' object has
+//! no attribute 'isin'. Did you mean the Series's own .isin, without
+//! .str?`, from `close_names.py`): the code meant the Series' method, and
+//! the fix is the same code without the accessor there (the local model,
+//! told the error, sent the same line three times).
 
 /// The failed code with the data's spelling of its keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +87,26 @@ fn also(rest: &str) -> Vec<(String, String)> {
             ))
         })
         .collect()
+}
+
+/// The failed code without the accessor its error line says the method
+/// is not reached through: `(accessor, method, code)`, where the code has
+/// `.{accessor}.{method}(`, each such call then on the value itself.
+pub fn without_accessor(code: &str, error_line: &str) -> Option<(String, String, String)> {
+    let (_, rest) = error_line.split_once("'s own .")?;
+    let (method, rest) = rest.split_once(", without .")?;
+    let accessor = rest.strip_suffix('?')?;
+    let word = |text: &str| {
+        !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if !word(method) || !word(accessor) {
+        return None;
+    }
+    let reached = format!(".{accessor}.{method}(");
+    code.contains(&reached).then(|| {
+        let direct = code.replace(&reached, &format!(".{method}("));
+        (accessor.to_owned(), method.to_owned(), direct)
+    })
 }
 
 /// Whether `written` is `key` spelled otherwise, and both can be quoted as
@@ -181,6 +208,29 @@ mod tests {
             respell("w[['time', 'wind_speed']]", listed).unwrap().code,
             "w[['Time', 'wind speed']]"
         );
+    }
+
+    #[test]
+    fn a_series_method_reached_through_an_accessor_is_called_on_the_series() {
+        // Recorded from the 1.5B coder model (ds1000, development split).
+        let code = "result = df[df['A'].str.isin(['s', 'b'])]\nprint(result)";
+        let error = "AttributeError: 'StringMethods' object has no attribute 'isin'. \
+                     Did you mean the Series's own .isin, without .str?";
+        assert_eq!(
+            without_accessor(code, error),
+            Some((
+                "str".into(),
+                "isin".into(),
+                "result = df[df['A'].isin(['s', 'b'])]\nprint(result)".into()
+            ))
+        );
+        // Another error, or the method not called so in the code: left to
+        // the model.
+        let plain = "AttributeError: 'StringMethods' object has no attribute 'isin'";
+        assert_eq!(without_accessor(code, plain), None);
+        assert_eq!(without_accessor("f = s.str.isin", error), None);
+        let odd = "AttributeError: x. Did you mean the Series's own .is in, without .str?";
+        assert_eq!(without_accessor(code, odd), None);
     }
 
     fn pair(written: &str, key: &str) -> (String, String) {

@@ -57,6 +57,18 @@ def test_an_attribute_close_to_a_column_names_the_column():
     assert "Did you mean the column" not in result["output"]
 
 
+def test_a_series_method_reached_through_an_accessor_names_the_series_own():
+    df = pd.DataFrame({"A": ["s", "b", "x"], "when": pd.to_datetime(["2020-01-01"] * 3)})
+    last = run("df[df['A'].str.isin(['s', 'b'])]", {"df": df})["output"].strip().splitlines()[-1]
+    assert last == ("AttributeError: 'StringMethods' object has no attribute 'isin'. "
+                    "Did you mean the Series's own .isin, without .str?"), last
+    last = run("df['when'].dt.between('2019', '2021')", {"df": df})["output"].strip().splitlines()[-1]
+    assert last.endswith("Did you mean the Series's own .between, without .dt?"), last
+    # An attribute the Series lacks too gets no suggestion.
+    last = run("df['A'].str.frobnicate()", {"df": df})["output"].strip().splitlines()[-1]
+    assert last == "AttributeError: 'StringMethods' object has no attribute 'frobnicate'", last
+
+
 def test_a_key_no_column_is_close_to_lists_the_columns_of_the_tables_on_the_failing_line():
     df = pd.DataFrame({"Date": ["1/1/18"], "Val": ["A"]})
     other = pd.DataFrame({"unrelated": [1]})

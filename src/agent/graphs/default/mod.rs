@@ -16,7 +16,8 @@
 //! means not done without asking (a block that failed on a key it spelled
 //! otherwise than the data, `'wind_speed'` for `'wind speed'`, runs again
 //! with the data's spelling of every key the error line names, no model
-//! asked: [`crate::agent::parse::respell`];
+//! asked, as does one that called a Series method through an accessor,
+//! `s.str.isin`, without it: [`crate::agent::parse::respell`];
 //! one that failed reading a variable the namespace holds from a file that
 //! is not here, or importing a package that is not installed and that
 //! nothing in it uses, runs again without that line; a package that is not
@@ -48,7 +49,7 @@ use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::checks::Repeat;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
-use crate::agent::parse::respell::respell;
+use crate::agent::parse::respell::{respell, without_accessor};
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
 use crate::agent::parse::{checks, claims, errors, stand_ins};
 use crate::agent::prompts::{self, CodeInstructions};
@@ -471,6 +472,14 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             return Precheck::Rerun {
                 note,
                 code: respelling.code,
+            };
+        }
+        if state.turn < state.max_turns
+            && let Some((accessor, method, code)) = without_accessor(&failed.code, &error)
+        {
+            return Precheck::Rerun {
+                note: prompts::accessor_left_out(&accessor, &method),
+                code,
             };
         }
         // Data the namespace holds, read again from a file that is not

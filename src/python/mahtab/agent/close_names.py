@@ -3,7 +3,9 @@ block of agent code, as Python itself suggests a name for a NameError: a
 ``KeyError: 'wind_speed'`` on a table with a ``wind speed`` column reads
 ``KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?``,
 and ``weather.wind_speed`` reads ``... has no attribute 'wind_speed'. Did
-you mean the column ['wind speed']?``. A KeyError with no close key
+you mean the column ['wind speed']?``; a Series method reached through an
+accessor (``s.str.isin``) reads ``... Did you mean the Series's own .isin,
+without .str?``. A KeyError with no close key
 names the columns of the tables on the failing line instead
 (``KeyError: 'Count_d'. Columns of df: 'Date', 'Val'``): a small model
 told only that a key is missing sends the same lookup again. pandas raises
@@ -253,7 +255,36 @@ def error_line_with_suggestion(line, error, scopes, source=None, code=None):
             return "%s. %s\n" % (line.rstrip("\n"), columns)
     if isinstance(error, AttributeError) and "Did you mean" not in line:
         table = getattr(error, "obj", None)
-        found = suggestion(getattr(error, "name", None), [{"table": table}])
+        name = getattr(error, "name", None)
+        found = suggestion(name, [{"table": table}])
         if found is not None:
             return "%s. Did you mean the column [%r]?\n" % (line.rstrip("\n"), found[0])
+        owner = accessor_owner(table, name)
+        if owner is not None:
+            kind, accessor = owner
+            return "%s. Did you mean the %s's own .%s, without .%s?\n" % (
+                line.rstrip("\n"), kind, name, accessor)
     return line
+
+
+# The accessors pandas puts on a Series or an Index (`.str`, `.dt`, ...).
+ACCESSORS = ("str", "dt", "cat", "sparse", "list", "struct", "plot")
+
+
+def accessor_owner(value, name):
+    """For a pandas accessor `value` (`s.str`) without the attribute `name`
+    that the Series or Index it belongs to has (`s.str.isin`, `s.dt.between`:
+    a method of the Series reached through the accessor), what that is
+    ("Series") and the accessor's name; else None."""
+    if not isinstance(name, str) or not type(value).__module__.startswith("pandas"):
+        return None
+    parent = getattr(value, "_parent", None)
+    if parent is None or not hasattr(parent, name):
+        return None
+    for accessor in ACCESSORS:
+        try:
+            if type(getattr(parent, accessor)) is type(value):
+                return type(parent).__name__, accessor
+        except Exception:  # an accessor that does not fit these values
+            continue
+    return None
