@@ -277,7 +277,7 @@ pub fn respelled(keys: &[(String, String)]) -> String {
 /// `accessor` made on the value itself.
 pub fn accessor_left_out(accessor: &str, method: &str) -> String {
     format!(
-        "`.{method}` is the Series' own, not `.{accessor}`'s: the same code again without `.{accessor}`."
+        "`.{method}` belongs to the value itself, not to `.{accessor}`: the same code again without `.{accessor}`."
     )
 }
 
