@@ -9,6 +9,8 @@ const REFLECT: &str = include_str!("../../prompts/reflect.md");
 /// The question of the form a named value must have, asked before the
 /// value is seen.
 pub const EXPECTED_FORM: &str = include_str!("../../prompts/expected_form.md");
+/// The question of the keys a dict the request names must have.
+pub const DICT_KEYS: &str = include_str!("../../prompts/dict_keys.md");
 /// The analyst's question before any work: does the request need code, an
 /// evaluation, an explanation.
 pub const PLAN: &str = include_str!("../../prompts/plan.md");
@@ -570,8 +572,9 @@ pub fn all_as_written(found: &[AsWritten]) -> String {
     }
 }
 
-/// The expected-form question about the variable `name` of `request`.
-pub fn expected_form_question(request: &str, name: &str) -> String {
+/// A question about what the variable `name` of `request` must be once
+/// done (its form, a dict's keys).
+pub fn named_value_question(request: &str, name: &str) -> String {
     format!("Request: {}\nVariable: {name}", request.trim())
 }
 

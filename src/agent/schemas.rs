@@ -88,6 +88,19 @@ pub fn expected_form() -> AnswerSchema {
     }
 }
 
+/// The keys a dict the request names must have (see
+/// `prompts/dict_keys.md`).
+pub fn dict_keys() -> AnswerSchema {
+    AnswerSchema {
+        name: "dict_keys",
+        description: "The keys the request writes out for the dict it names.",
+        schema: object(&[(
+            "keys",
+            json!({ "type": "array", "items": { "type": "string", "maxLength": 60 }, "maxItems": 12 }),
+        )]),
+    }
+}
+
 /// The analyst's plan (see `prompts/plan.md`).
 pub fn analyst_plan() -> AnswerSchema {
     AnswerSchema {

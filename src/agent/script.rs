@@ -63,6 +63,18 @@ impl Script {
                 "{name}: list, {} items of int\n{list}",
                 list.matches(',').count() + 1
             ),
+            Some(dict) if dict.starts_with('{') => {
+                let keys: Vec<&str> = dict
+                    .trim_matches(['{', '}'])
+                    .split(',')
+                    .filter_map(|item| Some(item.split_once(':')?.0.trim()))
+                    .collect();
+                format!(
+                    "{name}: dict, {} keys: {}\n{dict}",
+                    keys.len(),
+                    keys.join(", ")
+                )
+            }
             _ => format!("{name}: list, 3 items of int"),
         }
     }
@@ -192,8 +204,8 @@ impl Effects for Script {
 
     /// `x` when no names are given, as if the request named it; a name the
     /// code ran so far assigned a literal to (`n = 3`, `n = [1, 2]`) is
-    /// described as that value, as `mahtab.tools.describe` would, any other
-    /// as a list of 3.
+    /// described as that value (an int, a list or a dict of them), as
+    /// `mahtab.tools.describe` would, any other as a list of 3.
     async fn describe(&mut self, _request: &str, names: &[String]) -> Vec<KeyInformation> {
         self.described.push(names.to_vec());
         if names.is_empty() {

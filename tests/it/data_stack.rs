@@ -484,3 +484,36 @@ async fn code_that_makes_the_result_written_for_the_request_s_example_is_done_wi
         .await;
     assert_eq!(result_text(&iopub), "([4, 1, 7, 2], [4, 1, 7, 2])");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dict_without_the_keys_the_request_writes_out_is_sent_back() {
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nanswers = {-0.868: -0.868}\n```".into()),
+        Reply::Answer(r#"{"keys": ["mean_wage", "std_wage"]}"#.into()),
+        Reply::Answer("```python\nanswers = {'mean_wage': 4.0, 'std_wage': 0.82}\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    kernel.execute("wages = [3.0, 4.0, 5.0]").await;
+    let (reply, iopub) = kernel
+        .execute(
+            "%%ask\nFind the mean of wages and its spread. Store the answers in a dict named \
+             `answers`, from each answer's name to its value; their names and forms: \
+             @mean_wage[mean_value] @std_wage[std_value]",
+        )
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    // The kernel's own description of the dict shows the key it holds.
+    let status = stream_text(&iopub, "stdout");
+    assert!(
+        status.contains(
+            "`answers` holds none of the keys the request writes out ('mean_wage', \
+             'std_wage'); its keys are: -0.868"
+        ),
+        "{status}"
+    );
+    assert_eq!(llm.request_count(), 4);
+    let (_, iopub) = kernel.execute("sorted(answers)").await;
+    assert_eq!(result_text(&iopub), "['mean_wage', 'std_wage']");
+}

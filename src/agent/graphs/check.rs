@@ -18,7 +18,7 @@
 //! run unconfirmed, not done.
 
 use super::steps::NodeSettings;
-use crate::agent::parse::{bindings, claims, comments, form, pitfalls, reads};
+use crate::agent::parse::{bindings, claims, comments, form, keys, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
     AgentError, AgentState, AsWritten, Effects, Execution, Expected, FormDispute, KeyInformation,
@@ -341,7 +341,11 @@ async fn contradicted_form<E: Effects>(
             continue;
         }
         let expected = expected_form(state, effects, settings, name).await?;
-        if let Some(why) = form::contradiction(name, &expected, description) {
+        let why = match form::contradiction(name, &expected, description) {
+            Some(why) => Some(why),
+            None => missing_keys(state, effects, settings, name, description).await?,
+        };
+        if let Some(why) = why {
             state.form_disputes.push(FormDispute {
                 name: name.clone(),
                 value: description.clone(),
@@ -371,7 +375,7 @@ async fn expected_form<E: Effects>(
             shape: None,
         },
         None => {
-            let question = prompts::expected_form_question(&state.request, name);
+            let question = prompts::named_value_question(&state.request, name);
             let answer = settings
                 .question_alone(
                     state,
@@ -388,6 +392,44 @@ async fn expected_form<E: Effects>(
         .expected_forms
         .push((name.to_owned(), expected.clone()));
     Ok(expected)
+}
+
+/// Why the dict `name` (described by `description`) holds none of the keys
+/// the request writes out for it, if it does. The keys are asked of the
+/// model once a run, only for a dict and only where the request writes out
+/// something that may be a key, and kept only where it writes them as keys.
+async fn missing_keys<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &NodeSettings,
+    name: &str,
+    description: &str,
+) -> Result<Option<form::Contradiction>, AgentError> {
+    if !keys::is_dict(description) || !keys::any_written(&state.request, name) {
+        return Ok(None);
+    }
+    let known = state.expected_keys.iter().find(|(n, _)| n == name);
+    let expected = match known {
+        Some((_, known)) => known.clone(),
+        None => {
+            let question = prompts::named_value_question(&state.request, name);
+            let answer = settings
+                .question_alone(
+                    state,
+                    effects,
+                    prompts::DICT_KEYS.to_owned(),
+                    question,
+                    schemas::dict_keys(),
+                )
+                .await?;
+            let expected = keys::written(&answer.text, &state.request, name);
+            state
+                .expected_keys
+                .push((name.to_owned(), expected.clone()));
+            expected
+        }
+    };
+    Ok(keys::contradiction(name, &expected, description))
 }
 
 /// What the summary line says was checked: the values compared with the

@@ -1,5 +1,5 @@
 //! Reading model text, as pure functions: code blocks, prose without its
-//! code, lenient JSON, the form a value must have, the review's verdict, the analyst's plan, the
+//! code, lenient JSON, the form a value must have and the keys a dict must hold, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
 //! request and a turn's outcome, what a failed block's error says and
 //! hints at, whether a request asks for a figure, a
@@ -25,6 +25,7 @@ pub mod figure;
 pub mod form;
 pub mod in_place;
 pub mod json;
+pub mod keys;
 pub mod pitfalls;
 pub mod plan;
 pub mod prose;

@@ -136,6 +136,10 @@ pub struct AgentState {
     /// before it saw the value; asked once a run.
     #[serde(skip)]
     pub expected_forms: Vec<(String, Expected)>,
+    /// The keys each dict the request names must have, as the model read
+    /// them from the request (`parse::keys`); asked once a run.
+    #[serde(skip)]
+    pub expected_keys: Vec<(String, Vec<String>)>,
     /// Values the form check sent back, as they were then.
     #[serde(skip)]
     pub form_disputes: Vec<FormDispute>,
@@ -249,6 +253,7 @@ impl AgentState {
             images_sent: 0,
             checked: Vec::new(),
             expected_forms: Vec::new(),
+            expected_keys: Vec::new(),
             form_disputes: Vec::new(),
             other_solutions: None,
             left_out: Vec::new(),

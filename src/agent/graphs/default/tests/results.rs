@@ -254,6 +254,40 @@ fn a_kind_the_request_states_is_the_form_and_nothing_is_asked() {
 }
 
 #[test]
+fn a_dict_without_the_keys_the_request_writes_is_sent_back() {
+    // The keys as the benchmark's format writes them; the 1.5B coder model
+    // once stored the value as its own key.
+    let request = "Find the mean wage and its spread. Store the answers in a dict named \
+                   `answers`, from each answer's name to its value; their names and forms: \
+                   @mean_wage[mean_value] @std_wage[std_value]";
+    let mut script = Script::new(
+        &[
+            "```python\nanswers = {-0.868: -0.868}\n```",
+            r#"{"keys": ["mean_wage", "std_wage", "answers"]}"#,
+            "```python\nanswers = {'mean_wage': 4.6, 'std_wage': 1.5}\n```",
+            DONE,
+        ],
+        ok,
+    );
+    let mut state = AgentState::new(request, Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    // The form is stated (nothing asked); a dict, so its keys are asked.
+    assert_eq!(script.requests[1].system, prompts::DICT_KEYS);
+    let told = latest(&script.requests[2]);
+    assert!(
+        told.contains(
+            "`answers` holds none of the keys the request writes out ('mean_wage', \
+             'std_wage'); its keys are: -0.868"
+        ),
+        "{told}"
+    );
+    // The keys written: on to the review, and the keys are not asked again.
+    assert!(latest(&script.requests[3]).contains("The values the request names"));
+    assert_eq!(script.requests.len(), 4);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn a_named_value_missing_where_the_work_changed_a_users_variable_points_at_that() {
     // As the 1.5B coder model did: the column the request wants, added to
     // `df`, where the request asks for `result`.
