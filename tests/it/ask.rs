@@ -530,6 +530,43 @@ async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_done_after_work_sent_back_twice_needs_surer_odds_of_the_local_judge() {
+    let not_yet = r#"{"reasoning": "the product is not shown", "is_complete": false, "cannot_fix": false, "next_action": "print the product", "answer": ""}"#;
+    let review = r#"{"reasoning": "42 is printed", "is_complete": true, "cannot_fix": false, "next_action": "", "answer": "It is 42."}"#;
+    let llm = FakeLlm::start(vec![
+        Reply::Answer("```python\nprint(6 * 7)".into()),
+        Reply::Answer(not_yet.into()),
+        Reply::Answer("```python\nprint(7 * 6)".into()),
+        Reply::Answer(not_yet.into()),
+        Reply::Answer("```python\nprint(42 * 1)".into()),
+        Reply::Answer(review.into()),
+        Reply::Steps(vec![Step::text(verdict_alone_stream(vec![
+            (" true", 0.85),
+            (" false", 0.15),
+        ]))]),
+    ])
+    .await;
+    let env = [
+        ("MAHTAB_LOCAL_MODEL_URL", llm.base_url.clone()),
+        ("MAHTAB_LOCAL_MODEL", "coder-1.5b".to_owned()),
+    ];
+    let mut kernel = Kernel::start_with_env(&env).await;
+    let (reply, iopub) = kernel.execute("%%ask\nprint six times seven").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_eq!(llm.request_count(), 7);
+    // 85% confirms a first or second try's "done"; after two sendings back
+    // it does not, and the summary says why.
+    let summary = panel_texts(&iopub, "summary");
+    assert!(
+        summary[0].starts_with(
+            "answered, not confirmed · the review passed it but was 85% sure (confirmed from \
+             90% once the work was sent back 2 times)"
+        ),
+        "{summary:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn prose_that_repeats_after_a_block_is_stopped_and_the_block_still_runs() {
     let line = "This prints a greeting for the user of the notebook.\n";
     let llm = FakeLlm::start(vec![

@@ -45,6 +45,9 @@ pub struct Work<'a> {
     /// request computed the values it did, of how many computed any
     /// ([`crate::agent::run::Agreement`]), when others were tried.
     pub agreed: Option<(usize, usize)>,
+    /// How many times this run's work was looked at before and sent back:
+    /// a "done" after several needs surer odds ([`Verdict::needed_after`]).
+    pub sent_back: u32,
 }
 
 /// The verdict on the work since `work.since`: complete only when every
@@ -161,6 +164,7 @@ pub async fn check<E: Effects>(
         verdict.confidence = settings
             .likelihood_done(state, effects, system, review)
             .await?;
+        verdict.needed = Some(Verdict::needed_after(work.sent_back));
         state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
         if let Some((agree, of)) = work.agreed {
             state.checked.push(same_in(agree, of));

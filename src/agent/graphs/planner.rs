@@ -164,11 +164,13 @@ async fn plan_step<E: Effects>(
         if !state.executions.is_empty() {
             // Done only once the check passes: the last steps and the final
             // answer beside the values the request names.
+            state.looked_at += 1;
             let work = Work {
                 since: state.executions.len().saturating_sub(CHECKED_STEPS),
                 failed: false,
                 answer: Some(text.as_str()),
                 agreed: None,
+                sent_back: state.looked_at - 1,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
             verdict.cannot_fix = false; // the turn limit bounds the retries

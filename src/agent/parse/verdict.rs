@@ -78,6 +78,7 @@ pub fn parse_verdict(answer: &str) -> Verdict {
             answer: String::new(),
             parsed: false,
             confidence: None,
+            needed: None,
         },
     }
 }
@@ -117,6 +118,7 @@ fn from_json(value: &Value) -> Option<Verdict> {
         },
         parsed: true,
         confidence: None,
+        needed: None,
     })
 }
 
@@ -155,6 +157,7 @@ fn from_lines(text: &str) -> Option<Verdict> {
         },
         parsed: true,
         confidence: None,
+        needed: None,
     })
 }
 
@@ -243,6 +246,7 @@ fn from_tags(text: &str) -> Option<Verdict> {
         },
         parsed: true,
         confidence: None,
+        needed: None,
     })
 }
 

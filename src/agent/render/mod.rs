@@ -241,11 +241,20 @@ pub fn ending(state: &AgentState, end: RunEnd) -> String {
             format!(" · checked: {}{more}", &all[..end])
         }
         Some(Outcome::Unconfirmed) => {
-            let sure = state.verdict.as_ref().and_then(|v| v.confidence);
+            let verdict = state.verdict.as_ref();
+            let sure = verdict.and_then(|v| v.confidence);
+            let needed = verdict.map_or(Verdict::CONFIRMED, Verdict::needed);
+            let after = if needed > Verdict::CONFIRMED {
+                format!(
+                    " once the work was sent back {} times",
+                    Verdict::SENT_BACK_OFTEN
+                )
+            } else {
+                String::new()
+            };
             format!(
-                " · the review passed it but {} (confirmed from {}%)",
+                " · the review passed it but {} (confirmed from {needed}%{after})",
                 how_sure(sure),
-                Verdict::CONFIRMED
             )
         }
         Some(Outcome::Complete | Outcome::Answered) => " · not checked".to_owned(),
@@ -640,6 +649,7 @@ mod tests {
             next_action: String::new(),
             parsed: true,
             confidence: None,
+            needed: None,
         }));
         assert_eq!(done.content()["text"], "✓ total shown\n");
         let not_yet = event(&AgentEvent::Verdict(Verdict {
@@ -650,6 +660,7 @@ mod tests {
             next_action: "plot it".into(),
             parsed: true,
             confidence: None,
+            needed: None,
         }));
         assert_eq!(
             not_yet.content()["text"],
@@ -664,6 +675,7 @@ mod tests {
             next_action: "n_fruits = sales['fruit'].nunique()".into(),
             parsed: true,
             confidence: None,
+            needed: None,
         }));
         assert_eq!(code.content()["text"], "↻ not done yet\n");
         let impossible = event(&AgentEvent::Verdict(Verdict {
@@ -674,6 +686,7 @@ mod tests {
             next_action: String::new(),
             parsed: true,
             confidence: None,
+            needed: None,
         }));
         assert_eq!(
             impossible.content()["text"],
@@ -733,6 +746,7 @@ mod tests {
         assert_eq!(json["confidence"], Value::Null);
         state.verdict = Some(Verdict {
             confidence: Some(Confidence::Percent(87)),
+            needed: None,
             ..Verdict::not_done("", "")
         });
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));

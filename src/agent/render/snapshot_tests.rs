@@ -42,6 +42,7 @@ fn verdict(is_complete: bool, cannot_fix: bool, reasoning: &str, answer: &str) -
         answer: answer.into(),
         parsed: true,
         confidence: None,
+        needed: None,
     }
 }
 

@@ -29,6 +29,11 @@ pub struct Verdict {
     /// not, or when the verdict is not "done".
     #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Confidence>,
+    /// The confidence, in percent, this "done" needs to be confirmed, set
+    /// where it is weighed ([`Verdict::needed_after`]); None:
+    /// [`Verdict::CONFIRMED`].
+    #[serde(skip)]
+    pub needed: Option<u8>,
 }
 
 /// How sure the judge was of a "done", weighed from the provider's token
@@ -76,12 +81,39 @@ impl Verdict {
     /// the development split of the evaluation (bench/README.md).
     pub const CONFIRMED: u8 = 80;
 
-    /// "Done", but the judge was less sure of it than [`Verdict::CONFIRMED`],
-    /// or how sure could not be read where it should have been.
+    /// What confirms a "done" given after the work was sent back
+    /// [`Verdict::SENT_BACK_OFTEN`] times or more: the more often a small
+    /// model's work was found wanting, the less a "done" at the usual odds
+    /// says (on the development split, every such "done" under 90% was
+    /// wrong; bench/README.md).
+    pub const CONFIRMED_AFTER_TRIES: u8 = 90;
+
+    /// How often work may be sent back before its "done" needs
+    /// [`Verdict::CONFIRMED_AFTER_TRIES`].
+    pub const SENT_BACK_OFTEN: u32 = 2;
+
+    /// The confidence a "done" needs after the work was sent back
+    /// `sent_back` times.
+    pub fn needed_after(sent_back: u32) -> u8 {
+        if sent_back >= Self::SENT_BACK_OFTEN {
+            Self::CONFIRMED_AFTER_TRIES
+        } else {
+            Self::CONFIRMED
+        }
+    }
+
+    /// The confidence this "done" needs.
+    pub fn needed(&self) -> u8 {
+        self.needed.unwrap_or(Self::CONFIRMED)
+    }
+
+    /// "Done", but the judge was less sure of it than it needs
+    /// ([`Verdict::needed`]), or how sure could not be read where it should
+    /// have been.
     pub fn unconfirmed(&self) -> bool {
         self.is_complete
             && match self.confidence {
-                Some(Confidence::Percent(percent)) => percent < Self::CONFIRMED,
+                Some(Confidence::Percent(percent)) => percent < self.needed(),
                 Some(Confidence::Unreadable) => true,
                 None => false,
             }
@@ -106,6 +138,7 @@ impl Verdict {
             answer: String::new(),
             parsed: true,
             confidence: None,
+            needed: None,
         }
     }
 }

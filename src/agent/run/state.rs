@@ -132,6 +132,11 @@ pub struct AgentState {
     /// the request names, `revenue: float: 30.5`); empty when nothing was
     /// checked.
     pub checked: Vec<String>,
+    /// How many times this run's work has been looked at before "done"
+    /// (every visit of the default graph's reflect step, by code or by
+    /// review; every check of a planner's or triage's answer), the look
+    /// under way included.
+    pub looked_at: u32,
     /// The form each value the request names must have, as the model said
     /// before it saw the value; asked once a run.
     #[serde(skip)]
@@ -252,6 +257,7 @@ impl AgentState {
             images_from: 0,
             images_sent: 0,
             checked: Vec::new(),
+            looked_at: 0,
             expected_forms: Vec::new(),
             expected_keys: Vec::new(),
             form_disputes: Vec::new(),

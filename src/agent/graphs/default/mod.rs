@@ -282,6 +282,7 @@ async fn reflect<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
+    state.looked_at += 1;
     let solutions = compare_solutions(state, effects).await;
     let mut precheck = precheck(state, effects).await;
     // Another answer with as many solutions behind it settles "not done"
@@ -307,6 +308,7 @@ async fn reflect<E: Effects>(
                 failed,
                 answer: None,
                 agreed,
+                sent_back: state.looked_at - 1,
             };
             let mut verdict = check(state, effects, &settings, work).await?;
             // "Cannot be done" with nothing failing (a small model reads a

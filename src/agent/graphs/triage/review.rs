@@ -80,11 +80,13 @@ async fn judge<E: Effects>(
     let answer = asked
         .then(|| state.conversation.last().map(|m| m.content.clone()))
         .flatten();
+    state.looked_at += 1;
     let work = Work {
         since: state.triage.pass_start,
         failed: pass_failure(state).is_some(),
         answer: answer.as_deref(),
         agreed: None,
+        sent_back: state.looked_at - 1,
     };
     check(state, effects, settings, work).await
 }

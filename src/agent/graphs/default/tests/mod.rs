@@ -329,6 +329,35 @@ fn a_done_is_weighed_where_the_provider_gives_token_choices() {
 }
 
 #[test]
+fn a_done_after_work_sent_back_twice_needs_surer_odds() {
+    let weighing = || NodeSettings {
+        token_choices: true,
+        ..settings()
+    };
+    // The same 85% "done": after one sending back it is confirmed, after
+    // two it is not.
+    for (sent_back, needed, unconfirmed) in [(1, 80, false), (2, 90, true)] {
+        let mut answers = vec!["```python\nprint(6*7)\n```"];
+        for turn in 0..sent_back {
+            answers.push(NOT_DONE);
+            answers.push(["```python\nprint(42)\n```", "```python\nprint(40+2)\n```"][turn]);
+        }
+        answers.push(DONE);
+        let mut script = Script::new(&answers, ok);
+        script.done_likelihoods.push_back(Some(0.85));
+        let mut state = AgentState::new("compute", Vec::new(), 5);
+        run(&mut script, &mut state, weighing());
+        assert_eq!(state.looked_at, sent_back as u32 + 1);
+        let verdict = state.verdict.clone().unwrap();
+        assert_eq!(verdict.confidence, Some(Confidence::Percent(85)));
+        assert_eq!(
+            (verdict.needed(), verdict.unconfirmed()),
+            (needed, unconfirmed)
+        );
+    }
+}
+
+#[test]
 fn a_turn_stops_after_its_first_block_where_the_settings_say_so() {
     // The server leaves the stop text (the closing fence) out of the answer.
     let cut = "Printing it.\n```python\nprint(6*7)";
