@@ -746,7 +746,6 @@ mod tests {
         assert_eq!(json["confidence"], Value::Null);
         state.verdict = Some(Verdict {
             confidence: Some(Confidence::Percent(87)),
-            needed: None,
             ..Verdict::not_done("", "")
         });
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
