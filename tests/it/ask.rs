@@ -490,12 +490,7 @@ async fn a_done_the_local_models_judge_is_unsure_of_ends_not_confirmed() {
             Reply::Steps(vec![Step::text(verdict_alone_stream(odds))]),
         ])
         .await;
-        // The embedded local model's settings, its server at the fake's URL.
-        let env = [
-            ("MAHTAB_LOCAL_MODEL_URL", llm.base_url.clone()),
-            ("MAHTAB_LOCAL_MODEL", "coder-1.5b".to_owned()),
-        ];
-        let mut kernel = Kernel::start_with_env(&env).await;
+        let mut kernel = kernel_on_local_model(&llm).await;
         let (reply, iopub) = kernel.execute("%%ask\nprint six times seven").await;
         assert_eq!(reply.content["status"], "ok", "{}", reply.content);
         let streamed = stream_text(&iopub, "stdout");
@@ -546,11 +541,7 @@ async fn a_done_after_work_sent_back_twice_needs_surer_odds_of_the_local_judge()
         ]))]),
     ])
     .await;
-    let env = [
-        ("MAHTAB_LOCAL_MODEL_URL", llm.base_url.clone()),
-        ("MAHTAB_LOCAL_MODEL", "coder-1.5b".to_owned()),
-    ];
-    let mut kernel = Kernel::start_with_env(&env).await;
+    let mut kernel = kernel_on_local_model(&llm).await;
     let (reply, iopub) = kernel.execute("%%ask\nprint six times seven").await;
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     assert_eq!(llm.request_count(), 7);
@@ -750,4 +741,14 @@ async fn a_block_that_runs_past_its_time_limit_is_stopped_and_the_model_told() {
     );
     let (_, iopub) = kernel.execute("print(steps > 5, counted)").await;
     assert_eq!(stream_text(&iopub, "stdout"), "True 5\n");
+}
+
+/// A kernel with the embedded local model's settings, its server at `llm`'s
+/// URL.
+async fn kernel_on_local_model(llm: &FakeLlm) -> Kernel {
+    let env = [
+        ("MAHTAB_LOCAL_MODEL_URL", llm.base_url.clone()),
+        ("MAHTAB_LOCAL_MODEL", "coder-1.5b".to_owned()),
+    ];
+    Kernel::start_with_env(&env).await
 }

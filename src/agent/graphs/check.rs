@@ -18,6 +18,7 @@
 //! run unconfirmed, not done.
 
 use super::steps::NodeSettings;
+use crate::agent::llm::AnswerSchema;
 use crate::agent::parse::{bindings, claims, comments, form, keys, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
@@ -379,23 +380,39 @@ async fn expected_form<E: Effects>(
             shape: None,
         },
         None => {
-            let question = prompts::named_value_question(&state.request, name);
-            let answer = settings
-                .question_alone(
-                    state,
-                    effects,
-                    prompts::EXPECTED_FORM.to_owned(),
-                    question,
-                    schemas::expected_form(),
-                )
-                .await?;
-            form::expected(&answer.text, &state.request)
+            let answer = ask_about(
+                state,
+                effects,
+                settings,
+                name,
+                prompts::EXPECTED_FORM,
+                schemas::expected_form(),
+            )
+            .await?;
+            form::expected(&answer, &state.request)
         }
     };
     state
         .expected_forms
         .push((name.to_owned(), expected.clone()));
     Ok(expected)
+}
+
+/// The model's answer to `system`'s question about the variable `name`
+/// of the request, asked alone, with `schema`.
+async fn ask_about<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &NodeSettings,
+    name: &str,
+    system: &str,
+    schema: AnswerSchema,
+) -> Result<String, AgentError> {
+    let question = prompts::named_value_question(&state.request, name);
+    let answer = settings
+        .question_alone(state, effects, system.to_owned(), question, schema)
+        .await?;
+    Ok(answer.text)
 }
 
 /// Why the dict `name` (described by `description`) holds none of the keys
@@ -416,17 +433,16 @@ async fn missing_keys<E: Effects>(
     let expected = match known {
         Some((_, known)) => known.clone(),
         None => {
-            let question = prompts::named_value_question(&state.request, name);
-            let answer = settings
-                .question_alone(
-                    state,
-                    effects,
-                    prompts::DICT_KEYS.to_owned(),
-                    question,
-                    schemas::dict_keys(),
-                )
-                .await?;
-            let expected = keys::written(&answer.text, &state.request, name);
+            let answer = ask_about(
+                state,
+                effects,
+                settings,
+                name,
+                prompts::DICT_KEYS,
+                schemas::dict_keys(),
+            )
+            .await?;
+            let expected = keys::written(&answer, &state.request, name);
             state
                 .expected_keys
                 .push((name.to_owned(), expected.clone()));
