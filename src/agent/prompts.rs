@@ -252,10 +252,11 @@ pub const PLANNER_FORMAT: &str = "Do this in the notebook, one step at a time. A
 thought and one action, in this form:\nThought: what to do first\nAction: python\nAction \
 Input:\n```python\n# code that works on the live variables\n```";
 
-/// Sent back when an answer was cut off at the length limit before its code
-/// was complete.
-pub const CUT_OFF: &str = "Your answer was cut off at the length limit before the code was \
-complete, so nothing ran. Send shorter code: one focused block, without repeating data.";
+/// Sent back when an answer was cut off before its code was complete (at the
+/// length limit, or stopped for repeating itself).
+pub const CUT_OFF: &str = "Your answer was cut off before the code was complete (too long, or \
+saying the same thing over and over), so nothing ran. Send shorter code: one focused block, \
+without repeating data or lines.";
 
 /// What the model and the user are told when a block runs again with keys
 /// spelled as the data spells them ([`crate::agent::parse::respell`]): each

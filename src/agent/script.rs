@@ -30,8 +30,9 @@ pub struct Script {
     pub models: Vec<ModelChoice>,
     model: ModelChoice,
     pub run: fn(&str) -> Execution,
-    /// The first answer comes back cut off at the length limit.
-    pub truncate_first: bool,
+    /// The answer to this request (counted from 0) comes back cut off at
+    /// the length limit.
+    pub truncate_at: Option<usize>,
     /// Variables and files that exist besides those the code assigns, for
     /// `missing`.
     pub existing: Vec<String>,
@@ -94,7 +95,7 @@ impl Script {
             model: ModelChoice::Configured,
             run,
             existing: vec!["x".into()],
-            truncate_first: false,
+            truncate_at: None,
             tried: Vec::new(),
             agreements: VecDeque::new(),
             done_likelihoods: VecDeque::new(),
@@ -160,7 +161,7 @@ impl Effects for Script {
                 ..Default::default()
             },
             blocks_shown: 0,
-            truncated: std::mem::take(&mut self.truncate_first),
+            truncated: self.truncate_at == Some(self.requests.len() - 1),
             token_choices: Vec::new(),
         })
     }

@@ -576,6 +576,36 @@ async fn prose_that_repeats_after_a_block_is_stopped_and_the_block_still_runs() 
     assert_eq!(llm.requests.lock().unwrap().len(), 2);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn code_that_repeats_itself_is_stopped_unrun_and_asked_for_again() {
+    // One line of code that never ends: the same tuple again and again.
+    let llm = FakeLlm::start(vec![
+        repeating("```python\npairs = [", &"('A', 'B', 'E'), ".repeat(10)),
+        Reply::Answer("```python\npairs = [('A', 'B', 'E')]\nprint(pairs)\n```".into()),
+        Reply::Answer(DONE.into()),
+    ])
+    .await;
+    let mut kernel = Kernel::start_with_env(&llm.env()).await;
+    let (reply, iopub) = kernel.execute("%%ask\nprint one pair of labels").await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    assert_stopped_repeating(&llm, 0, &iopub).await;
+    // The half-written block never ran: the model was told and wrote it
+    // again, and only that ran.
+    assert!(
+        llm.last_message(1)
+            .starts_with("Your answer was cut off before the code was complete"),
+        "{}",
+        llm.last_message(1)
+    );
+    let code = panel_texts(&iopub, "code");
+    assert_eq!(code.len(), 1, "{code:?}");
+    assert!(
+        code[0].starts_with("[code, turn 2]\npairs = [('A', 'B', 'E')]\n"),
+        "{code:?}"
+    );
+    assert_eq!(llm.request_count(), 3);
+}
+
 /// Request `n`'s answer was stopped for repeating itself: its connection
 /// closed, and the cell said why.
 pub(crate) async fn assert_stopped_repeating(llm: &FakeLlm, n: usize, iopub: &[Message]) {

@@ -12,7 +12,7 @@
 use super::steps::{NodeSettings, node, run_pending};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
-use crate::agent::parse::code::{bare_call, code_blocks};
+use crate::agent::parse::code::{bare_call, closed_code_blocks, code_blocks};
 use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentState, CodeBlock, Effects, Outcome};
 
@@ -92,18 +92,35 @@ async fn explore<E: Effects>(
         state.max_turns,
     );
     let answer = settings.write_code(state, effects, system).await?;
+    state.truncated = answer.truncated;
     state.record_answer(answer.text);
     Ok(())
 }
 
 fn extract(state: &mut AgentState) -> Result<(), AgentError> {
-    state.pending = code_blocks(&state.answer);
-    if state.pending.is_empty() {
+    // A block cut off half-written would fail: only closed ones run.
+    state.pending = if state.truncated {
+        closed_code_blocks(&state.answer)
+    } else {
+        code_blocks(&state.answer)
+    };
+    if state.pending.is_empty() && !state.truncated {
         // Every turn of a search is code: a lone call written without a
         // fence is run, not sent back.
         state.pending.extend(bare_call(&state.answer));
     }
     if !state.pending.is_empty() {
+        return Ok(());
+    }
+    if state.truncated {
+        // What was cut is no answer in words either.
+        if state.turn < state.max_turns {
+            state
+                .conversation
+                .push(ChatMessage::user(prompts::CUT_OFF.to_owned()));
+        } else {
+            state.outcome = Some(Outcome::MaxTurns);
+        }
         return Ok(());
     }
     let looked = state.executions.iter().any(|e| !e.failed);
@@ -258,6 +275,26 @@ mod tests {
         );
         assert_eq!(state.outcome, Some(Outcome::Answered));
         assert_eq!(state.turn, 2);
+    }
+
+    #[test]
+    fn an_answer_cut_off_mid_block_runs_nothing_of_it_and_asks_again() {
+        // After code has looked, words would be taken as the answer: the
+        // cut answer's are not.
+        let mut script = Script::new(
+            &[
+                "```python\ngrep('ERROR')\n```",
+                "It fails at\n```python\nlines = [",
+                "```python\nFINAL(7)\n```",
+            ],
+            final_called,
+        );
+        script.truncate_at = Some(1);
+        let state = run_graph(&mut script, 5);
+        assert_eq!(script.executed, ["grep('ERROR')", "FINAL(7)"]);
+        let told = &script.requests[2].messages.last().unwrap().content;
+        assert!(told.starts_with(prompts::CUT_OFF), "{told}");
+        assert_eq!(state.outcome, Some(Outcome::Answered));
     }
 
     #[test]

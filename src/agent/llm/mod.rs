@@ -59,7 +59,8 @@ pub struct ChatOutcome {
     /// How many of the answer's code blocks were shown as panels while it
     /// streamed (the first ones, in order).
     pub blocks_shown: usize,
-    /// The answer was cut off at the length limit.
+    /// The answer was cut off before it ended: at the length limit, or
+    /// stopped inside a code block for repeating itself.
     pub truncated: bool,
     /// Each token's likeliest choices, when the request asked for them and
     /// the provider gave them (empty otherwise).

@@ -1,9 +1,12 @@
 //! A model repeating itself. A small model decoding greedily can say the
 //! same sentence again and again until its token limit, which on a CPU is
 //! minutes of a cell. Watched while an answer streams, so the call can end
-//! at the third saying, with the answer cut back to its first. Only prose
-//! counts: code says the same line several times for good reasons
-//! (`plt.figure(figsize=(10, 6))` before each of three plots).
+//! at the third saying, with the answer cut back to its first. Two kinds
+//! count: a long line of prose said three times anywhere (code says the
+//! same line several times for good reasons, `plt.figure(figsize=(10, 6))`
+//! before each of three plots), and, in code or prose, an end that says
+//! one piece over and over with nothing between (`0, 0, 0, …` on one line,
+//! or the same lines again and again).
 
 use std::collections::HashMap;
 
@@ -12,6 +15,14 @@ use std::collections::HashMap;
 const MIN_CHARS: usize = 20;
 /// A line said this many times in one answer is a loop.
 const SAYINGS: usize = 3;
+/// A run of one piece said again and again this long (and three times or
+/// more) is a loop. Shorter runs are data a request may hold (a row of
+/// zeros, a `# ====` rule).
+const LOOP_CHARS: usize = 300;
+/// The longest piece a run is looked for in: a few lines of code.
+const LONGEST_PIECE: usize = 1000;
+/// Runs are looked for again after this much more text.
+const LOOK_EVERY: usize = 32;
 
 /// Watches an answer as it arrives, line by line.
 #[derive(Debug, Default)]
@@ -24,8 +35,10 @@ pub struct RepeatWatch {
     /// Each long line: how often it was said, and where its second saying
     /// starts.
     said: HashMap<String, (usize, usize)>,
+    /// How long the text was when runs were last looked for.
+    looked_at: usize,
     /// Where the answer stops making sense, once it loops: the second
-    /// saying of the line it repeats.
+    /// saying of what it repeats.
     loop_start: Option<usize>,
 }
 
@@ -36,6 +49,13 @@ impl RepeatWatch {
             return true;
         }
         self.text.push_str(piece);
+        if self.text.len() >= self.looked_at + LOOK_EVERY {
+            self.looked_at = self.text.len();
+            if let Some(second) = repeated_end(self.text.as_bytes()) {
+                self.loop_start = Some(self.char_boundary_from(second));
+                return true;
+            }
+        }
         while let Some(end) = self.text[self.next_line..].find('\n') {
             let start = self.next_line;
             self.next_line = start + end + 1;
@@ -60,11 +80,43 @@ impl RepeatWatch {
         false
     }
 
-    /// The answer so far, without the loop: up to the second saying of the
-    /// line it repeats (all of it when it does not loop).
+    /// The answer so far, without the loop: up to the second saying of
+    /// what it repeats (all of it when it does not loop).
     pub fn text(&self) -> &str {
         &self.text[..self.loop_start.unwrap_or(self.text.len())]
     }
+
+    /// The first char boundary at or after byte `at` (a run compared byte
+    /// by byte may begin inside a character).
+    fn char_boundary_from(&self, mut at: usize) -> usize {
+        while !self.text.is_char_boundary(at) {
+            at += 1;
+        }
+        at
+    }
+}
+
+/// Where `text`'s end begins to say one piece over and over, when it does
+/// (the piece said three times or more, the run [`LOOP_CHARS`] long): the
+/// start of the piece's second saying, at a line's start where the piece
+/// holds one (the run, compared byte by byte, may start a little before the
+/// line the model repeats, where the text before ends as the piece does).
+/// The shortest such piece is taken.
+fn repeated_end(text: &[u8]) -> Option<usize> {
+    let len = text.len();
+    (1..=LONGEST_PIECE.min(len / 3)).find_map(|piece| {
+        // How far back from the end each byte equals the one a piece before.
+        let same = (piece..len)
+            .rev()
+            .take_while(|&at| text[at] == text[at - piece])
+            .count();
+        if same < 2 * piece || same < LOOP_CHARS {
+            return None;
+        }
+        let second = len - same;
+        let line_start = (second..second + piece).find(|&at| text[at - 1] == b'\n');
+        Some(line_start.unwrap_or(second))
+    })
 }
 
 #[cfg(test)]
@@ -149,5 +201,47 @@ The mean of price is 12.5 over 40 rows.\n",
         let line = "The total revenue of the sales table is 44.2 in all.";
         assert!(!watch.push(&format!("{line}\n{line}\n{line}")));
         assert!(watch.push("\n"));
+    }
+
+    #[test]
+    fn code_that_says_one_piece_over_and_over_is_caught_and_cut_back_to_the_first() {
+        // One line that never ends: the same tuple again and again.
+        let start = "Here is the code:\n```python\nvalue_vars = [";
+        let answer = format!("{start}{}", "('A', 'B', 'E'), ".repeat(80));
+        let (watch, stopped) = streamed(&answer, 4);
+        assert!(stopped.unwrap() * 4 < start.len() + LOOP_CHARS + 2 * LOOK_EVERY);
+        assert_eq!(watch.text(), format!("{start}('A', 'B', 'E'), "));
+        // The same lines again and again.
+        let start = "```python\ndf = pd.read_csv('sales.csv')\n";
+        let lines = "df['total'] = df['price'] * df['qty']\nprint(df.groupby('region').sum())\n";
+        let answer = format!("{start}{}", lines.repeat(8));
+        let (watch, stopped) = streamed(&answer, 5);
+        assert!(stopped.is_some());
+        assert_eq!(watch.text(), format!("{start}{lines}"));
+        // The run may start inside a character: the text is cut where the
+        // next one starts ('Ʃ' and '©' share their last byte).
+        let (watch, stopped) = streamed(&format!("Ʃ{}", "©".repeat(200)), 1);
+        assert!(stopped.is_some());
+        assert_eq!(watch.text(), "Ʃ©");
+    }
+
+    #[test]
+    fn short_runs_in_code_are_data_not_a_loop() {
+        let answers = [
+            format!(
+                "```python\n# {}\nzeros = [{}]\n```\n",
+                "=".repeat(78),
+                "0, ".repeat(60)
+            ),
+            format!(
+                "```python\nlabels = [{}]\n```\n",
+                "'low', 'high', ".repeat(12)
+            ),
+        ];
+        for answer in answers {
+            let (watch, stopped) = streamed(&answer, 3);
+            assert_eq!(stopped, None, "{answer}");
+            assert_eq!(watch.text(), answer);
+        }
     }
 }

@@ -11,7 +11,7 @@ use crate::agent::config::options::BlockRules;
 use crate::agent::graph::Observer;
 use crate::agent::llm::prices::Prices;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Usage};
-use crate::agent::parse::code::complete_code_blocks;
+use crate::agent::parse::code::{closed_code_blocks, code_blocks, complete_code_blocks};
 use crate::agent::parse::repetition::RepeatWatch;
 use crate::agent::ports::Ports;
 use crate::agent::render::live::{self, LiveOutput};
@@ -56,10 +56,10 @@ fn call_purpose(request: &ChatRequest, showing: Showing) -> &'static str {
     }
 }
 
-/// The outcome of a call stopped early with `text` (the provider never
-/// said what it counted, so the usage is estimated). Not `truncated`: the
-/// text is whole up to where it started to repeat, and any code block in it
-/// closed (lines in code never count as repeats).
+/// The outcome of a call stopped early with `text`, cut back to where it
+/// started to repeat (the provider never said what it counted, so the usage
+/// is estimated). `truncated` when that is inside a code block: the block is
+/// half-written and must not run.
 fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
     ChatOutcome {
         text: text.to_owned(),
@@ -68,6 +68,7 @@ fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
             output_tokens: budget::estimate_tokens(text) as u64,
             ..Usage::default()
         },
+        truncated: code_blocks(text).len() > closed_code_blocks(text).len(),
         ..ChatOutcome::default()
     }
 }

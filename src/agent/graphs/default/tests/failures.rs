@@ -225,7 +225,7 @@ fn an_answer_cut_off_mid_block_runs_nothing_of_it_and_asks_again() {
         ],
         ok,
     );
-    script.truncate_first = true;
+    script.truncate_at = Some(0);
     let mut state = AgentState::new("make rows", Vec::new(), 5);
     run(&mut script, &mut state, settings());
     assert_eq!(script.executed, ["rows = [1, 2]"]);
