@@ -225,6 +225,29 @@ The mean of price is 12.5 over 40 rows.\n",
         assert_eq!(watch.text(), "Ʃ©");
     }
 
+    /// How Qwen2.5-Coder-1.5B (Q4_K_M, temperature 0) began a code answer
+    /// to a DS-1000 request on the development split: after its fifth line
+    /// the same four lines came again and again until its 2048-token limit.
+    const RECORDED_CODE_START: &str = "```python\nimport pandas as pd\ndf = _eval_input\n\n\
+# Check the names of the columns\nprint(dir(df))\n\n# Select the column A\nA = df['A']\n\n\
+# Check the names of the columns in A\nprint(dir(A))\n\n";
+    const RECORDED_CODE_LOOP: &str = "# Check the type of A\nprint(type(A))\n\n# Check the first few rows of A\nprint(A.head())\n\n";
+
+    #[test]
+    fn a_recorded_code_loop_is_caught_within_five_sayings() {
+        let answer = format!("{RECORDED_CODE_START}{}", RECORDED_CODE_LOOP.repeat(20));
+        let (watch, stopped) = streamed(&answer, 4);
+        let fifth_end = RECORDED_CODE_START.len() + 5 * RECORDED_CODE_LOOP.len();
+        assert!(stopped.unwrap() * 4 < fifth_end);
+        assert_eq!(
+            watch.text(),
+            format!(
+                "{RECORDED_CODE_START}{}",
+                RECORDED_CODE_LOOP.trim_end_matches('\n')
+            ) + "\n"
+        );
+    }
+
     #[test]
     fn short_runs_in_code_are_data_not_a_loop() {
         let answers = [
