@@ -196,13 +196,22 @@ fn failing_callback(output: &str) -> Option<(&str, &str)> {
 /// model that reads the error and sends the same code again. `error_line`
 /// is the error's last line (see [`error_line`]).
 pub fn error_hint(error_line: &str) -> Option<&'static str> {
-    const ROWS: &str = "table[values] looks the values up as column names; to pick rows use a \
-                        boolean mask (table[table['a'] > 1]) or a row's label \
+    const ROWS: &str = "table[values] looks the values up as column names: to pick columns, \
+                        list their names (table[['a', 'b']], not the columns themselves as \
+                        in table[[table.a, table.b]]); to pick rows use a boolean mask \
+                        (table[table['a'] > 1]) or a row's label \
                         (table.loc[table['a'].idxmax()])";
     const PAST_THE_END: &str = "an index past the end: check the length first";
+    const TEXT_NOT_NUMBERS: &str = "the values are text, and the error quotes one that fails: \
+                                    clean them to the number each stands for (strip symbols \
+                                    such as '$' and ','; where more than a number is written, \
+                                    take the number out with \
+                                    values.str.extract(r'(-?\\d+(?:\\.\\d+)?)')[0]); \
+                                    pd.to_numeric(values, errors='coerce') makes what is left \
+                                    NaN";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 18] = [
+    const HINTS: [(&[&str], &str); 20] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -220,10 +229,14 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             "combine conditions with & and | (each in parentheses), or reduce with \
              .any() or .all()",
         ),
+        (&["could not convert string to float"], TEXT_NOT_NUMBERS),
+        (&["invalid literal for int()"], TEXT_NOT_NUMBERS),
         (
-            &["could not convert string to float"],
-            "the values are text: clean them first (strip symbols, \
-             pd.to_numeric(values, errors='coerce'))",
+            &["All arrays must be of the same length"],
+            "the columns given to the new table differ in length: print len() of each; a \
+             column needs one value per row (one single value is repeated by itself), and \
+             every pair of two lists' items is pd.MultiIndex.from_product([a, b], \
+             names=['a', 'b']).to_frame(index=False)",
         ),
         (
             &["unsupported operand type", "'str'"],
@@ -521,6 +534,14 @@ mod tests {
         let rows =
             r#"KeyError: "None of [Index([6.0, 2.0], dtype='float64')] are in the [columns]""#;
         assert!(error_hint(rows).unwrap().contains("boolean mask"));
+        // The columns themselves in a list (`df[[df.a, df.b]]`), recorded
+        // from the 1.5B model: their values show as tuples of the rows.
+        let columns = "KeyError: \"None of [Index([('a', nan, 'c'), ('d', 'e', nan)],\n      dtype='object')] are in the [columns]\". Columns of df: 'users', 'keywords_0'";
+        assert!(
+            error_hint(columns)
+                .unwrap()
+                .contains("list their names (table[['a', 'b']]")
+        );
         assert!(
             error_hint("KeyError: 'plums'")
                 .unwrap()
@@ -577,6 +598,17 @@ mod tests {
             "ValueError: could not convert string to float: 'x'",
         );
         assert!(failure_hint(&text).unwrap().contains("the values are text"));
+        // As pandas words it for a column of text cast to int (a DABench
+        // table's counts written with their range): the number is taken
+        // out, not its symbols stripped (which made '298110510').
+        let cast = "ValueError: invalid literal for int() with base 10: '298[110-510]'";
+        let hint = error_hint(cast).unwrap();
+        assert!(
+            hint.contains(r"str.extract(r'(-?\d+(?:\.\d+)?)')[0]"),
+            "{hint}"
+        );
+        let lengths = "ValueError: All arrays must be of the same length";
+        assert!(error_hint(lengths).unwrap().contains("print len() of each"));
         // A key close to one that exists (close_names.py): use that one.
         let close = "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?";
         assert!(error_hint(close).unwrap().contains("spelled exactly"));
