@@ -226,8 +226,9 @@ The mean of price is 12.5 over 40 rows.\n",
     }
 
     /// How Qwen2.5-Coder-1.5B (Q4_K_M, temperature 0) began a code answer
-    /// to a DS-1000 request on the development split: after its fifth line
-    /// the same four lines came again and again until its 2048-token limit.
+    /// to a DS-1000 request on the development split: after a few lines of
+    /// its own, the same four lines came again and again until its
+    /// 2048-token limit.
     const RECORDED_CODE_START: &str = "```python\nimport pandas as pd\ndf = _eval_input\n\n\
 # Check the names of the columns\nprint(dir(df))\n\n# Select the column A\nA = df['A']\n\n\
 # Check the names of the columns in A\nprint(dir(A))\n\n";
