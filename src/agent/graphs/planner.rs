@@ -21,6 +21,7 @@ use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
+use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::{checks, errors};
 use crate::agent::prompts;
 use crate::agent::run::limits::PLANNER_TOOLS;
@@ -123,6 +124,21 @@ async fn plan_step<E: Effects>(
         .answer_until(state, effects, system, OBSERVATION_STOP)
         .await?;
     state.record_answer(answer.text);
+    if answer.truncated
+        && code_blocks(&state.answer).len() > closed_code_blocks(&state.answer).len()
+    {
+        // A block cut off half-written (at the length limit, or stopped for
+        // repeating itself) would fail: asked for shorter code instead.
+        if state.turn < state.max_turns {
+            state
+                .conversation
+                .push(ChatMessage::user(prompts::observation(prompts::CUT_OFF)));
+            state.action = None;
+        } else {
+            state.outcome = Some(Outcome::MaxTurns);
+        }
+        return Ok(());
+    }
     let mut action = parse_action(&state.answer);
     if let Action::Unclear(text) = &action {
         // Prose before anything ran, for a request that needs code: told
@@ -587,6 +603,30 @@ mod tests {
                 if execution.failed && execution.output.contains("frobnicate"))
         });
         assert!(refused, "{:?}", script.events);
+        assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn an_action_cut_off_mid_block_runs_nothing_of_it_and_asks_again() {
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\nrows = [1, 2,",
+                "Action: python\nAction Input:\n```python\nrows = [1, 2]\n```",
+                "Final Answer: rows made",
+                DONE,
+            ],
+            ok,
+        );
+        script.truncate_at = Some(0);
+        let mut state = AgentState::new("make rows", Vec::new(), 5);
+        run(&mut script, &mut state, false, true);
+        assert_eq!(script.executed, ["rows = [1, 2]"]);
+        let told = latest(&script.requests[1]);
+        assert!(
+            told.starts_with("Observation:") && told.contains(prompts::CUT_OFF),
+            "{told}"
+        );
+        assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_roles_alternate(&script);
     }
 

@@ -211,7 +211,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
                                     NaN";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 20] = [
+    const HINTS: [(&[&str], &str); 21] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -231,6 +231,12 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
         ),
         (&["could not convert string to float"], TEXT_NOT_NUMBERS),
         (&["invalid literal for int()"], TEXT_NOT_NUMBERS),
+        (
+            &["No group keys passed"],
+            "nothing to group by reached pandas: name the key columns (table.groupby('a')); \
+             pivot_table takes them as index= and columns= (rows= and cols= are an old \
+             pandas' names, no longer read)",
+        ),
         (
             &["All arrays must be of the same length"],
             "the columns given to the new table differ in length: print len() of each; a \
@@ -607,6 +613,9 @@ mod tests {
             hint.contains(r"str.extract(r'(-?\d+(?:\.\d+)?)')[0]"),
             "{hint}"
         );
+        // pivot_table(..., rows=['B']), recorded from the 1.5B model.
+        let keys = "ValueError: No group keys passed!";
+        assert!(error_hint(keys).unwrap().contains("index= and columns="));
         let lengths = "ValueError: All arrays must be of the same length";
         assert!(error_hint(lengths).unwrap().contains("print len() of each"));
         // A key close to one that exists (close_names.py): use that one.
