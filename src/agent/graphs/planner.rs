@@ -21,7 +21,7 @@ use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
-use crate::agent::parse::code::{closed_code_blocks, code_blocks};
+use crate::agent::parse::code::ends_in_open_block;
 use crate::agent::parse::{checks, errors};
 use crate::agent::prompts;
 use crate::agent::run::limits::PLANNER_TOOLS;
@@ -124,9 +124,7 @@ async fn plan_step<E: Effects>(
         .answer_until(state, effects, system, OBSERVATION_STOP)
         .await?;
     state.record_answer(answer.text);
-    if answer.truncated
-        && code_blocks(&state.answer).len() > closed_code_blocks(&state.answer).len()
-    {
+    if answer.truncated && ends_in_open_block(&state.answer) {
         // A block cut off half-written (at the length limit, or stopped for
         // repeating itself) would fail: asked for shorter code instead.
         if state.turn < state.max_turns {

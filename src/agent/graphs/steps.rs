@@ -6,7 +6,7 @@
 use crate::agent::budget;
 use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
-use crate::agent::parse::code::{closed_code_blocks, code_blocks};
+use crate::agent::parse::code::{closed_code_blocks, ends_in_open_block};
 use crate::agent::parse::verdict::likelihood_true;
 use crate::agent::parse::{copied, errors};
 use crate::agent::prompts::{CodeInstructions, ReportedCode};
@@ -185,9 +185,7 @@ impl NodeSettings {
         .await?;
         // The server leaves the stop text out: the block it closed is closed
         // again, so the conversation shows whole blocks.
-        if !answer.truncated
-            && code_blocks(&answer.text).len() > closed_code_blocks(&answer.text).len()
-        {
+        if !answer.truncated && ends_in_open_block(&answer.text) {
             answer.text.push_str("\n```");
         }
         state.blocks_shown = answer.blocks_shown;

@@ -31,6 +31,12 @@ pub fn closed_code_blocks(text: &str) -> Vec<CodeBlock> {
     blocks(text, false)
 }
 
+/// Whether `text` ends inside a block it opened: the last block is not
+/// closed (an answer that stopped mid-block).
+pub fn ends_in_open_block(text: &str) -> bool {
+    code_blocks(text).len() > closed_code_blocks(text).len()
+}
+
 /// The blocks of a streaming answer known to be complete: those closed in
 /// its finished lines (a closing fence counts once its line has ended).
 /// They begin [`code_blocks`] of the whole answer, whatever follows.

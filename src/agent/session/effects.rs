@@ -11,7 +11,7 @@ use crate::agent::config::options::BlockRules;
 use crate::agent::graph::Observer;
 use crate::agent::llm::prices::Prices;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Usage};
-use crate::agent::parse::code::{closed_code_blocks, code_blocks, complete_code_blocks};
+use crate::agent::parse::code::{complete_code_blocks, ends_in_open_block};
 use crate::agent::parse::repetition::RepeatWatch;
 use crate::agent::ports::Ports;
 use crate::agent::render::live::{self, LiveOutput};
@@ -68,7 +68,7 @@ fn cut_short(text: &str, prompt_tokens: u64) -> ChatOutcome {
             output_tokens: budget::estimate_tokens(text) as u64,
             ..Usage::default()
         },
-        truncated: code_blocks(text).len() > closed_code_blocks(text).len(),
+        truncated: ends_in_open_block(text),
         ..ChatOutcome::default()
     }
 }
