@@ -364,6 +364,60 @@ async fn a_code_block_shows_as_soon_as_it_is_complete_while_the_answer_goes_on()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_block_the_model_is_slow_to_write_shows_its_lines_as_they_come() {
+    use crate::fake_llm::{Step, anthropic};
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    let steps = vec![
+        Step::text(anthropic::start() + &anthropic::delta("Counting:\n```python\ntotal = 0\n")),
+        // Past the moment a block is written in before its lines show.
+        Step::Pause(std::time::Duration::from_millis(1200)),
+        Step::text(anthropic::delta("for i in range(3):\n")),
+        Step::Gate(gate.clone()),
+        Step::text(anthropic::delta("    total += i\nprint(total)\n```") + &anthropic::end()),
+    ];
+    let llm = FakeLlm::start(vec![Reply::Steps(steps), Reply::Answer(DONE.into())]).await;
+    let mut kernel = Kernel::start_with_env(&llm.anthropic_env("sk-ant-test")).await;
+    let (msg_id, mut panel) = kernel
+        .execute_until("%%ask\ncount up", "display_data")
+        .await;
+    while !is_panel(&panel) {
+        panel = kernel.next_for(&msg_id).await; // past the status line
+    }
+    // The lines so far show while the model is held mid-block.
+    assert_eq!(
+        panel.content["data"]["text/plain"],
+        "[writing code, turn 1]\ntotal = 0\nfor i in range(3):",
+        "{}",
+        panel.content
+    );
+    assert_eq!(panel.content["metadata"]["mahtab"]["kind"], "writing");
+    let id = panel.content["transient"]["display_id"].clone();
+    gate.notify_one();
+    let reply = kernel.reply(Channel::Shell).await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let iopub = kernel.iopub_for(&msg_id).await;
+    // Emptied in place when the block closed, and the code panel follows.
+    let emptied = iopub
+        .iter()
+        .position(|m| {
+            m.header.msg_type == "update_display_data"
+                && m.content["transient"]["display_id"] == id
+                && m.content["data"]["text/plain"] == ""
+        })
+        .expect("the panel emptied");
+    let code = iopub
+        .iter()
+        .position(|m| m.content["metadata"]["mahtab"]["kind"] == "code")
+        .expect("a code panel");
+    assert!(emptied < code, "{emptied} {code}");
+    assert_eq!(
+        panel_texts(&iopub, "code"),
+        ["[code, turn 1]\ntotal = 0\nfor i in range(3):\n    total += i\nprint(total)"]
+    );
+    assert_eq!(panel_texts(&iopub, "output"), ["[output]\n3"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_status_line_says_what_the_run_does_and_is_emptied_at_the_end() {
     // A failed block needs no review: the next turn retries at once.
     let llm = FakeLlm::start(vec![

@@ -209,9 +209,14 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
                                     values.str.extract(r'(-?\\d+(?:\\.\\d+)?)')[0]); \
                                     pd.to_numeric(values, errors='coerce') makes what is left \
                                     NaN";
+    const LENGTHS: &str = "the values given for the table differ in length from each other \
+                           or from its rows: print len() of each; a column needs one value \
+                           per row (one single value is repeated by itself), and every pair \
+                           of two lists' items is pd.MultiIndex.from_product([a, b], \
+                           names=['a', 'b']).to_frame(index=False)";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 21] = [
+    const HINTS: [(&[&str], &str); 23] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -237,12 +242,13 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
              pivot_table takes them as index= and columns= (rows= and cols= are an old \
              pandas' names, no longer read)",
         ),
+        (&["All arrays must be of the same length"], LENGTHS),
+        // pd.DataFrame(columns, index=labels) with fewer labels than values.
+        (&["array length", "does not match index length"], LENGTHS),
+        // table['new'] = values, with more or fewer values than rows.
         (
-            &["All arrays must be of the same length"],
-            "the columns given to the new table differ in length: print len() of each; a \
-             column needs one value per row (one single value is repeated by itself), and \
-             every pair of two lists' items is pd.MultiIndex.from_product([a, b], \
-             names=['a', 'b']).to_frame(index=False)",
+            &["Length of values", "does not match length of index"],
+            LENGTHS,
         ),
         (
             &["unsupported operand type", "'str'"],
@@ -618,6 +624,12 @@ mod tests {
         assert!(error_hint(keys).unwrap().contains("index= and columns="));
         let lengths = "ValueError: All arrays must be of the same length";
         assert!(error_hint(lengths).unwrap().contains("print len() of each"));
+        // The same mistake with an index given (ds1000_58, the 1.5B model),
+        // and a column assigned with too few values.
+        let labelled = "ValueError: array length 6 does not match index length 4";
+        assert_eq!(error_hint(labelled), error_hint(lengths));
+        let assigned = "ValueError: Length of values (3) does not match length of index (5)";
+        assert_eq!(error_hint(assigned), error_hint(lengths));
         // A key close to one that exists (close_names.py): use that one.
         let close = "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?";
         assert!(error_hint(close).unwrap().contains("spelled exactly"));

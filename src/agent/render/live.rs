@@ -118,7 +118,7 @@ impl LiveOutput {
 /// The last lines of `text` as a terminal shows them (a carriage return
 /// starts its line over, as progress bars use it), and whether any were
 /// left out.
-fn tail(text: &str) -> (String, bool) {
+pub(super) fn tail(text: &str) -> (String, bool) {
     let lines: Vec<&str> = text
         .trim_end_matches('\n')
         .split('\n')

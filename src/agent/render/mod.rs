@@ -7,6 +7,7 @@ pub mod live;
 #[cfg(test)]
 mod snapshot_tests;
 pub mod stream;
+pub mod writing;
 
 use std::time::Duration;
 

@@ -11,11 +11,12 @@ use crate::agent::config::options::BlockRules;
 use crate::agent::graph::Observer;
 use crate::agent::llm::prices::Prices;
 use crate::agent::llm::{ChatOutcome, ChatRequest, LlmError, Usage};
-use crate::agent::parse::code::{complete_code_blocks, ends_in_open_block};
+use crate::agent::parse::code::{code_blocks, complete_code_blocks, ends_in_open_block};
 use crate::agent::parse::repetition::RepeatWatch;
 use crate::agent::ports::Ports;
 use crate::agent::render::live::{self, LiveOutput};
 use crate::agent::render::stream::ShownText;
+use crate::agent::render::writing::WritingCode;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
@@ -270,6 +271,9 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
                 Ok(cut_short(watch.unwrap_or_default().text(), prompt_tokens))
             }
         };
+        if let Some(emptied) = blocks.and_then(BlockWatch::finish) {
+            publish(ports, emptied);
+        }
         while let Ok(text) = tokens.try_recv() {
             forward_token(ports, text).await;
         }
@@ -556,12 +560,14 @@ pub(super) async fn run_block<P: Ports>(
 }
 
 /// Finds the code blocks of a streaming answer as they complete, for panels
-/// shown before the answer ends.
+/// shown before the answer ends, and shows the block being written (see
+/// [`WritingCode`]).
 struct BlockWatch {
     turn: u32,
     answer: String,
     /// Blocks shown so far.
     shown: usize,
+    writing: WritingCode,
 }
 
 impl BlockWatch {
@@ -570,31 +576,45 @@ impl BlockWatch {
             turn,
             answer: String::new(),
             shown: 0,
+            writing: WritingCode::new(turn),
         }
     }
 
-    /// Takes the next piece of the answer; the code panels it completed.
+    /// Takes the next piece of the answer; the panels it completed or
+    /// changed, in order.
     fn push(&mut self, text: &str) -> Vec<render::Shown> {
         self.answer.push_str(text);
+        let mut panels = Vec::new();
         // A block completes only when a line ends.
-        if !text.contains('\n') {
-            return Vec::new();
-        }
-        let complete = complete_code_blocks(&self.answer);
-        let panels = complete
-            .into_iter()
-            .enumerate()
-            .skip(self.shown)
-            .map(|(block, code)| {
-                render::event(&AgentEvent::Code {
+        if text.contains('\n') {
+            let complete = complete_code_blocks(&self.answer);
+            if complete.len() > self.shown {
+                // The block written so far gives way to its code panel.
+                panels.extend(self.writing.closed());
+            }
+            for (block, code) in complete.into_iter().enumerate().skip(self.shown) {
+                panels.push(render::event(&AgentEvent::Code {
                     turn: self.turn,
                     block,
                     code: code.code,
-                })
-            })
-            .collect::<Vec<_>>();
-        self.shown += panels.len();
+                }));
+                self.shown += 1;
+            }
+        }
+        // All blocks, the one still open at the end too.
+        let mut blocks = code_blocks(&self.answer);
+        let open = (blocks.len() > self.shown).then(|| blocks.pop().map(|block| block.code));
+        panels.extend(
+            self.writing
+                .update(open.flatten().as_deref(), Instant::now()),
+        );
         panels
+    }
+
+    /// The answer ended: the panel of a block still being written is
+    /// emptied (the graph shows what it runs).
+    fn finish(mut self) -> Option<render::Shown> {
+        self.writing.closed()
     }
 }
 
