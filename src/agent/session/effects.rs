@@ -584,25 +584,28 @@ impl BlockWatch {
     /// changed, in order.
     fn push(&mut self, text: &str) -> Vec<render::Shown> {
         self.answer.push_str(text);
+        // A block completes, and a line of one being written shows, only
+        // when a line ends.
+        let Some(end) = self.answer.rfind('\n').filter(|_| text.contains('\n')) else {
+            return Vec::new();
+        };
+        let finished = &self.answer[..=end];
         let mut panels = Vec::new();
-        // A block completes only when a line ends.
-        if text.contains('\n') {
-            let complete = complete_code_blocks(&self.answer);
-            if complete.len() > self.shown {
-                // The block written so far gives way to its code panel.
-                panels.extend(self.writing.closed());
-            }
-            for (block, code) in complete.into_iter().enumerate().skip(self.shown) {
-                panels.push(render::event(&AgentEvent::Code {
-                    turn: self.turn,
-                    block,
-                    code: code.code,
-                }));
-                self.shown += 1;
-            }
+        let complete = complete_code_blocks(finished);
+        if complete.len() > self.shown {
+            // The block written so far gives way to its code panel.
+            panels.extend(self.writing.closed());
         }
-        // All blocks, the one still open at the end too.
-        let mut blocks = code_blocks(&self.answer);
+        for (block, code) in complete.into_iter().enumerate().skip(self.shown) {
+            panels.push(render::event(&AgentEvent::Code {
+                turn: self.turn,
+                block,
+                code: code.code,
+            }));
+            self.shown += 1;
+        }
+        // Every block, the one still open at the end too.
+        let mut blocks = code_blocks(finished);
         let open = (blocks.len() > self.shown).then(|| blocks.pop().map(|block| block.code));
         panels.extend(
             self.writing
