@@ -214,9 +214,17 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
                            per row (one single value is repeated by itself), and every pair \
                            of two lists' items is pd.MultiIndex.from_product([a, b], \
                            names=['a', 'b']).to_frame(index=False)";
+    const SOME_TEXT: &str = "some values are text: convert them first to what they stand for \
+                             (pd.to_datetime for dates, pd.to_numeric for numbers, int() or \
+                             float() for one value)";
+    const CALL_IT: &str = "a function or method was used where its result was meant: call it \
+                           (values.count(), not values.count)";
+    const NUMBER_METHODS: &str = "a plain Python number has no such method: use Python's own \
+                                  functions on it (round(x, 2), abs(x)), or keep the values in \
+                                  a Series to use its methods";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 23] = [
+    const HINTS: [(&[&str], &str); 30] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -251,11 +259,15 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             LENGTHS,
         ),
         (
-            &["unsupported operand type", "'str'"],
-            "some values are text: convert them first to what they stand for \
-             (pd.to_datetime for dates, pd.to_numeric for numbers, int() or float() \
-             for one value)",
+            &["not supported between instances of", "'function'"],
+            CALL_IT,
         ),
+        (&["not supported between instances of", "method'"], CALL_IT),
+        (&["unsupported operand type", "'function'"], CALL_IT),
+        (&["unsupported operand type", "method'"], CALL_IT),
+        (&["unsupported operand type", "'str'"], SOME_TEXT),
+        // A mean or sum over a column of text (pandas 2).
+        (&["Cannot perform reduction"], SOME_TEXT),
         (
             &["expected str instance, float found"],
             "a missing value (NaN) is a float, and join takes only text: join the values \
@@ -270,6 +282,8 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             "the values' types do not combine: convert them first (int(), float(), \
              str(), pd.to_numeric)",
         ),
+        (&["'float' object has no attribute"], NUMBER_METHODS),
+        (&["'int' object has no attribute"], NUMBER_METHODS),
         (
             &["object has no attribute"],
             "that attribute does not exist: a table's column is table['name']; check \
@@ -630,6 +644,21 @@ mod tests {
         assert_eq!(error_hint(labelled), error_hint(lengths));
         let assigned = "ValueError: Length of values (3) does not match length of index (5)";
         assert_eq!(error_hint(assigned), error_hint(lengths));
+        // Recorded from the 1.5B model (DABench, DS-1000): a mean over text,
+        // a float's missing .round(), a function compared as if called.
+        let reduction = "TypeError: Cannot perform reduction 'mean' with string dtype";
+        assert!(error_hint(reduction).unwrap().contains("pd.to_numeric"));
+        let rounded = "AttributeError: 'float' object has no attribute 'round'";
+        assert!(error_hint(rounded).unwrap().contains("round(x, 2)"));
+        let uncalled = "TypeError: '>' not supported between instances of 'function' and 'int'";
+        assert!(error_hint(uncalled).unwrap().contains("call it"));
+        let method = "TypeError: unsupported operand type(s) for +: 'method' and 'str'";
+        assert!(error_hint(method).unwrap().contains("call it"));
+        let builtin = "TypeError: '<' not supported between instances of 'builtin_function_or_method' and 'int'";
+        assert!(error_hint(builtin).unwrap().contains("call it"));
+        // A table's attribute keeps the general hint.
+        let attribute = "AttributeError: 'DataFrame' object has no attribute 'Sales'";
+        assert!(error_hint(attribute).unwrap().contains("table['name']"));
         // A key close to one that exists (close_names.py): use that one.
         let close = "KeyError: 'wind_speed'. Did you mean: 'wind speed' (a column of weather)?";
         assert!(error_hint(close).unwrap().contains("spelled exactly"));
