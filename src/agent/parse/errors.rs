@@ -217,8 +217,9 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const SOME_TEXT: &str = "some values are text: convert them first to what they stand for \
                              (pd.to_datetime for dates, pd.to_numeric for numbers, int() or \
                              float() for one value)";
-    const CALL_IT: &str = "a function or method was used where its result was meant: call it \
-                           (values.count(), not values.count)";
+    const CALL_IT: &str = "a function or method was used where its value was meant: call it \
+                           (values.count(), not values.count); a def named like a variable \
+                           replaces that variable, so give the function a name of its own";
     const NUMBER_METHODS: &str = "a plain Python number has no such method: use Python's own \
                                   functions on it (round(x, 2), abs(x)), or keep the values in \
                                   a Series to use its methods";
@@ -650,8 +651,13 @@ mod tests {
         assert!(error_hint(reduction).unwrap().contains("pd.to_numeric"));
         let rounded = "AttributeError: 'float' object has no attribute 'round'";
         assert!(error_hint(rounded).unwrap().contains("round(x, 2)"));
+        // (ds1000_306: `def shift(arr, shift)` had replaced the variable shift.)
         let uncalled = "TypeError: '>' not supported between instances of 'function' and 'int'";
-        assert!(error_hint(uncalled).unwrap().contains("call it"));
+        assert!(
+            error_hint(uncalled)
+                .unwrap()
+                .contains("a def named like a variable")
+        );
         let method = "TypeError: unsupported operand type(s) for +: 'method' and 'str'";
         assert!(error_hint(method).unwrap().contains("call it"));
         let builtin = "TypeError: '<' not supported between instances of 'builtin_function_or_method' and 'int'";
