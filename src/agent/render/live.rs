@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{Placement, Shown, fenced};
+use super::{Placement, Shown, fenced, in_place};
 
 /// Quick code shows no live panel: its output panel comes soon enough.
 pub const SHOW_AFTER: Duration = Duration::from_secs(1);
@@ -75,14 +75,7 @@ impl LiveOutput {
             return None;
         }
         self.changed = false;
-        let (placement, id) = match &self.display_id {
-            Some(id) => (Placement::InPlace, id.clone()),
-            None => {
-                let id = format!("mahtab-running-{}", uuid::Uuid::new_v4().simple());
-                self.display_id = Some(id.clone());
-                (Placement::New, id)
-            }
-        };
+        let (placement, id) = in_place(&mut self.display_id, "running");
         let (tail, cut) = tail(&self.text);
         let tail = if cut || self.cut {
             format!("(earlier lines not shown)\n{tail}")

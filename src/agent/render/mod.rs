@@ -38,6 +38,20 @@ pub fn panel(plain: String, markdown: String, metadata: Value) -> Shown {
     Shown::display(Placement::New, plain, Some(markdown), metadata, None)
 }
 
+/// Where a panel updated in place goes: the first time a new panel under a
+/// fresh display id (`mahtab-{kind}-…`), kept in `display_id`; then in
+/// place of it.
+pub fn in_place(display_id: &mut Option<String>, kind: &str) -> (Placement, String) {
+    match display_id {
+        Some(id) => (Placement::InPlace, id.clone()),
+        None => {
+            let id = format!("mahtab-{kind}-{}", uuid::Uuid::new_v4().simple());
+            *display_id = Some(id.clone());
+            (Placement::New, id)
+        }
+    }
+}
+
 /// The run's status line: `text` under the display id `id`, as a new
 /// panel or in place of the last.
 pub fn status(text: &str, id: &str, placement: Placement) -> Shown {

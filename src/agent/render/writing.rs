@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::live::{REFRESH, SHOW_AFTER, tail};
-use super::{Placement, Shown, fenced};
+use super::{Placement, Shown, fenced, in_place};
 
 /// The live view of the block being written in one turn's answer.
 pub struct WritingCode {
@@ -46,14 +46,7 @@ impl WritingCode {
             return None;
         }
         self.refreshed = Some(now);
-        let (placement, id) = match &self.display_id {
-            Some(id) => (Placement::InPlace, id.clone()),
-            None => {
-                let id = format!("mahtab-writing-{}", uuid::Uuid::new_v4().simple());
-                self.display_id = Some(id.clone());
-                (Placement::New, id)
-            }
-        };
+        let (placement, id) = in_place(&mut self.display_id, "writing");
         let (shown, cut) = tail(code);
         let shown = if cut {
             format!("# (earlier lines not shown)\n{shown}")

@@ -116,14 +116,7 @@ impl<'a, P: Ports> RunEffects<'a, P> {
     /// place (shown when the first node that does something starts).
     fn show_status(&mut self, activity: Activity) {
         let text = render::status_text(activity, self.last_error.as_deref());
-        let (placement, id) = match &self.status {
-            Some(id) => (render::Placement::InPlace, id.clone()),
-            None => {
-                let id = format!("mahtab-status-{}", uuid::Uuid::new_v4().simple());
-                self.status = Some(id.clone());
-                (render::Placement::New, id)
-            }
-        };
+        let (placement, id) = render::in_place(&mut self.status, "status");
         publish(self.ports, render::status(&text, &id, placement));
     }
 
