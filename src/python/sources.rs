@@ -83,6 +83,7 @@ const PACKAGE: &[Source] = &[
     },
     module!("__main__"),
     module!("declared"),
+    module!("descriptions"),
     module!("runtimes"),
     module!("tools"),
     package!("runtime"),

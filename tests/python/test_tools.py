@@ -213,12 +213,32 @@ def test_git_reads_the_repository_and_refuses_what_writes(tools, tmp_path, monke
     assert tools.git("status", "--short") == " M m.py"
 
 
-def test_read_numbers_lines(tools, tmp_path):
-    (tmp_path / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
-    assert tools.read("m.py") == "1| a = 1\n2| b = 2\n3| c = 3"
-    assert tools.read("m.py", 2, 2) == "2| b = 2"
+def test_read_gives_the_lines_shown_numbered(tools, tmp_path):
+    (tmp_path / "m.py").write_text("a = 1\nb = 2\r\nc = 3\n")
+    lines = tools.read("m.py")
+    # A list of the lines: what len() and [0] are taken to be.
+    assert lines == ["a = 1", "b = 2", "c = 3"] and len(lines) == 3 and lines[0] == "a = 1"
+    assert lines.numbers == [1, 2, 3]
+    assert str(lines) == repr(lines) == "1| a = 1\n2| b = 2\n3| c = 3"
+    part = tools.read("m.py", 2, 2)
+    assert part == ["b = 2"] and str(part) == "2| b = 2" and part.numbers == [2]
+    # Code written for a text works on it: its text, pieces of it, its methods.
+    assert lines.text == "a = 1\nb = 2\r\nc = 3\n"
+    assert "b = 2\r\nc" in lines and "= 2" in lines and "d = 4" not in lines
+    assert lines.splitlines() == ["a = 1", "b = 2", "c = 3"]
+    assert lines.replace("1", "9").startswith("a = 9")
+    with pytest.raises(AttributeError, match="no attribute 'rows'"):
+        lines.rows
+    assert not tools.read("m.py", 5)
     with pytest.raises(FileNotFoundError):
         tools.read("missing.py")
+
+
+def test_a_file_read_is_written_back_as_it_was(tools, tmp_path):
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    assert tools.write("copy.txt", tools.read("notes.txt")) == "wrote copy.txt"
+    assert (tmp_path / "copy.txt").read_text() == "one\ntwo\n"
+    assert tools.peek_raw(tools.read("notes.txt")) == "one\ntwo\n"
 
 
 def test_edit_needs_exactly_one_occurrence_and_writes_nothing_otherwise(tools, tmp_path):

@@ -20,6 +20,15 @@ import sys
 import tempfile
 
 from mahtab.declared import TOOLBOX_FUNCTIONS
+# describe() is a toolbox function; its limits are read as the toolbox's.
+from mahtab.descriptions import (  # noqa: F401
+    DESCRIBE_CHARS,
+    DESCRIBE_COLUMNS,
+    DESCRIBE_ROWS,
+    describe,
+    first_characters,
+    size_text,
+)
 
 # The toolbox's functions are declared in declared.json, which the kernel's
 # build reads too; a test holds this module's functions to that list.
@@ -64,6 +73,8 @@ def _text(value):
     """A text tool's input as one string: lists and tuples are lines."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Lines):
+        return value.text
     if isinstance(value, (list, tuple)):
         return "\n".join(str(item) for item in value)
     if isinstance(value, bytes):
@@ -71,117 +82,9 @@ def _text(value):
     return str(value)
 
 
-# How much of a value describe() shows: columns listed, rows, characters.
-DESCRIBE_COLUMNS = 30
-DESCRIBE_ROWS = 5
-DESCRIBE_CHARS = 3000
-
-
-def describe(value, name=None):
-    """What ``value`` is, in detail: its type and size; for a table its
-    columns with dtypes and missing values and its first rows; for an array
-    its dtype, missing values and range; for a collection its first items.
-    Duck-typed, so pandas and numpy need not be imported."""
-    label = "%s: " % name if name else ""
-    kind = type(value).__name__
-    try:
-        if _is_table(value):
-            text = _describe_table(value, kind)
-        elif hasattr(value, "shape") and hasattr(value, "dtype") and tuple(value.shape) != ():
-            text = _describe_array(value, kind)
-        elif isinstance(value, (str, bytes)):
-            lines = value.count("\n" if isinstance(value, str) else b"\n") + 1
-            text = "%s, %d characters, %d lines; it begins:\n%s" % (kind, len(value), lines, peek(value, 500))
-        elif isinstance(value, dict):
-            keys = ", ".join(_brief(key, 40) for key in list(value)[:10])
-            more = " ..." if len(value) > 10 else ""
-            text = "dict, %d keys: %s%s\n%s" % (len(value), keys, more, _brief(value, 500))
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            types = sorted({type(item).__name__ for item in list(value)[:1000]})
-            text = "%s, %d items of %s\n%s" % (kind, len(value), ", ".join(types) or "nothing", _brief(value, 500))
-        else:
-            text = "%s: %s" % (kind, _brief(value, 500))
-    except Exception as error:  # a value whose own methods fail
-        text = "%s (could not be described: %s: %s)" % (kind, type(error).__name__, error)
-    text = label + text
-    if len(text) > DESCRIBE_CHARS:
-        text = text[:DESCRIBE_CHARS] + "\n... [cut]"
-    return text
-
-
-def _brief(value, limit):
-    try:
-        text = repr(value)
-    except Exception:
-        text = "<unrepresentable>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _is_table(value):
-    return all(hasattr(value, attribute) for attribute in ("columns", "dtypes", "shape", "isna", "head"))
-
-
-def _describe_table(frame, kind):
-    rows, columns = frame.shape
-    missing = frame.isna().sum()
-    lines = ["%s, %d rows x %d columns" % (kind, rows, columns)]
-    try:
-        lines[0] += ", %s in memory" % _size(int(frame.memory_usage(deep=True).sum()))
-    except Exception:
-        pass
-    width = max((len(str(column)) for column in list(frame.columns)[:DESCRIBE_COLUMNS]), default=0)
-    for column, dtype in list(zip(frame.columns, frame.dtypes))[:DESCRIBE_COLUMNS]:
-        count = int(missing[column]) if column in missing.index else 0
-        note = "  %d missing" % count if count else ""
-        lines.append("  %s  %s%s" % (str(column).ljust(width), dtype, note))
-    if columns > DESCRIBE_COLUMNS:
-        lines.append("  ... and %d more columns" % (columns - DESCRIBE_COLUMNS))
-    lines.append("first rows:")
-    lines.append(frame.head(DESCRIBE_ROWS).to_string(max_cols=12, max_colwidth=30))
-    return "\n".join(lines)
-
-
-def _describe_array(array, kind):
-    shape = tuple(array.shape)
-    text = "%s, shape %s, dtype %s" % (kind, shape, array.dtype)
-    if hasattr(array, "isna"):  # a pandas Series
-        missing = int(array.isna().sum())
-    elif getattr(array.dtype, "kind", "") in "fc":
-        import numpy
-
-        missing = int(numpy.isnan(numpy.asarray(array)).sum())
-    else:
-        missing = 0
-    if missing:
-        text += ", %d missing" % missing
-    if getattr(array.dtype, "kind", "") in "iufb" and array.size > missing:
-        try:
-            if missing and not hasattr(array, "isna"):  # numpy's min is NaN then
-                import numpy
-
-                low, high = numpy.nanmin(array), numpy.nanmax(array)
-            else:
-                low, high = array.min(), array.max()
-            text += ", min %s, max %s" % (low, high)
-        except Exception:
-            pass
-    head = array.head(DESCRIBE_ROWS) if hasattr(array, "head") else array[:DESCRIBE_ROWS]
-    return "%s\nfirst items:\n%s" % (text, _brief(head, 800) if not hasattr(head, "to_string") else head.to_string())
-
-
-def _size(count):
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if count < 1024 or unit == "GB":
-            return "%d %s" % (count, unit) if unit == "bytes" else "%.1f %s" % (count, unit)
-        count /= 1024
-
-
 def peek(text, n=2000):
     """The first ``n`` characters of ``text``, and how much more there is."""
-    text = _text(text)
-    if len(text) <= n:
-        return text
-    return "%s\n... [%d more characters of %d]" % (text[:n], len(text) - n, len(text))
+    return first_characters(_text(text), int(n))
 
 
 def peek_raw(text, n=2000):
@@ -215,22 +118,42 @@ def grep_raw(text, pattern):
     return [(number, line) for number, line in enumerate(_text(text).splitlines(), 1) if regex.search(line)]
 
 
-class Matches(list):
-    """What grep() found: a list of the matching lines themselves
-    (``grep(log, "ERROR")[0]`` is the first such line, ``len()`` counts them,
-    an empty one is false), shown numbered as grep prints them
-    (``143: ERROR disk full``), with the context lines asked for. ``numbers``
-    holds each line's number (from 1)."""
+class Lines(list):
+    """Lines of text as a list of the lines themselves, shown numbered: what
+    read() and grep() give. ``len()`` counts them, ``[0]`` is the first, an
+    empty one is false, and ``numbers`` holds each line's number (from 1).
+    Code written for a text works on it too: ``text`` is the lines as the
+    file has them, ``in`` looks for a piece of it, and a text's methods
+    (``.splitlines()``, ``.split()``, ``.replace()``) apply to it."""
 
-    def __init__(self, lines, numbers, shown):
+    def __init__(self, lines, numbers, shown, text=None):
         super().__init__(lines)
         self.numbers = numbers
         self._shown = shown
+        self.text = "\n".join(lines) if text is None else text
 
     def __repr__(self):
         return self._shown
 
     __str__ = __repr__
+
+    def __contains__(self, item):
+        if isinstance(item, str):
+            return item in self.text
+        return super().__contains__(item)
+
+    def __getattr__(self, name):
+        # Reached only for names a list lacks: a text's methods, on the text.
+        if not name.startswith("_") and hasattr(str, name) and "text" in self.__dict__:
+            return getattr(self.text, name)
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+
+
+class Matches(Lines):
+    """What grep() found: the matching lines themselves
+    (``grep(log, "ERROR")[0]`` is the first such line), shown numbered as
+    grep prints them (``143: ERROR disk full``), with the context lines
+    asked for."""
 
 
 def _search_order(text, pattern, tool):
@@ -331,7 +254,7 @@ def files(glob="*"):
             more += 1
             continue
         try:
-            listed.append("%s  (%s)" % (path, _size(os.path.getsize(path))))
+            listed.append("%s  (%s)" % (path, size_text(os.path.getsize(path))))
         except OSError:  # a dangling link, or gone since the walk
             listed.append("%s  (unreadable)" % path)
     if not listed:
@@ -402,14 +325,20 @@ def _path(path):
 
 
 def read(path, start=1, end=None):
-    """Lines ``start`` to ``end`` (1-based, inclusive) of a text file, each
-    with its number."""
-    with open(_path(path), encoding="utf-8", errors="replace") as file:
-        lines = file.read().splitlines()
+    """Lines ``start`` to ``end`` (1-based, inclusive) of a text file: a list
+    of the lines (``len(read(path))`` counts them, ``[0]`` is line
+    ``start``), shown each with its number (``12| text``); ``.text`` is
+    them as the file has them."""
+    # newline="": the text as the file has it, line ends and all.
+    with open(_path(path), encoding="utf-8", errors="replace", newline="") as file:
+        kept = file.read().splitlines(keepends=True)
     start = max(1, int(start))
-    end = len(lines) if end is None else min(len(lines), int(end))
+    end = len(kept) if end is None else min(len(kept), int(end))
+    numbers = list(range(start, end + 1))
+    lines = [(kept[number - 1].splitlines() or [""])[0] for number in numbers]
     width = len(str(end))
-    return "\n".join("%*d| %s" % (width, number, lines[number - 1]) for number in range(start, end + 1))
+    shown = "\n".join("%*d| %s" % (width, number, line) for number, line in zip(numbers, lines))
+    return Lines(lines, numbers, shown, text="".join(kept[start - 1 : end]))
 
 
 def _ask_before_writing(action, *paths):
@@ -491,7 +420,8 @@ def write(path, text):
     the guard asks first."""
     target = _path(path)
     _ask_before_writing("write %s" % path, target)
-    _write(target, str(text))
+    # Lines read() gave are written as the file had them, not numbered.
+    _write(target, text.text if isinstance(text, Lines) else str(text))
     reloaded = _reload_modules_of(target)
     return "wrote %s%s" % (path, " (reloaded %s)" % ", ".join(reloaded) if reloaded else "")
 
