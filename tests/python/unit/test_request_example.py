@@ -79,6 +79,35 @@ def test_code_that_picks_the_example_s_rows_by_label_is_not_confirmed_by_it():
         assert not request_example._picks_written_rows(columns), columns
 
 
+def test_code_that_types_in_the_example_s_values_over_an_unread_input_is_not_confirmed_by_it():
+    # The request shows its values ("ids like [2, 3]") for an example; the
+    # notebook holds its own in `ids`. Code that writes the example's in
+    # makes the written result on the example and a guess on the notebook.
+    request = (
+        "My table looks like this:\n\n  id  val\n0  1    3\n1  2    5\n2  3    2\n\n"
+        "I have the ids to scale in a list like this: [2, 3]. Scaling their val by 10 gives:\n\n"
+        "  id  val\n0  1    3\n1  2   50\n2  3   20\n\nStore the table in `out`."
+    )
+    table = pd.DataFrame({"id": [1, 2, 3, 4], "val": [4, 1, 7, 2]})
+
+    def on(code, **inputs):
+        scope, _ = scope_over(table=table.copy(), **inputs)
+        return written(scope, code, request=request)
+
+    confirmed = [{"verdict": "matches", "name": "out", "on_example": True}]
+    typed = "out = table.assign(val=table['val'].where(~table['id'].isin([2, 3]), table['val'] * 10))"
+    read = "out = table.assign(val=table['val'].where(~table['id'].isin(ids), table['val'] * 10))"
+    assert on(typed, ids=[1, 4]) == []
+    assert on(typed, ids=np.array([1, 4])) == []
+    # Code that reads the input is tried on the example as ever (the
+    # example stands in for the table; `ids` is left as the notebook has it,
+    # so only a matching result would count).
+    assert on(read, ids=[2, 3]) == confirmed
+    # Nothing of that kind unread: the written values are the request's.
+    assert on(typed) == confirmed
+    assert on(typed, names=["a", "b"]) == confirmed
+
+
 def test_an_example_built_by_the_request_s_own_code():
     request = (
         "For example:\n\n```python\nimport numpy as np\na = np.array([[1, 2], [3, 4]])\n```\n\n"

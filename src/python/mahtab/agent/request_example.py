@@ -388,6 +388,10 @@ def _matches_example(runtime, request, codes, namespace, inputs, name):
     # example where its result is those rows, a guess on any other data.
     if any(_picks_written_rows(code) for code in codes):
         return False
+    # Nor does code that writes in the example's values where the notebook
+    # holds its own in a variable the code never reads.
+    if typed_values.typed_over_unread(codes, namespace):
+        return False
     given = example_inputs(runtime, request, inputs)
     if given is None:
         return False

@@ -6,8 +6,10 @@ the code computes it, so it is never confirmed by that result.
 """
 
 import ast
+import numbers
 
 from mahtab.agent.candidates import same_value
+from mahtab.agent.namespace import is_user_variable
 
 
 def loaded_names(tree):
@@ -57,6 +59,42 @@ def typed_items(codes, value, inputs):
         same_value(literal, items) and not any(same_value(items, other) for other in held)
         for items in _item_lists(value) for literal in written if len(literal) == len(items)
     )
+
+
+def typed_over_unread(codes, namespace):
+    """Whether the codes write out a list of constants of the kind a list,
+    array or series of the notebook holds that they never name: the
+    request's example values typed in where the notebook's own input was
+    meant (``df['product'].isin([1069104, 1069105])`` beside an unread
+    ``products``). Right on the example the values come from, a guess on
+    the notebook's data."""
+    kinds = {_kind(literal) for code in codes for literal in _constant_lists(code)} - {None}
+    if not kinds:
+        return False
+    named = set()
+    for code in codes:
+        try:
+            named.update(node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name))
+        except (SyntaxError, ValueError):
+            continue
+    return any(
+        _kind(items) in kinds
+        for name, value in list(namespace.items())
+        if name not in named and is_user_variable(namespace, name) and not hasattr(value, "columns")
+        for items in _item_lists(value)
+    )
+
+
+def _kind(items):
+    """"number" or "text" when every item of a flat list is one (and there
+    is one), else None."""
+    if not items or any(isinstance(item, (list, tuple, bool)) for item in items):
+        return None
+    if all(isinstance(item, str) for item in items):
+        return "text"
+    if all(isinstance(item, numbers.Real) for item in items):
+        return "number"
+    return None
 
 
 # The fewest items a list written into code must hold to be a result typed in.
