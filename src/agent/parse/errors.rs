@@ -223,9 +223,13 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
     const NUMBER_METHODS: &str = "a plain Python number has no such method: use Python's own \
                                   functions on it (round(x, 2), abs(x)), or keep the values in \
                                   a Series to use its methods";
+    const NONE_VALUE: &str = "a value is None: a call that changes a table in place \
+                              (inplace=True, a def without return) gives nothing back, or a \
+                              lookup found nothing: print it, and use the value the code \
+                              means (the table itself, a return in the def)";
     // Each error's signs (all must be in the line), then the hint; the first
     // match wins, so the specific comes before the general.
-    const HINTS: [(&[&str], &str); 30] = [
+    const HINTS: [(&[&str], &str); 35] = [
         (
             &["No module named 'mahtab."],
             "the toolbox's functions are already defined: call them directly, without \
@@ -252,6 +256,12 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
              pandas' names, no longer read)",
         ),
         (&["All arrays must be of the same length"], LENGTHS),
+        // pd.DataFrame(data, columns=names) with a name more or fewer.
+        (
+            &["columns passed, passed data had"],
+            "the column names given are more or fewer than the data's columns: print \
+             the data's shape and give one name per column",
+        ),
         // pd.DataFrame(columns, index=labels) with fewer labels than values.
         (&["array length", "does not match index length"], LENGTHS),
         // table['new'] = values, with more or fewer values than rows.
@@ -259,6 +269,7 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             &["Length of values", "does not match length of index"],
             LENGTHS,
         ),
+        (&["'NoneType'"], NONE_VALUE),
         (
             &["not supported between instances of", "'function'"],
             CALL_IT,
@@ -283,6 +294,17 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             "the values' types do not combine: convert them first (int(), float(), \
              str(), pd.to_numeric)",
         ),
+        (
+            &["NAType"],
+            "a value is missing (pd.NA) and plain Python fails on it: use the \
+             Series' own methods (values.round(2), values.fillna(0)), or drop the \
+             missing values first (values.dropna())",
+        ),
+        (
+            &["no field of name"],
+            "the structured array has no field of that name: print array.dtype.names \
+             for the ones it has",
+        ),
         (&["'float' object has no attribute"], NUMBER_METHODS),
         (&["'int' object has no attribute"], NUMBER_METHODS),
         (
@@ -295,6 +317,14 @@ pub fn error_hint(error_line: &str) -> Option<&'static str> {
             "the mask's labels are not the table's: print mask.index and table.index; a \
              mask over one level of the table's index is looked up by that level \
              (table[mask[table.index.get_level_values('a')].values])",
+        ),
+        // table.drop(labels) with labels the rows no longer (or never) had.
+        (
+            &["not found in axis"],
+            "drop() looks the labels up in the table's index (its rows) unless given \
+             columns=[...], and these are not there (dropped already, or positions \
+             rather than labels): print the index; drop every row once \
+             (table.drop(index=a.union(b))) or keep rows by a mask (table[~mask])",
         ),
         (
             &["KeyError:", " is a value of ", "not one of its labels"],
@@ -548,8 +578,8 @@ mod tests {
                 .unwrap()
                 .contains("pd.to_datetime for dates")
         );
-        let none = "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'";
-        assert!(error_hint(none).unwrap().contains("do not combine"));
+        let mixed = "TypeError: unsupported operand type(s) for +: 'int' and 'list'";
+        assert!(error_hint(mixed).unwrap().contains("do not combine"));
         let joined = "TypeError: sequence item 2: expected str instance, float found";
         assert!(error_hint(joined).unwrap().contains("row.dropna()"));
         let dates = "AttributeError: Can only use .dt accessor with datetimelike values";
@@ -662,6 +692,27 @@ mod tests {
         assert!(error_hint(method).unwrap().contains("call it"));
         let builtin = "TypeError: '<' not supported between instances of 'builtin_function_or_method' and 'int'";
         assert!(error_hint(builtin).unwrap().contains("call it"));
+        // Recorded from the 1.5B model on DS-1000 development tasks: rows
+        // dropped twice, one column name too many, round() over pd.NA, a
+        // structured array's field, a value that was None.
+        let dropped = "KeyError: '[0, 2, 4] not found in axis'. Columns of df: 'A', 'B', 'C', 'D'";
+        assert!(error_hint(dropped).unwrap().contains("drop every row once"));
+        let names = "AssertionError: 5 columns passed, passed data had 4 columns";
+        assert!(error_hint(names).unwrap().contains("one name per column"));
+        let missing = "TypeError: type NAType doesn't define __round__ method";
+        assert!(error_hint(missing).unwrap().contains("values.round(2)"));
+        let field = "ValueError: no field of name a";
+        assert!(error_hint(field).unwrap().contains("dtype.names"));
+        for none in [
+            "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'",
+            "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'NoneType'",
+            "AttributeError: 'NoneType' object has no attribute 'head'",
+        ] {
+            assert!(
+                error_hint(none).unwrap().contains("a value is None"),
+                "{none}"
+            );
+        }
         // A table's attribute keeps the general hint.
         let attribute = "AttributeError: 'DataFrame' object has no attribute 'Sales'";
         assert!(error_hint(attribute).unwrap().contains("table['name']"));
