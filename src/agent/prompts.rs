@@ -529,20 +529,40 @@ pub fn not_as_written(difference: &Difference) -> (String, String) {
         written,
         value,
         differs_in,
+        on_example,
     } = difference;
-    let mut reasoning = format!("`{name}` is not the result the request writes out for this data");
-    let find = if differs_in.trim().is_empty() {
-        "Find what differs and compute"
+    let mut reasoning = if *on_example {
+        "run on the request's example, the code does not make the result the request \
+         writes out for it"
+            .to_owned()
     } else {
-        reasoning.push_str(&format!(". {}", differs_in.trim()));
-        "Compute"
+        format!("`{name}` is not the result the request writes out for this data")
     };
-    let next_action = format!(
-        "the request shows the result it expects:\n{}\n`{name}` holds:\n{}\n\
-         {find} `{name}` so that it is that result, from the data, not typed in",
-        written.trim_end(),
-        value.trim_end()
-    );
+    let certain = !differs_in.trim().is_empty();
+    if certain {
+        reasoning.push_str(&format!(". {}", differs_in.trim()));
+    }
+    let find = if certain {
+        ""
+    } else {
+        "Find what differs and "
+    };
+    let written = written.trim_end();
+    let value = value.trim_end();
+    let next_action = if *on_example {
+        format!(
+            "the request shows the result it expects for its example:\n{written}\n\
+             the code makes from that example:\n{value}\n\
+             {find}change the code so that it makes that result from the example, computed \
+             the same way from the notebook's own data (its values differ), not typed in"
+        )
+    } else {
+        let compute = if certain { "Compute" } else { "compute" };
+        format!(
+            "the request shows the result it expects:\n{written}\n`{name}` holds:\n{value}\n\
+             {find}{compute} `{name}` so that it is that result, from the data, not typed in"
+        )
+    };
     (reasoning, next_action)
 }
 

@@ -4,8 +4,8 @@
 //! is compared with it by code (`mahtab/agent/shown_result.py`): another
 //! value is not done, and every value matching is done without a review;
 //! where it writes the result out for an example of other data, the run's
-//! code is tried on that example (`request_example.py`) and only a match
-//! counts. Otherwise the form each value must have (one value, several, a
+//! code is tried on that example (`request_example.py`), with the same
+//! consequences. Otherwise the form each value must have (one value, several, a
 //! table) is asked of the model before it sees them and compared by code
 //! ([`crate::agent::parse::form`]), then a review judges the request beside
 //! the code that ran, its output and those values, and how many other

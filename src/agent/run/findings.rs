@@ -241,8 +241,9 @@ pub type KeyInformation = (String, String);
 pub enum WrittenResult {
     /// The value, printed, is one of the results the request writes out.
     Matches(AsWritten),
-    /// The request writes out one result for this data, and the value is
-    /// not it.
+    /// The request writes out one result for this data (or for its
+    /// example, which the run's code was tried on), and the value is not
+    /// it.
     Differs(Difference),
 }
 
@@ -260,6 +261,11 @@ pub struct Difference {
     /// show nothing certain.
     #[serde(default)]
     pub differs_in: String,
+    /// The result is the one the request writes out for its example (other
+    /// data than the notebook's), and `value` what the run's code made
+    /// from that example.
+    #[serde(default)]
+    pub on_example: bool,
 }
 
 /// A value the request names that is the result it writes out.

@@ -36,12 +36,17 @@ def test_code_that_makes_the_written_result_from_the_example_matches_and_the_not
     pd.testing.assert_frame_equal(namespace["sales"], SALES)
 
 
-def test_code_that_does_not_make_it_is_not_sent_back_on_an_example():
-    # An example's written result may be stale or about a detail the
-    # request words otherwise: a difference there is no proof, so nothing
-    # is said and the review judges.
-    scope, _ = scope_over(sales=SALES.copy())
-    assert written(scope, WRONG) == []
+def test_code_that_makes_another_result_from_the_example_is_sent_back_with_what_it_made_there():
+    # Measured on DS-1000's reference code, an example's written result
+    # holds for right code (all but 1 of 27): another result made from the
+    # example is a wrong answer's sign, shown beside the written one.
+    scope, namespace = scope_over(sales=SALES.copy())
+    [found] = written(scope, WRONG)
+    assert found["verdict"] == "differs" and found["name"] == "out" and found["on_example"]
+    assert found["written"].splitlines()[-1] == "2  A    2    3"
+    # The value shown is the one made from the example, not the notebook's.
+    assert found["value"].splitlines()[-1] == "2  A    2    5"
+    assert namespace["out"]["top"].tolist() == [4, 1, 11, 2]
 
 
 def test_code_that_types_the_example_in_over_the_data_is_not_confirmed_by_it():
@@ -100,8 +105,7 @@ def test_code_that_types_in_the_example_s_values_over_an_unread_input_is_not_con
     assert on(typed, ids=[1, 4]) == []
     assert on(typed, ids=np.array([1, 4])) == []
     # Code that reads the input is tried on the example as ever (the
-    # example stands in for the table; `ids` is left as the notebook has it,
-    # so only a matching result would count).
+    # example stands in for the table; `ids` is the notebook's).
     assert on(read, ids=[2, 3]) == confirmed
     # Nothing of that kind unread: the written values are the request's.
     assert on(typed) == confirmed
@@ -118,7 +122,9 @@ def test_an_example_built_by_the_request_s_own_code():
         {"verdict": "matches", "name": "sums", "on_example": True}
     ]
     scope, _ = scope_over(a=np.arange(6).reshape(3, 2))
-    assert written(scope, "sums = a.sum(axis=0)", "sums", request) == []
+    [found] = written(scope, "sums = a.sum(axis=0)", "sums", request)
+    assert (found["verdict"], found["on_example"], found["written"]) == ("differs", True, "[3, 7]")
+    assert found["value"] == "array([4, 6])"
 
 
 def test_a_first_column_the_notebook_lacks_is_read_as_the_rows_labels():

@@ -350,54 +350,65 @@ def judged_on_data(runtime, request, value, inputs, name):
 class WrittenVerdict(NamedTuple):
     """What the result a request writes out says of a value the run made:
     it "matches" (on this data, or `on_example`: the run's code made it
-    from the request's example) or "differs" from `written`."""
+    from the request's example) or "differs" from `written` (on this data,
+    or `on_example`, where `value` is what the code made from the
+    example)."""
 
     verdict: str
     on_example: bool = False
     written: Any = None
+    value: Any = None
 
 
 def written_verdict(runtime, request, codes, namespace, inputs, name):
     """The written result's word on the value `name` holds in `namespace`
     after `codes` ran on `inputs` (the values they read, as they were
     before): judged on the notebook's data first; where that says nothing,
-    the codes tried on the request's example, of which only a match is
-    said. None when nothing can be said, or when the value is typed in
-    (built from no data), which is no sign that the code computes it."""
+    the codes tried on the request's example. None when nothing can be
+    said, or when a match is a value typed in (built from no data), which
+    is no sign that the code computes it."""
     value = namespace[name]
     found = judged_on_data(runtime, request, value, inputs, name)
-    on_example = found is None and _matches_example(runtime, request, codes, namespace, inputs, name)
+    tried = None if found is not None else _tried_on_example(runtime, request, codes, namespace, inputs, name)
+    on_example = tried is not None and tried[0] == "matches"
     if found == "matches" or on_example:
         if typed_values.typed_in(codes, name, namespace) or typed_values.typed_items(codes, value, inputs.values()):
             return None
         return WrittenVerdict("matches", on_example)
     if isinstance(found, tuple):
         return WrittenVerdict("differs", written=found[1])
+    if tried is not None and isinstance(tried[0], tuple):
+        return WrittenVerdict("differs", on_example=True, written=tried[0][1], value=tried[1])
     return None
 
 
-def _matches_example(runtime, request, codes, namespace, inputs, name):
-    """Whether the codes, run on the request's example in place of the
-    inputs, make the result the request writes out for it."""
+def _tried_on_example(runtime, request, codes, namespace, inputs, name):
+    """What the result the request writes out for its example says of the
+    codes run on that example in place of the inputs, with the value they
+    made there: ("matches" or ("differs", piece), value), or None when
+    nothing can be said."""
     # Codes that type data in over what they read (the request's example
     # copied over the notebook's data) make the same from any data: the
-    # example tests nothing then.
+    # example tests nothing.
     if set(inputs) & typed_values.typed_names(codes, namespace):
-        return False
+        return None
     # Nor does code that picks rows by labels written into it: right on the
     # example where its result is those rows, a guess on any other data.
     if any(_picks_written_rows(code) for code in codes):
-        return False
+        return None
     # Nor does code that writes in the example's values where the notebook
     # holds its own in a variable the code never reads.
     if typed_values.typed_over_unread(codes, namespace):
-        return False
+        return None
     given = example_inputs(runtime, request, inputs)
     if given is None:
-        return False
+        return None
     example, pieces = given
     value = run_on(runtime, codes, namespace, example, name)
-    return value is not None and shown_result.judge(request, value, list(example.values()), name, pieces) == "matches"
+    if value is None:
+        return None
+    judgement = shown_result.judge(request, value, list(example.values()), name, pieces)
+    return None if judgement is None else (judgement, value)
 
 
 # The calls that take the rows to keep or drop as their first argument.

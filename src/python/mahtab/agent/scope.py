@@ -170,7 +170,8 @@ class AgentScope:
         """Each value the request names beside the result the request writes
         out for the data the run's code read (see ``shown_result``) or, where
         the request shows other data, for its example, the run's code tried
-        on it (``request_example``: there only a match is said)."""
+        on it (``request_example``: then the value compared is what the code
+        made from the example)."""
         request = json.loads(args)
         text, codes = request.get("request", ""), request.get("codes", ())
         inputs = self._inputs_before(codes)
@@ -184,9 +185,9 @@ class AgentScope:
             if found.verdict == "matches":
                 results.append({"verdict": "matches", "name": name, "on_example": found.on_example})
             else:
-                value = self.namespace[name]
+                value = found.value if found.on_example else self.namespace[name]
                 results.append({
-                    "verdict": "differs", "name": name,
+                    "verdict": "differs", "name": name, "on_example": found.on_example,
                     "written": shown_result.cut(found.written), "value": shown_result.printed(value),
                     "differs_in": written_difference.difference(found.written, value, name),
                 })

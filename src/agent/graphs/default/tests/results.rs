@@ -366,6 +366,52 @@ fn a_named_result_that_came_out_nan_is_not_done_without_a_review() {
 }
 
 #[test]
+fn code_that_makes_another_result_from_the_request_s_example_is_sent_back_with_both() {
+    let mut script = Script::new(
+        &[
+            "```python\nout = table[table['a'] != 2]\n```",
+            "```python\nout = table.loc[table.max(axis=1) < 2, table.max() < 2]\n```",
+        ],
+        ok,
+    );
+    script
+        .written
+        .push_back(vec![WrittenResult::Differs(Difference {
+            name: "out".into(),
+            written: "   a\n1  0".into(),
+            value: "   a  b\n0  1  0\n1  0  2".into(),
+            differs_in: String::new(),
+            on_example: true,
+        })]);
+    script
+        .written
+        .push_back(vec![WrittenResult::Matches(AsWritten {
+            name: "out".into(),
+            on_example: true,
+        })]);
+    let mut state = AgentState::new(
+        "My table looks like this: ... Drop the rows and columns whose maximum is 2. Store it in `out`.",
+        Vec::new(),
+        5,
+    );
+    run(&mut script, &mut state, settings());
+    // Sent back before any review, with what the example should give and
+    // what the code made of it, and told not to copy the example's result.
+    let told = latest(&script.requests[1]);
+    assert!(
+        told.contains(
+            "run on the request's example, the code does not make the result the request \
+             writes out for it\nNext step: the request shows the result it expects for its \
+             example:\n   a\n1  0\nthe code makes from that example:\n   a  b\n"
+        ) && told.contains("Find what differs and change the code")
+            && told.contains("not typed in"),
+        "{told}"
+    );
+    assert_eq!(script.requests.len(), 2);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+}
+
+#[test]
 fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_review() {
     let mut script = Script::new(
         &[
@@ -381,6 +427,7 @@ fn a_value_other_than_the_result_the_request_writes_out_is_not_done_without_a_re
             written: "[1, 2, 3]".into(),
             value: "[1, 2, 4]".into(),
             differs_in: "Item 3 is the first that differs.".into(),
+            on_example: false,
         })]);
     script
         .written
