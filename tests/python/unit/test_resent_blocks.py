@@ -52,6 +52,18 @@ def test_a_value_rebound_by_the_first_try_gets_its_own_object_back():
     assert original is not namespace["df"] and list(original["price"]) == [2.0, 3.0]
 
 
+def test_a_change_sent_again_after_a_block_that_only_rebinds_the_name_is_not_made_twice():
+    # Recorded from the 1.5B model (DS-1000): a scaling in place, then
+    # `df = df` to "store the result", then the scaling again.
+    namespace = {"pd": pd, "df": sales()}
+    journal = UndoHistory().journal()
+    scale = "df.loc[df['price'] > 2, 'price'] *= 10\n"
+    run(journal, scale, namespace)
+    run(journal, "df = df\n", namespace)
+    run(journal, scale, namespace)
+    assert list(namespace["df"]["price"]) == [2.0, 30.0]
+
+
 def test_a_block_that_builds_on_the_last_one_keeps_its_work():
     namespace = {"pd": pd, "df": sales()}
     journal = UndoHistory().journal()

@@ -220,6 +220,10 @@ class RunJournal:
     def _remember_stores(self, tree):
         stores = {}
         for statement in tree.body:
+            # `df = df` (a small model's way to "store the result in df")
+            # changes nothing: the block before stays the one to compare with.
+            if _rebinds_itself(statement):
+                continue
             for name in stored_names(statement):
                 stores.setdefault(name, set()).add(ast.dump(statement))
         self.last_stores.update(stores)
@@ -446,6 +450,15 @@ class UndoHistory:
             if failed:
                 lines.append("  could not restore: %s" % ", ".join(failed))
         return "\n".join(lines)
+
+
+def _rebinds_itself(statement):
+    """Whether the statement is ``name = name``."""
+    return (
+        isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name) and isinstance(statement.value, ast.Name)
+        and statement.targets[0].id == statement.value.id
+    )
 
 
 def _tracked(name):
