@@ -157,6 +157,7 @@ pub(super) fn dispute(solutions: &Solutions) -> Option<(Verdict, String)> {
 mod tests {
     use super::*;
     use crate::agent::graphs::default_graph;
+    use crate::agent::llm::Sampling;
     use crate::agent::run::Outcome;
     use crate::agent::script::{Script, latest, ok};
 
@@ -164,9 +165,16 @@ mod tests {
     const DONE: &str = r#"{"is_complete": true, "reasoning": "answered", "next_action": ""}"#;
     const REQUEST: &str = "Store the number of rows in `n`.";
 
+    /// As the local model answers: the likeliest answer, repeatably.
+    const LIKELIEST: Sampling = Sampling {
+        temperature: Some(0.0),
+        seed: Some(0),
+    };
+
     fn settings() -> NodeSettings {
         NodeSettings {
             candidates: 2,
+            sampling: LIKELIEST,
             ..NodeSettings::for_tests()
         }
     }
@@ -251,6 +259,7 @@ mod tests {
         assert_eq!(script.requests[1].stop, ["\n```\n"]);
         let seeds: Vec<_> = script.requests[..3].iter().map(|r| r.sampling).collect();
         assert!(seeds[1] != seeds[0] && seeds[2] != seeds[1], "{seeds:?}");
+        assert!(seeds[1].temperature > LIKELIEST.temperature, "{seeds:?}");
         assert_eq!(script.executed, ["n = 3"]);
         assert!(
             state
@@ -295,6 +304,42 @@ mod tests {
         assert_eq!(state.outcome, Some(Outcome::Complete));
         assert_eq!(script.executed, ["n = 4 - 2", "n = 3"]);
         assert_eq!(script.tried.len(), 2);
+    }
+
+    #[test]
+    fn a_provider_left_at_its_own_sampling_keeps_it_for_other_solutions() {
+        let mut script = Script::new(
+            &[
+                "```python\nn = 3\n```",
+                "```python\nn = 1 + 2\n```",
+                "```python\nn = 3\n```",
+                ONE_VALUE,
+                DONE,
+            ],
+            ok,
+        );
+        script
+            .agreements
+            .push_back(agreement(&[&[0, 1, 2]], &["n: int = 3"; 3]));
+        let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+        let own_default = NodeSettings {
+            sampling: Sampling::default(),
+            ..settings()
+        };
+        let graph = default_graph::<Script>(own_default, state.max_turns);
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(graph.run(&mut state, &mut script))
+            .unwrap();
+        // Reasoning models refuse any temperature but their own.
+        assert_eq!(script.tried.len(), 1);
+        assert!(
+            script
+                .requests
+                .iter()
+                .all(|r| r.sampling == Sampling::default())
+        );
     }
 
     #[test]

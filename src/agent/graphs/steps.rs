@@ -195,7 +195,9 @@ impl NodeSettings {
     /// `self.candidates` other answers to the prompt the turn's own answer
     /// came from (`system` and the conversation before that answer; cached
     /// by the provider, so each costs its own tokens), sampled side by side
-    /// with varied seeds and not shown: the code of each that has any.
+    /// with varied seeds and not shown: the code of each that has any. A
+    /// provider left at its own default samples already, and reasoning
+    /// models refuse any other temperature: its settings stay.
     pub(crate) async fn other_solutions<E: Effects>(
         &self,
         state: &mut AgentState,
@@ -212,10 +214,12 @@ impl NodeSettings {
                     stop: &[],
                 };
                 let mut request = model_request(state, self, system.to_owned(), &call);
-                request.sampling = Sampling {
-                    temperature: Some(CANDIDATE_TEMPERATURE),
-                    seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
-                };
+                if self.sampling.temperature.is_some() {
+                    request.sampling = Sampling {
+                        temperature: Some(CANDIDATE_TEMPERATURE),
+                        seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
+                    };
+                }
                 // Code only, ending with its block: the words around it
                 // would cost as much again. Said at the end of the last
                 // message, so all before it stays cached.
