@@ -11,10 +11,13 @@ fn answer(code: &str) -> Reply {
     Reply::Answer(format!("```python\n{code}\n```"))
 }
 
-/// The kernel with the server as its provider, trying two other solutions.
+/// The kernel with the server as its provider, trying two other solutions,
+/// answering at a temperature of 0 as the local model does (a provider
+/// left at its own sampling keeps it for the others too).
 async fn kernel(llm: &FakeLlm) -> Kernel {
     let mut env = llm.env();
     env.push(("MAHTAB_CANDIDATES", "2".into()));
+    env.push(("MAHTAB_TEMPERATURE", "0".into()));
     Kernel::start_with_env(&env).await
 }
 
@@ -53,6 +56,7 @@ async fn a_value_two_other_solutions_contradict_is_redone_and_agreement_goes_to_
         );
         assert_eq!(other["stop"], serde_json::json!(["\n```\n"]));
     }
+    assert_eq!(requests[0]["temperature"].as_f64(), Some(0.0));
     let temperature = requests[1]["temperature"].as_f64().unwrap();
     assert!((temperature - 0.7).abs() < 1e-6, "{temperature}");
     assert_ne!(requests[1]["seed"], requests[2]["seed"]);
