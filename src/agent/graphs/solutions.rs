@@ -180,7 +180,11 @@ mod tests {
     }
 
     fn run(script: &mut Script, state: &mut AgentState) {
-        let graph = default_graph::<Script>(settings(), state.max_turns);
+        run_with(settings(), script, state);
+    }
+
+    fn run_with(settings: NodeSettings, script: &mut Script, state: &mut AgentState) {
+        let graph = default_graph::<Script>(settings, state.max_turns);
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
@@ -326,12 +330,7 @@ mod tests {
             sampling: Sampling::default(),
             ..settings()
         };
-        let graph = default_graph::<Script>(own_default, state.max_turns);
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(graph.run(&mut state, &mut script))
-            .unwrap();
+        run_with(own_default, &mut script, &mut state);
         // Reasoning models refuse any temperature but their own.
         assert_eq!(script.tried.len(), 1);
         assert!(
