@@ -112,6 +112,26 @@ def test_code_that_types_in_the_example_s_values_over_an_unread_input_is_not_con
     assert on(typed, names=["a", "b"]) == confirmed
 
 
+def test_the_example_s_values_typed_over_an_unread_input_are_not_confirmed_on_data_like_the_example():
+    # The notebook's table is the request's example, so the example's
+    # values typed in make the written result on it; the notebook's own
+    # `order` goes unread, so the match says nothing of the code.
+    request = (
+        "My table looks like this:\n\n   a\n0  1\n1  2\n2  3\n\n"
+        "I have a list of row positions, like [2, 0, 1], and want the rows in that order:\n\n"
+        "   a\n2  3\n0  1\n1  2\n\nStore the table in `out`."
+    )
+    table = pd.DataFrame({"a": [1, 2, 3]})
+
+    def on(code, order):
+        scope, _ = scope_over(table=table.copy(), order=order)
+        return written(scope, code, request=request)
+
+    assert on("out = table.iloc[[2, 0, 1]]", [1, 2, 0]) == []
+    assert on("positions = [2, 0, 1]\nout = table.iloc[positions]", np.array([1, 2, 0])) == []
+    assert on("out = table.iloc[order]", [2, 0, 1]) == [{"verdict": "matches", "name": "out", "on_example": False}]
+
+
 def test_an_example_built_by_the_request_s_own_code():
     request = (
         "For example:\n\n```python\nimport numpy as np\na = np.array([[1, 2], [3, 4]])\n```\n\n"

@@ -488,3 +488,21 @@ def test_a_list_written_beside_another_that_may_be_what_the_user_got_confirms_no
     alone = "I have a = [3, 1, 2, 5]. I want the cumulative sum shifted by one: [0, 3, 4, 6]."
     assert shown_result.judge(alone, [0, 3, 4, 6], [data]) == "matches"
     assert shown_result.judge("for [0, 1, 1] I want [1, 1], the ones", [1, 1], [[0, 1, 1]]) == "matches"
+
+
+def test_a_sentence_s_own_number_is_not_a_written_series_of_one_item():
+    # "every 3 rows" is a number of the request's words: a series, array or
+    # list of the one item 3 is not the table it writes out.
+    request = (
+        "I want to bin my table for every 3 rows from back to front.\n\n   a\n0  2\n1  1\n2  3\n3  1\n\n"
+        "and turn it into this:\n\n     a\n0  1.5\n1  2.0\n\nStore it in `out`."
+    )
+    table = pd.DataFrame({"a": [2, 1, 3, 1]})
+    for one_item in (table.iloc[[2]].mean(), np.array([3.0]), [3]):
+        assert shown_result.judge(request, one_item, [table]) is None, one_item
+    # Written alone, the one item is the result written out.
+    alone = "I want the largest value of a, in a list:\n\n   a\n0  2\n1  1\n2  3\n\nwhich gives\n\n[3]"
+    assert shown_result.judge(alone, [3], [table.iloc[:3]]) == "matches"
+    # A single value is still shown by a sentence: "the largest is 3".
+    said = "I want the largest value of a.\n\n   a\n0  2\n1  1\n2  3\n\nHere the largest is 3."
+    assert shown_result.judge(said, 3, [table.iloc[:3]]) == "matches"

@@ -365,14 +365,16 @@ def written_verdict(runtime, request, codes, namespace, inputs, name):
     after `codes` ran on `inputs` (the values they read, as they were
     before): judged on the notebook's data first; where that says nothing,
     the codes tried on the request's example. None when nothing can be
-    said, or when a match is a value typed in (built from no data), which
-    is no sign that the code computes it."""
+    said, or when a match is a value typed in (built from no data) or made
+    with values typed in where the notebook holds its own, unread: no sign
+    that the code computes it."""
     value = namespace[name]
     found = judged_on_data(runtime, request, value, inputs, name)
     tried = None if found is not None else _tried_on_example(runtime, request, codes, namespace, inputs, name)
     on_example = tried is not None and tried[0] == "matches"
     if found == "matches" or on_example:
-        if typed_values.typed_in(codes, name, namespace) or typed_values.typed_items(codes, value, inputs.values()):
+        if (typed_values.typed_in(codes, name, namespace) or typed_values.typed_items(codes, value, inputs.values())
+                or typed_values.typed_over_unread(codes, namespace)):
             return None
         return WrittenVerdict("matches", on_example)
     if isinstance(found, tuple):

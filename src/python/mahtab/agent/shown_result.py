@@ -417,6 +417,16 @@ def _like_value(piece, found, value):
     return False
 
 
+def _told_apart(value, found, texts):
+    """The printouts of the value that can show the piece (its tokens
+    `found`): for a series, array or list, not one number printed bare
+    unless the piece holds that number alone. A sentence's own number
+    ("bin every 3 rows") is no written series of one item."""
+    if not _holds_items(value) or len(found) <= 1:
+        return texts
+    return [text for text in texts if len(tokens(text)) > 1]
+
+
 def judge(request, value, inputs, name=None, given_in=()):
     """"matches", ("differs", piece) or None for the value made under the
     request (named `name` there), where `inputs` are the values the run's
@@ -452,7 +462,7 @@ def judge(request, value, inputs, name=None, given_in=()):
     ]
     showing = [] if any(same_value(value, item) for item in inputs) else [
         piece for index, (piece, found) in enumerate(parts)
-        if shows_value(piece, found, value, unlike_inputs if index in shown else value_texts,
+        if shows_value(piece, found, value, _told_apart(value, found, unlike_inputs if index in shown else value_texts),
                        cover=1.0 if index in shown else COVER)
     ]
     matching = [
