@@ -179,6 +179,25 @@ mod tests {
         }
     }
 
+    /// A turn's answer `n = 3` and two others (the last written `third`),
+    /// all computing 3, then the form and the review passing.
+    fn three_agreeing(third: &'static str) -> Script {
+        let mut script = Script::new(
+            &[
+                "```python\nn = 3\n```",
+                "```python\nn = 1 + 2\n```",
+                third,
+                ONE_VALUE,
+                DONE,
+            ],
+            ok,
+        );
+        script
+            .agreements
+            .push_back(agreement(&[&[0, 1, 2]], &["n: int = 3"; 3]));
+        script
+    }
+
     fn run(script: &mut Script, state: &mut AgentState) {
         run_with(settings(), script, state);
     }
@@ -228,19 +247,7 @@ mod tests {
 
     #[test]
     fn every_solution_agreeing_still_goes_to_the_review() {
-        let mut script = Script::new(
-            &[
-                "```python\nn = 3\n```",
-                "```python\nn = 1 + 2\n```",
-                "Counting:\n```python\nn = 3\n```",
-                ONE_VALUE,
-                DONE,
-            ],
-            ok,
-        );
-        script
-            .agreements
-            .push_back(agreement(&[&[0, 1, 2]], &["n: int = 3"; 3]));
+        let mut script = three_agreeing("Counting:\n```python\nn = 3\n```");
         let mut state = AgentState::new(REQUEST, Vec::new(), 5);
         run(&mut script, &mut state);
         assert_eq!(state.outcome, Some(Outcome::Complete));
@@ -312,19 +319,7 @@ mod tests {
 
     #[test]
     fn a_provider_left_at_its_own_sampling_keeps_it_for_other_solutions() {
-        let mut script = Script::new(
-            &[
-                "```python\nn = 3\n```",
-                "```python\nn = 1 + 2\n```",
-                "```python\nn = 3\n```",
-                ONE_VALUE,
-                DONE,
-            ],
-            ok,
-        );
-        script
-            .agreements
-            .push_back(agreement(&[&[0, 1, 2]], &["n: int = 3"; 3]));
+        let mut script = three_agreeing("```python\nn = 3\n```");
         let mut state = AgentState::new(REQUEST, Vec::new(), 5);
         let own_default = NodeSettings {
             sampling: Sampling::default(),
