@@ -16,7 +16,7 @@ pub mod unmet;
 
 pub use analyst::analyst_graph;
 pub use default::default_graph;
-pub use planner::planner_graph;
+pub use planner::{FailedStep, planner_graph};
 pub use rlm::rlm_graph;
 pub use steps::NodeSettings;
 pub use triage::triage_graph;
@@ -44,10 +44,10 @@ mod tests {
             analyst_graph::<Script>(settings(), 3)
                 .missing_node()
                 .map(|n| n.name()),
-            planner_graph::<Script>(settings(), 3, false)
+            planner_graph::<Script>(settings(), 3, false, FailedStep::Checked)
                 .missing_node()
                 .map(|n| n.name()),
-            planner_graph::<Script>(settings(), 3, true)
+            planner_graph::<Script>(settings(), 3, true, FailedStep::Checked)
                 .missing_node()
                 .map(|n| n.name()),
             rlm_graph::<Script>(settings(), search, 3)

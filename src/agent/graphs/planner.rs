@@ -14,6 +14,9 @@
 //! asks it to. Every step counts as a turn; the run ends at `finish` or
 //! after the last turn's action. A final answer after steps must pass
 //! [`super::check`]; when it does not, the reasons are the next observation.
+//! A final answer right after a step that failed is never done on its own
+//! run; under the triage, whose repair and review follow, it is checked as
+//! the steps before it ([`FailedStep`]).
 
 use super::check::{Work, check};
 use super::steps::{NodeSettings, node, run_pending};
@@ -44,11 +47,22 @@ nodes! {
     }
 }
 
+/// Who settles a final answer given right after a step that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailedStep {
+    /// The planner's own check, as failed work: never done as it stands.
+    Checked,
+    /// The graph the task came from (the triage), which repairs the
+    /// failure where a known fix applies and reviews what it hands back.
+    LeftToCaller,
+}
+
 /// The planner graph; with `informer`, the informer runs first.
 pub fn planner_graph<E: Effects>(
     settings: NodeSettings,
     max_turns: u32,
     informer: bool,
+    failed_step: FailedStep,
 ) -> Graph<AgentState, E, Step> {
     let (plan_settings, execute) = (settings.clone(), settings.execute);
     // Each turn is a planner step, its action, and perhaps the informer.
@@ -61,7 +75,15 @@ pub fn planner_graph<E: Effects>(
     let graph = Graph::new(entry, step_cap)
         .node(
             Step::Planner,
-            node(move |s, e| Box::pin(plan_step(s, e, plan_settings.clone(), informer))),
+            node(move |s, e| {
+                Box::pin(plan_step(
+                    s,
+                    e,
+                    plan_settings.clone(),
+                    informer,
+                    failed_step,
+                ))
+            }),
         )
         .node(Step::Tool, node(move |s, e| Box::pin(act(s, e, execute))));
     let graph = if informer {
@@ -109,6 +131,7 @@ async fn plan_step<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
     informer: bool,
+    failed_step: FailedStep,
 ) -> Result<(), AgentError> {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
@@ -179,9 +202,11 @@ async fn plan_step<E: Effects>(
             // Done only once the check passes: the last steps and the final
             // answer beside the values the request names.
             state.looked_at += 1;
+            let failed = failed_step == FailedStep::Checked
+                && state.executions.last().is_some_and(|last| last.failed);
             let work = Work {
                 since: state.executions.len().saturating_sub(CHECKED_STEPS),
-                failed: false,
+                failed,
                 answer: Some(text.as_str()),
                 agreed: None,
                 sent_back: state.looked_at - 1,
@@ -375,7 +400,12 @@ mod tests {
     }
 
     fn run(script: &mut Script, state: &mut AgentState, informer: bool, execute: bool) -> RunEnd {
-        let graph = planner_graph::<Script>(settings(execute), state.max_turns, informer);
+        let graph = planner_graph::<Script>(
+            settings(execute),
+            state.max_turns,
+            informer,
+            FailedStep::Checked,
+        );
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
@@ -586,9 +616,13 @@ mod tests {
             ],
             fails_once,
         );
-        let mut state = AgentState::new("divide", Vec::new(), 5);
+        let mut state = AgentState::new("divide", Vec::new(), 3);
         run(&mut script, &mut state, false, true);
         assert_eq!(script.executed, ["1/0"]);
+        // The final answer rests on a step that failed: never done, whatever
+        // the review says, and at the last turn the run ends unfinished.
+        assert!(state.verdict.as_ref().is_some_and(|v| !v.is_complete));
+        assert_eq!(state.outcome, Some(Outcome::MaxTurns));
         let told = |n: usize| script.requests[n].messages.last().unwrap().content.clone();
         assert!(told(1).contains("ZeroDivisionError"), "{}", told(1));
         assert!(

@@ -25,7 +25,7 @@ use crate::agent::config::options::{self, AgentCell, AskOptions, DrawnGraph, Gra
 use crate::agent::failure::AskFailure;
 use crate::agent::graphs::rlm::Search;
 use crate::agent::graphs::{
-    NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
+    FailedStep, NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
 use crate::agent::llm::Usage;
 use crate::agent::llm::local::shared;
@@ -379,7 +379,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         // Drawn with the informer, so every node shows.
         DrawnGraph::Ask(GraphKind::Planner) => (
             "planner",
-            planner_graph::<RunEffects<P>>(settings, turns, true).mermaid(),
+            planner_graph::<RunEffects<P>>(settings, turns, true, FailedStep::Checked).mermaid(),
         ),
         DrawnGraph::Ask(GraphKind::Triage) => (
             "triage",

@@ -21,7 +21,7 @@ use crate::agent::config::options::{self, AskOptions, GraphKind, UsageError};
 use crate::agent::failure::AskFailure;
 use crate::agent::graph::RunEnd;
 use crate::agent::graphs::{
-    NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
+    FailedStep, NodeSettings, analyst_graph, default_graph, planner_graph, rlm_graph, triage_graph,
 };
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::prose::without_code;
@@ -398,9 +398,14 @@ async fn run_graph<P: Ports>(
                 .await
         }
         (Job::Ask { .. }, GraphKind::Planner) => {
-            planner_graph(node_settings, max_turns, setup.options.informer)
-                .run(state, effects)
-                .await
+            planner_graph(
+                node_settings,
+                max_turns,
+                setup.options.informer,
+                FailedStep::Checked,
+            )
+            .run(state, effects)
+            .await
         }
         (Job::Ask { .. }, GraphKind::Triage) => {
             triage_graph(node_settings, max_turns, agents)

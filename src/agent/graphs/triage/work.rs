@@ -4,7 +4,7 @@
 
 use crate::agent::graphs::analyst::analyst_graph;
 use crate::agent::graphs::default::default_graph;
-use crate::agent::graphs::planner::planner_graph;
+use crate::agent::graphs::planner::{FailedStep, planner_graph};
 use crate::agent::graphs::steps::{NodeSettings, run_pending};
 use crate::agent::llm::{ChatMessage, Role, claude_cli};
 use crate::agent::run::{
@@ -50,7 +50,7 @@ pub(super) async fn delegate<E: Effects>(
                 .await
         }
         Agent::Planner => {
-            planner_graph::<E>(settings, turns, false)
+            planner_graph::<E>(settings, turns, false, FailedStep::LeftToCaller)
                 .run(state, effects)
                 .await
         }
