@@ -8,10 +8,12 @@
 # local model built for this CPU"), and reading prompts is most of what a
 # review costs.
 #
-# Built once per xllamacpp version and CPU (a few minutes on 2 cores) and
-# kept as a wheel under ~/.cache/mahtab (MAHTAB_BUILD_CACHE elsewhere). Any
-# failure keeps the prebuilt wheel, which works everywhere; set
-# MAHTAB_PREBUILT_LLAMA=1 to skip the build.
+# Built once per xllamacpp version, CPU and build flags (a few minutes on 2
+# cores) and kept as a wheel under ~/.cache/mahtab (MAHTAB_BUILD_CACHE
+# elsewhere). A build is kept only once it has served the small SmolLM2
+# model (its start runs a first decode); any failure keeps the prebuilt
+# wheel, which works everywhere. Set MAHTAB_PREBUILT_LLAMA=1 to skip the
+# build.
 #
 # usage: bash scripts/local-model-native.sh PYTHON
 set -euo pipefail
@@ -28,8 +30,17 @@ fi
 # A wheel built with -march=native runs only where these instructions are.
 cpu="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' \
     | grep -E '^(avx|avx2|avx512[a-z_]*|avx_vnni|amx[a-z_]*|f16c|fma|bmi2)$' | sort | tr '\n' ' ' || true)"
-key="$(printf '%s\n%s\n%s\n' "$version" "$cpu" "$(cc --version 2>/dev/null | head -1)" \
-    | sha256sum | cut -c1-16)"
+# No AMX: on a CPU that reports it (Sapphire Rapids and later, in some VMs)
+# llama.cpp's AMX kernels stop at an invalid instruction when the model's
+# first batch runs, and the model reads prompts fast enough without them.
+# No network at build time beyond the package index: llama.cpp's HTTPS
+# client (BoringSSL, fetched by git) and llguidance are not needed by a
+# server that listens on loopback.
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+cmake_args="-DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$no_amx' -DCMAKE_CXX_FLAGS='$no_amx'"
+cmake_args+=" -DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_LLGUIDANCE=OFF"
+key="$(printf '%s\n%s\n%s\n%s\n' "$version" "$cpu" "$(cc --version 2>/dev/null | head -1)" \
+    "$cmake_args" | sha256sum | cut -c1-16)"
 # Where the installed package records the build it is (the prebuilt one has no record).
 marker() {
     "$python" -c 'import os, xllamacpp; print(os.path.join(os.path.dirname(xllamacpp.__file__), "NATIVE_BUILD"))' \
@@ -42,6 +53,11 @@ fi
 
 cache="${MAHTAB_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mahtab}"
 wheels="$cache/xllamacpp-native/$key"
+# A build that did not serve here is not tried again for the same key.
+unusable="$cache/xllamacpp-native/$key.unusable"
+if [[ -f "$unusable" ]]; then
+    exit 0
+fi
 wheel="$(ls "$wheels"/xllamacpp-*.whl 2>/dev/null | head -1 || true)"
 if [[ -z "$wheel" ]]; then
     echo "==> building the local model's llama.cpp server for this CPU (once; a few minutes)"
@@ -51,12 +67,10 @@ if [[ -z "$wheel" ]]; then
     build() {
         [[ -x "$tools/bin/cmake" && -x "$tools/bin/ninja" ]] \
             || { "$python" -m venv "$tools" && "$tools/bin/pip" install --quiet cmake ninja; }
-        # No network at build time beyond the package index: llama.cpp's
-        # HTTPS client (BoringSSL, fetched by git) and llguidance are not
-        # needed by a server that listens on loopback.
-        PATH="$tools/bin:$PATH" NPROC="$(nproc)" \
-            CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_LLGUIDANCE=OFF" \
-            "$python" -m pip wheel --quiet --no-deps --no-binary xllamacpp \
+        # (--no-cache-dir: pip's own cache would hand back a wheel built
+        # from the same source with other flags.)
+        PATH="$tools/bin:$PATH" NPROC="$(nproc)" CMAKE_ARGS="$cmake_args" \
+            "$python" -m pip wheel --quiet --no-deps --no-cache-dir --no-binary xllamacpp \
             "xllamacpp==$version" -w "$wheels"
     }
     if ! build > "$log" 2>&1; then
@@ -67,12 +81,16 @@ if [[ -z "$wheel" ]]; then
     wheel="$(ls "$wheels"/xllamacpp-*.whl | head -1)"
 fi
 "$python" -m pip install --quiet --no-deps --force-reinstall "$wheel"
-if "$python" -c 'import xllamacpp, sys; sys.exit(not xllamacpp.get_system_info())' 2>/dev/null; then
+# Served, not just loaded: the library loads on any CPU, and an instruction
+# this one lacks shows only when the model's first batch runs.
+check="$cache/xllamacpp-native/check-$key.log"
+if timeout 300 "$python" "$root/scripts/local-model-serves.py" > "$check" 2>&1; then
     echo "$key" > "$(marker)"
     echo "==> the local model's server is built for this CPU"
 else
-    echo "==> the built server does not load; the prebuilt one is put back"
+    echo "==> the built server does not serve here (see $check); the prebuilt one is put back"
     rm -rf "$wheels"
+    touch "$unusable"
     "$python" -m pip install --quiet --no-deps --force-reinstall \
         "xllamacpp==$version"
 fi

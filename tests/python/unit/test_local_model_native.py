@@ -1,6 +1,7 @@
 """The local model's llama.cpp server as `scripts/local-model-native.sh`
 builds it for this machine's CPU: the build really uses the CPU's own
-instruction sets, and setting up again finds it and does nothing."""
+instruction sets but AMX, it serves a model here, and setting up again finds
+it and does nothing."""
 
 import pathlib
 import subprocess
@@ -43,6 +44,21 @@ def test_the_server_built_here_uses_every_instruction_set_the_cpu_has():
     assert wanted, "no x86 vector instruction set found in /proc/cpuinfo"
     missing = [name for name in wanted if f"{name} = 1" not in info]
     assert not missing, f"built without {missing}: {info}"
+
+
+def test_the_server_built_here_has_no_amx_kernels_and_serves_a_model():
+    xllamacpp = native_build()
+    # (llama.cpp's AMX kernels met an invalid instruction on a CPU that
+    # reports AMX: the build leaves them out.)
+    assert "AMX" not in xllamacpp.get_system_info()
+    served = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "local-model-serves.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert served.returncode == 0, served.stderr[-2000:]
+    assert served.stdout.startswith("served: "), served.stdout
 
 
 def test_setting_up_again_keeps_the_build_and_says_nothing():
