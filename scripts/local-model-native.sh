@@ -8,7 +8,7 @@
 # local model built for this CPU"), and reading prompts is most of what a
 # review costs.
 #
-# Built once per xllamacpp version, CPU and build flags (a few minutes on 2
+# Built once per xllamacpp version, CPU and build flags (about ten minutes on 2
 # cores) and kept as a wheel under ~/.cache/mahtab (MAHTAB_BUILD_CACHE
 # elsewhere). A build is kept only once it has served the small SmolLM2
 # model (its start runs a first decode); any failure keeps the prebuilt
