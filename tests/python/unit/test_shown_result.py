@@ -506,3 +506,29 @@ def test_a_sentence_s_own_number_is_not_a_written_series_of_one_item():
     # A single value is still shown by a sentence: "the largest is 3".
     said = "I want the largest value of a.\n\n   a\n0  2\n1  1\n2  3\n\nHere the largest is 3."
     assert shown_result.judge(said, 3, [table.iloc[:3]]) == "matches"
+
+
+def test_a_result_written_in_the_value_s_own_form_with_other_numbers_differs():
+    # The request writes, for its own data, the series it wants: the same
+    # row labels and name as the value, another number in one row.
+    table = pd.DataFrame({"team": ["red", "blue", "red", "blue"], "pts": [4.0, np.nan, 1.0, 2.0]})
+    request = (
+        "My table:\n\n   team  pts\n0   red  4.0\n1  blue  NaN\n2   red  1.0\n3  blue  2.0\n\n"
+        "I want the total per team, missing if any is missing:\n\nteam\nblue    NaN\nred     5.0\n"
+        "Name: pts, dtype: float64\n\nresult = ..."
+    )
+    right = table.groupby("team")["pts"].apply(lambda pts: pts.sum(skipna=False))
+    assert shown_result.judge(request, right, [table], name="result") == "matches"
+    skipped = table.groupby("team")["pts"].sum()
+    verdict, piece = shown_result.judge(request, skipped, [table], name="result")
+    assert verdict == "differs" and "Name: pts" in piece
+    # Labels over numbers alone do not make a form: below a header, the
+    # numbers of a table with a column more line up with any run of as
+    # many, so a value without that column is not sent back for them.
+    data = pd.DataFrame({"key": [7, 7, 8], "a": [5, 1, 3]})
+    wider = (
+        "My data:\n\n   key  a\n0    7  5\n1    7  1\n2    8  3\n\nsorted within each key:\n\n"
+        "        key  a\nkey            \n7   1    7  1\n    0    7  5\n8   2    8  3\n\nresult = ..."
+    )
+    kept_out = data.groupby("key")[["a"]].apply(lambda group: group.sort_values("a"))
+    assert shown_result.judge(wider, kept_out, [data], name="result") is None

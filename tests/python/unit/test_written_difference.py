@@ -99,3 +99,12 @@ def test_a_value_whose_own_methods_fail_gets_nothing_said():
             raise RuntimeError("no length")
 
     assert difference("[1, 2, 3]", Odd([1, 2]), "r") == ""
+
+
+def test_a_written_series_is_read_row_by_row_not_as_a_table():
+    # ``blue NaN`` over ``red 5.0`` looks like a header of names over a row.
+    written = "team\nblue    NaN\nred     5.0\nName: pts, dtype: float64"
+    value = pd.Series([2.0, 5.0], index=pd.Index(["blue", "red"], name="team"), name="pts")
+    assert difference(written, value, "result") == (
+        "The first row that differs: the written result has `blue NaN` where `result` has `blue 2.0`."
+    )

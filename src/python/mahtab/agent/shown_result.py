@@ -16,7 +16,8 @@ it labels rows with held) and its labels and kinds agree with the piece's
 (`written_labels`), it is "matches"; the numbers alone, under other labels
 or as text, say nothing; when exactly one piece that
 shows no input is printed as the value would be (a table with most of its
-columns, a bracketed list for a list or array; code only where it assigns
+columns, a bracketed list for a list or array, the value's own printout
+with other numbers in it; code only where it assigns
 to the value's name, or assigns a value typed in anew to a name the request
 assigned before: "I have a = ..., it will return a = ...") and the value,
 one that holds items (not a single number or word), matches none, it is "differs", with the piece; otherwise
@@ -417,6 +418,34 @@ def _like_value(piece, found, value):
     return False
 
 
+# The fewest labels and numbers a printout's form must hold to be told
+# from any other printout of as many numbers.
+FORM_WORDS = 2
+FORM_NUMBERS = 2
+
+
+def _in_value_form(found, texts):
+    """Whether the piece (its tokens `found`) holds one of the value's
+    printouts `texts` with other numbers: the same labels (index labels, a
+    header, a series' name) in the same places, the numbers between them
+    as many, and no other number in the piece. A series written out for
+    this data with its row labels and name, but another sum in one row, is
+    the value's form; a few numbers alone say nothing of the form, nor a
+    header over more columns than the value has (the numbers of a table
+    line up with any run of as many)."""
+    written = len(numbers(found))
+    for text in texts:
+        printed = tokens(text)
+        words = sum(token[0] == "w" for token in printed)
+        if words < FORM_WORDS or len(printed) - words < FORM_NUMBERS or len(printed) - words != written:
+            continue
+        for start in range(len(found) - len(printed) + 1):
+            window = found[start:start + len(printed)]
+            if all(w[0] == p[0] and (w[0] == "n" or w == p) for w, p in zip(window, printed)):
+                return True
+    return False
+
+
 def _told_apart(value, found, texts):
     """The printouts of the value that can show the piece (its tokens
     `found`): for a series, array or list, not one number printed bare
@@ -507,7 +536,8 @@ def judge(request, value, inputs, name=None, given_in=()):
     written = [
         piece for index, (piece, found) in enumerate(parts)
         if index not in shown and (not is_code(piece) or _assigns(piece, name) or index in anew)
-        and any(_like_value(piece, found, item) for item in [value, *inputs])
+        and (any(_like_value(piece, found, item) for item in [value, *inputs])
+             or _in_value_form(found, value_texts))
         and not any(piece != other and piece in other for other, _ in parts)
     ]
     if len(written) == 1:

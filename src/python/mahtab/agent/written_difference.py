@@ -13,7 +13,7 @@ another, nothing is.
 import math
 import re
 
-from mahtab.agent import printed_tokens, shown_result
+from mahtab.agent import printed_tokens, shown_result, written_labels
 
 # How long a row or item may be, quoted, before it is cut.
 QUOTED_CHARS = 120
@@ -159,7 +159,9 @@ def _written_table(written):
     an index, give or take one, a cell left empty); ([], []) when the
     piece prints no table with a header of names."""
     found = shown_result.table_header_at(written)
-    if found is None:
+    # (A series printout's rows, ``left NaN`` over ``right -3.0``, read
+    # as a header of names over a row: no table.)
+    if found is None or written_labels.prints_series(written):
         return [], []
     start, lines = found
     header = lines[start].split()

@@ -50,6 +50,11 @@ def differ(piece, value, inputs=()):
     return name is not None and any(line.strip().lower() == name.lower() for line in piece.splitlines())
 
 
+def prints_series(piece):
+    """Whether the piece holds a pandas series printout's last line."""
+    return _SERIES_FOOTER.search(piece) is not None
+
+
 def _index_names(value):
     """The names of the value's index levels (none for a table without
     an index, as polars' are)."""
