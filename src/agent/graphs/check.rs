@@ -40,7 +40,8 @@ pub struct Work<'a> {
     /// Whether the last block failed (never done; the review says whether
     /// another attempt can fix it).
     pub failed: bool,
-    /// The run's own closing answer, when it gave one (the planner's).
+    /// The run's own closing answer, when it gave one (the planner's),
+    /// shown to the review only when the request names no value.
     pub answer: Option<&'a str>,
     /// How many of the solutions written independently for the work's
     /// request computed the values it did, of how many computed any
@@ -123,7 +124,13 @@ pub async fn check<E: Effects>(
         .collect();
     let reviewed: Vec<&Execution> = reviewed.iter().collect();
     let mut review = prompts::review_request(&state.request, &reviewed);
-    if let Some(answer) = work.answer.filter(|a| !a.trim().is_empty()) {
+    // The closing answer is what is judged only where the request names no
+    // value: beside the values, it is the model's claim about them, and a
+    // small judge passes wrong values a confident answer vouches for.
+    if let Some(answer) = work
+        .answer
+        .filter(|a| !a.trim().is_empty() && values.is_empty())
+    {
         review.push_str(&prompts::answer_to_check(answer));
     }
     review.push_str(&prompts::values_to_check(&values));

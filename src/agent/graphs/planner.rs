@@ -551,10 +551,10 @@ mod tests {
             told(3)
         );
         assert!(told(6).contains("only the first row"), "{}", told(6));
-        // The review saw the final answer beside the value.
+        // The review saw the value, not the final answer's claim about it.
         let review = latest(script.requests.last().unwrap());
         assert!(
-            review.contains("The total is 3.") && review.contains("total: int: 3"),
+            !review.contains("The total is 3.") && review.contains("total: int: 3"),
             "{review}"
         );
         assert_eq!(state.outcome, Some(Outcome::Complete));
@@ -676,6 +676,23 @@ mod tests {
         assert_eq!(script.executed, ["a = 1", "b = 2"]);
         assert_eq!(state.outcome, Some(Outcome::MaxTurns));
         assert_eq!(state.turn, 2);
+    }
+
+    #[test]
+    fn where_the_request_names_no_value_the_review_checks_the_final_answer() {
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\nprint(max([3, 9, 4]))\n```",
+                "Final Answer: The largest is 9.",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("Which of 3, 9 and 4 is the largest?", Vec::new(), 4);
+        run(&mut script, &mut state, false, true);
+        let review = latest(script.requests.last().unwrap());
+        assert!(review.contains("The largest is 9."), "{review}");
+        assert_eq!(state.outcome, Some(Outcome::Complete));
     }
 
     #[test]
