@@ -532,3 +532,27 @@ def test_a_result_written_in_the_value_s_own_form_with_other_numbers_differs():
     )
     kept_out = data.groupby("key")[["a"]].apply(lambda group: group.sort_values("a"))
     assert shown_result.judge(wider, kept_out, [data], name="result") is None
+
+
+def test_columns_in_another_order_match_only_in_the_notebook_s_order_or_the_written_one():
+    # The notebook holds key, n, tag; the request prints tag first.
+    data = pd.DataFrame({"key": ["p", "q", "p"], "n": [2, 7, 5], "tag": ["x1", "y2", "z3"]})
+    request = (
+        "My data:\n\n  tag key  n\n0  x1   p  2\n1  y2   q  7\n2  z3   p  5\n\n"
+        "I want a running total of n per key:\n\n  tag key  n  run\n0  x1   p  2    2\n1  y2   q  7    7\n"
+        "2  z3   p  5    7\n\nresult = ..."
+    )
+    right = data.assign(run=data.groupby("key")["n"].cumsum())
+    assert shown_result.judge(request, right, [data], name="result") == "matches"
+    assert shown_result.judge(request, right[["tag", "key", "n", "run"]], [data], name="result") == "matches"
+    assert shown_result.judge(request, right[["run", "tag", "n", "key"]], [data], name="result") is None
+    # Printed in its own order once, the data is not reordered by a later
+    # piece in another order (what the user got): only the written order
+    # of the result matches.
+    shown_once = (
+        "My data:\n\n  key  n tag\n0   p  2  x1\n1   q  7  y2\n2   p  5  z3\n\n"
+        "I tried something and got:\n\n  tag key  n\n0  x1   p  2\n1  y2   q  7\n2  z3   p  5\n\n"
+        "I want:\n\n  key  n tag  run\n0   p  2  x1    2\n1   q  7  y2    7\n2   p  5  z3    7\n\nresult = ..."
+    )
+    assert shown_result.judge(shown_once, right[["key", "n", "tag", "run"]], [data], name="result") == "matches"
+    assert shown_result.judge(shown_once, right[["tag", "key", "run", "n"]], [data], name="result") is None

@@ -285,6 +285,27 @@ def _in_piece_order(value, piece):
         return None
 
 
+def _in_own_order(value, piece):
+    """Whether the piece prints the table with its columns in its order."""
+    return hasattr(value, "columns") and table_header(piece) == [str(column).lower() for column in value.columns]
+
+
+def _input_order_kept(value, inputs):
+    """Whether the table keeps the columns it shares with each input table
+    (two or more) in that input's order: the notebook's order, where the
+    request prints its data in another, is the one a right table keeps."""
+    if not hasattr(value, "columns"):
+        return True
+    columns = list(value.columns)
+    for item in inputs:
+        if not hasattr(item, "columns"):
+            continue
+        shared = [column for column in item.columns if column in columns]
+        if len(shared) >= 2 and shared != [column for column in columns if column in shared]:
+            return False
+    return True
+
+
 def shows_value(piece, found, value, texts, cover=COVER):
     """Whether the piece shows the value (`texts`: its printouts), its
     columns taken in the piece's order; with a `cover`, as all of a table
@@ -480,7 +501,10 @@ def judge(request, value, inputs, name=None, given_in=()):
         if not where and not given_in:
             return None
         shown |= where
-        inputs_reordered |= any(_in_piece_order(item, parts[index][0]) is not None for index in where)
+        # (Printed in its own order anywhere, the input is not reordered by
+        # the request: a later piece in another order is what the user got.)
+        inputs_reordered |= any(_in_piece_order(item, parts[index][0]) is not None for index in where) and not any(
+            _in_own_order(item, parts[index][0]) for index in where)
     value_texts = printouts(value)
     # (A value that is an input as it was is not confirmed by the request
     # printing that input; in a piece that prints an input, the value must
@@ -509,7 +533,7 @@ def judge(request, value, inputs, name=None, given_in=()):
     inputs_shown = [piece for index, (piece, _) in enumerate(parts) if index in shown]
     if any(
         not _beside_another_result(piece, request, inputs_shown, showing)
-        and (inputs_reordered or _in_piece_order(value, piece) is None)
+        and (inputs_reordered and _input_order_kept(value, inputs) or _in_piece_order(value, piece) is None)
         for piece in matching
     ):
         return "matches"
