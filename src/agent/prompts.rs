@@ -678,7 +678,7 @@ pub fn observation(report: &str) -> String {
 /// earlier one (`step`, from 1) with the same outcome.
 pub fn planner_repeated(step: usize) -> String {
     format!(
-        "This is the code of step {step} again, with the same result: running it again will not \
+        "\nThis is the code of step {step} again, with the same result: running it again will not \
 change anything. Take a different action."
     )
 }

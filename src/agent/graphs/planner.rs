@@ -308,8 +308,7 @@ async fn act<E: Effects>(
                     state.outcome = Some(Outcome::Repeating);
                     return Ok(());
                 }
-                report.push('\n');
-                report.push_str(&repeat_notice(state, &last, step + 1));
+                report.push_str(&prompts::planner_repeated(step + 1));
             }
             report
         }
@@ -335,24 +334,6 @@ async fn act<E: Effects>(
         state.outcome = Some(Outcome::MaxTurns);
     }
     Ok(())
-}
-
-/// What the planner is told when a step ran the code of an earlier one
-/// (`step`, from 1) with the same outcome, as the default graph tells it: a
-/// failure cannot work and is to be taken apart; a result a review found
-/// unfinished is unfinished for the same reasons.
-fn repeat_notice(state: &AgentState, last: &Execution, step: usize) -> String {
-    if last.failed && !errors::refused(&last.output) {
-        return prompts::repeated_failure(errors::error_line(&last.output), None);
-    }
-    match state
-        .verdict
-        .as_ref()
-        .filter(|v| v.parsed && !v.is_complete && !v.reasoning.is_empty())
-    {
-        Some(review) => prompts::repeated_unfinished(&review.reasoning, &review.next_action),
-        None => prompts::planner_repeated(step),
-    }
 }
 
 /// The informer node: describes the variables the planner asked about (at
@@ -600,7 +581,7 @@ mod tests {
     fn a_step_that_repeats_an_earlier_one_is_told_so_then_the_run_stops() {
         let query = "Action: python\nAction Input:\n```python\nquery(x)\n```";
         let import = "Action: python\nAction Input:\n```python\nimport pandas as pd\n```";
-        let mut script = Script::new(&[import, import, query, import], |code| {
+        let mut script = Script::new(&[query, import, query, import], |code| {
             let failed = code.contains("query");
             Execution {
                 output: if failed {
@@ -614,60 +595,14 @@ mod tests {
         });
         let mut state = AgentState::new("filter x", Vec::new(), 8);
         run(&mut script, &mut state, false, true);
-        // The second step, a repeat of the first, is told so; the fourth
-        // repeats too, and the run stops.
-        let second = latest(&script.requests[2]);
-        assert!(second.contains("code of step 1 again"), "{second}");
+        // The first failure comes with a hint; the third step, a repeat of
+        // the first, is told so; the fourth repeats too, and the run stops.
+        let first = latest(&script.requests[1]);
+        assert!(first.contains("Hint: define or import the name"), "{first}");
         let third = latest(&script.requests[3]);
-        assert!(third.contains("Hint: define or import the name"), "{third}");
+        assert!(third.contains("code of step 1 again"), "{third}");
         assert_eq!(state.outcome, Some(Outcome::Repeating));
         assert_eq!(script.requests.len(), 4);
-    }
-
-    #[test]
-    fn a_repeated_failure_is_to_be_taken_apart_and_a_repeated_result_keeps_its_review() {
-        let query = "Action: python\nAction Input:\n```python\nquery(x)\n```";
-        let mut script = Script::new(&[query, query, "Final Answer: none", DONE], |code| {
-            Execution {
-                output: "NameError: name 'query' is not defined".into(),
-                failed: true,
-                ..ok(code)
-            }
-        });
-        let mut state = AgentState::new("filter x", Vec::new(), 3);
-        run(&mut script, &mut state, false, true);
-        let told = latest(&script.requests[2]);
-        assert!(
-            told.contains("Hint: define or import the name")
-                && told.contains("cannot work")
-                && told.contains("small steps"),
-            "{told}"
-        );
-        // A result the review sent back, sent again: the review's reasons again.
-        let not_done = r#"{"is_complete": false, "reasoning": "only the first row was summed", "next_action": "sum every row"}"#;
-        let step = "Action: python\nAction Input:\n```python\ntotal = 1\n```";
-        let mut script = Script::new(
-            &[
-                step,
-                "Final Answer: stored",
-                ONE_VALUE,
-                not_done,
-                step,
-                "Final Answer: stored",
-                not_done,
-            ],
-            ok,
-        );
-        let mut state = AgentState::new("Store the total in `total`.", Vec::new(), 4);
-        run(&mut script, &mut state, false, true);
-        let told = latest(&script.requests[5]);
-        assert!(
-            told.contains("only the first row was summed")
-                && told.contains("Next: sum every row")
-                && !told.contains("code of step 1"),
-            "{told}"
-        );
-        assert_roles_alternate(&script);
     }
 
     #[test]
