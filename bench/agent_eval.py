@@ -85,7 +85,7 @@ SPLIT_SEED = "mahtab-eval-split-1"
 # What the harness must not inherit: a replay or local run talks to its own server.
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MAHTAB_PROVIDER",
                       "MAHTAB_MODEL", "MAHTAB_CONFIG", "MAHTAB_LOCAL_MODEL", "MAHTAB_LOCAL_MODEL_URL",
-                      "MAHTAB_TEMPERATURE", "MAHTAB_SEED", "MAHTAB_CANDIDATES")
+                      "MAHTAB_TEMPERATURE", "MAHTAB_SEED", "MAHTAB_CANDIDATES", "MAHTAB_CROSS_CHECKS")
 
 # The local models' files and context windows (src/agent/llm/local.rs).
 LOCAL_MODELS = {
@@ -114,6 +114,9 @@ class Result:
     # How sure the judge was of its last "done", in percent, where the
     # provider says (None otherwise): claims can be weighed again offline.
     confidence: int | None = None
+    # What solutions written independently said of a judged "done"
+    # ("agreed", "differed"), where they were compared.
+    cross_check: str | None = None
     # Each model call, in order: {"shown", "purpose", "first_text_seconds",
     # "seconds", "input_tokens", "cached_tokens", "output_tokens"} (the
     # kernel's trace).
@@ -364,6 +367,7 @@ def run_task(ksm, env, graph, task, timeout, max_turns=None, show=False):
             result.turns = trace["turns"]
             result.outcome = trace["outcome"]
             result.confidence = trace.get("confidence")
+            result.cross_check = (trace.get("cross_check") or {}).get("result")
             result.calls = trace.get("calls", [])
             result.steps = trace.get("steps", [])
             result.input_tokens = trace["input_tokens"]
@@ -407,6 +411,7 @@ def summarize(results, graphs):
         solved_times = [r.seconds for r in mine if r.solved]
         claimed = [r for r in mine if r.outcome == "Complete"]
         unsure = [r for r in mine if r.outcome == "Unconfirmed"]
+        differed = [r for r in unsure if r.cross_check == "differed"]
         rows.append({
             "graph": graph,
             "solved": statistics.mean(solved_per_repeat),
@@ -429,7 +434,14 @@ def summarize(results, graphs):
             "done_wrong": sum(not r.solved for r in claimed) // len(repeats),
             "unconfirmed": len(unsure) // len(repeats),
             "unconfirmed_wrong": sum(not r.solved for r in unsure) // len(repeats),
-            "done_at": done_at(claimed + unsure, len(repeats)),
+            # (Without the runs the cross-check left unconfirmed: no bar
+            # would have made them claims.)
+            "done_at": done_at(claimed + [r for r in unsure if r not in differed], len(repeats)),
+            "cross_checked": sum(r.cross_check == "agreed" for r in claimed) // len(repeats),
+            "cross_checked_wrong": sum(r.cross_check == "agreed" and not r.solved for r in claimed)
+            // len(repeats),
+            "differed": len(differed) // len(repeats),
+            "differed_wrong": sum(not r.solved for r in differed) // len(repeats),
             # Where the provider gives the judge's odds, a "done" without
             # them was settled by code (the result the request writes out).
             "done_by_code": sum(r.confidence is None for r in claimed) // len(repeats),
@@ -494,6 +506,12 @@ def print_report(rows, results, provider, named=True):
             judged_wrong = row["done_wrong"] - row["done_by_code_wrong"]
             print(f"{row['graph']}: \"done\" claims (wrong) settled by code {row['done_by_code']} "
                   f"({row['done_by_code_wrong']}) · passed by the judge {judged} ({judged_wrong})")
+    for row in rows:
+        if row["cross_checked"] or row["differed"]:
+            print(f"{row['graph']}: \"done\" claims (wrong) another solution written independently confirmed "
+                  f"{row['cross_checked']} ({row['cross_checked_wrong']}) · passed by the judge but left "
+                  f"unconfirmed as every other solution computed otherwise {row['differed']} "
+                  f"({row['differed_wrong']})")
     for row in rows:
         if row["done_at"]:
             bars = " · ".join(f"{bar}%: {claims} ({wrong})" for bar, claims, wrong in row["done_at"])
@@ -609,6 +627,9 @@ def parse_args():
     parser.add_argument("--candidates", type=int,
                         help="other solutions each turn of the default graph tries beside its own "
                              "(default: the kernel's, 0)")
+    parser.add_argument("--cross-checks", type=int,
+                        help="solutions of the request a judged \"done\" is compared with "
+                             "(default: the kernel's, 2)")
     parser.add_argument("--repeat", type=int, default=1, help="run each task this many times")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--json", help="write every result here")
@@ -654,12 +675,14 @@ def chosen_tasks(args):
         if missing:
             sys.exit(f"unknown tasks: {sorted(missing)}")
         tasks = [t for t in tasks if t.name in names]
-    if args.kinds:
-        kinds = set(args.kinds.split(","))
-        tasks = [t for t in tasks if t.kind in kinds]
     if args.sample:
         tasks = random.Random(SPLIT_SEED).sample(tasks, min(args.sample, len(tasks)))
     tasks = tasks[args.skip:]
+    # Of a sample, its tasks of these kinds: the same tasks as in a run of
+    # the whole sample.
+    if args.kinds:
+        kinds = set(args.kinds.split(","))
+        tasks = [t for t in tasks if t.kind in kinds]
     return tasks[: args.limit] if args.limit else tasks
 
 
@@ -690,6 +713,9 @@ def main():
     if args.candidates is not None:
         env["MAHTAB_CANDIDATES"] = str(args.candidates)
         provider += f"; {args.candidates} other solutions a turn"
+    if args.cross_checks is not None:
+        env["MAHTAB_CROSS_CHECKS"] = str(args.cross_checks)
+        provider += f"; {args.cross_checks} cross-checks of a done"
     provider += f"; {len(tasks)} tasks of suite {args.suite}, split {args.split}"
     kernel = kernel_identity(ksm)
     results = resumed(args, kernel, provider) if args.resume else []

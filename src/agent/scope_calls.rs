@@ -206,14 +206,17 @@ impl ScopeCall for Restore<'_> {
     type Reply = Restored;
 }
 
-/// Runs each of `codes` (other solutions of the turn's request) on a
-/// scratch copy of the namespace, before the turn's own code runs, and
-/// keeps what each computed until [`CompareCandidates`].
+/// Runs each of `codes` (other solutions of the request) on a scratch
+/// copy of the namespace, and keeps what each computed until
+/// [`CompareCandidates`].
 #[derive(Debug, Serialize)]
 pub struct TryCandidates<'a> {
     pub codes: &'a [String],
-    /// The turn's own code, about to run.
+    /// The code the run's own values come from.
     pub own: &'a str,
+    /// Copies of the namespace as it was before the run (the run's code
+    /// has run), not as it is (the turn's code is about to run).
+    pub before_run: bool,
 }
 
 /// For each candidate: why it was not tried or failed, or "".
@@ -434,6 +437,7 @@ mod tests {
             sent(TryCandidates {
                 codes: &some,
                 own: "",
+                before_run: true,
             }),
             sent(CompareCandidates { names: &some }),
             sent(Changes {}),

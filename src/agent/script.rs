@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::llm::{ChatOutcome, ChatRequest, TokenChoices, Usage};
 use super::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
-    ModelChoice, Observer, Repair, Showing, Targets, WrittenResult,
+    ModelChoice, Observer, Repair, Showing, Targets, TriedFrom, WrittenResult,
 };
 
 /// Scripted effects: answers in order, executions by a closure.
@@ -38,6 +38,8 @@ pub struct Script {
     pub existing: Vec<String>,
     /// The codes each `try_candidates` call was given.
     pub tried: Vec<Vec<String>>,
+    /// Where each `try_candidates` call tried them.
+    pub tried_from: Vec<TriedFrom>,
     /// What each `compare_candidates` call answers, in order (then no
     /// agreement).
     pub agreements: VecDeque<Agreement>,
@@ -97,6 +99,7 @@ impl Script {
             existing: vec!["x".into()],
             truncate_at: None,
             tried: Vec::new(),
+            tried_from: Vec::new(),
             agreements: VecDeque::new(),
             done_likelihoods: VecDeque::new(),
             written: VecDeque::new(),
@@ -186,8 +189,10 @@ impl Effects for Script {
         &mut self,
         codes: &[String],
         _own: &str,
+        start: TriedFrom,
     ) -> Result<Vec<String>, AgentError> {
         self.tried.push(codes.to_vec());
+        self.tried_from.push(start);
         Ok(vec![String::new(); codes.len()])
     }
 

@@ -1,9 +1,11 @@
-//! Other solutions tried beside a turn's code, through the real kernel and
-//! its Python: sampled from a real HTTP server side by side, run on scratch
-//! copies of the user's variables, and compared with the turn's own values.
+//! Other solutions tried beside a turn's code, or after a judged "done",
+//! through the real kernel and its Python: sampled from a real HTTP server
+//! side by side, run on scratch copies of the user's variables, and
+//! compared with the run's own values.
 
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{Kernel, panel_texts, result_text, told_model};
+use mahtab::wire::Message;
 
 const ONE_VALUE: &str = r#"{"form": "one number"}"#;
 
@@ -114,4 +116,84 @@ async fn other_solutions_that_fail_or_would_write_files_leave_the_review_to_judg
         .execute("import os; os.path.exists('copy.txt'), total")
         .await;
     assert_eq!(result_text(&iopub), "(False, 4.0)");
+}
+
+/// The kernel with the server as its provider, comparing a judged "done"
+/// with two solutions written independently, at a temperature of 0.
+async fn cross_checking(llm: &FakeLlm) -> Kernel {
+    let mut env = llm.env();
+    env.push(("MAHTAB_CROSS_CHECKS", "2".into()));
+    env.push(("MAHTAB_TEMPERATURE", "0".into()));
+    Kernel::start_with_env(&env).await
+}
+
+/// A run that appends to `rows` and counts it, passed by the review, then
+/// two solutions written independently (`others`); what the cell showed.
+async fn appended_and_cross_checked(others: [&str; 2]) -> (FakeLlm, Kernel, Vec<Message>) {
+    let own = "rows.append(4)\nn = len(rows)";
+    let llm = FakeLlm::start(vec![
+        answer(own),
+        Reply::Answer(ONE_VALUE.into()),
+        Reply::Answer(crate::ask::DONE.into()),
+        answer(others[0]),
+        answer(others[1]),
+    ])
+    .await;
+    let mut kernel = cross_checking(&llm).await;
+    kernel.execute("rows = [1, 2, 3]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nAppend 4 to rows and store its new length in `n`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    (llm, kernel, iopub)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_done_another_solution_computes_too_is_confirmed_by_it() {
+    // Tried on rows as it was before the run, both make 4, as the run's own
+    // did (tried on rows as the run left it, both would make 5).
+    let (llm, mut kernel, iopub) =
+        appended_and_cross_checked(["rows.append(4)\nn = len(rows)", "n = len(rows) + 1"]).await;
+    let requests = llm.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 5, "the answer, form, review, two others");
+    // Asked the request alone, for the code alone, at their own temperature.
+    for other in &requests[3..5] {
+        let messages = other["messages"].as_array().unwrap();
+        let asked = messages.last().unwrap()["content"].as_str().unwrap_or("");
+        assert!(
+            asked.starts_with("Append 4 to rows") && asked.ends_with("no explanation.)"),
+            "{asked}"
+        );
+        assert!(
+            !told_model(other).contains("is_complete"),
+            "{}",
+            told_model(other)
+        );
+        assert!((other["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-6);
+    }
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(summary.contains("done · checked:"), "{summary}");
+    assert!(
+        summary.contains("the same in 3 of 3 solutions written independently"),
+        "{summary}"
+    );
+    // The user's rows were changed by the run's own code only.
+    let (_, iopub) = kernel.execute("rows, n").await;
+    assert_eq!(result_text(&iopub), "([1, 2, 3, 4], 4)");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_done_every_other_solution_computes_otherwise_is_not_confirmed() {
+    let (_, mut kernel, iopub) =
+        appended_and_cross_checked(["n = len(rows)", "n = len(rows) + 2"]).await;
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(
+        summary.contains(
+            "answered, not confirmed · the review passed it but 2 other solutions written independently computed other values"
+        ),
+        "{summary}"
+    );
+    // The values stay as the run made them.
+    let (_, iopub) = kernel.execute("rows, n").await;
+    assert_eq!(result_text(&iopub), "([1, 2, 3, 4], 4)");
 }

@@ -131,6 +131,9 @@ pub fn spawn_kernel_with_env(dir: &TempDir, connection: &Value, env: &[(&str, St
     ] {
         command.env_remove(name);
     }
+    // Scripted servers answer in order: a judged "done" is compared with
+    // other solutions (two more answers) only where a test asks for it.
+    command.env("MAHTAB_CROSS_CHECKS", "0");
     for (name, value) in env {
         command.env(name, value);
     }

@@ -34,6 +34,7 @@ pub struct ConfigFile {
     temperature: Option<f64>,
     seed: Option<u64>,
     candidates: Option<u32>,
+    cross_checks: Option<u32>,
     vision: Option<bool>,
     approve: Option<String>,
     allow: Option<Vec<String>>,
@@ -189,6 +190,7 @@ impl ConfigFile {
             "MAHTAB_TEMPERATURE" => self.temperature.map(|t| t.to_string()),
             "MAHTAB_SEED" => self.seed.map(|n| n.to_string()),
             "MAHTAB_CANDIDATES" => self.candidates.map(|n| n.to_string()),
+            "MAHTAB_CROSS_CHECKS" => self.cross_checks.map(|n| n.to_string()),
             "MAHTAB_VISION" => self.vision.map(|b| b.to_string()),
             _ => None,
         };
@@ -240,6 +242,8 @@ mod tests {
         assert_eq!(file.var("ANTHROPIC_API_KEY"), None);
         let tried = ConfigFile::parse("candidates = 3\n").unwrap();
         assert_eq!(tried.var("MAHTAB_CANDIDATES").as_deref(), Some("3"));
+        let crossed = ConfigFile::parse("cross_checks = 0\n").unwrap();
+        assert_eq!(crossed.var("MAHTAB_CROSS_CHECKS").as_deref(), Some("0"));
         let idle = ConfigFile::parse("local_model_idle_minutes = 0.5\n").unwrap();
         assert_eq!(
             idle.var("MAHTAB_LOCAL_MODEL_IDLE_MINUTES").as_deref(),

@@ -19,8 +19,8 @@
 //! does the whole job. When every block of those turns failed, the run
 //! gives up with all of them shown.
 
-use super::default::{code_prompt, default_graph};
-use super::steps::{NodeSettings, node};
+use super::default::default_graph;
+use super::steps::{NodeSettings, code_prompt, node};
 use crate::agent::graph::{Activity, Graph, Route, RunEnd, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::plan::parse_plan;

@@ -15,15 +15,18 @@
 //! agent believes it. Where the provider gives its tokens' likeliest
 //! choices, a "done" is weighed by how likely the judge held it, asked for
 //! the verdict alone (`Verdict::confidence`); one it was unsure of ends the
-//! run unconfirmed, not done.
+//! run unconfirmed, not done. A "done" it is sure of is compared with
+//! solutions of the request written independently
+//! ([`super::cross_check`]), which can leave it unconfirmed too.
 
+use super::cross_check::cross_check;
 use super::steps::NodeSettings;
 use crate::agent::llm::AnswerSchema;
 use crate::agent::parse::{bindings, claims, comments, form, keys, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
-    AgentError, AgentState, AsWritten, Effects, Execution, Expected, FormDispute, KeyInformation,
-    Verdict, WrittenResult,
+    AgentError, AgentState, AsWritten, CrossCheck, Effects, Execution, Expected, FormDispute,
+    KeyInformation, Verdict, WrittenResult,
 };
 use crate::agent::{prompts, schemas};
 
@@ -176,6 +179,15 @@ pub async fn check<E: Effects>(
         state.checked = checked_lines(&confirmed, &state.executions[since..], &values);
         if let Some((agree, of)) = work.agreed {
             state.checked.push(same_in(agree, of));
+        }
+        // A "done" the judge is sure of is compared with solutions written
+        // independently: the review passes a plausible wrong value as
+        // readily as a right one.
+        if !verdict.unconfirmed() {
+            verdict.cross_check = cross_check(state, effects, settings, &names).await?;
+            if let Some(CrossCheck::Agreed { agree, of }) = verdict.cross_check {
+                state.checked.push(same_in(agree, of));
+            }
         }
     }
     Ok(verdict)

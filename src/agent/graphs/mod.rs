@@ -6,6 +6,7 @@
 
 pub mod analyst;
 pub mod check;
+mod cross_check;
 pub mod default;
 pub mod planner;
 pub mod rlm;

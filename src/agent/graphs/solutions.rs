@@ -13,7 +13,7 @@ use crate::agent::parse::checks;
 use crate::agent::parse::code::code_blocks;
 use crate::agent::prompts;
 use crate::agent::run::{
-    AgentError, AgentState, Agreement, Consensus, Effects, OtherSolutions, Verdict,
+    AgentError, AgentState, Agreement, Consensus, Effects, OtherSolutions, TriedFrom, Verdict,
 };
 
 /// The values other solutions of the request would be compared on, when
@@ -37,17 +37,25 @@ pub(super) fn names_to_compare(
     if !named.is_empty() {
         return Some(named);
     }
-    let mentioned: Vec<String> = blocks
+    let codes: Vec<&str> = blocks.iter().map(|b| b.code.as_str()).collect();
+    let mentioned = compared_names(&state.request, &codes);
+    (!mentioned.is_empty()).then_some(mentioned)
+}
+
+/// The names `request` mentions that `codes` assign, in order, once each:
+/// what solutions of a request that names no value to store are compared
+/// on (`result = ...  # put solution in this variable`).
+pub(super) fn compared_names(request: &str, codes: &[&str]) -> Vec<String> {
+    codes
         .iter()
-        .flat_map(|b| assigned_names(&b.code))
-        .filter(|name| checks::mentions(&state.request, name))
+        .flat_map(|code| assigned_names(code))
+        .filter(|name| checks::mentions(request, name))
         .fold(Vec::new(), |mut names, name| {
             if !names.contains(&name) {
                 names.push(name);
             }
             names
-        });
-    (!mentioned.is_empty()).then_some(mentioned)
+        })
 }
 
 /// The names `code` assigns at its top level (`name = ...`, not `==`).
@@ -80,14 +88,18 @@ pub(super) async fn try_other_solutions<E: Effects>(
         Some(last) if last.role == Role::Assistant => state.conversation.pop(),
         _ => None,
     };
-    let codes = settings.other_solutions(state, effects, &system).await;
+    let codes = settings
+        .other_solutions(state, effects, &system, settings.candidates)
+        .await;
     state.conversation.extend(answer);
     let codes = codes?;
     let own: Vec<&str> = state.pending.iter().map(|b| b.code.as_str()).collect();
     let notes = if codes.is_empty() {
         Vec::new()
     } else {
-        effects.try_candidates(&codes, &own.join("\n\n")).await?
+        effects
+            .try_candidates(&codes, &own.join("\n\n"), TriedFrom::TurnStart)
+            .await?
     };
     tracing::debug!("%%ask: {} other solutions, tried: {notes:?}", codes.len());
     let tried = !notes.is_empty();

@@ -8,7 +8,7 @@ use crate::agent::graph::{NodeFn, NodeFuture};
 use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Role, Sampling};
 use crate::agent::parse::code::{closed_code_blocks, ends_in_open_block};
 use crate::agent::parse::verdict::likelihood_true;
-use crate::agent::parse::{copied, errors};
+use crate::agent::parse::{checks, copied, errors};
 use crate::agent::prompts::{CodeInstructions, ReportedCode};
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, Confidence, Effects, Execution, Showing,
@@ -37,6 +37,9 @@ pub struct NodeSettings {
     /// How many other solutions of a turn's request are sampled and tried
     /// on scratch copies beside its own code (0: none).
     pub candidates: u32,
+    /// How many solutions of the request alone are sampled and compared
+    /// with a judged "done"'s values ([`super::cross_check`]; 0: none).
+    pub cross_checks: u32,
     /// The provider gives its tokens' likeliest choices (the local model's
     /// server): a "done" is weighed by them.
     pub token_choices: bool,
@@ -68,12 +71,30 @@ impl NodeSettings {
             sampling: Default::default(),
             vision: false,
             candidates: 0,
+            cross_checks: 0,
             token_choices: false,
             stop_after_block: false,
             answer_after: false,
             code_instructions: CodeInstructions::Turns,
         }
     }
+}
+
+/// The system prompt code is written under with `instructions` (the same
+/// from call to call of a run: its namespace summary is the first prompt's).
+pub(crate) async fn code_prompt<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    instructions: CodeInstructions,
+) -> String {
+    let namespace = effects.namespace().await;
+    state.namespace_names = checks::summary_names(&namespace);
+    prompts::code(
+        instructions,
+        &state.pinned_namespace(&namespace),
+        state.recent_cells_shown(),
+        &state.skills,
+    )
 }
 
 /// Where another solution's answer stops: the end of its code block.
@@ -192,19 +213,20 @@ impl NodeSettings {
         Ok(answer)
     }
 
-    /// `self.candidates` other answers to the prompt the turn's own answer
-    /// came from (`system` and the conversation before that answer; cached
-    /// by the provider, so each costs its own tokens), sampled side by side
-    /// with varied seeds and not shown: the code of each that has any. A
-    /// provider left at its own default samples already, and reasoning
-    /// models refuse any other temperature: its settings stay.
+    /// `count` other answers to the prompt an answer came from (`system`
+    /// and the conversation as it is; cached by the provider, so each costs
+    /// its own tokens), sampled side by side with varied seeds and not
+    /// shown: the code of each that has any. A provider left at its own
+    /// default samples already, and reasoning models refuse any other
+    /// temperature: its settings stay.
     pub(crate) async fn other_solutions<E: Effects>(
         &self,
         state: &mut AgentState,
         effects: &mut E,
         system: &str,
+        count: u32,
     ) -> Result<Vec<String>, AgentError> {
-        let requests = (0..self.candidates)
+        let requests = (0..count)
             .map(|n| {
                 let call = Call {
                     model: &self.model,

@@ -79,6 +79,7 @@ pub fn parse_verdict(answer: &str) -> Verdict {
             parsed: false,
             confidence: None,
             needed: None,
+            cross_check: None,
         },
     }
 }
@@ -119,6 +120,7 @@ fn from_json(value: &Value) -> Option<Verdict> {
         parsed: true,
         confidence: None,
         needed: None,
+        cross_check: None,
     })
 }
 
@@ -158,6 +160,7 @@ fn from_lines(text: &str) -> Option<Verdict> {
         parsed: true,
         confidence: None,
         needed: None,
+        cross_check: None,
     })
 }
 
@@ -247,6 +250,7 @@ fn from_tags(text: &str) -> Option<Verdict> {
         parsed: true,
         confidence: None,
         needed: None,
+        cross_check: None,
     })
 }
 

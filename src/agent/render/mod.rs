@@ -18,7 +18,8 @@ use crate::agent::llm::Usage;
 use crate::agent::parse::prose::review_words;
 use crate::agent::ports::Ports;
 use crate::agent::run::{
-    Activity, AgentEvent, AgentState, Confidence, Execution, Outcome, Plan, RunChanges, Verdict,
+    Activity, AgentEvent, AgentState, Confidence, CrossCheck, Execution, Outcome, Plan, RunChanges,
+    Verdict,
 };
 
 pub use crate::agent::shown::{Display, Placement, Shown};
@@ -118,12 +119,12 @@ pub fn event(event: &AgentEvent) -> Shown {
             )
         }
         AgentEvent::Verdict(verdict) if verdict.unconfirmed() => stream(&format!(
-            "? {} (not confirmed: the review {})\n",
+            "? {} (not confirmed: {})\n",
             match review_words(&verdict.reasoning) {
                 words if words.is_empty() => "done".to_owned(),
                 words => words,
             },
-            how_sure(verdict.confidence)
+            why_unconfirmed(verdict)
         )),
         AgentEvent::Verdict(verdict) if verdict.is_complete => {
             let words = review_words(&verdict.reasoning);
@@ -195,6 +196,19 @@ fn plan_line(plan: &Plan) -> String {
 const CHECKED_SHOWN: usize = 160;
 
 /// How sure the review was of a "done" it passed, said after "the review".
+/// Why a "done" the review gave is not confirmed: the judge was unsure, or
+/// solutions written independently computed other values.
+fn why_unconfirmed(verdict: &Verdict) -> String {
+    match verdict.cross_check {
+        Some(CrossCheck::Differed { of }) if !verdict.judge_unsure() => {
+            let others = of.saturating_sub(1);
+            let solutions = if others == 1 { "solution" } else { "solutions" };
+            format!("{others} other {solutions} written independently computed other values")
+        }
+        _ => format!("the review {}", how_sure(verdict.confidence)),
+    }
+}
+
 fn how_sure(confidence: Option<Confidence>) -> String {
     match confidence {
         Some(Confidence::Percent(percent)) => format!("was {percent}% sure"),
@@ -255,23 +269,27 @@ pub fn ending(state: &AgentState, end: RunEnd) -> String {
             let more = if end < all.len() { "…" } else { "" };
             format!(" · checked: {}{more}", &all[..end])
         }
-        Some(Outcome::Unconfirmed) => {
-            let verdict = state.verdict.as_ref();
-            let sure = verdict.and_then(|v| v.confidence);
-            let needed = verdict.map_or(Verdict::CONFIRMED, Verdict::needed);
-            let after = if needed > Verdict::CONFIRMED {
+        Some(Outcome::Unconfirmed) => match state.verdict.as_ref() {
+            Some(verdict) if verdict.differed() && !verdict.judge_unsure() => {
+                format!(" · the review passed it but {}", why_unconfirmed(verdict))
+            }
+            verdict => {
+                let sure = verdict.and_then(|v| v.confidence);
+                let needed = verdict.map_or(Verdict::CONFIRMED, Verdict::needed);
+                let after = if needed > Verdict::CONFIRMED {
+                    format!(
+                        " once the work was sent back {} times",
+                        Verdict::SENT_BACK_OFTEN
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    " once the work was sent back {} times",
-                    Verdict::SENT_BACK_OFTEN
+                    " · the review passed it but {} (confirmed from {needed}%{after})",
+                    how_sure(sure),
                 )
-            } else {
-                String::new()
-            };
-            format!(
-                " · the review passed it but {} (confirmed from {needed}%{after})",
-                how_sure(sure),
-            )
-        }
+            }
+        },
         Some(Outcome::Complete | Outcome::Answered) => " · not checked".to_owned(),
         _ => String::new(),
     };
@@ -467,6 +485,8 @@ pub fn trace_json(
         // How sure the judge was of its last "done" (percent), where the
         // provider says: what the evaluation weighs claims by.
         "confidence": state.verdict.as_ref().and_then(|v| v.confidence?.percent()),
+        // What solutions written independently said of it, where compared.
+        "cross_check": state.verdict.as_ref().and_then(|v| v.cross_check),
         "input_tokens": state.usage.input_tokens,
         "output_tokens": state.usage.output_tokens,
         "seconds": elapsed.as_secs_f64(),
@@ -665,6 +685,7 @@ mod tests {
             parsed: true,
             confidence: None,
             needed: None,
+            cross_check: None,
         }));
         assert_eq!(done.content()["text"], "✓ total shown\n");
         let not_yet = event(&AgentEvent::Verdict(Verdict {
@@ -676,6 +697,7 @@ mod tests {
             parsed: true,
             confidence: None,
             needed: None,
+            cross_check: None,
         }));
         assert_eq!(
             not_yet.content()["text"],
@@ -691,6 +713,7 @@ mod tests {
             parsed: true,
             confidence: None,
             needed: None,
+            cross_check: None,
         }));
         assert_eq!(code.content()["text"], "↻ not done yet\n");
         let impossible = event(&AgentEvent::Verdict(Verdict {
@@ -702,6 +725,7 @@ mod tests {
             parsed: true,
             confidence: None,
             needed: None,
+            cross_check: None,
         }));
         assert_eq!(
             impossible.content()["text"],
@@ -759,12 +783,18 @@ mod tests {
         assert_eq!(json["steps"][1]["node"], "reflect");
         assert_eq!(json["turns"], 2);
         assert_eq!(json["confidence"], Value::Null);
+        assert_eq!(json["cross_check"], Value::Null);
         state.verdict = Some(Verdict {
             confidence: Some(Confidence::Percent(87)),
+            cross_check: Some(CrossCheck::Differed { of: 3 }),
             ..Verdict::not_done("", "")
         });
         let json = trace_json(&steps, &calls, &state, Duration::from_millis(1750));
         assert_eq!(json["confidence"], 87);
+        assert_eq!(
+            json["cross_check"],
+            serde_json::json!({"result": "differed", "of": 3})
+        );
         assert_eq!(
             json["first_text_seconds"],
             serde_json::json!([0.4, 0.1, 0.1])

@@ -43,6 +43,7 @@ fn verdict(is_complete: bool, cannot_fix: bool, reasoning: &str, answer: &str) -
         parsed: true,
         confidence: None,
         needed: None,
+        cross_check: None,
     }
 }
 

@@ -105,14 +105,15 @@ pub trait Effects: Observer + Send {
     /// exist (files relative to the working directory).
     fn missing(&mut self, targets: &Targets) -> impl Future<Output = Targets> + Send;
 
-    /// Runs each of `codes`, other solutions of the turn's request, on a
-    /// scratch copy of the namespace (nothing the user sees or keeps
-    /// changes), before the turn's own code (`own`) runs; for each, why it
-    /// was not tried or failed, or "".
+    /// Runs each of `codes`, other solutions of the request, on a scratch
+    /// copy of the namespace as it is at `start` (nothing the user sees or
+    /// keeps changes); `own` is the code the run's values come from. For
+    /// each, why it was not tried or failed, or "".
     fn try_candidates(
         &mut self,
         codes: &[String],
         own: &str,
+        start: TriedFrom,
     ) -> impl Future<Output = Result<Vec<String>, AgentError>> + Send;
 
     /// How the turn's own solution compares on `names` with the candidates
@@ -141,4 +142,13 @@ pub trait Effects: Observer + Send {
 
     /// Reports progress to the user.
     fn emit(&mut self, event: AgentEvent);
+}
+
+/// The namespace other solutions of a request are tried on copies of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriedFrom {
+    /// As it is, before the turn's own code runs.
+    TurnStart,
+    /// As it was before the run (from the undo journal), after its code ran.
+    RunStart,
 }

@@ -34,6 +34,38 @@ pub struct Verdict {
     /// [`Verdict::CONFIRMED`].
     #[serde(skip)]
     pub needed: Option<u8>,
+    /// How the values of a judged "done" compared with solutions of the
+    /// request written independently ([`CrossCheck`]), where any were.
+    #[serde(skip)]
+    pub cross_check: Option<CrossCheck>,
+}
+
+/// A judged "done" checked against solutions of the request written
+/// independently, after the review (`graphs::cross_check`): counts include
+/// the run's own. In a trace: `{"result": "agreed", "agree": 2, "of": 3}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum CrossCheck {
+    /// `agree` of the `of` solutions that computed the values computed the
+    /// run's.
+    Agreed { agree: usize, of: usize },
+    /// Every other solution that computed the values (`of - 1` of them)
+    /// computed others: the "done" is not confirmed.
+    Differed { of: usize },
+}
+
+impl CrossCheck {
+    /// What solutions compared as `agreement` say of the run's own (index
+    /// 0); None where no other computed the values.
+    pub fn from_agreement(agreement: &Agreement) -> Option<Self> {
+        match agreement.consensus() {
+            Consensus::Alone => None,
+            Consensus::Unanimous { of } => Some(CrossCheck::Agreed { agree: of, of }),
+            Consensus::Majority { agree, of } => Some(CrossCheck::Agreed { agree, of }),
+            Consensus::Disputed { agree: 1, of, .. } => Some(CrossCheck::Differed { of }),
+            Consensus::Disputed { agree, of, .. } => Some(CrossCheck::Agreed { agree, of }),
+        }
+    }
 }
 
 /// How sure the judge was of a "done", weighed from the provider's token
@@ -111,12 +143,23 @@ impl Verdict {
     /// ([`Verdict::needed`]), or how sure could not be read where it should
     /// have been.
     pub fn unconfirmed(&self) -> bool {
-        self.is_complete
-            && match self.confidence {
-                Some(Confidence::Percent(percent)) => percent < self.needed(),
-                Some(Confidence::Unreadable) => true,
-                None => false,
-            }
+        self.is_complete && (self.judge_unsure() || self.differed())
+    }
+
+    /// The judge was less sure of this "done" than it needs, or how sure
+    /// could not be read.
+    pub fn judge_unsure(&self) -> bool {
+        match self.confidence {
+            Some(Confidence::Percent(percent)) => percent < self.needed(),
+            Some(Confidence::Unreadable) => true,
+            None => false,
+        }
+    }
+
+    /// Solutions written independently computed other values than this
+    /// "done"'s, none the same.
+    pub fn differed(&self) -> bool {
+        matches!(self.cross_check, Some(CrossCheck::Differed { .. }))
     }
 
     /// Done, for `reasoning`, found by code without a review.
@@ -139,6 +182,7 @@ impl Verdict {
             parsed: true,
             confidence: None,
             needed: None,
+            cross_check: None,
         }
     }
 }

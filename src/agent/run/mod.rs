@@ -8,11 +8,11 @@ pub mod findings;
 pub mod limits;
 pub mod state;
 
-pub use effects::{Activity, Effects, ModelChoice, Observer, Showing};
+pub use effects::{Activity, Effects, ModelChoice, Observer, Showing, TriedFrom};
 pub use events::{AgentError, AgentEvent};
 pub use findings::{
-    Action, Agent, Agents, Agreement, AsWritten, Confidence, Consensus, Context, Decision,
-    Difference, Expected, Form, FormDispute, KeyInformation, Outcome, Plan, Repair, Targets,
-    Triage, Verdict, WrittenResult,
+    Action, Agent, Agents, Agreement, AsWritten, Confidence, Consensus, Context, CrossCheck,
+    Decision, Difference, Expected, Form, FormDispute, KeyInformation, Outcome, Plan, Repair,
+    Targets, Triage, Verdict, WrittenResult,
 };
 pub use state::{AgentState, CodeBlock, Execution, OtherSolutions, RunChanges, Skill};

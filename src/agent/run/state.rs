@@ -67,6 +67,9 @@ impl Execution {
 pub struct AgentState {
     /// The user's request for this run.
     pub request: String,
+    /// Where the request is in `conversation` (after the earlier runs'
+    /// messages): what the run was asked, before any of its answers.
+    pub request_at: usize,
     /// Code of the cells the user ran since the previous request.
     pub recent_cells: Vec<String>,
     /// How many blocks re-sent one of `recent_cells`: after the first the
@@ -232,9 +235,11 @@ impl AgentState {
     pub fn new(request: impl Into<String>, conversation: Vec<ChatMessage>, max_turns: u32) -> Self {
         let request = request.into();
         let mut conversation = conversation;
+        let request_at = conversation.len();
         conversation.push(ChatMessage::user(request.clone()));
         Self {
             request,
+            request_at,
             recent_cells: Vec::new(),
             recent_cells_copied: 0,
             skills: Vec::new(),

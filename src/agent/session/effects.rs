@@ -20,7 +20,7 @@ use crate::agent::render::writing::WritingCode;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{
     Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
-    ModelChoice, Repair, Showing, Targets, WrittenResult,
+    ModelChoice, Repair, Showing, Targets, TriedFrom, WrittenResult,
 };
 use crate::agent::scope_calls;
 use crate::exception::{ExceptionKind, PythonException};
@@ -394,8 +394,15 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         &mut self,
         codes: &[String],
         own: &str,
+        start: TriedFrom,
     ) -> Result<Vec<String>, AgentError> {
-        match scope_calls::call(self.ports, &scope_calls::TryCandidates { codes, own }).await {
+        let before_run = start == TriedFrom::RunStart;
+        let call = scope_calls::TryCandidates {
+            codes,
+            own,
+            before_run,
+        };
+        match scope_calls::call(self.ports, &call).await {
             Ok(tried) => Ok(tried.notes),
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
             Err(e) => {

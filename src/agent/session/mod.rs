@@ -361,6 +361,7 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         sampling: Default::default(),
         vision: false,
         candidates: 0,
+        cross_checks: 0,
         token_choices: false,
         stop_after_block: false,
         answer_after: false,

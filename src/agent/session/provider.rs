@@ -382,6 +382,25 @@ pub(super) fn other_solutions(settings: &Settings, approval: Approval) -> u32 {
 /// The most other solutions a turn tries.
 const MAX_CANDIDATES: u32 = 8;
 
+/// How many solutions of the request alone a judged "done" is compared
+/// with (`MAHTAB_CROSS_CHECKS`, or `cross_checks` in the settings file;
+/// [`CROSS_CHECKS`] unless set). None when the user approves every block:
+/// they would run unasked.
+pub(super) fn cross_checks(settings: &Settings, approval: Approval) -> u32 {
+    if approval == Approval::Always {
+        return 0;
+    }
+    settings
+        .var("MAHTAB_CROSS_CHECKS")
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(CROSS_CHECKS)
+        .min(MAX_CANDIDATES)
+}
+
+/// Solutions a judged "done" is compared with by default: two, so that
+/// one of them computing the same values confirms it (bench/README.md).
+const CROSS_CHECKS: u32 = 2;
+
 /// No provider is configured: a panel says how to configure one (Markdown
 /// in notebooks), and the run ends with a short error.
 fn no_provider<P: Ports>(ports: &P, how: &str) -> PythonException {

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use super::effects::RunEffects;
 use super::lookups::{interpolate, recent_cells, run_changes, skills};
 use super::memory::answered_part;
-use super::provider::{Provider, context_tokens, other_solutions, sampling, secrets, sees_images};
+use super::provider::{
+    Provider, context_tokens, cross_checks, other_solutions, sampling, secrets, sees_images,
+};
 use super::replay::{RecordedCell, RunFacts};
 use super::{AgentSession, INTERRUPTED, Job, MAX_TOKENS, SessionUsage};
 use crate::agent::config::layers::Settings;
@@ -244,6 +246,7 @@ impl AgentSession {
                 None => self.providers.served_vision(provider).await,
             },
             candidates: other_solutions(settings, setup.options.approval()),
+            cross_checks: cross_checks(settings, setup.options.approval()),
             token_choices: local_spec.is_some(),
             stop_after_block: local_spec.is_some(),
             answer_after: false,

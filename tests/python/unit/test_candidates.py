@@ -2,6 +2,7 @@
 when two solutions computed the same value."""
 
 import ast
+import json
 
 import numpy as np
 import pandas as pd
@@ -112,3 +113,26 @@ def test_solutions_are_compared_on_the_names_all_of_them_computed():
     assert candidates.groups(solutions, names) == [[0, 1]]
     assert candidates.shared_names([None, own], ["answers"]) == []
     assert candidates.groups(solutions, []) == []
+
+
+def test_a_solution_tried_after_the_run_starts_from_the_namespace_before_it():
+    from mahtab.agent.scope import AgentScope
+    from mahtab.agent.undo import UndoHistory
+    from test_undo import run_block
+
+    runtime = Runtime()
+    namespace = {"df": pd.DataFrame({"a": [1, 2]}), "__builtins__": __builtins__}
+    journal = UndoHistory().journal()
+    # The run's own code changed df in place: a solution written for the
+    # request, tried on the changed df, would double it twice.
+    run_block(journal, "df['a'] = df['a'] * 2\nresult = df['a'].sum()", namespace)
+    scope = AgentScope(runtime, namespace, journal=journal)
+    codes = ["df['a'] = df['a'] * 2\nresult = df['a'].sum()", "result = df['a'].sum() * 2"]
+    scope.try_candidates(json.dumps({"codes": codes, "own": "", "before_run": True}))
+    compared = json.loads(scope.compare_candidates(json.dumps({"names": ["result"]})))
+    assert compared["groups"] == [[0, 1, 2]], compared
+    assert namespace["df"]["a"].tolist() == [2, 4] and namespace["result"] == 6
+    # Without before_run, the same solutions read the run's changed df.
+    scope.try_candidates(json.dumps({"codes": codes, "own": ""}))
+    compared = json.loads(scope.compare_candidates(json.dumps({"names": ["result"]})))
+    assert compared["groups"] == [[1, 2], [0]], compared

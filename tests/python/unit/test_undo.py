@@ -191,3 +191,16 @@ def test_the_value_a_name_held_before_the_run():
     journal.before_block(ast.parse("big.append(5)"), namespace)
     namespace["big"].append(5)
     assert journal.value_before("big", namespace) is NOT_KEPT
+
+
+def test_the_namespace_as_it_was_before_the_run():
+    namespace = {"df": pd.DataFrame({"a": [1, 2]}), "big": [3, 4], "same": 5}
+    journal = UndoHistory().journal()
+    run_block(journal, "df['b'] = df['a'] * 2\nresult = df['b'].sum()", namespace)
+    before = journal.namespace_before(namespace)
+    assert list(before["df"].columns) == ["a"] and "result" not in before
+    assert before["same"] == 5 and list(namespace["df"].columns) == ["a", "b"]
+    # A value changed in place and not kept is left out, not shown changed.
+    journal = UndoHistory(budget=0).journal()
+    run_block(journal, "big.append(5)", namespace)
+    assert "big" not in journal.namespace_before(namespace)

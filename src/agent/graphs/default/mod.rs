@@ -42,7 +42,7 @@
 
 use super::check::{Work, check};
 use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
-use super::steps::{NodeSettings, close_with_answer, node, resent_cell, run_pending};
+use super::steps::{NodeSettings, close_with_answer, code_prompt, node, resent_cell, run_pending};
 use super::unmet::unmet;
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::{ChatMessage, Role};
@@ -52,7 +52,7 @@ use crate::agent::parse::prose::review_words;
 use crate::agent::parse::respell::{respell, without_accessor};
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
 use crate::agent::parse::{checks, claims, errors, stand_ins};
-use crate::agent::prompts::{self, CodeInstructions};
+use crate::agent::prompts;
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, CodeBlock, Consensus, Effects, Execution, Outcome, Verdict,
 };
@@ -169,23 +169,6 @@ async fn generate<E: Effects>(
     state.truncated = answer.truncated;
     state.record_answer(answer.text);
     Ok(())
-}
-
-/// The system prompt code is written under with `instructions` (the same
-/// from call to call of a run: its namespace summary is the first prompt's).
-pub(crate) async fn code_prompt<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    instructions: CodeInstructions,
-) -> String {
-    let namespace = effects.namespace().await;
-    state.namespace_names = checks::summary_names(&namespace);
-    prompts::code(
-        instructions,
-        &state.pinned_namespace(&namespace),
-        state.recent_cells_shown(),
-        &state.skills,
-    )
 }
 
 /// Samples other solutions of the turn's request and tries them on

@@ -2,7 +2,7 @@
 //! when confident, then a full plan.
 
 use super::pre_plan::describe;
-use crate::agent::graphs::default;
+use crate::agent::graphs::steps;
 use crate::agent::graphs::steps::NodeSettings;
 use crate::agent::parse::triage::{parse_classification, parse_plan};
 use crate::agent::run::limits::{PLANNER_TOOLS, TRIAGE_CONFIDENT};
@@ -17,7 +17,7 @@ pub(super) async fn classify<E: Effects>(
 ) -> Result<(), AgentError> {
     // Asked after the request under the default agent's code prompt: the
     // agent most requests go to then finds its first prompt cached.
-    let system = default::code_prompt(state, effects, Default::default()).await;
+    let system = steps::code_prompt(state, effects, Default::default()).await;
     let question = prompts::triage_classify(&agents.listed(), &agents.choices());
     let schema = schemas::triage_classification(&agents.names());
     let answer = settings

@@ -107,17 +107,22 @@ class AgentScope:
 
     def try_candidates(self, args):
         """Runs each of ``codes`` on a scratch copy of the namespace (before
-        the turn's own code, ``own``, runs) and keeps what it computed; for
-        each, why it was not tried or failed, or ""."""
+        the turn's own code, ``own``, runs; with ``before_run``, of the
+        namespace as it was before the run, its own code having run) and
+        keeps what it computed; for each, why it was not tried or failed, or
+        ""."""
         request = json.loads(args)
         self.candidates, notes = [], []
         # Solutions of a request that draws at random differ, right or not.
         random = candidates.draws_at_random(self.runtime, request.get("own", ""))
+        start = self.namespace
+        if request.get("before_run") and self.journal is not None:
+            start = self.journal.namespace_before(self.namespace)
         for code in request.get("codes", ()):
             if random:
                 scratch, why = None, "not tried: the turn's own code draws at random"
             else:
-                scratch, why = candidates.try_candidate(self.runtime, code, self.namespace)
+                scratch, why = candidates.try_candidate(self.runtime, code, start)
             self.candidates.append(scratch)
             notes.append(why or "")
         return dumps({"notes": notes})

@@ -283,6 +283,20 @@ class RunJournal:
         old = _old_value(before)
         return NOT_KEPT if old is ABSENT else old
 
+    def namespace_before(self, namespace):
+        """A namespace as ``namespace`` was before the run, as far as the
+        journal kept it: the names the run made are not in it, nor those it
+        changed without keeping what they held (code that reads them fails
+        rather than reading the run's work)."""
+        before = dict(namespace)
+        for name in self.names:
+            value = self.value_before(name, namespace)
+            if value is ABSENT or value is NOT_KEPT:
+                before.pop(name, None)
+            else:
+                before[name] = value
+        return before
+
     # -- when it ends ---------------------------------------------------------
 
     def finish(self, namespace):

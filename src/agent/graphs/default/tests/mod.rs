@@ -3,6 +3,7 @@
 //! run's course is here; the user's data, failed blocks, what is checked
 //! of a result and repeated turns have files of their own.
 
+mod cross_checks;
 mod data;
 mod failures;
 mod repeats;
