@@ -6,12 +6,16 @@
 //! and their values compared with the run's by code. Another solution that
 //! computed the same values confirms the "done"; when every other one that
 //! computed them computed others, the run ends "answered, not confirmed".
+//! One whose value has a form the run's check ruled out counts neither way.
 //! Unlike the review, this check can fail on the value itself, without the
 //! knowledge a small judge lacks.
 
 use super::solutions::compared_names;
 use super::steps::{NodeSettings, code_prompt};
-use crate::agent::run::{AgentError, AgentState, CrossCheck, Effects, TriedFrom};
+use crate::agent::parse::form;
+use crate::agent::run::{
+    AgentError, AgentState, Agreement, CrossCheck, Effects, Expected, TriedFrom,
+};
 
 /// How the values of the run's work (the request's `named` values, or
 /// failing those the names it mentions that the code assigned) compare with
@@ -71,5 +75,27 @@ pub(super) async fn cross_check<E: Effects>(
     }
     let agreement = effects.compare_candidates(&names).await;
     tracing::debug!("%%ask: cross-check on {names:?}: {:?}", agreement.groups);
+    let agreement = without_ruled_out(agreement, &state.expected_forms);
     Ok(CrossCheck::from_agreement(&agreement))
+}
+
+/// The solutions compared, without the others whose values have a form the
+/// run's own check has ruled out for the request (several values where it
+/// wants one, say): the check would send them back, so they are no
+/// evidence against the run's values (a small model's first try, which the
+/// run was sent back from, is a likely sample).
+fn without_ruled_out(agreement: Agreement, forms: &[(String, Expected)]) -> Agreement {
+    let described = agreement.described.clone();
+    agreement.without(|i| {
+        described.get(i).is_some_and(|values| {
+            values.iter().any(|(name, description)| {
+                forms
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .is_some_and(|(_, expected)| {
+                        form::contradiction(name, expected, description).is_some()
+                    })
+            })
+        })
+    })
 }

@@ -227,6 +227,7 @@ mod tests {
         Agreement {
             groups: groups.iter().map(|g| g.to_vec()).collect(),
             values: values.iter().map(|v| (*v).to_owned()).collect(),
+            described: Vec::new(),
         }
     }
 

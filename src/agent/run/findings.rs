@@ -198,6 +198,10 @@ pub struct Agreement {
     pub groups: Vec<Vec<usize>>,
     /// Each solution's values in brief (empty for one that failed).
     pub values: Vec<String>,
+    /// Each solution's values as the check describes the run's own
+    /// (`tools.describe`; none for one that failed).
+    #[serde(default)]
+    pub described: Vec<Vec<KeyInformation>>,
 }
 
 /// What the solutions' agreement says of the turn's own.
@@ -220,6 +224,16 @@ pub enum Consensus {
 }
 
 impl Agreement {
+    /// Without the other solutions `ruled_out` says are no evidence: in no
+    /// group.
+    pub fn without(mut self, ruled_out: impl Fn(usize) -> bool) -> Self {
+        for group in &mut self.groups {
+            group.retain(|&i| i == 0 || !ruled_out(i));
+        }
+        self.groups.retain(|group| !group.is_empty());
+        self
+    }
+
     pub fn consensus(&self) -> Consensus {
         let of: usize = self.groups.iter().map(Vec::len).sum();
         let own = self.groups.iter().find(|g| g.contains(&0));

@@ -131,6 +131,8 @@ def test_a_solution_tried_after_the_run_starts_from_the_namespace_before_it():
     scope.try_candidates(json.dumps({"codes": codes, "own": "", "before_run": True}))
     compared = json.loads(scope.compare_candidates(json.dumps({"names": ["result"]})))
     assert compared["groups"] == [[0, 1, 2]], compared
+    # Each described as the check describes the run's own values.
+    assert compared["described"] == [[["result", "result: int64: np.int64(6)"]]] * 3, compared
     assert namespace["df"]["a"].tolist() == [2, 4] and namespace["result"] == 6
     # Without before_run, the same solutions read the run's changed df.
     scope.try_candidates(json.dumps({"codes": codes, "own": ""}))

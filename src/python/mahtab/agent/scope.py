@@ -141,7 +141,13 @@ class AgentScope:
             )
             for solution in solutions
         ]
-        return dumps({"groups": found, "values": values})
+        described = [
+            [] if solution is None else [
+                [name, tools.describe(solution[name], name)] for name in names if name in solution
+            ]
+            for solution in solutions
+        ]
+        return dumps({"groups": found, "values": values, "described": described})
 
     def token(self, args):
         self.callbacks.token(json.loads(args)["text"])

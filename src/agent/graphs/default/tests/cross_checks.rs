@@ -18,6 +18,7 @@ fn agreement(groups: &[&[usize]]) -> Agreement {
     Agreement {
         groups: groups.iter().map(|g| g.to_vec()).collect(),
         values: Vec::new(),
+        described: Vec::new(),
     }
 }
 
@@ -174,5 +175,46 @@ fn a_placeholder_the_request_ends_with_is_compared() {
     assert_eq!(
         state.verdict.unwrap().cross_check,
         Some(CrossCheck::Agreed { agree: 2, of: 3 })
+    );
+}
+
+#[test]
+fn other_solutions_of_a_form_the_check_ruled_out_count_neither_way() {
+    // The run's total passed the form check (one value); both other
+    // solutions made a per-row Series, as a first try often does.
+    let series = "revenue: Series, shape (4,), dtype float64, min 1.5, max 4.0";
+    let total = "revenue: int: 10";
+    let request = "Store the total revenue of sales in `revenue`.";
+    let compared = |others: [&str; 2], groups: &[&[usize]]| {
+        let mut script = Script::new(
+            &[
+                "```python\nrevenue = 10\n```",
+                ONE_VALUE,
+                DONE,
+                "```python\nrevenue = sales.price * sales.qty\n```",
+                "```python\nrevenue = (sales.price * sales.qty).sum()\n```",
+            ],
+            ok,
+        );
+        let mut agreement = agreement(groups);
+        agreement.described = [total, others[0], others[1]]
+            .iter()
+            .map(|d| vec![("revenue".to_owned(), (*d).to_owned())])
+            .collect();
+        script.agreements.push_back(agreement);
+        let mut state = AgentState::new(request, Vec::new(), 5);
+        run(&mut script, &mut state, cross_checking());
+        state.verdict.unwrap().cross_check
+    };
+    assert_eq!(compared([series, series], &[&[1, 2], &[0]]), None);
+    // One of a form the request allows still counts.
+    let other_total = "revenue: float64: np.float64(12.0)";
+    assert_eq!(
+        compared([series, other_total], &[&[0], &[1], &[2]]),
+        Some(CrossCheck::Differed { of: 2 })
+    );
+    assert_eq!(
+        compared([series, total], &[&[0, 2], &[1]]),
+        Some(CrossCheck::Agreed { agree: 2, of: 2 })
     );
 }
