@@ -140,8 +140,8 @@ impl Verdict {
     }
 
     /// "Done", but the judge was less sure of it than it needs
-    /// ([`Verdict::needed`]), or how sure could not be read where it should
-    /// have been.
+    /// ([`Verdict::needed`]) or how sure could not be read where it should
+    /// have been, or solutions written independently computed otherwise.
     pub fn unconfirmed(&self) -> bool {
         self.is_complete && (self.judge_unsure() || self.differed())
     }
