@@ -201,14 +201,8 @@ async fn as_written<E: Effects>(
     effects: &mut E,
     names: &[String],
 ) -> Result<Vec<AsWritten>, Verdict> {
-    // (The code that ran through: what failed made nothing to compare, and
-    // would fail again tried on an example.)
-    let codes: Vec<&str> = state
-        .executions
-        .iter()
-        .filter(|e| !e.failed)
-        .map(|e| e.code.as_str())
-        .collect();
+    // (What failed would fail again tried on an example.)
+    let codes = state.codes_that_ran();
     let mut confirmed = Vec::new();
     for result in effects.written_results(&state.request, names, &codes).await {
         match result {

@@ -30,12 +30,7 @@ pub(super) async fn cross_check<E: Effects>(
     if settings.cross_checks == 0 || !settings.execute || settings.once {
         return Ok(None);
     }
-    let own: Vec<&str> = state
-        .executions
-        .iter()
-        .filter(|e| !e.failed)
-        .map(|e| e.code.as_str())
-        .collect();
+    let own = state.codes_that_ran();
     let names = if named.is_empty() {
         compared_names(&state.request, &own)
     } else {

@@ -223,6 +223,16 @@ impl AgentState {
         }
     }
 
+    /// The code of the run's blocks that ran through (what failed made
+    /// nothing to compare).
+    pub fn codes_that_ran(&self) -> Vec<&str> {
+        self.executions
+            .iter()
+            .filter(|e| !e.failed)
+            .map(|e| e.code.as_str())
+            .collect()
+    }
+
     /// Records the model's answer to a turn: counted, kept in the
     /// conversation, and the one the next node reads.
     pub fn record_answer(&mut self, text: String) {

@@ -369,13 +369,20 @@ pub(super) fn sampling(settings: &Settings, local: bool) -> Sampling {
 /// time and solved no more; see bench/README.md). None when the user
 /// approves every block: they would run unasked.
 pub(super) fn other_solutions(settings: &Settings, approval: Approval) -> u32 {
+    solutions_setting(settings, approval, "MAHTAB_CANDIDATES", 0)
+}
+
+/// How many solutions `variable` asks for (`default` unless set), at most
+/// [`MAX_CANDIDATES`]; none when the user approves every block: they would
+/// run unasked.
+fn solutions_setting(settings: &Settings, approval: Approval, variable: &str, default: u32) -> u32 {
     if approval == Approval::Always {
         return 0;
     }
     settings
-        .var("MAHTAB_CANDIDATES")
+        .var(variable)
         .and_then(|v| v.trim().parse::<u32>().ok())
-        .unwrap_or(0)
+        .unwrap_or(default)
         .min(MAX_CANDIDATES)
 }
 
@@ -387,14 +394,7 @@ const MAX_CANDIDATES: u32 = 8;
 /// [`CROSS_CHECKS`] unless set). None when the user approves every block:
 /// they would run unasked.
 pub(super) fn cross_checks(settings: &Settings, approval: Approval) -> u32 {
-    if approval == Approval::Always {
-        return 0;
-    }
-    settings
-        .var("MAHTAB_CROSS_CHECKS")
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .unwrap_or(CROSS_CHECKS)
-        .min(MAX_CANDIDATES)
+    solutions_setting(settings, approval, "MAHTAB_CROSS_CHECKS", CROSS_CHECKS)
 }
 
 /// Solutions a judged "done" is compared with by default: two, so that
