@@ -459,7 +459,9 @@ BARS = (70, 80, 85, 90)
 def done_at(judged, repeats):
     """For each bar in BARS, the "done" claims and wrong ones the runs the
     judge passed would have made with it: [bar, claims, wrong], or empty
-    where the provider gave no odds."""
+    where the provider gave no odds. One bar for every run: a run whose
+    work was sent back twice or more needed 90% (`Verdict::needed_after`),
+    so at a lower bar the recount counts it where the run ended unsure."""
     weighed = [r for r in judged if r.confidence is not None]
     if not weighed:
         return []

@@ -65,11 +65,16 @@ pub(super) async fn cross_check<E: Effects>(
         "%%ask: {} solutions for the cross-check: {notes:?}",
         codes.len()
     );
+    tracing::trace!("%%ask: the cross-check's solutions: {codes:#?}");
     if notes.is_empty() {
         return Ok(None);
     }
     let agreement = effects.compare_candidates(&names).await;
-    tracing::debug!("%%ask: cross-check on {names:?}: {:?}", agreement.groups);
+    tracing::debug!(
+        "%%ask: cross-check on {names:?}: {:?} of {:#?}",
+        agreement.groups,
+        agreement.values
+    );
     let agreement = without_ruled_out(agreement, &state.expected_forms);
     Ok(CrossCheck::from_agreement(&agreement))
 }

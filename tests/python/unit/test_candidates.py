@@ -22,6 +22,9 @@ from agent_runtime import Runtime
     (np.array([1, 2]), [1, 2]),
     (float("nan"), np.nan),
     ([1, (2, "b")], [1, (2, "b")]),
+    # The same answers under keys decorated otherwise.
+    ({"@mean[mean_value]": 4.61, "@std[std_value]": 1.5}, {"mean": "4.61", "Std": 1.5}),
+    ({"@age[38.23]": 38.23}, {"@age": 38.23}),
 ])
 def test_the_same_value_in_another_form_agrees(a, b):
     assert candidates.same_value(a, b)
@@ -37,6 +40,10 @@ def test_the_same_value_in_another_form_agrees(a, b):
     (np.array([1, 2]), np.array([[1, 2]])),
     (True, 1.0),
     (float("nan"), 0.0),
+    ({"@mean[m]": 4.61}, {"mean": 4.62}),
+    ({"@mean[m]": 1, "std": 2}, {"mean": 2, "std": 1}),
+    ({"a[0]": 1, "a[1]": 2}, {"a": 1, "b": 2}),
+    ({"mean": 1}, {"median": 1}),
 ])
 def test_different_values_do_not(a, b):
     assert not candidates.same_value(a, b)

@@ -14,6 +14,7 @@ would differ), or code touching a value too large to copy.
 import ast
 import math
 import numbers
+import re
 import sys
 
 from mahtab.agent import guard
@@ -230,13 +231,37 @@ def same_value(a, b, depth=0):
     if "numpy" in (module_a, module_b):
         return _same_array(a, b)
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k], depth + 1) for k in a)
+        if a.keys() != b.keys():
+            a, b = _by_key_name(a), _by_key_name(b)
+            if a is None or b is None or a.keys() != b.keys():
+                return False
+        return all(same_value(a[k], b[k], depth + 1) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_value(p, q, depth + 1) for p, q in zip(a, b))
     try:
         return bool(a == b)
     except Exception:
         return repr(a) == repr(b)
+
+
+# A key's decoration around its name: a leading sigil, a bracketed
+# placeholder or note after it ("@mean[mean_value]", "@mean", "mean" and
+# "Mean" name one answer).
+_KEY_DECORATION = re.compile(r"^[\s@$#:]+|\s*\[[^\]]*\]\s*$|\s+$")
+
+
+def _by_key_name(mapping):
+    """``mapping`` keyed by each text key's name without its decoration,
+    or None where two keys would then be one: two solutions that wrote the
+    same answers under keys decorated differently agree, their values are
+    still compared one by one."""
+    named = {}
+    for key, value in mapping.items():
+        name = _KEY_DECORATION.sub("", key).lower() if isinstance(key, str) else key
+        if name in named:
+            return None
+        named[name] = value
+    return named
 
 
 def _same_pandas(a, b):
