@@ -232,6 +232,22 @@ pub const VERDICT_ALONE: &str = "\n\nYour verdict alone, as JSON: {\"is_complete
 /// turn's answer: its code alone.
 pub const CODE_ONLY: &str = "\n\n(Reply with the ```python block alone, no explanation.)";
 
+/// Asks for another solution's `code`, which raised `error`, mended (with
+/// what the error usually means, `hint`, where known): it runs again from
+/// the start, so it must be whole. The code is quoted as a draft to
+/// correct, not as the model's own answer: a small model given back its
+/// answer mostly sends it again.
+pub fn mend_solution(code: &str, error: &str, hint: Option<&str>) -> String {
+    let hint = hint.map(|h| format!("Hint: {h}.\n")).unwrap_or_default();
+    format!(
+        "This code was written for the request, and it fails:\n```python\n{}\n```\nError:\n```\n{}\n```\n\
+{hint}Correct the code so that it does the request: change what causes the error, and write \
+the whole corrected code (it runs from the start, on the notebook as it was before).",
+        code.trim_end(),
+        error.trim_end()
+    )
+}
+
 /// Sent back once when the model answers without code after a turn the
 /// review found unfinished.
 pub fn still_unfinished(reason: &str) -> String {

@@ -10,7 +10,10 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
 use super::ports::{LiveText, Ports};
-use super::run::{Agreement, Context, KeyInformation, Repair, RunChanges, Targets, WrittenResult};
+use super::run::{
+    Agreement, CandidateOutcome, Context, KeyInformation, Repair, RunChanges, Targets,
+    WrittenResult,
+};
 use crate::exception::PythonException;
 
 /// A call into the agent scope: its arguments, the method that serves it,
@@ -219,10 +222,10 @@ pub struct TryCandidates<'a> {
     pub before_run: bool,
 }
 
-/// For each candidate: why it was not tried or failed, or "".
+/// How trying each candidate went.
 #[derive(Debug, Default, Deserialize)]
 pub struct CandidatesTried {
-    pub notes: Vec<String>,
+    pub outcomes: Vec<CandidateOutcome>,
 }
 
 impl ScopeCall for TryCandidates<'_> {

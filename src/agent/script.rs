@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 
 use super::llm::{ChatOutcome, ChatRequest, TokenChoices, Usage};
 use super::run::{
-    Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
-    ModelChoice, Observer, Repair, Showing, Targets, TriedFrom, WrittenResult,
+    Activity, AgentError, AgentEvent, Agreement, CandidateOutcome, Context, Effects, Execution,
+    KeyInformation, ModelChoice, Observer, Repair, Showing, Targets, TriedFrom, WrittenResult,
 };
 
 /// Scripted effects: answers in order, executions by a closure.
@@ -40,6 +40,9 @@ pub struct Script {
     pub tried: Vec<Vec<String>>,
     /// Where each `try_candidates` call tried them.
     pub tried_from: Vec<TriedFrom>,
+    /// How each `try_candidates` call says its codes went, in order (then
+    /// all ran).
+    pub outcomes: VecDeque<Vec<CandidateOutcome>>,
     /// What each `compare_candidates` call answers, in order (then no
     /// agreement).
     pub agreements: VecDeque<Agreement>,
@@ -100,6 +103,7 @@ impl Script {
             truncate_at: None,
             tried: Vec::new(),
             tried_from: Vec::new(),
+            outcomes: VecDeque::new(),
             agreements: VecDeque::new(),
             done_likelihoods: VecDeque::new(),
             written: VecDeque::new(),
@@ -190,10 +194,13 @@ impl Effects for Script {
         codes: &[String],
         _own: &str,
         start: TriedFrom,
-    ) -> Result<Vec<String>, AgentError> {
+    ) -> Result<Vec<CandidateOutcome>, AgentError> {
         self.tried.push(codes.to_vec());
         self.tried_from.push(start);
-        Ok(vec![String::new(); codes.len()])
+        Ok(self
+            .outcomes
+            .pop_front()
+            .unwrap_or_else(|| vec![CandidateOutcome::Ran; codes.len()]))
     }
 
     async fn compare_candidates(&mut self, _names: &[String]) -> Agreement {

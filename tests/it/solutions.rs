@@ -197,3 +197,54 @@ async fn a_done_every_other_solution_computes_otherwise_is_not_confirmed() {
     let (_, iopub) = kernel.execute("rows, n").await;
     assert_eq!(result_text(&iopub), "([1, 2, 3, 4], 4)");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_solution_that_raised_is_mended_once_from_its_own_error() {
+    let own = "rows.append(4)\nn = len(rows)";
+    let llm = FakeLlm::start(vec![
+        answer(own),
+        Reply::Answer(ONE_VALUE.into()),
+        Reply::Answer(crate::ask::DONE.into()),
+        answer("count = 1\nn = len(row) + 1"),
+        answer("n = len(rows) + 2"),
+        answer("n = len(rows) + 1"),
+    ])
+    .await;
+    let mut kernel = cross_checking(&llm).await;
+    kernel.execute("rows = [1, 2, 3]").await;
+    let (_, iopub) = kernel
+        .execute("%%ask\nAppend 4 to rows and store its new length in `n`.")
+        .await;
+    let requests = llm.requests.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        6,
+        "the answer, form, review, two others, a mend"
+    );
+    // Its own code and what it raised, where: nothing of the run's.
+    let mend = requests[5]["messages"].as_array().unwrap();
+    let said: Vec<&str> = mend
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    // The system prompt, the request, its code and error.
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(
+        said[2].contains("count = 1\nn = len(row) + 1\n"),
+        "{}",
+        said[2]
+    );
+    assert!(
+        said[2].contains("line 2: `n = len(row) + 1`\nNameError: name 'row' is not defined\n"),
+        "{}",
+        said[2]
+    );
+    assert!(!told_model(&requests[5]).contains("rows.append(4)"));
+    let summary = panel_texts(&iopub, "summary").join("\n");
+    assert!(
+        summary.contains("the same in 2 of 3 solutions written independently"),
+        "{summary}"
+    );
+    let (_, iopub) = kernel.execute("rows, n").await;
+    assert_eq!(result_text(&iopub), "([1, 2, 3, 4], 4)");
+}

@@ -14,7 +14,7 @@ use super::solutions::compared_names;
 use super::steps::{NodeSettings, code_prompt};
 use crate::agent::parse::form;
 use crate::agent::run::{
-    AgentError, AgentState, Agreement, CrossCheck, Effects, Expected, TriedFrom,
+    AgentError, AgentState, Agreement, CandidateOutcome, CrossCheck, Effects, Expected, TriedFrom,
 };
 
 /// How the values of the run's work (the request's `named` values, or
@@ -44,29 +44,18 @@ pub(super) async fn cross_check<E: Effects>(
     // Asked as the run's first answer was: the request alone.
     let asked = (state.request_at + 1).min(state.conversation.len());
     let later = state.conversation.split_off(asked);
-    let codes = settings
-        .other_solutions(state, effects, &system, settings.cross_checks)
-        .await;
+    let tried = solutions_tried(state, effects, settings, &system, &own).await;
     state.conversation.extend(later);
     // The review's "done" stands as it was when the provider fails here.
-    let codes = match codes {
-        Ok(codes) if !codes.is_empty() => codes,
-        Ok(_) => return Ok(None),
+    let outcomes = match tried {
+        Ok(outcomes) => outcomes,
         Err(AgentError::Llm(e)) => {
             tracing::warn!("%%ask: no cross-check of the done: {e}");
             return Ok(None);
         }
         Err(e) => return Err(e),
     };
-    let notes = effects
-        .try_candidates(&codes, &own, TriedFrom::RunStart)
-        .await?;
-    tracing::debug!(
-        "%%ask: {} solutions for the cross-check: {notes:?}",
-        codes.len()
-    );
-    tracing::trace!("%%ask: the cross-check's solutions: {codes:#?}");
-    if notes.is_empty() {
+    if !outcomes.contains(&CandidateOutcome::Ran) {
         return Ok(None);
     }
     let agreement = effects.compare_candidates(&names).await;
@@ -77,6 +66,69 @@ pub(super) async fn cross_check<E: Effects>(
     );
     let agreement = without_ruled_out(agreement, &state.expected_forms);
     Ok(CrossCheck::from_agreement(&agreement))
+}
+
+/// `settings.cross_checks` solutions sampled for the conversation as it is
+/// and tried on copies of the namespace as it was before the run (`own`:
+/// the run's code), each that raised given one try at mending its error:
+/// how each went, the mended ones in place of the first tries (nothing where
+/// no answer had code). A small model's first try often fails on what one
+/// look at its error mends (a file never loaded, a guessed column), which
+/// would leave the run with nothing to compare.
+async fn solutions_tried<E: Effects>(
+    state: &mut AgentState,
+    effects: &mut E,
+    settings: &NodeSettings,
+    system: &str,
+    own: &str,
+) -> Result<Vec<CandidateOutcome>, AgentError> {
+    let mut codes = settings
+        .other_solutions(state, effects, system, settings.cross_checks)
+        .await?;
+    if codes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let outcomes = effects
+        .try_candidates(&codes, own, TriedFrom::RunStart)
+        .await?;
+    tracing::trace!("%%ask: the cross-check's solutions: {codes:#?}");
+    tracing::debug!("%%ask: the cross-check's solutions tried: {outcomes:?}");
+    let failed: Vec<(usize, &str)> = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, outcome)| match outcome {
+            CandidateOutcome::Raised(error) => Some((i, error.as_str())),
+            _ => None,
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(outcomes);
+    }
+    let asked: Vec<(&str, &str)> = failed
+        .iter()
+        .map(|&(i, error)| (codes[i].as_str(), error))
+        .collect();
+    let mended = settings
+        .mended_solutions(state, effects, system, &asked)
+        .await?;
+    let failed: Vec<usize> = failed.iter().map(|&(i, _)| i).collect();
+    let mut any = false;
+    for (i, code) in failed.into_iter().zip(mended) {
+        if let Some(code) = code {
+            codes[i] = code;
+            any = true;
+        }
+    }
+    if !any {
+        return Ok(outcomes);
+    }
+    // All again, so what the comparison reads is from one try of each.
+    let outcomes = effects
+        .try_candidates(&codes, own, TriedFrom::RunStart)
+        .await?;
+    tracing::trace!("%%ask: the cross-check's solutions, mended: {codes:#?}");
+    tracing::debug!("%%ask: the cross-check's solutions tried, mended: {outcomes:?}");
+    Ok(outcomes)
 }
 
 /// The solutions compared, without the others whose values have a form the

@@ -94,15 +94,18 @@ pub(super) async fn try_other_solutions<E: Effects>(
     state.conversation.extend(answer);
     let codes = codes?;
     let own: Vec<&str> = state.pending.iter().map(|b| b.code.as_str()).collect();
-    let notes = if codes.is_empty() {
+    let outcomes = if codes.is_empty() {
         Vec::new()
     } else {
         effects
             .try_candidates(&codes, &own.join("\n\n"), TriedFrom::TurnStart)
             .await?
     };
-    tracing::debug!("%%ask: {} other solutions, tried: {notes:?}", codes.len());
-    let tried = !notes.is_empty();
+    tracing::debug!(
+        "%%ask: {} other solutions, tried: {outcomes:?}",
+        codes.len()
+    );
+    let tried = !outcomes.is_empty();
     state.other_solutions = Some(OtherSolutions {
         codes,
         names,

@@ -216,9 +216,7 @@ impl NodeSettings {
     /// `count` other answers to the prompt an answer came from (`system`
     /// and the conversation as it is; cached by the provider, so each costs
     /// its own tokens), sampled side by side with varied seeds and not
-    /// shown: the code of each that has any. A provider left at its own
-    /// default samples already, and reasoning models refuse any other
-    /// temperature: its settings stay.
+    /// shown: the code of each that has any.
     pub(crate) async fn other_solutions<E: Effects>(
         &self,
         state: &mut AgentState,
@@ -226,8 +224,59 @@ impl NodeSettings {
         system: &str,
         count: u32,
     ) -> Result<Vec<String>, AgentError> {
-        let requests = (0..count)
-            .map(|n| {
+        let asked = (0..count).map(|_| Vec::new()).collect();
+        let codes = self.sampled_codes(state, effects, system, asked, 1).await?;
+        Ok(codes.into_iter().flatten().collect())
+    }
+
+    /// One more try at each of `failed`, other solutions that raised (their
+    /// code and what it raised): each asked as it was (`system` and the
+    /// conversation as it is) with its code and error added, nothing of the
+    /// run's, so it stays as independent of the run as it was. The mended
+    /// code of each, where the answer has any.
+    pub(crate) async fn mended_solutions<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: &str,
+        failed: &[(&str, &str)],
+    ) -> Result<Vec<Option<String>>, AgentError> {
+        let asked = failed
+            .iter()
+            .map(|(code, error)| {
+                // The code above the error, as a traceback shows it (a dict
+                // filled before it was made is told by its line).
+                let hint = errors::failure_hint(&format!("{code}\n{}", errors::error_line(error)));
+                vec![ChatMessage::user(prompts::mend_solution(
+                    code,
+                    error,
+                    hint.as_deref(),
+                ))]
+            })
+            .collect();
+        // Seeds past those of the first tries.
+        let first_seed = 1 + u64::from(self.cross_checks.max(self.candidates));
+        self.sampled_codes(state, effects, system, asked, first_seed)
+            .await
+    }
+
+    /// One hidden answer for each of `asked` (messages after the
+    /// conversation), sampled side by side, with seeds from `first_seed` up
+    /// where the provider samples at all (one left at its own default
+    /// samples already, and reasoning models refuse any other temperature:
+    /// its settings stay): the code of each, if it has any.
+    async fn sampled_codes<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: &str,
+        asked: Vec<Vec<ChatMessage>>,
+        first_seed: u64,
+    ) -> Result<Vec<Option<String>>, AgentError> {
+        let requests = asked
+            .into_iter()
+            .zip(0u64..)
+            .map(|(after, n)| {
                 let call = Call {
                     model: &self.model,
                     max_tokens: self.max_tokens,
@@ -236,10 +285,11 @@ impl NodeSettings {
                     stop: &[],
                 };
                 let mut request = model_request(state, self, system.to_owned(), &call);
+                request.messages.extend(after);
                 if self.sampling.temperature.is_some() {
                     request.sampling = Sampling {
                         temperature: Some(CANDIDATE_TEMPERATURE),
-                        seed: Some(self.sampling.seed.unwrap_or(0) + 1 + u64::from(n)),
+                        seed: Some(self.sampling.seed.unwrap_or(0) + first_seed + n),
                     };
                 }
                 // Code only, ending with its block: the words around it
@@ -264,9 +314,7 @@ impl NodeSettings {
                 .into_iter()
                 .map(|b| b.code)
                 .collect();
-            if !code.is_empty() {
-                codes.push(code.join("\n\n"));
-            }
+            codes.push((!code.is_empty()).then(|| code.join("\n\n")));
         }
         Ok(codes)
     }

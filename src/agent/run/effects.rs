@@ -107,14 +107,14 @@ pub trait Effects: Observer + Send {
 
     /// Runs each of `codes`, other solutions of the request, on a scratch
     /// copy of the namespace as it is at `start` (nothing the user sees or
-    /// keeps changes); `own` is the code the run's values come from. For
-    /// each, why it was not tried or failed, or "".
+    /// keeps changes); `own` is the code the run's values come from. How
+    /// each went (none: nothing was tried).
     fn try_candidates(
         &mut self,
         codes: &[String],
         own: &str,
         start: TriedFrom,
-    ) -> impl Future<Output = Result<Vec<String>, AgentError>> + Send;
+    ) -> impl Future<Output = Result<Vec<CandidateOutcome>, AgentError>> + Send;
 
     /// How the turn's own solution compares on `names` with the candidates
     /// tried since [`Effects::try_candidates`].
@@ -142,6 +142,19 @@ pub trait Effects: Observer + Send {
 
     /// Reports progress to the user.
     fn emit(&mut self, event: AgentEvent);
+}
+
+/// How trying one other solution on a scratch copy went.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateOutcome {
+    /// It ran to the end: what it computed is kept for the comparison.
+    Ran,
+    /// Not run, and why (it would write files, say).
+    NotTried(String),
+    /// It raised: the error, where in the code, and what would mend it
+    /// when known (a missing key's columns).
+    Raised(String),
 }
 
 /// The namespace other solutions of a request are tried on copies of.

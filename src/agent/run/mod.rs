@@ -8,7 +8,7 @@ pub mod findings;
 pub mod limits;
 pub mod state;
 
-pub use effects::{Activity, Effects, ModelChoice, Observer, Showing, TriedFrom};
+pub use effects::{Activity, CandidateOutcome, Effects, ModelChoice, Observer, Showing, TriedFrom};
 pub use events::{AgentError, AgentEvent};
 pub use findings::{
     Action, Agent, Agents, Agreement, AsWritten, Confidence, Consensus, Context, CrossCheck,

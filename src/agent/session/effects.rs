@@ -19,8 +19,8 @@ use crate::agent::render::stream::ShownText;
 use crate::agent::render::writing::WritingCode;
 use crate::agent::render::{self, publish};
 use crate::agent::run::{
-    Activity, AgentError, AgentEvent, Agreement, Context, Effects, Execution, KeyInformation,
-    ModelChoice, Repair, Showing, Targets, TriedFrom, WrittenResult,
+    Activity, AgentError, AgentEvent, Agreement, CandidateOutcome, Context, Effects, Execution,
+    KeyInformation, ModelChoice, Repair, Showing, Targets, TriedFrom, WrittenResult,
 };
 use crate::agent::scope_calls;
 use crate::exception::{ExceptionKind, PythonException};
@@ -395,7 +395,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
         codes: &[String],
         own: &str,
         start: TriedFrom,
-    ) -> Result<Vec<String>, AgentError> {
+    ) -> Result<Vec<CandidateOutcome>, AgentError> {
         let before_run = start == TriedFrom::RunStart;
         let call = scope_calls::TryCandidates {
             codes,
@@ -403,7 +403,7 @@ impl<P: Ports> Effects for RunEffects<'_, P> {
             before_run,
         };
         match scope_calls::call(self.ports, &call).await {
-            Ok(tried) => Ok(tried.notes),
+            Ok(tried) => Ok(tried.outcomes),
             Err(e) if e.is_interrupt() => Err(AgentError::Interrupted),
             Err(e) => {
                 tracing::warn!("%%ask: other solutions not tried: {e}");

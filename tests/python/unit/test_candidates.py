@@ -83,7 +83,8 @@ def test_a_candidate_runs_on_a_copy_and_leaves_no_trace():
 def test_a_candidate_that_fails_or_reaches_out_is_not_kept():
     runtime = Runtime()
     namespace = {"__builtins__": __builtins__}
-    assert candidates.try_candidate(runtime, "x = 1 / 0", namespace) == (None, "ZeroDivisionError: division by zero")
+    assert candidates.try_candidate(runtime, "x = 1 / 0", namespace) == (
+        None, "line 1: `x = 1 / 0`\nZeroDivisionError: division by zero")
     scratch, why = candidates.try_candidate(runtime, "import os\nos.system('touch gone')", namespace)
     assert scratch is None and why.startswith("not tried")
     scratch, why = candidates.try_candidate(runtime, "savefig('chart.png')", namespace)
@@ -92,7 +93,35 @@ def test_a_candidate_that_fails_or_reaches_out_is_not_kept():
     assert scratch is None and why == "not tried: it draws at random"
     scratch, why = candidates.try_candidate(runtime, "x = input('?')", namespace)
     assert scratch is None and "input" in why
-    assert candidates.try_candidate(runtime, "x = (", namespace)[1].startswith("SyntaxError")
+    assert candidates.try_candidate(runtime, "x = (", namespace)[1] == "line 1: `x = (`\nSyntaxError: '(' was never closed"
+
+
+def test_what_a_candidate_raised_says_where_and_for_a_missing_key_which_columns_there_are():
+    runtime = Runtime()
+    namespace = {"sales": pd.DataFrame({"price": [1.0], "qty": [2]}), "__builtins__": __builtins__}
+    code = "n = 1\ntotal = sales['col1'].sum()"
+    scratch, why = candidates.try_candidate(runtime, code, namespace)
+    assert scratch is None
+    assert why == "line 2: `total = sales['col1'].sum()`\nKeyError: 'col1'. Columns of sales: 'price', 'qty'"
+    # A close key is named, as for the run's own code, in a frame the code made.
+    code = "import pandas as pd\nframe = pd.DataFrame({'Price': [1]})\nframe['price']"
+    assert candidates.try_candidate(runtime, code, namespace)[1].endswith(
+        "KeyError: 'price'. Did you mean: 'Price' (a column of frame)?"), candidates.try_candidate(runtime, code, namespace)
+    why = candidates.try_candidate(runtime, "answers = {}\nanswers[@mean] = 1", namespace)[1]
+    assert why.startswith("line 2: `answers[@mean] = 1`\nSyntaxError: "), why
+
+
+def test_each_candidate_tried_is_said_to_have_run_raised_or_not_been_tried():
+    from mahtab.agent.scope import AgentScope
+
+    scope = AgentScope(Runtime(), {"__builtins__": __builtins__})
+    codes = ["x = 1", "x = 1 / 0", "import random\nx = random.random()"]
+    tried = json.loads(scope.try_candidates(json.dumps({"codes": codes, "own": ""})))
+    assert tried == {"outcomes": [
+        "ran",
+        {"raised": "line 1: `x = 1 / 0`\nZeroDivisionError: division by zero"},
+        {"not_tried": "it draws at random"},
+    ]}, tried
 
 
 def test_solutions_are_grouped_by_every_value_largest_group_first():

@@ -16,8 +16,9 @@ import math
 import numbers
 import re
 import sys
+import traceback
 
-from mahtab.agent import guard
+from mahtab.agent import close_names, guard
 from mahtab.agent.execution import agent_builtins
 from mahtab.agent.namespace import describe_briefly
 from mahtab.runtime.reprs import clip_middle
@@ -34,6 +35,10 @@ _READERS_NAMED_TO = ("to_numpy", "to_list", "to_dict", "to_frame", "to_string", 
                      "to_timestamp", "to_datetime", "to_numeric", "to_timedelta", "to_series", "to_flat_index",
                      "to_markdown", "to_html", "to_latex", "to_json", "to_csv")
 _FILE_ARGUMENT_WRITERS = ("to_markdown", "to_html", "to_latex", "to_json", "to_csv")
+
+# How a note on a candidate that was not run begins (one that raised
+# begins with the exception's name).
+NOT_TRIED = "not tried: "
 
 # How much of a value's repr the model is shown beside its description.
 SHOWN_REPR_CHARS = 400
@@ -150,21 +155,22 @@ def _close_figures_since(before):
 def try_candidate(runtime, code, namespace):
     """Runs ``code`` on a scratch copy of ``namespace`` with its prints,
     displays and figures thrown away: (the scratch namespace after it ran,
-    None) or (None, why it was not tried or what it raised)."""
+    None) or (None, why it was not tried (beginning with ``NOT_TRIED``) or
+    what it raised)."""
     try:
         code = runtime._as_python(code)
         tree = compile(code, "<candidate>", "exec", flags=ast.PyCF_ONLY_AST)
     except SyntaxError as error:
-        return None, "SyntaxError: %s" % error.msg
+        return None, "%sSyntaxError: %s" % (_where(error.lineno, _line(code, error.lineno)), error.msg)
     if guard.inspect(code):
-        return None, "not tried: it would do what the user is asked about first"
+        return None, NOT_TRIED + "it would do what the user is asked about first"
     if _writes_files(tree):
-        return None, "not tried: it writes files"
+        return None, NOT_TRIED + "it writes files"
     if _draws_at_random(tree):
-        return None, "not tried: it draws at random"
+        return None, NOT_TRIED + "it draws at random"
     scratch = _scratch(namespace, tree)
     if scratch is None:
-        return None, "not tried: the values it uses are too large to copy"
+        return None, NOT_TRIED + "the values it uses are too large to copy"
     saved = sys.stdout, sys.stderr, runtime.__dict__.get("publish")
     figures = _open_figures()
     sys.stdout = sys.stderr = _Discard()
@@ -176,7 +182,7 @@ def try_candidate(runtime, code, namespace):
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # noqa: BLE001 - any failure is the candidate's
-        return None, "%s: %s" % (type(error).__name__, str(error)[:200])
+        return None, _raised(error, code, scratch)
     finally:
         sys.stdout, sys.stderr, publish = saved
         if publish is None:
@@ -185,6 +191,32 @@ def try_candidate(runtime, code, namespace):
             runtime.publish = publish
         _close_figures_since(figures)
     return scratch, None
+
+
+def _raised(error, code, scratch):
+    """What ``code`` raised, as its writer would need it to mend the code:
+    the line it came from, then the error's line as the run's own failed
+    code tells it (a close key suggested, or the columns of the tables on
+    that line: the usual cause is a guessed column name)."""
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == "<candidate>"]
+    line = _line(code, lines[-1] if lines else None)
+    told = traceback.format_exception_only(type(error), error)[-1]
+    told = close_names.error_line_with_suggestion(told, error, [scratch], line, code)
+    return _where(lines[-1] if lines else None, line) + clip_middle(told.strip(), 600)
+
+
+def _line(code, lineno):
+    """Line ``lineno`` (from 1) of ``code``, if it has one."""
+    lines = code.splitlines()
+    return lines[lineno - 1] if lineno and 0 < lineno <= len(lines) else None
+
+
+def _where(lineno, line):
+    """``line 2: `x = y` `` and a line break, as a note on a failure begins
+    (nothing where the line is not known)."""
+    if line is None:
+        return ""
+    return "line %d: `%s`\n" % (lineno, clip_middle(line.strip(), 120))
 
 
 def _is_bool(value):

@@ -109,10 +109,10 @@ class AgentScope:
         """Runs each of ``codes`` on a scratch copy of the namespace (before
         the turn's own code, ``own``, runs; with ``before_run``, of the
         namespace as it was before the run, its own code having run) and
-        keeps what it computed; for each, why it was not tried or failed, or
-        ""."""
+        keeps what it computed; for each, ``"ran"``, ``{"not_tried": why}``
+        or ``{"raised": what}``."""
         request = json.loads(args)
-        self.candidates, notes = [], []
+        self.candidates, outcomes = [], []
         # Solutions of a request that draws at random differ, right or not.
         random = candidates.draws_at_random(self.runtime, request.get("own", ""))
         start = self.namespace
@@ -120,12 +120,17 @@ class AgentScope:
             start = self.journal.namespace_before(self.namespace)
         for code in request.get("codes", ()):
             if random:
-                scratch, why = None, "not tried: the turn's own code draws at random"
+                scratch, why = None, candidates.NOT_TRIED + "the turn's own code draws at random"
             else:
                 scratch, why = candidates.try_candidate(self.runtime, code, start)
             self.candidates.append(scratch)
-            notes.append(why or "")
-        return dumps({"notes": notes})
+            if why is None:
+                outcomes.append("ran")
+            elif why.startswith(candidates.NOT_TRIED):
+                outcomes.append({"not_tried": why[len(candidates.NOT_TRIED):]})
+            else:
+                outcomes.append({"raised": why})
+        return dumps({"outcomes": outcomes})
 
     def compare_candidates(self, args):
         """The solutions (0: the namespace, as the turn's code left it; then

@@ -3,7 +3,7 @@
 //! it was before the run, and confirming or not by what they computed.
 
 use super::*;
-use crate::agent::run::{Agreement, CrossCheck, TriedFrom};
+use crate::agent::run::{Agreement, CandidateOutcome, CrossCheck, TriedFrom};
 
 const REQUEST: &str = "Store the number of rows in `n`.";
 
@@ -216,5 +216,153 @@ fn other_solutions_of_a_form_the_check_ruled_out_count_neither_way() {
     assert_eq!(
         compared([series, total], &[&[0, 2], &[1]]),
         Some(CrossCheck::Agreed { agree: 2, of: 2 })
+    );
+}
+
+#[test]
+fn another_solution_that_raised_has_one_try_at_mending_its_error() {
+    let raised = "line 1: `n = len(rows)`\nNameError: name 'rows' is not defined";
+    let mut script = Script::new(
+        &[
+            "```python\nn = 3\n```",
+            ONE_VALUE,
+            DONE,
+            "```python\nn = 1 + 2\n```",
+            "```python\nn = len(rows)\n```",
+            "```python\nrows = load()\nn = len(rows)\n```",
+        ],
+        ok,
+    );
+    script.outcomes.push_back(vec![
+        CandidateOutcome::Ran,
+        CandidateOutcome::Raised(raised.to_owned()),
+    ]);
+    script.agreements.push_back(agreement(&[&[0, 1, 2]]));
+    let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+    run(&mut script, &mut state, cross_checking());
+    assert_eq!(
+        state.verdict.unwrap().cross_check,
+        Some(CrossCheck::Agreed { agree: 3, of: 3 })
+    );
+    // Tried again, all of them, the mended one in place of its first try.
+    assert_eq!(
+        script.tried,
+        [
+            vec!["n = 1 + 2", "n = len(rows)"],
+            vec!["n = 1 + 2", "rows = load()\nn = len(rows)"],
+        ]
+    );
+    // Asked as it was, with its own code and error only: not the run's.
+    let mend = &script.requests[5];
+    assert_eq!(mend.system, script.requests[0].system);
+    let said: Vec<&str> = mend.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(said[0], REQUEST);
+    assert_eq!(
+        said[1],
+        format!(
+            "{}{}",
+            prompts::mend_solution(
+                "n = len(rows)",
+                raised,
+                Some(
+                    "define or import the name in the same block; the namespace above lists what exists"
+                )
+            ),
+            prompts::CODE_ONLY
+        )
+    );
+    assert_eq!(script.requests.len(), 6);
+    assert_eq!(script.executed, ["n = 3"], "only the run's own ran");
+}
+
+#[test]
+fn no_mending_where_no_other_solution_raised_and_nothing_compared_where_none_ran() {
+    // One not tried (it writes files), one ran: nothing to mend.
+    let mut script = Script::new(
+        &[
+            "```python\nn = 3\n```",
+            ONE_VALUE,
+            DONE,
+            "```python\nn = 3\n```",
+            "```python\nrows.to_csv('r.csv')\nn = 3\n```",
+        ],
+        ok,
+    );
+    script.outcomes.push_back(vec![
+        CandidateOutcome::Ran,
+        CandidateOutcome::NotTried("it writes files".to_owned()),
+    ]);
+    script.agreements.push_back(agreement(&[&[0, 1]]));
+    let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+    run(&mut script, &mut state, cross_checking());
+    assert_eq!(script.tried.len(), 1);
+    assert_eq!(script.requests.len(), 5);
+    assert_eq!(
+        state.verdict.unwrap().cross_check,
+        Some(CrossCheck::Agreed { agree: 2, of: 2 })
+    );
+    // Both raised, and the mended ones raised again: nothing compared, the
+    // review's "done" stands as it was.
+    let raised = CandidateOutcome::Raised("ZeroDivisionError: division by zero".to_owned());
+    let mut script = Script::new(
+        &[
+            "```python\nn = 3\n```",
+            ONE_VALUE,
+            DONE,
+            "```python\nn = 1 / 0\n```",
+            "```python\nn = 2 / 0\n```",
+            "```python\nn = 1 / 0 + 2\n```",
+            "No code this time.",
+        ],
+        ok,
+    );
+    script
+        .outcomes
+        .push_back(vec![raised.clone(), raised.clone()]);
+    script.outcomes.push_back(vec![raised.clone(), raised]);
+    script.agreements.push_back(agreement(&[&[0, 1]]));
+    let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+    run(&mut script, &mut state, cross_checking());
+    assert_eq!(
+        script.tried,
+        [
+            vec!["n = 1 / 0", "n = 2 / 0"],
+            vec!["n = 1 / 0 + 2", "n = 2 / 0"],
+        ]
+    );
+    let verdict = state.verdict.unwrap();
+    assert_eq!(verdict.cross_check, None);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert_eq!(script.agreements.len(), 1, "not compared");
+}
+
+#[test]
+fn a_mend_is_told_what_its_error_usually_means() {
+    // A dict filled before anything made it: the error alone says only
+    // that the name is not defined.
+    let raised = "line 1: `answers['n'] = 3`\nNameError: name 'answers' is not defined";
+    let mut script = Script::new(
+        &[
+            "```python\nn = 3\n```",
+            ONE_VALUE,
+            DONE,
+            "```python\nanswers['n'] = 3\nn = answers['n']\n```",
+            "```python\nn = 3\n```",
+            "```python\nanswers = {'n': 3}\nn = answers['n']\n```",
+        ],
+        ok,
+    );
+    script.outcomes.push_back(vec![
+        CandidateOutcome::Raised(raised.to_owned()),
+        CandidateOutcome::Ran,
+    ]);
+    let mut state = AgentState::new(REQUEST, Vec::new(), 5);
+    run(&mut script, &mut state, cross_checking());
+    let told = latest(&script.requests[5]);
+    assert!(told.contains(raised), "{told}");
+    assert!(
+        told.contains("Hint: the code puts items into answers, but nothing made answers"),
+        "{told}"
     );
 }
