@@ -93,25 +93,21 @@ async fn solutions_tried<E: Effects>(
         .await?;
     tracing::trace!("%%ask: the cross-check's solutions: {codes:#?}");
     tracing::debug!("%%ask: the cross-check's solutions tried: {outcomes:?}");
-    let failed: Vec<(usize, &str)> = outcomes
+    // Each that raised, with its code as known fixes left it.
+    let (failed, asked): (Vec<usize>, Vec<(&str, &str)>) = outcomes
         .iter()
         .enumerate()
         .filter_map(|(i, outcome)| match outcome {
-            CandidateOutcome::Raised(error) => Some((i, error.as_str())),
+            CandidateOutcome::Raised { error, code } => Some((i, (code.as_str(), error.as_str()))),
             _ => None,
         })
-        .collect();
+        .unzip();
     if failed.is_empty() {
         return Ok(outcomes);
     }
-    let asked: Vec<(&str, &str)> = failed
-        .iter()
-        .map(|&(i, error)| (codes[i].as_str(), error))
-        .collect();
     let mended = settings
         .mended_solutions(state, effects, system, &asked)
         .await?;
-    let failed: Vec<usize> = failed.iter().map(|&(i, _)| i).collect();
     let mut any = false;
     for (i, code) in failed.into_iter().zip(mended) {
         if let Some(code) = code {

@@ -152,9 +152,11 @@ pub enum CandidateOutcome {
     Ran,
     /// Not run, and why (it would write files, say).
     NotTried(String),
-    /// It raised: the error, where in the code, and what would mend it
-    /// when known (a missing key's columns).
-    Raised(String),
+    /// It raised `error` (where in `code`, and what would mend it when
+    /// known: a missing key's columns); `code` is the code that raised it,
+    /// as fixes that need no model (a missing import, a misspelt column)
+    /// left it.
+    Raised { error: String, code: String },
 }
 
 /// The namespace other solutions of a request are tried on copies of.

@@ -111,6 +111,23 @@ def test_what_a_candidate_raised_says_where_and_for_a_missing_key_which_columns_
     assert why.startswith("line 2: `answers[@mean] = 1`\nSyntaxError: "), why
 
 
+def test_a_candidate_a_known_fix_mends_is_tried_again_so_fixed():
+    runtime = Runtime()
+    namespace = {"__builtins__": __builtins__}
+    # A column misspelt in a table the code made; pandas used, not imported.
+    code = "frame = pd.DataFrame({'wind speed': [1.0, 3.0]})\nfast = frame.dropna(subset=['wind_speed'])['wind_speed'].max()"
+    scratch, why, _ = candidates.try_candidate_fixed(runtime, code, namespace)
+    assert why is None and scratch["fast"] == 3.0
+    # Not so where the code tried is not another solution.
+    assert candidates.try_candidate(runtime, code, namespace)[1].endswith("name 'pd' is not defined")
+    # What the fixed code raises where no known fix applies is told.
+    code = "import pandas as pd\nframe = pd.DataFrame({'wind speed': [1.0]})\nfast = frame['wind_speed'].max() + frame['zzz']"
+    scratch, why, tried = candidates.try_candidate_fixed(runtime, code, namespace)
+    assert scratch is None and why.endswith("KeyError: 'zzz'. Columns of frame: 'wind speed'"), why
+    assert "frame['wind speed'].max()" in why
+    assert "frame['wind speed'].max() + frame['zzz']" in tried
+
+
 def test_each_candidate_tried_is_said_to_have_run_raised_or_not_been_tried():
     from mahtab.agent.scope import AgentScope
 
@@ -119,7 +136,7 @@ def test_each_candidate_tried_is_said_to_have_run_raised_or_not_been_tried():
     tried = json.loads(scope.try_candidates(json.dumps({"codes": codes, "own": ""})))
     assert tried == {"outcomes": [
         "ran",
-        {"raised": "line 1: `x = 1 / 0`\nZeroDivisionError: division by zero"},
+        {"raised": {"error": "line 1: `x = 1 / 0`\nZeroDivisionError: division by zero", "code": "x = 1 / 0"}},
         {"not_tried": "it draws at random"},
     ]}, tried
 

@@ -33,6 +33,12 @@ def test_a_misspelt_column_with_one_close_match_is_corrected():
     fixed = repair("df.revenu.sum()", "AttributeError: 'DataFrame' object has no attribute 'revenu'", namespace)
     assert fixed["code"] == "df.revenue.sum()"
     assert repair("df['zzz']", "KeyError: 'zzz'", namespace) is None
+    # pandas' lists of keys: dropna(subset=[...]), a list of columns picked.
+    code = "df.dropna(subset=['revenu'])"
+    assert repair(code, "KeyError: ['revenu']", namespace)["code"] == "df.dropna(subset=['revenue'])"
+    code = "df[['revenu', 'region']]"
+    fixed = repair(code, "KeyError: \"['revenu'] not in index\"", namespace)
+    assert fixed["code"] == "df[['revenue', 'region']]"
 
 
 def test_interpolate_fills_known_names_only():

@@ -18,7 +18,7 @@ import re
 import sys
 import traceback
 
-from mahtab.agent import close_names, guard
+from mahtab.agent import close_names, context, guard
 from mahtab.agent.execution import agent_builtins
 from mahtab.agent.namespace import describe_briefly
 from mahtab.runtime.reprs import clip_middle
@@ -39,6 +39,10 @@ _FILE_ARGUMENT_WRITERS = ("to_markdown", "to_html", "to_latex", "to_json", "to_c
 # How a note on a candidate that was not run begins (one that raised
 # begins with the exception's name).
 NOT_TRIED = "not tried: "
+
+# How many known fixes one candidate gets (each its own: an import, then a
+# column's spelling).
+MOST_REPAIRS = 3
 
 # How much of a value's repr the model is shown beside its description.
 SHOWN_REPR_CHARS = 400
@@ -157,20 +161,29 @@ def try_candidate(runtime, code, namespace):
     displays and figures thrown away: (the scratch namespace after it ran,
     None) or (None, why it was not tried (beginning with ``NOT_TRIED``) or
     what it raised)."""
+    scratch, why, _code = try_candidate_fixed(runtime, code, namespace, repairs=0)
+    return scratch, why
+
+
+def try_candidate_fixed(runtime, code, namespace, repairs=MOST_REPAIRS):
+    """Like ``try_candidate``, but code that raised in a way a known fix
+    mends (the run's own code gets them too: ``context.repair``) is tried
+    again so fixed, ``repairs`` times at most; the code last tried comes
+    last."""
     try:
         code = runtime._as_python(code)
         tree = compile(code, "<candidate>", "exec", flags=ast.PyCF_ONLY_AST)
     except SyntaxError as error:
-        return None, "%sSyntaxError: %s" % (_where(error.lineno, _line(code, error.lineno)), error.msg)
+        return None, "%sSyntaxError: %s" % (_where(error.lineno, _line(code, error.lineno)), error.msg), code
     if guard.inspect(code):
-        return None, NOT_TRIED + "it would do what the user is asked about first"
+        return None, NOT_TRIED + "it would do what the user is asked about first", code
     if _writes_files(tree):
-        return None, NOT_TRIED + "it writes files"
+        return None, NOT_TRIED + "it writes files", code
     if _draws_at_random(tree):
-        return None, NOT_TRIED + "it draws at random"
+        return None, NOT_TRIED + "it draws at random", code
     scratch = _scratch(namespace, tree)
     if scratch is None:
-        return None, NOT_TRIED + "the values it uses are too large to copy"
+        return None, NOT_TRIED + "the values it uses are too large to copy", code
     saved = sys.stdout, sys.stderr, runtime.__dict__.get("publish")
     figures = _open_figures()
     sys.stdout = sys.stderr = _Discard()
@@ -182,7 +195,9 @@ def try_candidate(runtime, code, namespace):
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # noqa: BLE001 - any failure is the candidate's
-        return None, _raised(error, code, scratch)
+        raised = _raised(error, code, scratch)
+    else:
+        return scratch, None, code
     finally:
         sys.stdout, sys.stderr, publish = saved
         if publish is None:
@@ -190,7 +205,11 @@ def try_candidate(runtime, code, namespace):
         else:
             runtime.publish = publish
         _close_figures_since(figures)
-    return scratch, None
+    # The tables it made itself are where a misspelt column is looked up.
+    fixed = context.repair(code, raised.splitlines()[-1], scratch) if repairs else None
+    if fixed is None:
+        return None, raised, code
+    return try_candidate_fixed(runtime, fixed["code"], namespace, repairs - 1)
 
 
 def _raised(error, code, scratch):

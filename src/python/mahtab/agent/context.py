@@ -44,7 +44,8 @@ def repair(code, error, namespace):
             statement = "import %s" % module if module == name else "import %s as %s" % (module, name)
             return {"code": "%s\n%s" % (statement, code), "change": "added `%s`" % statement}
         return None
-    wrong = re.search(r"KeyError: ['\"]([^'\"]+)['\"]", error) or re.search(
+    # 'key', and pandas' ['key'] and "['key'] not in index".
+    wrong = re.search(r"KeyError: (?:\"?\[)?['\"]([^'\"]+)['\"]", error) or re.search(
         r"AttributeError: '\w+' object has no attribute '(\w+)'", error
     )
     if not wrong:

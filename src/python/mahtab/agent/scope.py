@@ -110,7 +110,8 @@ class AgentScope:
         the turn's own code, ``own``, runs; with ``before_run``, of the
         namespace as it was before the run, its own code having run) and
         keeps what it computed; for each, ``"ran"``, ``{"not_tried": why}``
-        or ``{"raised": what}``."""
+        or ``{"raised": {"error": what, "code": the code that raised it}}``
+        (the code as known fixes left it)."""
         request = json.loads(args)
         self.candidates, outcomes = [], []
         # Solutions of a request that draws at random differ, right or not.
@@ -122,14 +123,14 @@ class AgentScope:
             if random:
                 scratch, why = None, candidates.NOT_TRIED + "the turn's own code draws at random"
             else:
-                scratch, why = candidates.try_candidate(self.runtime, code, start)
+                scratch, why, code = candidates.try_candidate_fixed(self.runtime, code, start)
             self.candidates.append(scratch)
             if why is None:
                 outcomes.append("ran")
             elif why.startswith(candidates.NOT_TRIED):
                 outcomes.append({"not_tried": why[len(candidates.NOT_TRIED):]})
             else:
-                outcomes.append({"raised": why})
+                outcomes.append({"raised": {"error": why, "code": code}})
         return dumps({"outcomes": outcomes})
 
     def compare_candidates(self, args):

@@ -235,7 +235,10 @@ fn another_solution_that_raised_has_one_try_at_mending_its_error() {
     );
     script.outcomes.push_back(vec![
         CandidateOutcome::Ran,
-        CandidateOutcome::Raised(raised.to_owned()),
+        CandidateOutcome::Raised {
+            error: raised.to_owned(),
+            code: "n = len(rows)".to_owned(),
+        },
     ]);
     script.agreements.push_back(agreement(&[&[0, 1, 2]]));
     let mut state = AgentState::new(REQUEST, Vec::new(), 5);
@@ -304,7 +307,10 @@ fn no_mending_where_no_other_solution_raised_and_nothing_compared_where_none_ran
     );
     // Both raised, and the mended ones raised again: nothing compared, the
     // review's "done" stands as it was.
-    let raised = CandidateOutcome::Raised("ZeroDivisionError: division by zero".to_owned());
+    let raised = |code: &str| CandidateOutcome::Raised {
+        error: "ZeroDivisionError: division by zero".to_owned(),
+        code: code.to_owned(),
+    };
     let mut script = Script::new(
         &[
             "```python\nn = 3\n```",
@@ -319,8 +325,10 @@ fn no_mending_where_no_other_solution_raised_and_nothing_compared_where_none_ran
     );
     script
         .outcomes
-        .push_back(vec![raised.clone(), raised.clone()]);
-    script.outcomes.push_back(vec![raised.clone(), raised]);
+        .push_back(vec![raised("n = 1 / 0"), raised("n = 2 / 0")]);
+    script
+        .outcomes
+        .push_back(vec![raised("n = 1 / 0 + 2"), raised("n = 2 / 0")]);
     script.agreements.push_back(agreement(&[&[0, 1]]));
     let mut state = AgentState::new(REQUEST, Vec::new(), 5);
     run(&mut script, &mut state, cross_checking());
@@ -353,14 +361,19 @@ fn a_mend_is_told_what_its_error_usually_means() {
         ],
         ok,
     );
+    // As a known fix left it (`answers` filled before it was made).
     script.outcomes.push_back(vec![
-        CandidateOutcome::Raised(raised.to_owned()),
+        CandidateOutcome::Raised {
+            error: raised.to_owned(),
+            code: "import math\nanswers['n'] = 3".to_owned(),
+        },
         CandidateOutcome::Ran,
     ]);
     let mut state = AgentState::new(REQUEST, Vec::new(), 5);
     run(&mut script, &mut state, cross_checking());
     let told = latest(&script.requests[5]);
     assert!(told.contains(raised), "{told}");
+    assert!(told.contains("import math\nanswers['n'] = 3"), "{told}");
     assert!(
         told.contains("Hint: the code puts items into answers, but nothing made answers"),
         "{told}"
