@@ -229,6 +229,10 @@ def test_read_gives_the_lines_shown_numbered(tools, tmp_path):
     assert lines.replace("1", "9").startswith("a = 9")
     with pytest.raises(AttributeError, match="no attribute 'rows'"):
         lines.rows
+    # Read for a table: the error says how a table is loaded.
+    with pytest.raises(TypeError, match=r"pd\.read_csv\(path\)\['price'\]"):
+        lines["price"]
+    assert lines[1:] == ["b = 2", "c = 3"] and lines[-1] == "c = 3"
     assert not tools.read("m.py", 5)
     with pytest.raises(FileNotFoundError):
         tools.read("missing.py")

@@ -154,8 +154,8 @@ pub enum CandidateOutcome {
     NotTried(String),
     /// It raised `error` (where in `code`, and what would mend it when
     /// known: a missing key's columns); `code` is the code that raised it,
-    /// as fixes that need no model (a missing import, a misspelt column)
-    /// left it.
+    /// as fixes that need no model (a missing import, a dict never made, a
+    /// misspelt column) left it.
     Raised { error: String, code: String },
 }
 

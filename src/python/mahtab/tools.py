@@ -142,6 +142,15 @@ class Lines(list):
             return item in self.text
         return super().__contains__(item)
 
+    def __getitem__(self, index):
+        # A small model reads a CSV file with read() and picks a column.
+        if isinstance(index, str):
+            raise TypeError(
+                "lines are picked by number ([0] is the first), not by %r: these are lines of text; "
+                "a table's columns come from loading it, e.g. pd.read_csv(path)[%r]" % (index, index)
+            )
+        return super().__getitem__(index)
+
     def __getattr__(self, name):
         # Reached only for names a list lacks: a text's methods, on the text.
         if not name.startswith("_") and hasattr(str, name) and "text" in self.__dict__:

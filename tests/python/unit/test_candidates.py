@@ -126,6 +126,11 @@ def test_a_candidate_a_known_fix_mends_is_tried_again_so_fixed():
     assert scratch is None and why.endswith("KeyError: 'zzz'. Columns of frame: 'wind speed'"), why
     assert "frame['wind speed'].max()" in why
     assert "frame['wind speed'].max() + frame['zzz']" in tried
+    # A dict whose keys are set before it was made, and pandas not imported.
+    code = "answers['max'] = float(pd.Series([2.0, 5.0]).max())"
+    scratch, why, tried = candidates.try_candidate_fixed(runtime, code, namespace)
+    assert why is None and scratch["answers"] == {"max": 5.0}, why
+    assert tried.startswith("import pandas as pd\nanswers = {}\n")
 
 
 def test_each_candidate_tried_is_said_to_have_run_raised_or_not_been_tried():

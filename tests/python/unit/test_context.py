@@ -81,3 +81,25 @@ def test_a_request_names_a_skill_as_a_word_in_any_case():
     assert skills_named("the plotting code; my-table-summary-v2", installed) == []
     # A skill file with no name names nothing.
     assert skills_named("anything", {"": "", "-": ""}) == []
+
+
+def test_a_dict_whose_keys_are_set_before_it_was_made_is_made_first():
+    code = "import math\nanswers['mean'] = 2.5\nanswers['sd'] = math.sqrt(2)\n"
+    fixed = repair(code, "NameError: name 'answers' is not defined", {})
+    assert fixed == {
+        "code": "import math\nanswers = {}\nanswers['mean'] = 2.5\nanswers['sd'] = math.sqrt(2)\n",
+        "change": "made `answers = {}` before its first key is set",
+    }
+    looped = "for c in ['a', 'b']:\n    stats[c] = len(c)\n"
+    assert repair(looped, "NameError: name 'stats' is not defined", {})["code"].startswith("stats = {}\nfor c")
+    both = "answers['a'], answers['b'] = 1, 2"
+    assert repair(both, "NameError: name 'answers' is not defined", {})["code"] == "answers = {}\n" + both
+
+
+def test_a_name_read_before_its_keys_are_set_is_not_made_a_dict():
+    error = "NameError: name 'df' is not defined"
+    # Read first: a table never loaded, not a dict never made.
+    assert repair("df['total'] = df['price'] * 2", error, {}) is None
+    assert repair("print(df)\ndf['x'] = 1", error, {}) is None
+    assert repair("df['x'] = 1", error, {"df": 1}) is None
+    assert repair("df['x'] = (", error, {}) is None

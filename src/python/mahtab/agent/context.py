@@ -7,6 +7,7 @@ local model is.
 Loaded with the agent, on its first run.
 """
 
+import ast
 import difflib
 import importlib.util
 import os
@@ -33,17 +34,20 @@ MODULE_ALIASES = {
 def repair(code, error, namespace):
     """A fix for agent code that failed in a way known to need no model: a
     module the session already uses, not imported under the name the code
-    uses; a column name misspelt with a single close match among the
-    DataFrames' columns. ``{"code", "change"}``, or None."""
+    uses; a dict whose keys the code sets before it made the dict; a column
+    name misspelt with a single close match among the DataFrames' columns.
+    ``{"code", "change"}``, or None."""
     missing = re.search(r"NameError: name '(\w+)' is not defined", error)
     if missing:
         name = missing.group(1)
+        if name in namespace:
+            return None
         module = MODULE_ALIASES.get(name, name)
         # Only what is loaded already: importing it again costs nothing.
-        if module in sys.modules and name not in namespace:
+        if module in sys.modules:
             statement = "import %s" % module if module == name else "import %s as %s" % (module, name)
             return {"code": "%s\n%s" % (statement, code), "change": "added `%s`" % statement}
-        return None
+        return _dict_made_first(code, name)
     # 'key', and pandas' ['key'] and "['key'] not in index".
     wrong = re.search(r"KeyError: (?:\"?\[)?['\"]([^'\"]+)['\"]", error) or re.search(
         r"AttributeError: '\w+' object has no attribute '(\w+)'", error
@@ -62,6 +66,32 @@ def repair(code, error, namespace):
     if fixed == code:
         return None
     return {"code": fixed, "change": "column %r is %r" % (name, right)}
+
+
+def _dict_made_first(code, name):
+    """``name = {}`` put before the first statement of ``code`` that uses
+    ``name``, where that statement only sets keys of it (``answers['mean'] =
+    ...``, also in a loop): setting a key of a name never bound is a dict
+    the code forgot to make. Nothing where the statement reads ``name`` too,
+    or binds it."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for statement in tree.body:
+        uses = [node for node in ast.walk(statement) if isinstance(node, ast.Name) and node.id == name]
+        if not uses:
+            continue
+        targets = [target for node in ast.walk(statement) if isinstance(node, ast.Assign) for target in node.targets]
+        targets += [element for target in targets if isinstance(target, (ast.Tuple, ast.List)) for element in target.elts]
+        keys_set = {id(target.value) for target in targets if isinstance(target, ast.Subscript)}
+        if not all(id(use) in keys_set for use in uses):
+            return None
+        lines = code.splitlines(keepends=True)
+        made = "%s = {}\n" % name
+        fixed = "".join(lines[: statement.lineno - 1]) + made + "".join(lines[statement.lineno - 1 :])
+        return {"code": fixed, "change": "made `%s = {}` before its first key is set" % name}
+    return None
 
 
 def _is_frame(value):
