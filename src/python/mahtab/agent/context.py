@@ -87,9 +87,10 @@ def _dict_made_first(code, name):
         keys_set = {id(target.value) for target in targets if isinstance(target, ast.Subscript)}
         if not all(id(use) in keys_set for use in uses):
             return None
+        # A decorated definition starts at its first decorator.
+        start = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
         lines = code.splitlines(keepends=True)
-        made = "%s = {}\n" % name
-        fixed = "".join(lines[: statement.lineno - 1]) + made + "".join(lines[statement.lineno - 1 :])
+        fixed = "".join(lines[: start - 1]) + "%s = {}\n" % name + "".join(lines[start - 1 :])
         return {"code": fixed, "change": "made `%s = {}` before its first key is set" % name}
     return None
 
