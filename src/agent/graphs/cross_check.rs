@@ -4,9 +4,10 @@
 //! the run's conversation: neither the run's mistakes nor what it was told
 //! about them), run on copies of the namespace as it was before the run
 //! (one that raises gets the known fixes, then one try at correcting its
-//! error), and their values compared with the run's by code. Another solution that
-//! computed the same values confirms the "done"; when every other one that
-//! computed them computed others, the run ends "answered, not confirmed".
+//! error), and their values compared with the run's by code. Another
+//! solution that computed the same values confirms the "done"; when every
+//! other one that computed them computed others, the run ends "answered,
+//! not confirmed".
 //! One whose value has a form the run's check ruled out counts neither way.
 //! Unlike the review, this check can fail on the value itself, without the
 //! knowledge a small judge lacks.

@@ -93,10 +93,11 @@ def test_a_dict_whose_keys_are_set_before_it_was_made_is_made_first():
     looped = "for c in ['a', 'b']:\n    stats[c] = len(c)\n"
     assert repair(looped, "NameError: name 'stats' is not defined", {})["code"].startswith("stats = {}\nfor c")
     both = "answers['a'], answers['b'] = 1, 2"
+    assert repair(both, "NameError: name 'answers' is not defined", {})["code"] == "answers = {}\n" + both
+    # Above a decorated definition's decorators, not between them and it.
     decorated = "import functools\n@functools.cache\ndef f(x):\n    seen[x] = 1\n"
     fixed = repair(decorated, "NameError: name 'seen' is not defined", {})["code"]
     assert fixed == "import functools\nseen = {}\n@functools.cache\ndef f(x):\n    seen[x] = 1\n"
-    assert repair(both, "NameError: name 'answers' is not defined", {})["code"] == "answers = {}\n" + both
 
 
 def test_a_name_read_before_its_keys_are_set_is_not_made_a_dict():

@@ -16,8 +16,9 @@
 //! greeting. The classification acts only when the model is confident. The
 //! repair fixes common failures without asking the model: a missing
 //! import of a module the session already uses, a dict whose keys the code
-//! sets before making it, and a misspelt column with a single close match. Every call's messages are fitted to the model's
-//! context window ([`crate::agent::budget`]), so long review loops stay within it.
+//! sets before making it, and a misspelt column with a single close match.
+//! Every call's messages are fitted to the model's context window
+//! ([`crate::agent::budget`]), so long review loops stay within it.
 
 mod decide;
 mod pre_plan;
