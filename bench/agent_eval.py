@@ -131,7 +131,6 @@ class Result:
 NODES = (
     ("You review the work of an assistant", "review"),
     ("say what the variable it names must hold", "form"),
-    ("You write Python for a request", "code"),
     ("You answer a request made in a Jupyter notebook", "prose"),
     ("You work in steps.", "planner"),
     ("You plan how to handle a request", "triage_plan"),

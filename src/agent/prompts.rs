@@ -14,7 +14,6 @@ pub const DICT_KEYS: &str = include_str!("../../prompts/dict_keys.md");
 /// The analyst's question before any work: does the request need code, an
 /// evaluation, an explanation.
 pub const PLAN: &str = include_str!("../../prompts/plan.md");
-const WHOLE_JOB: &str = include_str!("../../prompts/analyst_code.md");
 /// Asks for a critical look at results the conversation shows.
 pub const EVALUATE: &str = include_str!("../../prompts/evaluate.md");
 /// Asks for the final answer once the conversation shows the results.
@@ -41,35 +40,6 @@ const TRIAGE_PLAN: &str = include_str!("../../prompts/triage_plan.md");
 /// model on 2 cores, some 9 s of its time to the first text).
 pub fn system(namespace: &str, recent_cells: &[String], skills: &[Skill]) -> String {
     instructions_then_context(SYSTEM, skills, namespace, recent_cells)
-}
-
-/// The prompt code is written under with `instructions` (which of them:
-/// see [`CodeInstructions`]).
-pub fn code(
-    instructions: CodeInstructions,
-    namespace: &str,
-    recent_cells: &[String],
-    skills: &[Skill],
-) -> String {
-    match instructions {
-        CodeInstructions::Turns => system(namespace, recent_cells, skills),
-        CodeInstructions::WholeJob => {
-            instructions_then_context(WHOLE_JOB, skills, namespace, recent_cells)
-        }
-    }
-}
-
-/// What code is written under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CodeInstructions {
-    /// A conversation in turns: blocks, their output, a closing answer in
-    /// words (`prompts/system.md`; the default graph's).
-    #[default]
-    Turns,
-    /// One block that does the whole job, at most a sentence beside it
-    /// (`prompts/analyst_code.md`; the analyst's, whose own steps say
-    /// the answer in words).
-    WholeJob,
 }
 
 /// `instructions`, the toolbox, then the namespace and the recent cells:
@@ -832,9 +802,8 @@ mod tests {
             "{prompt}"
         );
         type Build = fn(&str, &[String]) -> String;
-        let builders: [Build; 4] = [
+        let builders: [Build; 3] = [
             |n, r| system(n, r, &[]),
-            |n, r| code(CodeInstructions::WholeJob, n, r, &[]),
             |n, r| planner(n, r, &[], Some(&[("df".into(), "df: 3 rows".into())])),
             |n, r| triage_plan(n, r, &[], "- default: code", "default"),
         ];

@@ -15,16 +15,17 @@
 //! is the answer). The code itself is written, run, mended and checked by
 //! the default graph's turns ([`super::default`]), with the same check
 //! before "done" (a loop of its own, weaker, left the analyst below
-//! answering once), under the analyst's own instructions: one block that
-//! does the whole job. When every block of those turns failed, the run
-//! gives up with all of them shown.
+//! answering once) and under the same instructions (the analyst's own, one
+//! block for the whole job, had the check pass wrong work far more often on
+//! tasks it was not tuned on). When every block of those turns failed, the
+//! run gives up with all of them shown.
 
 use super::default::default_graph;
 use super::steps::{NodeSettings, code_prompt, node};
 use crate::agent::graph::{Activity, Graph, Route, RunEnd, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::plan::parse_plan;
-use crate::agent::prompts::{self, CodeInstructions};
+use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Effects, Outcome};
 use crate::agent::schemas;
 
@@ -43,13 +44,6 @@ pub fn analyst_graph<E: Effects>(
     settings: NodeSettings,
     max_turns: u32,
 ) -> Graph<AgentState, E, Step> {
-    // One block for the whole job: the analyst's own steps say the answer
-    // in words, and a small model asked so writes shorter code that reads
-    // the data it has rather than typing it in again.
-    let settings = NodeSettings {
-        code_instructions: CodeInstructions::WholeJob,
-        ..settings
-    };
     let (plan_settings, work_settings) = (settings.clone(), settings.clone());
     let (evaluate_settings, explain_settings) = (settings.clone(), settings);
     // (plan, work, evaluate, explain: the longest way through.)
@@ -111,7 +105,7 @@ async fn plan<E: Effects>(
 ) -> Result<(), AgentError> {
     // Asked under the code turns' system prompt, after the request: the
     // first code turn then finds all of its prompt cached.
-    let system = code_prompt(state, effects, settings.code_instructions).await;
+    let system = code_prompt(state, effects).await;
     let answer = settings
         .judge_after(
             state,
@@ -166,7 +160,7 @@ async fn evaluate<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    let system = code_prompt(state, effects, settings.code_instructions).await;
+    let system = code_prompt(state, effects).await;
     state
         .conversation
         .push(ChatMessage::user(prompts::EVALUATE.trim_end()));
@@ -189,7 +183,7 @@ async fn explain<E: Effects>(
         state
             .conversation
             .push(ChatMessage::user(prompts::EXPLAIN_RESULTS.trim_end()));
-        code_prompt(state, effects, settings.code_instructions).await
+        code_prompt(state, effects).await
     };
     let answer = settings.answer(state, effects, system).await?;
     state
@@ -289,13 +283,18 @@ mod tests {
     }
 
     /// `request` has the code turn's system prompt, and the code turn's
-    /// messages and answer are the start of its own.
+    /// messages and answer are the start of its own. The code turn is
+    /// asked under the default graph's instructions.
     fn assert_continues_the_code_turn(script: &Script, request: &ChatRequest) {
         let code = script
             .requests
             .iter()
-            .find(|r| r.system.starts_with("You write Python") && r.schema.is_none())
-            .expect("a code turn");
+            .find(|r| {
+                r.system
+                    .starts_with("You are an assistant working inside a Jupyter notebook")
+                    && r.schema.is_none()
+            })
+            .expect("a code turn under the default graph's instructions");
         assert_eq!(request.system, code.system);
         let n = code.messages.len();
         assert_eq!(request.messages[..n], code.messages[..]);

@@ -42,7 +42,7 @@ pub(super) async fn cross_check<E: Effects>(
         return Ok(None);
     }
     let own = own.join("\n\n");
-    let system = code_prompt(state, effects, settings.code_instructions).await;
+    let system = code_prompt(state, effects).await;
     // Asked as the run's first answer was: the request alone.
     let asked = (state.request_at + 1).min(state.conversation.len());
     let later = state.conversation.split_off(asked);

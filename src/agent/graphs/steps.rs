@@ -9,7 +9,7 @@ use crate::agent::llm::{AnswerSchema, ChatMessage, ChatOutcome, ChatRequest, Rol
 use crate::agent::parse::code::{closed_code_blocks, ends_in_open_block};
 use crate::agent::parse::verdict::likelihood_true;
 use crate::agent::parse::{checks, copied, errors};
-use crate::agent::prompts::{CodeInstructions, ReportedCode};
+use crate::agent::prompts::ReportedCode;
 use crate::agent::run::{
     AgentError, AgentEvent, AgentState, Confidence, Effects, Execution, Showing,
 };
@@ -52,8 +52,6 @@ pub struct NodeSettings {
     /// analyst's explanation): a "done" closes without the review's short
     /// answer, which would say it twice.
     pub answer_after: bool,
-    /// The instructions code is written under.
-    pub code_instructions: CodeInstructions,
 }
 
 #[cfg(test)]
@@ -75,22 +73,16 @@ impl NodeSettings {
             token_choices: false,
             stop_after_block: false,
             answer_after: false,
-            code_instructions: CodeInstructions::Turns,
         }
     }
 }
 
-/// The system prompt code is written under with `instructions` (the same
-/// from call to call of a run: its namespace summary is the first prompt's).
-pub(crate) async fn code_prompt<E: Effects>(
-    state: &mut AgentState,
-    effects: &mut E,
-    instructions: CodeInstructions,
-) -> String {
+/// The system prompt code is written under (the same from call to call of
+/// a run: its namespace summary is the first prompt's).
+pub(crate) async fn code_prompt<E: Effects>(state: &mut AgentState, effects: &mut E) -> String {
     let namespace = effects.namespace().await;
     state.namespace_names = checks::summary_names(&namespace);
-    prompts::code(
-        instructions,
+    prompts::system(
         &state.pinned_namespace(&namespace),
         state.recent_cells_shown(),
         &state.skills,

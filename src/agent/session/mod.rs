@@ -365,7 +365,6 @@ fn show_graph<P: Ports>(graph: Option<DrawnGraph>) -> render::Shown {
         token_choices: false,
         stop_after_block: false,
         answer_after: false,
-        code_instructions: Default::default(),
     };
     let turns = 1;
     let (name, diagram) = match graph {

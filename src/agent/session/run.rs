@@ -250,7 +250,6 @@ impl AgentSession {
             token_choices: local_spec.is_some(),
             stop_after_block: local_spec.is_some(),
             answer_after: false,
-            code_instructions: Default::default(),
         }
     }
 

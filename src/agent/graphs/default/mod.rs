@@ -164,7 +164,7 @@ async fn generate<E: Effects>(
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
     state.left_out.clear();
-    let system = code_prompt(state, effects, settings.code_instructions).await;
+    let system = code_prompt(state, effects).await;
     let answer = settings.write_code(state, effects, system).await?;
     state.truncated = answer.truncated;
     state.record_answer(answer.text);
@@ -178,7 +178,7 @@ async fn others<E: Effects>(
     effects: &mut E,
     settings: NodeSettings,
 ) -> Result<(), AgentError> {
-    let system = code_prompt(state, effects, settings.code_instructions).await;
+    let system = code_prompt(state, effects).await;
     try_other_solutions(state, effects, &settings, system).await
 }
 

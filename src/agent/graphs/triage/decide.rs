@@ -17,7 +17,7 @@ pub(super) async fn classify<E: Effects>(
 ) -> Result<(), AgentError> {
     // Asked after the request under the default agent's code prompt: the
     // agent most requests go to then finds its first prompt cached.
-    let system = steps::code_prompt(state, effects, Default::default()).await;
+    let system = steps::code_prompt(state, effects).await;
     let question = prompts::triage_classify(&agents.listed(), &agents.choices());
     let schema = schemas::triage_classification(&agents.names());
     let answer = settings
