@@ -276,6 +276,10 @@ def test_create_makes_a_module_and_never_overwrites(tools, tmp_path):
     assert (tmp_path / "helpers.py").read_text() == "def f():\n    return 1\n"
     with pytest.raises(FileExistsError):
         tools.create("helpers", "")
+    # A name with its own extension is the file's whole name.
+    assert tools.create("notes.txt", "a\n") == "created notes.txt"
+    assert (tmp_path / "notes.txt").read_text() == "a\n"
+    assert not (tmp_path / "notes.txt.py").exists()
 
 
 def test_writes_ask_first_when_asked_to(tools, tmp_path):

@@ -104,9 +104,26 @@ fn classify(name: &str, input: &str) -> Action {
         "inform" | "informer" => Action::Inform(input.to_owned()),
         _ => Action::Tool {
             name: name.to_owned(),
-            input: input.to_owned(),
+            input: tool_input(input).to_owned(),
         },
     }
+}
+
+/// A tool's input without what a small model writes after it: a stray
+/// closing fence, or the output it goes on to invent (`Output:`), which
+/// would become part of the arguments. A fenced input is the block's.
+fn tool_input(input: &str) -> &str {
+    if input.starts_with("```") {
+        return input;
+    }
+    let mut offset = 0;
+    for line in input.split_inclusive('\n') {
+        if line.trim_start().starts_with("```") || line_starting(line, "output:").is_some() {
+            return input[..offset].trim_end();
+        }
+        offset += line.len();
+    }
+    input
 }
 
 /// Unfenced code whose later lines each start `Action Input:` again (a small
@@ -265,6 +282,18 @@ mod tests {
         // An action before a final answer is still taken first.
         let both = "Action: python\nAction Input: print(1)\nFinal Answer: 1";
         assert_eq!(parse_action(both), Action::Python("print(1)".into()));
+        // What a small model writes after a tool's input is not part of it
+        // (recorded from the 1.5B coder model).
+        let invented = "Action: peek_raw\nAction Input: inn.txt\n```\nOutput:";
+        assert_eq!(
+            parse_action(invented),
+            Action::Tool {
+                name: "peek_raw".into(),
+                input: "inn.txt".into()
+            }
+        );
+        let fenced = "Action: edit\nAction Input:\n```\nedit('m.py', 'a', 'b')\n```";
+        assert!(matches!(parse_action(fenced), Action::Tool { input, .. } if input.contains("edit('m.py'")));
         // Unfenced lines each given their own `Action Input:` (recorded from
         // the 1.5B coder model) are one block.
         let lines = "Action: python\nAction Input: n = len(s.unique())\nAction Input: print(n)";

@@ -411,10 +411,11 @@ def edit(path, old, new):
 
 
 def create(name, content=""):
-    """Creates the module ``name`` (``name.py`` in the working directory, or
-    the path given) with ``content``; never overwrites an existing file."""
+    """Creates the file ``name`` with ``content``: a bare module name is
+    ``name.py`` in the working directory, a name with an extension (or a
+    path) is taken as it is; never overwrites an existing file."""
     path = os.fspath(name)
-    if not path.endswith(".py") and os.sep not in path and "/" not in path:
+    if "." not in path and os.sep not in path and "/" not in path:
         path += ".py"
     target = _path(path)
     if os.path.exists(target):
