@@ -293,7 +293,9 @@ mod tests {
             }
         );
         let fenced = "Action: edit\nAction Input:\n```\nedit('m.py', 'a', 'b')\n```";
-        assert!(matches!(parse_action(fenced), Action::Tool { input, .. } if input.contains("edit('m.py'")));
+        assert!(
+            matches!(parse_action(fenced), Action::Tool { input, .. } if input.contains("edit('m.py'"))
+        );
         // Unfenced lines each given their own `Action Input:` (recorded from
         // the 1.5B coder model) are one block.
         let lines = "Action: python\nAction Input: n = len(s.unique())\nAction Input: print(n)";
