@@ -168,6 +168,13 @@ pub async fn check<E: Effects>(
         .await?;
     let mut verdict = parse_verdict(&answer.text);
     verdict.is_complete &= !work.failed;
+    // "Cannot be done" with nothing failing (a small model reads a warning
+    // or its own doubt so) gets one more try before it is believed, once a
+    // run, whichever graph asked.
+    if verdict.cannot_fix && !work.failed && !state.doubted_cannot_fix {
+        state.doubted_cannot_fix = true;
+        verdict.cannot_fix = false;
+    }
     if verdict.is_complete {
         // Weighed where the provider says how likely each token was: a
         // small model's review passes wrong work with a confident sentence,

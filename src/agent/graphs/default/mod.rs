@@ -293,14 +293,7 @@ async fn reflect<E: Effects>(
                 agreed,
                 sent_back: state.looked_at - 1,
             };
-            let mut verdict = check(state, effects, &settings, work).await?;
-            // "Cannot be done" with nothing failing (a small model reads a
-            // warning so) gets one more turn before it is believed.
-            if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
-                state.doubted_cannot_fix = true;
-                verdict.cannot_fix = false;
-            }
-            verdict
+            check(state, effects, &settings, work).await?
         }
         Precheck::NotDone(verdict) => verdict,
         Precheck::Rerun { note, code } => {

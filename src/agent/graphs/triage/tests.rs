@@ -6,7 +6,7 @@ use crate::agent::graph::RunEnd;
 use crate::agent::parse::action::tool_call;
 use crate::agent::parse::triage::{parse_classification, parse_plan};
 use crate::agent::run::{Agent, AgentEvent, Context, Execution, ModelChoice, Outcome};
-use crate::agent::script::{Script, latest, ok};
+use crate::agent::script::{Script, fails_once, latest, ok};
 
 const DONE: &str = r#"{"is_complete": true, "reasoning": "met", "next_action": ""}"#;
 const ONE_VALUE: &str = r#"{"form": "one number"}"#;
@@ -434,11 +434,20 @@ fn reviews_stop_at_the_limit_and_at_cannot_fix() {
     assert_eq!(state.outcome, Some(Outcome::MaxTurns));
     assert_eq!(state.triage.reviews, 2);
 
+    // "Cannot be done" of a pass that ran without failing gets one more
+    // pass, as under the default graph; said again, it is believed.
     let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "no such file", "next_action": ""}"#;
-    let mut script = Script::new(&[UNSURE, plan, cannot], ok);
+    let mut script = Script::new(&[UNSURE, plan, cannot, UNSURE, plan, cannot], ok);
     let state = run(&mut script, "sum up x over time", 5, true);
     assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+    assert_eq!(state.triage.reviews, 1);
     assert_eq!(script.nodes.last(), Some(&"review"));
+    // After a pass that failed, it is believed at once.
+    let failing = r#"{"action": "tool", "tool": "describe", "input": "1/0"}"#;
+    let mut script = Script::new(&[UNSURE, failing, cannot], fails_once);
+    let state = run(&mut script, "sum up x over time", 5, true);
+    assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+    assert_eq!(state.triage.reviews, 0);
 }
 
 #[test]
