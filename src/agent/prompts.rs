@@ -361,6 +361,15 @@ pub fn create_missing(changed_instead: Option<(&String, &String)>) -> String {
     }
 }
 
+/// What to do after code that failed (`hint`: what such an error usually
+/// means, or why it is not a sign the request cannot be done).
+pub fn fix_the_failure(hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
+        None => "fix the cause of the error and run the corrected code".to_owned(),
+    }
+}
+
 /// Sent back once when a turn ran the same code with the same result as an
 /// earlier turn.
 pub const REPEATED: &str = "You ran code that ran before and got the same result as then. If that \

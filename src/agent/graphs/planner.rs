@@ -473,6 +473,32 @@ mod tests {
     }
 
     #[test]
+    fn a_final_answer_after_the_step_that_failed_to_make_the_variable_is_told_the_failure() {
+        let mut script = Script::new(
+            &[
+                "Action: python\nAction Input:\n```python\nprint(1/0)\n```",
+                "Final Answer: 3",
+                "Action: python\nAction Input:\n```python\nn = 3\n```",
+                "Final Answer: stored",
+                ONE_VALUE,
+                DONE,
+            ],
+            fails_once,
+        );
+        let mut state = AgentState::new("Count them; store it in `n`.", Vec::new(), 6);
+        run(&mut script, &mut state, false, true);
+        // Told only "create it", a small model sends the failing code again.
+        let told = latest(&script.requests[2]);
+        assert!(
+            told.contains("`n` does not exist yet: the code failed (ZeroDivisionError")
+                && told.contains("fix the cause of the error"),
+            "{told}"
+        );
+        assert_eq!(script.executed, ["print(1/0)", "n = 3"]);
+        assert_eq!(state.outcome, Some(Outcome::Complete));
+    }
+
+    #[test]
     fn a_final_answer_with_no_step_while_the_named_variable_is_missing_is_sent_back_once() {
         let mut script = Script::new(
             &[

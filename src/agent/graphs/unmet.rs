@@ -5,7 +5,7 @@
 //! exist or came out NaN or None, a figure it asks for that was not shown. Every graph that judges
 //! its own work checks these first; a small model's review misses them.
 
-use crate::agent::parse::{checks, figure, in_place};
+use crate::agent::parse::{checks, errors, figure, in_place};
 use crate::agent::prompts;
 use crate::agent::run::{AgentState, Effects, Execution};
 
@@ -64,8 +64,20 @@ pub async fn unmet<E: Effects>(
             let turn: Vec<&Execution> = executions.iter().collect();
             let changed = checks::changed_user_values(&turn, &user_names);
             let instead = changed.iter().find(|other| !missing.names.contains(other));
+            let absent = absent.join(", ");
+            // A final answer after a step that failed (the planner's, or a
+            // triage pass's): the failure is why, and told only "create
+            // it", a small model sends the failing code again.
+            if let Some(failed) = state.executions.last().filter(|e| e.failed) {
+                let error = errors::error_line(&failed.output);
+                let hint = errors::failure_hint(&failed.output);
+                return found((
+                    format!("{absent} does not exist yet: the code failed ({error})"),
+                    prompts::fix_the_failure(hint.as_deref()),
+                ));
+            }
             return found((
-                format!("{} does not exist yet", absent.join(", ")),
+                format!("{absent} does not exist yet"),
                 prompts::create_missing(missing.names.first().zip(instead)),
             ));
         }

@@ -502,7 +502,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         if let Some(hint) = errors::not_asked_for(&error, &asked) {
             let next = match &instead {
                 Some(instead) => prompts::without_library(&hint, &instead.package, &instead.calls),
-                None => format!("fix the cause of the error ({hint}) and run the corrected code"),
+                None => prompts::fix_the_failure(Some(&*hint)),
             };
             return not_done(format!("the code failed ({error})"), &next);
         }
@@ -516,10 +516,7 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         if errors::may_be_unfixable(&error) {
             return Precheck::Judge { failed: true };
         }
-        let next = match errors::failure_hint(&failed.output) {
-            Some(hint) => format!("fix the cause of the error ({hint}) and run the corrected code"),
-            None => "fix the cause of the error and run the corrected code".to_owned(),
-        };
+        let next = prompts::fix_the_failure(errors::failure_hint(&failed.output).as_deref());
         return not_done(format!("the code failed ({error})"), &next);
     }
     // The same for a block that ran: its result came from the request's
