@@ -168,13 +168,6 @@ pub async fn check<E: Effects>(
         .await?;
     let mut verdict = parse_verdict(&answer.text);
     verdict.is_complete &= !work.failed;
-    // "Cannot be done" with nothing failing (a small model reads a warning
-    // or its own doubt so) gets one more try before it is believed, once a
-    // run, whichever graph asked.
-    if verdict.cannot_fix && !work.failed && !state.doubted_cannot_fix {
-        state.doubted_cannot_fix = true;
-        verdict.cannot_fix = false;
-    }
     if verdict.is_complete {
         // Weighed where the provider says how likely each token was: a
         // small model's review passes wrong work with a confident sentence,
@@ -198,6 +191,17 @@ pub async fn check<E: Effects>(
         }
     }
     Ok(verdict)
+}
+
+/// "Cannot be done" of work where nothing `failed` (a small model reads a
+/// warning or its own doubt so) gets one more try before it is believed,
+/// once a run: for the graphs that stop on it (the planner never does, and
+/// leaves the one doubt to the triage that may have handed it the task).
+pub fn doubt_cannot_fix(state: &mut AgentState, verdict: &mut Verdict, failed: bool) {
+    if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
+        state.doubted_cannot_fix = true;
+        verdict.cannot_fix = false;
+    }
 }
 
 /// The names whose value is the result the request writes out for the data

@@ -40,7 +40,7 @@
 //! another answer with as many solutions behind it is not done, shown to
 //! the model; otherwise the review is told how many agreed.
 
-use super::check::{Work, check};
+use super::check::{Work, check, doubt_cannot_fix};
 use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
 use super::steps::{NodeSettings, close_with_answer, code_prompt, node, resent_cell, run_pending};
 use super::unmet::unmet;
@@ -293,7 +293,9 @@ async fn reflect<E: Effects>(
                 agreed,
                 sent_back: state.looked_at - 1,
             };
-            check(state, effects, &settings, work).await?
+            let mut verdict = check(state, effects, &settings, work).await?;
+            doubt_cannot_fix(state, &mut verdict, failed);
+            verdict
         }
         Precheck::NotDone(verdict) => verdict,
         Precheck::Rerun { note, code } => {

@@ -2,7 +2,7 @@
 //! pass's plan.
 
 use super::work::pass_failure;
-use crate::agent::graphs::check::{Work, check};
+use crate::agent::graphs::check::{Work, check, doubt_cannot_fix};
 use crate::agent::graphs::steps::{NodeSettings, close_with_answer};
 use crate::agent::graphs::unmet::unmet;
 use crate::agent::llm::{ChatMessage, Role};
@@ -81,12 +81,15 @@ async fn judge<E: Effects>(
         .then(|| state.conversation.last().map(|m| m.content.clone()))
         .flatten();
     state.looked_at += 1;
+    let work_failed = pass_failure(state).is_some();
     let work = Work {
         since: state.triage.pass_start,
-        failed: pass_failure(state).is_some(),
+        failed: work_failed,
         answer: answer.as_deref(),
         agreed: None,
         sent_back: state.looked_at - 1,
     };
-    check(state, effects, settings, work).await
+    let mut verdict = check(state, effects, settings, work).await?;
+    doubt_cannot_fix(state, &mut verdict, work_failed);
+    Ok(verdict)
 }

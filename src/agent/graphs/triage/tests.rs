@@ -451,6 +451,33 @@ fn reviews_stop_at_the_limit_and_at_cannot_fix() {
 }
 
 #[test]
+fn the_one_doubt_of_cannot_fix_is_left_to_the_triage_by_a_planner_it_handed_work() {
+    let cannot = r#"{"is_complete": false, "cannot_fix": true, "reasoning": "a warning", "next_action": ""}"#;
+    let plan = r#"{"action": "tool", "tool": "describe", "input": "x"}"#;
+    let store = r#"{"action": "delegate", "agent": "planner", "task": "store it"}"#;
+    let mut script = Script::new(
+        &[
+            UNSURE,
+            store,
+            "Action: python\nAction Input:\n```python\nprint(3)\n```",
+            "Final Answer: stored.",
+            cannot, // the planner's check: never believed there
+            "Final Answer: stored.",
+            DONE,
+            cannot, // the triage's review: doubted once
+            UNSURE,
+            plan,
+            cannot, // and then believed
+        ],
+        ok,
+    );
+    let state = run(&mut script, "sum up x over time", 5, true);
+    assert_eq!(state.outcome, Some(Outcome::CannotBeDone));
+    assert_eq!(state.triage.reviews, 1);
+    assert_eq!(script.executed, ["print(3)", "print(describe(x))"]);
+}
+
+#[test]
 fn a_missing_variable_the_request_names_is_reviewed_without_a_judge() {
     let plan = r#"{"action": "tool", "tool": "describe", "input": "x"}"#;
     let store = r#"{"action": "delegate", "agent": "planner", "task": "store it"}"#;
