@@ -196,7 +196,9 @@ pub async fn check<E: Effects>(
 /// "Cannot be done" of work where nothing `failed` (a small model reads a
 /// warning or its own doubt so) gets one more try before it is believed,
 /// once a run: for the graphs that stop on it (the planner never does, and
-/// leaves the one doubt to the triage that may have handed it the task).
+/// leaves the one doubt to the triage that may have handed it the task; a
+/// default graph the triage handed work may spend it, and then the triage's
+/// review is believed at once).
 pub fn doubt_cannot_fix(state: &mut AgentState, verdict: &mut Verdict, failed: bool) {
     if verdict.cannot_fix && !failed && !state.doubted_cannot_fix {
         state.doubted_cannot_fix = true;

@@ -20,7 +20,7 @@
 
 use super::check::{Work, check};
 use super::steps::{NodeSettings, node, run_pending};
-use super::unmet::unmet;
+use super::unmet::{raised, unmet};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
@@ -181,7 +181,13 @@ async fn plan_step<E: Effects>(
     if let Action::Finish(_) = &action
         && !state.nudged_after_review
         && state.turn < state.max_turns
-        && let Some(unmet) = unmet(state, effects, &last_step(state)).await
+        && let Some(unmet) = unmet(
+            state,
+            effects,
+            &last_step(state),
+            state.executions.last().filter(|last| raised(last)),
+        )
+        .await
     {
         // A final answer while a variable, file or figure the request names
         // is missing, or the last step changed a copy: sent back once, with

@@ -3,8 +3,10 @@
 //! change itself that was rebound instead (its original object goes back
 //! under its name), a variable or file the request names that does not
 //! exist or came out NaN or None, a figure it asks for that was not shown. Every graph that judges
-//! its own work checks these first; a small model's review misses them.
+//! its own work checks these first; a small model's review misses them. A
+//! named variable missing after code that raised is told as that failure.
 
+use super::steps::resent_cell;
 use crate::agent::parse::{checks, errors, figure, in_place};
 use crate::agent::prompts;
 use crate::agent::run::{AgentState, Effects, Execution};
@@ -16,12 +18,20 @@ pub struct Unmet {
     pub next_action: String,
 }
 
+/// Whether `execution` is code that raised: a failure the model can fix,
+/// not a block refused or a cell not run again.
+pub fn raised(execution: &Execution) -> bool {
+    execution.failed && !errors::refused(&execution.output) && !resent_cell(execution)
+}
+
 /// The first thing `executions` (the turn's blocks, none of which failed)
-/// leave undone of `state.request`, if any.
+/// leave undone of `state.request`, if any; `failure`: the block of this
+/// turn or pass that [`raised`], where the work ended so.
 pub async fn unmet<E: Effects>(
     state: &AgentState,
     effects: &mut E,
     executions: &[Execution],
+    failure: Option<&Execution>,
 ) -> Option<Unmet> {
     let found = |(reasoning, next_action): (String, String)| {
         Some(Unmet {
@@ -56,6 +66,17 @@ pub async fn unmet<E: Effects>(
         if !missing.is_empty() {
             let mut absent: Vec<String> = missing.names.iter().map(|n| format!("`{n}`")).collect();
             absent.extend(missing.files.iter().cloned());
+            let absent = absent.join(", ");
+            // Told only "create it" after code that raised, a small model
+            // sends the failing code again: the failure is why.
+            if let Some(failure) = failure {
+                let error = errors::error_line(&failure.output);
+                let hint = errors::failure_hint(&failure.output);
+                return found((
+                    format!("{absent} does not exist yet: the code failed ({error})"),
+                    prompts::fix_the_failure(hint.as_deref()),
+                ));
+            }
             // Work that changed one of the user's variables instead (a
             // column added to `df` where `result` is asked for): told only
             // that `result` is missing, a small model sends it again.
@@ -64,18 +85,6 @@ pub async fn unmet<E: Effects>(
             let turn: Vec<&Execution> = executions.iter().collect();
             let changed = checks::changed_user_values(&turn, &user_names);
             let instead = changed.iter().find(|other| !missing.names.contains(other));
-            let absent = absent.join(", ");
-            // A final answer after a step that failed (the planner's, or a
-            // triage pass's): the failure is why, and told only "create
-            // it", a small model sends the failing code again.
-            if let Some(failed) = state.executions.last().filter(|e| e.failed) {
-                let error = errors::error_line(&failed.output);
-                let hint = errors::failure_hint(&failed.output);
-                return found((
-                    format!("{absent} does not exist yet: the code failed ({error})"),
-                    prompts::fix_the_failure(hint.as_deref()),
-                ));
-            }
             return found((
                 format!("{absent} does not exist yet"),
                 prompts::create_missing(missing.names.first().zip(instead)),
@@ -112,4 +121,28 @@ pub async fn unmet<E: Effects>(
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_code_that_raised_is_a_failure_to_fix() {
+        let ran = |output: &str, failed| Execution {
+            failed,
+            ..Execution::not_run("x = f()", output)
+        };
+        assert!(raised(&ran(
+            "Traceback (most recent call last):\nValueError: bad",
+            true
+        )));
+        assert!(!raised(&ran("3", false)));
+        let refused = "Not run: the user chose not to run this code.";
+        assert!(!raised(&Execution::not_run("x = f()", refused)));
+        assert!(!raised(&Execution::not_run(
+            "x = f()",
+            prompts::RECENT_CELL_AGAIN
+        )));
+    }
 }

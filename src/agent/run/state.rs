@@ -122,7 +122,7 @@ pub struct AgentState {
     /// The last answer was cut off at the length limit.
     pub truncated: bool,
     /// A review said "cannot be done" though nothing failed, and was given
-    /// one more turn.
+    /// one more turn (under the triage, one more pass).
     pub doubted_cannot_fix: bool,
     /// The namespace summary the run's prompts show: the one of its first
     /// prompt, so the system prompt stays the same from call to call.

@@ -532,7 +532,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         effects.emit(AgentEvent::Status(prompts::typed_in_left_out(&left_out[0])));
         state.left_out = left_out;
     }
-    if let Some(unmet) = unmet(state, effects, this_turns_executions(state)).await {
+    // (A block that raised was answered above.)
+    if let Some(unmet) = unmet(state, effects, this_turns_executions(state), None).await {
         return not_done(unmet.reasoning, &unmet.next_action);
     }
     Precheck::Judge { failed: false }

@@ -4,7 +4,7 @@
 use super::work::pass_failure;
 use crate::agent::graphs::check::{Work, check, doubt_cannot_fix};
 use crate::agent::graphs::steps::{NodeSettings, close_with_answer};
-use crate::agent::graphs::unmet::unmet;
+use crate::agent::graphs::unmet::{raised, unmet};
 use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::prompts;
 use crate::agent::run::{AgentError, AgentEvent, AgentState, Decision, Effects, Outcome, Verdict};
@@ -24,7 +24,8 @@ pub(super) async fn review<E: Effects>(
     // A variable, file or figure the request names that is missing settles
     // it without a judge; the delegated agent's own passed check of this
     // very request settles it too (and was shown already).
-    let (verdict, shown) = if let Some(unmet) = unmet(state, effects, &[]).await {
+    let failure = pass_failure(state).filter(|failed| raised(failed));
+    let (verdict, shown) = if let Some(unmet) = unmet(state, effects, &[], failure).await {
         (Verdict::not_done(unmet.reasoning, unmet.next_action), false)
     } else if let Some(verdict) = delegated_check(state) {
         (verdict, true)
