@@ -25,7 +25,7 @@ from mahtab.agent import call_help, close_names, guard
 from mahtab import tools
 from mahtab.runtime.display import mime_bundle
 from mahtab.runtime.figures import FigureWatch, downscaled_png
-from mahtab.agent.namespace import fingerprints, namespace_changes
+from mahtab.agent.namespace import data_replaced_by_code, describe_briefly, fingerprints, namespace_changes
 from mahtab.runtime.reprs import clip_middle
 
 AGENT_OUTPUT_LIMIT = 10_000
@@ -176,8 +176,10 @@ def run_agent_code(runtime, code, namespace, confirm=False, allow=(), output=Non
     written, code = code, runtime._as_python(code)
     refusal = None if confirm else _guard(runtime, code, allow)
     if refusal is not None:
-        return {"output": refusal, "shown": refusal, "rich_outputs": 0, "failed": True, "error": refusal,
-                "finished": False, "changes": [], "refused": True}
+        return _not_run(refusal, refused=True)
+    clash = _name_in_use(code, namespace)
+    if clash is not None:
+        return _not_run(clash, refused=False)
     captured = []
     displayed = []
     saved = sys.stdout, sys.stderr, runtime._agent_displays, tools.confirm_write, tools.file_journal
@@ -365,6 +367,29 @@ def _agent_scopes(tb, filename, namespace):
             scopes.insert(0, tb.tb_frame.f_locals)
         tb = tb.tb_next
     return scopes + [namespace]
+
+
+def _not_run(why, refused):
+    """The result of a block that did not run, for ``why``: ``refused``
+    when the guard or the user stopped it, else a mistake in the code."""
+    return {"output": why, "shown": why, "rich_outputs": 0, "failed": True, "error": why, "finished": False,
+            "changes": [], "refused": refused}
+
+
+def _name_in_use(code, namespace):
+    """Why `code` must not run where it would bind a name that holds data
+    to a function, class or module: the data would be gone (a model's
+    ``def shift(...)`` over the user's list ``shift``), and the code mostly
+    meant another name. None when it binds none."""
+    tree = _syntax_tree(code)
+    replaced = None if tree is None else data_replaced_by_code(tree, namespace)
+    if replaced is None:
+        return None
+    statement, name = replaced
+    return (
+        "NameInUse: `%s` would replace `%s`, which holds data (%s), so nothing ran: give what it defines "
+        "another name\n" % (statement, name, describe_briefly(namespace[name]))
+    )
 
 
 def _syntax_tree(code):

@@ -141,6 +141,27 @@ def is_user_variable(namespace, name):
     return not isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType))
 
 
+def data_replaced_by_code(tree, namespace):
+    """The first top-level ``def``, ``class`` or ``import`` of a block that
+    would bind a name holding data (a user variable that is not callable) to
+    code, as (statement, name): ``def shift(...)`` over the user's list
+    ``shift`` loses the list, and what the request asked of it. None when
+    there is none."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound = [("def %s(...)" % node.name, node.name)]
+        elif isinstance(node, ast.ClassDef):
+            bound = [("class %s" % node.name, node.name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = [(ast.unparse(node), (a.asname or a.name).split(".")[0]) for a in node.names if a.name != "*"]
+        else:
+            continue
+        for statement, name in bound:
+            if is_user_variable(namespace, name) and not callable(namespace[name]):
+                return statement, name
+    return None
+
+
 def stored_names(tree):
     """The names a block binds, deletes or may change in place: assignment
     targets (the variable under an item or attribute assignment), augmented
