@@ -266,9 +266,10 @@ async fn a_value_the_request_gives_as_an_example_does_not_replace_the_users() {
     assert_eq!(reply.content["status"], "ok", "{}", reply.content);
     let status = stream_text(&iopub, "stdout");
     assert!(status.contains("`m` is defined already"), "{status}");
+    // The run on the user's `m` is the same turn's code again: no turn.
     assert_eq!(
         panel_texts(&iopub, "code").last().map(String::as_str),
-        Some("[code, turn 2]\nbits = (a[:, None] >> np.arange(m)[::-1]) & 1")
+        Some("[code, turn 1]\nbits = (a[:, None] >> np.arange(m)[::-1]) & 1")
     );
     let (_, iopub) = kernel.execute("m, bits.shape, bits[1].tolist()").await;
     assert_eq!(result_text(&iopub), "(8, (3, 8), [0, 0, 0, 0, 0, 0, 1, 0])");

@@ -58,10 +58,11 @@ use crate::agent::run::{
 };
 
 /// A cap on nodes per run, well above what the turn limit allows (with the
-/// two answers that use no turn: one without code, one copy of a cell), so
-/// a routing mistake cannot loop forever.
+/// two answers that use no turn, one without code and one copy of a cell,
+/// and after any turn a run again on the user's data), so a routing
+/// mistake cannot loop forever.
 fn step_cap(max_turns: u32) -> usize {
-    (max_turns as usize + 2) * 4 + 4
+    (max_turns as usize + 2) * 6 + 4
 }
 
 nodes! {
@@ -299,10 +300,12 @@ async fn reflect<E: Effects>(
         }
         Precheck::NotDone(verdict) => verdict,
         Precheck::Rerun { note, code } => {
-            effects.emit(AgentEvent::Status(note.clone()));
-            state.record_answer(format!("{note}\n\n```python\n{code}\n```"));
-            state.pending = vec![CodeBlock { code }];
-            state.blocks_shown = 0;
+            run_again(state, effects, note, code);
+            return Ok(());
+        }
+        Precheck::OnUsersData { note, code } => {
+            run_again(state, effects, note, code);
+            state.turn -= 1;
             return Ok(());
         }
         Precheck::CopiedCell => {
@@ -403,6 +406,12 @@ enum Precheck {
     /// again from a file that is not here): `code`, so mended, runs next,
     /// and `note` says how.
     Rerun { note: String, code: String },
+    /// The turn's blocks typed in data over variables the user had: `code`
+    /// runs next without those statements, on the user's values, and
+    /// `note` says so. Unlike `Rerun` it uses no turn, so the last turn's
+    /// work is judged on the user's data too, and no run ends with the
+    /// example left in the user's variable.
+    OnUsersData { note: String, code: String },
     /// The turn's answer was a cell the user ran since the last request,
     /// not run: the model answers again without that cell in view.
     CopiedCell,
@@ -418,6 +427,13 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     let last = state.executions.last();
     if last.is_some_and(resent_cell) {
         return Precheck::CopiedCell;
+    }
+    // Data typed in over a user's variable goes before anything else is
+    // weighed, a repeat included: a run that stops on the repeat then
+    // leaves the user's data, not the example's.
+    let failed = last.is_some_and(|e| e.failed && !errors::refused(&e.output));
+    if let Some(rerun) = without_retyped_data(state, effects, failed).await {
+        return rerun;
     }
     let blocks = state.last_turn_blocks;
     // Code sent again after a form check sent its value back holds to that
@@ -485,12 +501,6 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
                 code,
             };
         }
-        // Data a variable holds, typed in from how the request printed it
-        // (a `NaN` Python does not know, rows left out): the block runs
-        // again on the variable itself.
-        if let Some(rerun) = without_retyped_data(state, effects, true).await {
-            return rerun;
-        }
         // A file or module nobody asked for was the model's guess: not a
         // sign that the request cannot be done.
         // Told only that, a small model drops the import and keeps the call:
@@ -521,11 +531,6 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
         let next = prompts::fix_the_failure(errors::failure_hint(&failed.output).as_deref());
         return not_done(format!("the code failed ({error})"), &next);
     }
-    // The same for a block that ran: its result came from the request's
-    // example, not from the user's data.
-    if let Some(rerun) = without_retyped_data(state, effects, false).await {
-        return rerun;
-    }
     // Lines that printed a guess as fixed text are left out of what is
     // checked (not run again: the rest of the block may change data).
     if let Some(left_out) = typed_in_numbers(state) {
@@ -545,16 +550,15 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
 /// are put back, so the rest runs on the user's data. For a block that ran,
 /// or failed after the statement, only where the typed-in data is other
 /// than the user's: a list typed in again as the array of it is a
-/// conversion, and stays. None for a failure raised before the statement,
-/// and on the last turn.
+/// conversion, and stays. None for a failure raised before the statement.
+/// On the last turn too: the run on the user's data uses no turn, and
+/// without it the run would end on the example's result, with the user's
+/// variable left holding the example.
 async fn without_retyped_data<E: Effects>(
     state: &AgentState,
     effects: &mut E,
     failed: bool,
 ) -> Option<Precheck> {
-    if state.turn >= state.max_turns {
-        return None;
-    }
     // Names the run made itself may be typed in afresh: a fix, not a copy.
     let user_names: Vec<String> =
         checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""))
@@ -597,7 +601,16 @@ async fn without_retyped_data<E: Effects>(
         .chain(turn[first + 1..].iter().map(|e| e.code.clone()))
         .collect::<Vec<_>>()
         .join("\n\n");
-    Some(Precheck::Rerun { note, code })
+    Some(Precheck::OnUsersData { note, code })
+}
+
+/// Queues `code` to run next, as an answer the kernel wrote (`note` says
+/// why), and tells the user.
+fn run_again<E: Effects>(state: &mut AgentState, effects: &mut E, note: String, code: String) {
+    effects.emit(AgentEvent::Status(note.clone()));
+    state.record_answer(format!("{note}\n\n```python\n{code}\n```"));
+    state.pending = vec![CodeBlock { code }];
+    state.blocks_shown = 0;
 }
 
 /// The numbers the turn's blocks typed into printed text: lines that print

@@ -98,6 +98,37 @@ fn the_requests_example_typed_over_a_variable_runs_again_on_the_users_data() {
 }
 
 #[test]
+fn the_example_typed_in_on_the_last_turn_or_in_a_repeat_still_leaves_the_users_data() {
+    const ANSWER: &str = "```python\nx = np.array([1, 2, 3, 4])\ntotal = x.sum()\n```";
+    let request = "I have an array x, for example x = np.array([1, 2, 3, 4]). \
+                   Put its total in `total`.";
+    // The last turn: the run on the user's data asks the model nothing.
+    let mut script = Script::new(&[ANSWER, CANNOT_TELL, DONE], ok);
+    let mut state = AgentState::new(request, Vec::new(), 1);
+    run(&mut script, &mut state, settings());
+    assert_eq!(script.executed.last().unwrap(), "total = x.sum()");
+    assert_eq!(script.restored, ["x"]);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    // The same block sent again after a review sent it back: it runs on
+    // the user's data before the repeat ends the run, which leaves `x` as
+    // the user had it.
+    let mut script = Script::new(&[ANSWER, CANNOT_TELL, NOT_DONE, ANSWER], ok);
+    let mut state = AgentState::new(request, Vec::new(), 2);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        script.executed,
+        [
+            "x = np.array([1, 2, 3, 4])\ntotal = x.sum()",
+            "total = x.sum()",
+            "x = np.array([1, 2, 3, 4])\ntotal = x.sum()",
+            "total = x.sum()"
+        ]
+    );
+    assert_eq!(script.restored, ["x", "x"]);
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
+}
+
+#[test]
 fn the_users_own_data_typed_in_again_stays_and_other_data_beside_it_goes() {
     // `x` typed in with the data it held (as the array of a list, say):
     // a conversion, and the block stands.
