@@ -244,6 +244,15 @@ pub const CUT_OFF: &str = "Your answer was cut off before the code was complete 
 saying the same thing over and over), so nothing ran. Send shorter code: one focused block, \
 without repeating data or lines.";
 
+/// Said when a block that named its function or class after a variable
+/// holding data runs again with it named `new_name`.
+pub fn renamed_definition(name: &str, new_name: &str) -> String {
+    format!(
+        "`{name}` holds the user's data: the same code again with the definition named \
+         `{new_name}`, and its calls."
+    )
+}
+
 /// What the model and the user are told when a block runs again with keys
 /// spelled as the data spells them ([`crate::agent::parse::respell`]): each
 /// (written, key).

@@ -278,6 +278,40 @@ async fn a_value_the_request_gives_as_an_example_does_not_replace_the_users() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_function_named_after_the_users_data_runs_named_otherwise_and_the_data_stays() {
+    // The local model's helper took the name of the user's list (DS-1000):
+    // the runtime does not run it, and it runs again renamed.
+    let llm = answer_form_done(
+        "```python\ndef shift(values, n):\n    return values[n:]\n\nmoved = shift(x, shift[0])\n```",
+        "a list",
+    )
+    .await;
+    let mut kernel = kernel_with_pandas(&llm, "x = [5, 6, 7]\nshift = [1, 2]").await;
+    let (reply, iopub) = kernel
+        .execute("%%ask\nShift x by the first value of shift and put the list in `moved`.")
+        .await;
+    assert_eq!(reply.content["status"], "ok", "{}", reply.content);
+    let errors = panel_texts(&iopub, "error");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("NameInUse: `def shift(...)` would replace `shift`")),
+        "{errors:?}"
+    );
+    let status = stream_text(&iopub, "stdout");
+    assert!(
+        status.contains("definition named `shift_function`"),
+        "{status}"
+    );
+    let (_, iopub) = kernel
+        .execute("moved, shift, shift_function.__name__")
+        .await;
+    assert_eq!(result_text(&iopub), "([6, 7], [1, 2], 'shift_function')");
+    // One answer, the form and the review: the rename asked no model.
+    assert_eq!(llm.request_count(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_column_pandas_reports_missing_in_a_list_is_respelled_without_asking() {
     // `dropna(subset=[...])` raises KeyError(['wind_speed']): the error line
     // still names the close column, and the block's other key spelled

@@ -3,7 +3,8 @@
 //! planner's action, the triage's answers, the cheap checks on a
 //! request and a turn's outcome, what a failed block's error says and
 //! hints at, whether a request asks for a figure, a
-//! key respelled as the data spells it, data a variable holds typed into a
+//! key respelled as the data spells it, a function named otherwise than the
+//! data it would replace, data a variable holds typed into a
 //! block again,
 //! numbers a block printed as fixed text rather than computed, what
 //! pandas and numpy write for a call into a library that is not installed, and
@@ -30,6 +31,7 @@ pub mod pitfalls;
 pub mod plan;
 pub mod prose;
 pub mod reads;
+pub mod renamed;
 pub mod repetition;
 pub mod respell;
 pub mod retyped;

@@ -49,6 +49,7 @@ use crate::agent::llm::{ChatMessage, Role};
 use crate::agent::parse::checks::Repeat;
 use crate::agent::parse::code::{closed_code_blocks, code_blocks};
 use crate::agent::parse::prose::review_words;
+use crate::agent::parse::renamed::renamed_definition;
 use crate::agent::parse::respell::{respell, without_accessor};
 use crate::agent::parse::retyped::{asks_to_set, retypes_a_variable};
 use crate::agent::parse::{checks, claims, errors, stand_ins};
@@ -468,6 +469,14 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
             return Precheck::Rerun {
                 note,
                 code: respelling.code,
+            };
+        }
+        if state.turn < state.max_turns
+            && let Some(renamed) = renamed_definition(&failed.code, &error, &state.namespace_names)
+        {
+            return Precheck::Rerun {
+                note: prompts::renamed_definition(&renamed.name, &renamed.new_name),
+                code: renamed.code,
             };
         }
         if state.turn < state.max_turns

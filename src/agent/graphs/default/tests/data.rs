@@ -255,6 +255,36 @@ fn a_key_spelled_otherwise_than_the_data_runs_again_respelled_without_asking() {
 }
 
 #[test]
+fn a_function_named_after_the_users_data_runs_again_named_otherwise_without_asking() {
+    // The runtime refuses the block (its error line, as execution.py
+    // writes it); the local model, told so, sent the same code again.
+    const ANSWER: &str =
+        "```python\ndef shift(a, n):\n    return a[n:]\nmoved = shift(x, shift[0])\n```";
+    let mut script = Script::new(&[ANSWER, DONE], |code| match code.contains("def shift(") {
+        true => Execution {
+            output: "NameInUse: `def shift(...)` would replace `shift`, which holds data \
+                         (list len 2 = [1, 2]), so nothing ran: give what it defines another name"
+                .into(),
+            failed: true,
+            ..ok(code)
+        },
+        false => ok(code),
+    });
+    let mut state = AgentState::new("Shift x by the first of shift into `moved`.", Vec::new(), 5);
+    run(&mut script, &mut state, settings());
+    assert_eq!(
+        script.executed[1],
+        "def shift_function(a, n):\n    return a[n:]\nmoved = shift_function(x, shift[0])"
+    );
+    // One answer and one review: the rename asked no model.
+    assert_eq!(script.requests.len(), 2);
+    assert!(script.events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Status(s) if s.contains("definition named `shift_function`")
+    )));
+}
+
+#[test]
 fn a_cell_the_user_ran_sent_again_is_not_run_and_leaves_the_prompt() {
     let cell = "from pathlib import Path\nPath('notes.md').write_text('hi')\nprint('saved')";
     let mut script = Script::new(
