@@ -72,7 +72,8 @@ fn mentions(code: &str, word: &str) -> bool {
 }
 
 /// The identifiers of `line` outside strings and comments, with their byte
-/// offsets.
+/// offsets (a string that spans lines is read line by line, so a call
+/// written inside one may be renamed there too).
 fn identifiers(line: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut quote: Option<char> = None;
     let mut escaped = false;
@@ -139,8 +140,8 @@ fn rename_in_line(line: &str, name: &str, new_name: &str) -> (String, usize) {
 mod tests {
     use super::*;
 
-    // Written by the 1.5B model (DS-1000), in a notebook whose `shift` is
-    // a list of shifts.
+    // After what the 1.5B model wrote (DS-1000), in a notebook whose
+    // `shift` is a list of shifts; the last lines pass the data in too.
     const SHIFTED: &str = "import numpy as np\n\ndef shift(arr, shifts):\n    \
         shifted_arr = np.zeros_like(arr)\n    for i, shift in enumerate(shifts):\n        \
         shifted_arr[i] = arr[i - shift] if shift >= 0 else arr[i + shift]\n    \

@@ -432,8 +432,8 @@ async fn precheck<E: Effects>(state: &mut AgentState, effects: &mut E) -> Preche
     // Data typed in over a user's variable goes before anything else is
     // weighed, a repeat included: a run that stops on the repeat then
     // leaves the user's data, not the example's.
-    let failed = last.is_some_and(|e| e.failed && !errors::refused(&e.output));
-    if let Some(rerun) = without_retyped_data(state, effects, failed).await {
+    let last_failed = last.is_some_and(|e| e.failed && !errors::refused(&e.output));
+    if let Some(rerun) = without_retyped_data(state, effects, last_failed).await {
         return rerun;
     }
     let blocks = state.last_turn_blocks;
