@@ -8,6 +8,8 @@
 //! calls named otherwise is what such a fix is, and the data's own uses of
 //! the name (`shift(a, shift)`'s second) keep reading the data.
 
+use super::retyped::outside_strings_at;
+
 /// The failed code with its definition named otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Renamed {
@@ -75,42 +77,21 @@ fn mentions(code: &str, word: &str) -> bool {
 /// offsets (a string that spans lines is read line by line, so a call
 /// written inside one may be renamed there too).
 fn identifiers(line: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut start: Option<usize> = None;
-    let mut found = Vec::new();
-    for (at, c) in line
-        .char_indices()
-        .chain(std::iter::once((line.len(), ' ')))
-    {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
+    // A word is a run of word characters with nothing left out between
+    // them (a string between two is not part of either).
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    for (at, c) in outside_strings_at(line) {
+        if !(c.is_alphanumeric() || c == '_') {
             continue;
         }
-        let word_char = c.is_alphanumeric() || c == '_';
-        match (start, word_char) {
-            (None, true) => start = Some(at),
-            (Some(from), false) => {
-                found.push((from, &line[from..at]));
-                start = None;
-            }
-            _ => {}
-        }
-        if c == '#' {
-            break;
-        }
-        if c == '\'' || c == '"' {
-            quote = Some(c);
+        match words.last_mut() {
+            Some((_, end)) if *end == at => *end = at + c.len_utf8(),
+            _ => words.push((at, at + c.len_utf8())),
         }
     }
-    found
+    words
         .into_iter()
+        .map(|(start, end)| (start, &line[start..end]))
         .filter(|(_, word)| word.starts_with(|c: char| c.is_alphabetic() || c == '_'))
 }
 

@@ -192,10 +192,15 @@ fn statement_end(lines: &[&str], start: usize) -> usize {
 /// The characters of `line` outside its string literals (and before a
 /// comment).
 pub(crate) fn outside_strings(line: &str) -> impl Iterator<Item = char> + '_ {
+    outside_strings_at(line).map(|(_, c)| c)
+}
+
+/// [`outside_strings`] with each character's byte offset in `line`.
+pub(crate) fn outside_strings_at(line: &str) -> impl Iterator<Item = (usize, char)> + '_ {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     let mut comment = false;
-    line.chars().filter(move |&c| {
+    line.char_indices().filter(move |&(_, c)| {
         if comment {
             return false;
         }
