@@ -150,13 +150,15 @@ def review_message(request: str, work: dict, with_code: bool = True, with_commen
     """The review's message, as the kernel words it (`with_code`: the code
     that ran written out, without its comments unless `with_comments`;
     without it, only what the code did)."""
-    printed = work["output"] if work["output"] not in ("", "(no output)") else "(nothing)"
+    # Nothing printed is not mentioned, as in the kernel's review.
+    output = work["output"] if work["output"] != "(no output)" else ""
+    printed = f"It printed:\n{output}\n" if output.strip() else ""
     variables = "\n".join(work["changes"]) or "(none changed)"
     block = work["code"] if with_comments else without_comments(work["code"])
     code = f"Code that ran:\n```python\n{block}\n```\n" if with_code else "The code ran.\n"
     text = (
         f"Request:\n{request.strip()}\n\n{code}"
-        f"It printed:\n{printed}\n\nVariables after it ran:\n{variables}\n"
+        f"{printed}\nVariables after it ran:\n{variables}\n"
     )
     if work["checked"]:
         text += "\nThe values the request names, as they are now:\n" + "\n".join(work["checked"]) + "\n"

@@ -500,9 +500,12 @@ pub fn review_request(request: &str, executions: &[&Execution]) -> String {
         text.push_str("\nNothing ran.\n");
     }
     for execution in executions {
+        // Code that printed nothing is not said to have: beside the values
+        // listed below, a small judge reads an empty printout as work not
+        // done ("the output is empty") and sends right work back.
         let printed = match execution.output.trim() {
-            "" => "(nothing)",
-            printed => printed,
+            "" => String::new(),
+            printed => format!("It printed:\n{printed}\n"),
         };
         let variables = if execution.changes.is_empty() {
             "(none changed)".to_owned()
@@ -515,7 +518,7 @@ pub fn review_request(request: &str, executions: &[&Execution]) -> String {
         };
         let status = if execution.failed { " (it failed)" } else { "" };
         text.push_str(&format!(
-            "\nCode that ran{status}:\n```python\n{}\n```\nIt printed:\n{printed}\n{shown}\nVariables after it ran:\n{variables}\n",
+            "\nCode that ran{status}:\n```python\n{}\n```\n{printed}{shown}\nVariables after it ran:\n{variables}\n",
             execution.code.trim_end()
         ));
     }
@@ -910,6 +913,36 @@ mod tests {
         assert!(
             assigned.ends_with("Variables it changed:\n- x: int = 1 (new)"),
             "{assigned}"
+        );
+    }
+
+    #[test]
+    fn the_review_reads_no_printout_for_code_that_printed_nothing() {
+        let execution = |code: &str, output: &str| Execution {
+            code: code.to_owned(),
+            output: output.to_owned(),
+            shown: None,
+            failed: false,
+            finished: false,
+            changes: vec!["grid: ndarray shape (3, 4) dtype int64 (new)".to_owned()],
+            rich_outputs: 0,
+            images: Vec::new(),
+        };
+        let silent = execution("grid = flat.reshape(3, 4)", " \n");
+        let review = review_request("Reshape flat into grid.", &[&silent]);
+        assert!(
+            review.ends_with(
+                "grid = flat.reshape(3, 4)\n```\n\nVariables after it ran:\n\
+                 grid: ndarray shape (3, 4) dtype int64 (new)\n"
+            ),
+            "{review}"
+        );
+        assert!(!review.contains("printed"), "{review}");
+        let printing = execution("print(grid.shape)", "(3, 4)\n");
+        let review = review_request("Reshape flat into grid.", &[&printing]);
+        assert!(
+            review.contains("```\nIt printed:\n(3, 4)\n\nVariables after it ran:"),
+            "{review}"
         );
     }
 

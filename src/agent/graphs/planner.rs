@@ -24,7 +24,7 @@ use super::unmet::{raised, unmet};
 use crate::agent::graph::{Activity, Graph, Route, nodes};
 use crate::agent::llm::ChatMessage;
 use crate::agent::parse::action::{parse_action, tool_call};
-use crate::agent::parse::code::ends_in_open_block;
+use crate::agent::parse::code::{code_blocks, ends_in_open_block, reads_as_python};
 use crate::agent::parse::{checks, errors};
 use crate::agent::prompts;
 use crate::agent::run::limits::PLANNER_TOOLS;
@@ -271,13 +271,19 @@ async fn act<E: Effects>(
         Some(Action::Tool { name, input }) if PLANNER_TOOLS.contains(&name.as_str()) => {
             (format!("print({})", tool_call(&name, &input)), None)
         }
-        Some(Action::Tool { name, input }) => {
-            let refusal = format!(
-                "There is no action named {name:?}. The actions are python, {}, and finish.",
-                PLANNER_TOOLS.join(", ")
-            );
-            (tool_call(&name, &input), Some(refusal))
-        }
+        Some(Action::Tool { name, input }) => match statements(&input) {
+            // An action named as no tool is, given Python to run (`Action:
+            // define`, `Action Input: rows = [1, 2]`): the code the model
+            // meant. Refused, a small model names it again every step.
+            Some(code) => (code, None),
+            None => {
+                let refusal = format!(
+                    "There is no action named {name:?}. The actions are python, {}, and finish.",
+                    PLANNER_TOOLS.join(", ")
+                );
+                (tool_call(&name, &input), Some(refusal))
+            }
+        },
         Some(Action::Inform(input)) => {
             let refusal = "The informer is not part of this run; \
                  call describe(variable) to look at a variable.";
@@ -340,6 +346,17 @@ async fn act<E: Effects>(
         state.outcome = Some(Outcome::MaxTurns);
     }
     Ok(())
+}
+
+/// The Python statements a tool's input is, if it is any: a fenced block,
+/// or text that reads as Python (an assignment, a call, an import), not a
+/// bare name or value.
+fn statements(input: &str) -> Option<String> {
+    let code = match code_blocks(input).into_iter().next() {
+        Some(block) => block.code,
+        None => input.trim().trim_matches('`').trim().to_owned(),
+    };
+    reads_as_python(&code).then_some(code)
 }
 
 /// The informer node: describes the variables the planner asked about (at
@@ -668,6 +685,30 @@ mod tests {
         });
         assert!(refused, "{:?}", script.events);
         assert_roles_alternate(&script);
+    }
+
+    #[test]
+    fn an_unknown_action_given_python_runs_it() {
+        // As the 1.5B coder model wrote it on a development task (shortened),
+        // and again for five steps when refused.
+        let define = "Thought: I need to define the name.\nAction: define\nAction Input: inn = \"str\\nAa\\n\"\n```";
+        let fenced = "Action: compute\nAction Input:\n```python\nn = len(inn)\n```";
+        let mut script = Script::new(
+            &[
+                define,
+                fenced,
+                "Action: tabulate\nAction Input: inn",
+                "Final Answer: 6",
+                DONE,
+            ],
+            ok,
+        );
+        let mut state = AgentState::new("count", Vec::new(), 4);
+        run(&mut script, &mut state, false, true);
+        assert_eq!(script.executed, ["inn = \"str\\nAa\\n\"", "n = len(inn)"]);
+        // A bare value is no code: that action is still refused.
+        let told = latest(&script.requests[3]);
+        assert!(told.contains("no action named \"tabulate\""), "{told}");
     }
 
     #[test]

@@ -111,13 +111,15 @@ def test_the_last_turns_work_is_read_back_with_what_was_checked(tmp_path):
     # The kernel's review reads the code without its comments; the replay can read them.
     with_comments = review_replay.review_message(total["request"], total, with_comments=True)
     assert "# The total quantity, as asked\n" in with_comments
-    assert "It printed:\n(nothing)\n" in message
+    # Nothing printed is not mentioned: the variables follow the code.
+    assert "It printed" not in message and "total = sales['qty'].sum()\n```\n\nVariables after it ran:\n" in message
     assert message.endswith("as they are now:\ntotal = 11 (int64)\nn = 2 (int)\n")
     assert "as they are now" not in review_replay.review_message(single["request"], single)
     # Without the code: what it printed and changed, and the values, stay.
     bare = review_replay.review_message(total["request"], total, with_code=False)
     assert "sales['qty']" not in bare and bare.startswith("Request:\nthe request of total_task\n\nThe code ran.\n")
-    assert bare.endswith(message[message.index("It printed:"):])
+    assert bare.endswith(message[message.index("\nVariables after it ran:"):])
+    assert "It printed:\n2.5\n\nVariables after it ran:" in review_replay.review_message(single["request"], single)
 
 
 def test_held_out_work_is_refused(tmp_path):
