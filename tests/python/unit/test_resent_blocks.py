@@ -38,7 +38,21 @@ def test_a_block_sent_again_after_it_failed_runs_on_the_data_as_it_was():
     journal.history.undo(namespace)
     assert list(namespace["df"].columns) == ["Date", "price"]
     assert list(namespace["df"]["price"]) == [2.0, 3.0]
-    assert original.index.name == "Date"  # the first try changed the object itself
+    # The user's object itself, not a copy.
+    assert namespace["df"] is original and original.index.name is None
+
+
+def test_a_change_in_place_sent_again_keeps_the_users_object():
+    # Seen on a development task: the request asks for `customers` itself
+    # to change, and the block that changed it in place is sent again.
+    customers = pd.DataFrame({"city": ["  paris", "LONDON"]})
+    namespace = {"pd": pd, "customers": customers}
+    journal = UndoHistory().journal()
+    block = "customers['city'] = customers['city'].str.strip().str.title()\n"
+    run(journal, block, namespace)
+    run(journal, block, namespace)
+    assert namespace["customers"] is customers
+    assert list(customers["city"]) == ["Paris", "London"]
 
 
 def test_a_value_rebound_by_the_first_try_gets_its_own_object_back():

@@ -39,7 +39,7 @@ def test_a_run_is_summed_up_and_undone():
     namespace["sales"] = pd.DataFrame({"qty": [1, 2, None]})
     namespace["items"] = [1, 2]
     namespace["old"] = "keep me"
-    original = namespace["sales"]
+    original, items = namespace["sales"], namespace["items"]
     journal = history.journal()
     run_block(journal, "sales.fillna(0, inplace=True)\nitems.append(3)\ntotal = 7", namespace)
     run_block(journal, "del old\nsales['double'] = sales['qty'] * 2", namespace)
@@ -56,8 +56,9 @@ def test_a_run_is_summed_up_and_undone():
     assert "total" not in namespace and namespace["old"] == "keep me"
     assert namespace["items"] == [1, 2]
     assert list(namespace["sales"].columns) == ["qty"] and namespace["sales"]["qty"].isna().sum() == 1
-    # A copy came back: the changed object stays as the run left it.
-    assert namespace["sales"] is not original
+    # The objects themselves are put back: every other name or container
+    # holding them sees the data as it was.
+    assert namespace["sales"] is original and namespace["items"] is items
     assert history.runs == [] and history.used == 0
 
 
@@ -71,6 +72,21 @@ def test_a_rebound_name_gets_its_own_object_back():
     journal.finish(namespace)
     history.undo(namespace)
     assert namespace["df"] is frame
+
+
+def test_an_array_or_dict_changed_in_place_is_refilled_or_replaced_by_its_copy():
+    history = UndoHistory()
+    namespace = fresh_namespace()
+    grid, counts, grown = np.arange(6).reshape(2, 3), {"a": 1}, np.arange(3)
+    namespace.update(grid=grid, counts=counts, grown=grown)
+    journal = history.journal()
+    run_block(journal, "grid *= 10\ncounts['b'] = 2\ngrown.resize(5, refcheck=False)", namespace)
+    journal.finish(namespace)
+    history.undo(namespace)
+    assert namespace["grid"] is grid and grid.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert namespace["counts"] is counts and counts == {"a": 1}
+    # Another shape cannot be refilled: the name gets the copy.
+    assert namespace["grown"] is not grown and namespace["grown"].tolist() == [0, 1, 2]
 
 
 def test_what_the_user_changed_since_is_left_alone():

@@ -137,6 +137,34 @@ class _Before:
         return ABSENT
 
 
+def refill(value, before):
+    """Puts back into ``value`` itself, changed in place since ``before``
+    (its record, with a copy) was taken, what it held then, so that every
+    name and container holding it sees the data as it was (a request may
+    ask for the object itself to change: a copy under its name would leave
+    it changed); whether it holds that again. False leaves the name to be
+    given a copy."""
+    contents = copy_value(before.copy)
+    try:
+        update = getattr(value, "_update_inplace", None) if is_data(value) else None
+        if callable(update):  # pandas' own way to change a frame or series in place
+            update(contents)
+        elif is_data(value):  # a NumPy array, refilled only where it keeps its shape
+            if getattr(value, "shape", None) != contents.shape or value.dtype != contents.dtype:
+                return False
+            value[...] = contents
+        elif isinstance(value, (list, bytearray)):
+            value[:] = contents
+        elif isinstance(value, (dict, set)):
+            value.clear()
+            value.update(contents)
+        else:
+            return False
+        return fingerprint(value) == before.print
+    except Exception:  # a read-only array, a pandas without the method: a copy does
+        return False
+
+
 class _File:
     """A file as it was before the run (its bytes, or ABSENT), or why it was
     not kept; and its hash after the run."""
@@ -205,11 +233,13 @@ class RunJournal:
                 if now is before.value and before.print == fingerprint(now):
                     continue
                 # The object itself when it is as it was (a block that
-                # rebound the name left it alone), else a copy of the copy.
+                # rebound the name left it alone) or can be made so again,
+                # else a copy of the copy.
                 if before.unchanged_object() is not ABSENT:
                     namespace[name] = before.value
                 elif before.copy is not None:
-                    namespace[name] = copy_value(before.copy)
+                    if not (now is before.value and refill(now, before)):
+                        namespace[name] = copy_value(before.copy)
                 else:
                     continue
             except Exception:  # a value that cannot be compared or copied stays as it is
@@ -383,6 +413,9 @@ class RunJournal:
                 restored.append(name)
                 continue
             old = before.unchanged_object()
+            if old is ABSENT and now is before.value and before.copy is not None and refill(now, before):
+                restored.append(name)
+                continue
             if old is ABSENT and before.copy is not None:
                 old = before.copy
             if old is ABSENT:
