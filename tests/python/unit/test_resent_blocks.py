@@ -55,6 +55,24 @@ def test_a_change_in_place_sent_again_keeps_the_users_object():
     assert list(customers["city"]) == ["Paris", "London"]
 
 
+def test_a_block_that_repeats_only_the_last_of_several_changes_keeps_the_earlier_ones():
+    # Seen on a development task: the cleaning was right, the review sent it
+    # back, and the model went on with `fillna` in place, twice.
+    customers = pd.DataFrame({"city": ["  paris", "LONDON"]})
+    namespace = {"pd": pd, "customers": customers}
+    journal = UndoHistory().journal()
+    clean = "customers['city'] = customers['city'].str.strip() + '!'\n"
+    fill = "customers.fillna(0, inplace=True)\n"
+    run(journal, clean, namespace)
+    run(journal, fill, namespace)
+    run(journal, fill, namespace)
+    assert namespace["customers"] is customers
+    assert list(customers["city"]) == ["paris!", "LONDON!"]
+    # A block that makes every change again starts from the data as it was.
+    run(journal, clean + fill, namespace)
+    assert list(customers["city"]) == ["paris!", "LONDON!"]
+
+
 def test_a_value_rebound_by_the_first_try_gets_its_own_object_back():
     namespace = {"pd": pd, "df": sales()}
     original = namespace["df"]

@@ -194,8 +194,9 @@ class RunJournal:
         self.history = history
         self.names = {}
         self.files = {}
-        # name -> the statements (dumped) of the last block that stored it.
-        self.last_stores = {}
+        # name -> the statements (dumped) that stored it since the run began
+        # (or since a block sent again put it back as it was then).
+        self.stores = {}
         # name -> (object after the run, its fingerprint); set by finish().
         self.after = None
         self.summary = None
@@ -214,18 +215,19 @@ class RunJournal:
 
     def rewind_resent(self, tree, namespace):
         """Puts back, as they were before the run, the names whose every
-        change in the last block that changed them this block makes again,
-        statement for statement, and returns them. A model sends its whole
-        block again after a failure, written against the data as its prompt
-        showed it: run on the first try's leftovers, ``df.set_index('Date',
-        inplace=True)`` fails on a column that is now the index, and
-        ``df['a'] = df['a'] * 100`` scales twice."""
+        change since then this block makes again, statement for statement,
+        and returns them. A model sends its whole block again after a
+        failure, written against the data as its prompt showed it: run on
+        the first try's leftovers, ``df.set_index('Date', inplace=True)``
+        fails on a column that is now the index, and ``df['a'] = df['a'] *
+        100`` scales twice. A block that repeats only the last of several
+        changes builds on them: put back, the earlier ones would be lost."""
         if tree is None:
             return []
         statements = {ast.dump(statement) for statement in tree.body}
         rewound = []
         for name in sorted(stored_names(tree)):
-            before, earlier = self.names.get(name), self.last_stores.get(name)
+            before, earlier = self.names.get(name), self.stores.get(name)
             if before is None or before.value is ABSENT or not earlier or not earlier <= statements:
                 continue
             try:
@@ -245,18 +247,21 @@ class RunJournal:
             except Exception:  # a value that cannot be compared or copied stays as it is
                 continue
             rewound.append(name)
+            # As before the run again: this block's stores are all it has had.
+            del self.stores[name]
         return rewound
 
     def _remember_stores(self, tree):
         stores = {}
         for statement in tree.body:
             # `df = df` (a small model's way to "store the result in df")
-            # changes nothing: the block before stays the one to compare with.
+            # changes nothing: a block sent again need not make it.
             if _rebinds_itself(statement):
                 continue
             for name in stored_names(statement):
                 stores.setdefault(name, set()).add(ast.dump(statement))
-        self.last_stores.update(stores)
+        for name, statements in stores.items():
+            self.stores.setdefault(name, set()).update(statements)
 
     def after_block(self, before, namespace):
         """Keeps the names the block bound or deleted some other way (found
