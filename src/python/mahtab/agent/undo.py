@@ -418,10 +418,10 @@ class RunJournal:
                 restored.append(name)
                 continue
             old = before.unchanged_object()
-            if old is ABSENT and now is before.value and before.copy is not None and refill(now, before):
-                restored.append(name)
-                continue
             if old is ABSENT and before.copy is not None:
+                if now is before.value and refill(now, before):
+                    restored.append(name)
+                    continue
                 old = before.copy
             if old is ABSENT:
                 failed.append("%s (%s)" % (name, before.note or "changed in place"))
