@@ -68,6 +68,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 from agent_tasks import FIGURE_RECORDER, IDENTITIES, TASKS
 from public_tasks import DEFAULT_DIR as DEFAULT_BENCHMARKS
+from prompt_log import PromptLog
 from public_tasks import public_tasks
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -558,7 +559,7 @@ class LocalServer:
     MARKER = "mahtab-local-model-server"
     SLOTS = 4
 
-    def __init__(self, name, log=None):
+    def __init__(self, name, log=None, prompts=None):
         import subprocess
 
         file, context = LOCAL_MODELS[name]
@@ -583,6 +584,10 @@ class LocalServer:
         else:
             sys.exit("the local model server did not start")
         self.name = name
+        self.prompts = None
+        if prompts:
+            found = json.loads(server_file.read_text())
+            self.prompts = PromptLog(found["url"], found["key"], prompts)
 
     @staticmethod
     def model_dirs():
@@ -593,10 +598,15 @@ class LocalServer:
         return dirs
 
     def env(self):
-        return {"MAHTAB_LOCAL_MODEL": self.name, "JUPYTER_RUNTIME_DIR": self.runtime.name,
-                "MAHTAB_CONFIG": os.devnull}
+        env = {"MAHTAB_LOCAL_MODEL": self.name, "JUPYTER_RUNTIME_DIR": self.runtime.name,
+               "MAHTAB_CONFIG": os.devnull}
+        if self.prompts:
+            env["MAHTAB_LOCAL_MODEL_URL"] = self.prompts.url
+        return env
 
     def close(self):
+        if self.prompts:
+            self.prompts.close()
         self.process.terminate()
         self.process.wait(10)
         self.runtime.cleanup()
@@ -625,6 +635,8 @@ def parse_args():
                         help="one local model server for every kernel (default coder-1.5b)")
     parser.add_argument("--server-log", help="with --local: write the model server's log here (which slot each "
                         "call took, how much of its prompt was cached)")
+    parser.add_argument("--prompts", help="with --local, not --split held-out: append every call's request "
+                        "and answer to this file, one JSON line each (bench/prompt_log.py)")
     parser.add_argument("--candidates", type=int,
                         help="other solutions each turn of the default graph tries beside its own "
                              "(default: the kernel's, 0)")
@@ -649,8 +661,10 @@ def parse_args():
     unknown = set(args.graphs) - set(GRAPHS)
     if unknown:
         parser.error(f"unknown graphs {sorted(unknown)}; known: {', '.join(GRAPHS)}")
-    if args.show and args.split == "held-out":
-        parser.error("held-out tasks are not read one by one: --show is for --split dev")
+    if (args.show or args.prompts) and args.split == "held-out":
+        parser.error("held-out tasks are not read one by one: --show and --prompts are for --split dev")
+    if args.prompts and not args.local:
+        parser.error("--prompts logs the calls to the local model: it needs --local")
     return args
 
 
@@ -704,7 +718,7 @@ def main():
         env.update(replay.env())
         provider = "replay provider (reference solutions)"
     elif args.local:
-        local = LocalServer(args.local, args.server_log)
+        local = LocalServer(args.local, args.server_log, args.prompts)
         env.update(local.env())
         provider = f"local model {args.local} (temperature 0, seed 0; {os.cpu_count()} cores)"
     else:
@@ -727,7 +741,7 @@ def main():
                 if local and results:
                     # Afresh for each graph: its first call finds nothing cached.
                     local.close()
-                    local = LocalServer(args.local, args.server_log)
+                    local = LocalServer(args.local, args.server_log, args.prompts)
                     env.update(local.env())
                 for task in tasks:
                     if (graph, task.name, repeat) in done:

@@ -22,6 +22,7 @@
 use super::cross_check::cross_check;
 use super::steps::NodeSettings;
 use crate::agent::llm::AnswerSchema;
+use crate::agent::parse::change_line::{self, Change, ChangeLine};
 use crate::agent::parse::{bindings, claims, comments, form, keys, pitfalls, reads};
 use crate::agent::parse::{checks, verdict::parse_verdict};
 use crate::agent::run::{
@@ -512,7 +513,7 @@ fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
         .collect();
     // What the code made comes first: the result is more often a new name
     // than an input it rebound along the way.
-    changed.sort_by_key(|line| !line.ends_with("(new)"));
+    changed.sort_by_key(|line| change_line::read(line).map(|l| l.change) != Some(Change::New));
     if !changed.is_empty() {
         return changed;
     }
@@ -539,12 +540,15 @@ fn checked(executions: &[Execution], values: &[KeyInformation]) -> Vec<String> {
 /// `with`'s variable (`scaffolding`), an imported module, a function or a
 /// class.
 fn holds_a_result(change: &str, scaffolding: &[String]) -> bool {
-    let Some((name, about)) = change.split_once(": ") else {
+    let Some(ChangeLine {
+        name,
+        description: about,
+        change: Change::New | Change::Rebound | Change::InPlace,
+    }) = change_line::read(change)
+    else {
         return false;
     };
-    let tool = ["module ", "function (", "class ("]
-        .iter()
-        .any(|kind| about.starts_with(kind));
+    let tool = about.starts_with("module ") || about == "function" || about == "class";
     !tool && !scaffolding.iter().any(|s| s == name)
 }
 

@@ -5,6 +5,7 @@
 //! misjudgement (correct code called unfinished, an answer with no code
 //! called finished) is caught without another call.
 
+use super::change_line::{self, Change, ChangeLine};
 use crate::agent::run::{Execution, Targets};
 
 /// File kinds a notebook request writes.
@@ -346,14 +347,13 @@ fn first_column_read(code: &str) -> Option<&str> {
 /// (missing values not skipped) or `"None"` (the result of a method that
 /// changes in place), read from the change lines (`n: float = nan (new)`).
 pub fn empty_value(executions: &[Execution], name: &str) -> Option<&'static str> {
-    let line = executions
+    let described = executions
         .iter()
         .rev()
         .flat_map(|e| e.changes.iter().rev())
-        .find(|line| line.split_once(": ").is_some_and(|(n, _)| n == name))?;
-    let described = line
-        .rsplit_once(" (")
-        .map_or(line.as_str(), |(text, _)| text);
+        .filter_map(|line| change_line::read(line))
+        .find(|line| line.name == name)?
+        .description;
     let described = described
         .strip_suffix(EVERY_VALUE_MISSING)
         .map_or(described, |text| text.trim_end_matches(", "));
@@ -366,16 +366,16 @@ pub fn empty_value(executions: &[Execution], name: &str) -> Option<&'static str>
 
 /// The user's variables (`user_names`: theirs when the run began) that the
 /// `executions` rebound or changed in place, as their change lines say
-/// (`sales: DataFrame 4x4, columns ... (changed in place)`), the last
+/// ([`change_line::read`]), the last
 /// changed first.
 pub fn changed_user_values(executions: &[&Execution], user_names: &[String]) -> Vec<String> {
     let mut changed: Vec<String> = Vec::new();
     for line in executions.iter().rev().flat_map(|e| e.changes.iter().rev()) {
-        let Some((name, _)) = line.split_once(": ") else {
+        let Some(ChangeLine { name, change, .. }) = change_line::read(line) else {
             continue;
         };
         let theirs = user_names.iter().any(|user| user == name);
-        let rebound = line.ends_with("(changed)") || line.ends_with("(changed in place)");
+        let rebound = matches!(change, Change::Rebound | Change::InPlace);
         if theirs && rebound && !changed.iter().any(|c| c == name) {
             changed.push(name.to_owned());
         }

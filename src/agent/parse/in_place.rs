@@ -4,6 +4,7 @@
 //! allows it, the way to say it in place is written out for it, since a
 //! small model given a general rule tends to send the same line again.
 
+use super::change_line::{self, Change, ChangeLine};
 use super::checks::words;
 use crate::agent::run::Execution;
 
@@ -50,8 +51,7 @@ pub struct Rebound {
 
 /// The variables a request asks to change in place ("fill the gaps in
 /// people (change people itself)") that `executions` rebound to a new
-/// object instead: by the reports' change lines (`people: DataFrame ...
-/// (changed)`, where a change in place says `(changed in place)`). Only
+/// object instead: by the reports' change lines ([`change_line::read`]). Only
 /// names of the user's variables (`namespace_names`) count.
 pub fn rebound_though_asked_in_place(
     request: &str,
@@ -64,11 +64,16 @@ pub fn rebound_though_asked_in_place(
     let mut rebound: Vec<Rebound> = Vec::new();
     for execution in executions {
         for line in &execution.changes {
-            let Some((name, description)) = line.split_once(": ") else {
+            let Some(ChangeLine {
+                name,
+                description,
+                change,
+            }) = change_line::read(line)
+            else {
                 continue;
             };
             let fresh = !rebound.iter().any(|known| known.name == name);
-            if line.ends_with("(changed)") && named.contains(&name) && fresh {
+            if change == Change::Rebound && named.contains(&name) && fresh {
                 let kind = description.split_whitespace().next().unwrap_or("");
                 rebound.push(Rebound {
                     name: name.to_owned(),
@@ -222,16 +227,16 @@ pub fn changed_in_place_as_asked(
     };
     let mut changed: Vec<String> = Vec::new();
     for line in executions.iter().flat_map(|e| e.changes.iter()) {
-        let Some((name, _)) = line.split_once(": ") else {
+        let Some(ChangeLine { name, change, .. }) = change_line::read(line) else {
             continue;
         };
         if !named.contains(&name) {
             continue;
         }
-        if line.ends_with("(changed)") {
+        if change == Change::Rebound {
             return Vec::new();
         }
-        if line.ends_with("(changed in place)") && !changed.iter().any(|n| n == name) {
+        if change == Change::InPlace && !changed.iter().any(|n| n == name) {
             changed.push(name.to_owned());
         }
     }

@@ -1,4 +1,4 @@
-//! Reading model text, as pure functions: code blocks, prose without its
+//! Reading model text, as pure functions: code blocks, a block's change lines, prose without its
 //! code, lenient JSON, the form a value must have and the keys a dict must hold, the review's verdict, the analyst's plan, the
 //! planner's action, the triage's answers, the cheap checks on a
 //! request and a turn's outcome, what a failed block's error says and
@@ -16,6 +16,7 @@
 
 pub mod action;
 pub mod bindings;
+pub mod change_line;
 pub mod checks;
 pub mod claims;
 pub mod code;

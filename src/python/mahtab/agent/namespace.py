@@ -245,7 +245,8 @@ def namespace_changes(before, namespace, tree, prints=None):
     just before, ``prints`` the fingerprints of the names it may change in
     place): one line per name added, rebound, changed in place (a name the
     block stores into or calls a changing method on, whose contents now
-    differ) or deleted."""
+    differ) or deleted. The kernel reads them back in one place
+    (src/agent/parse/change_line.rs), which spells the same endings."""
     stored = stored_names(tree) if tree is not None else set()
     prints = prints or {}
     lines = []
