@@ -379,6 +379,12 @@ pub fn fix_the_failure(hint: Option<&str>) -> String {
     }
 }
 
+/// Said before a solution written afresh from the request, run in place of
+/// a turn that sent the same code back ([`crate::agent::graphs`]'s
+/// `fresh_solution`).
+pub const FRESH_SOLUTION: &str = "The same code gives the same result each time. A solution \
+written afresh from the request computes another result: running it instead.";
+
 /// Sent back once when a turn ran the same code with the same result as an
 /// earlier turn.
 pub const REPEATED: &str = "You ran code that ran before and got the same result as then. If that \

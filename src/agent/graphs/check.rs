@@ -66,6 +66,7 @@ pub async fn check<E: Effects>(
     settings: &NodeSettings,
     work: Work<'_>,
 ) -> Result<Verdict, AgentError> {
+    state.missed_written_result = false;
     // The values the request names, as they are now: what "done" must be
     // checked against (a named variable existing is not it).
     let targets = checks::targets(&state.request);
@@ -92,7 +93,10 @@ pub async fn check<E: Effects>(
     } else {
         match as_written(state, effects, &names).await {
             Ok(confirmed) => confirmed,
-            Err(verdict) => return Ok(verdict),
+            Err(verdict) => {
+                state.missed_written_result = true;
+                return Ok(verdict);
+            }
         }
     };
     // Every value the request names is the result it writes out for this

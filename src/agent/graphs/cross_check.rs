@@ -14,6 +14,7 @@
 
 use super::solutions::compared_names;
 use super::steps::{NodeSettings, code_prompt};
+use crate::agent::llm::ChatMessage;
 use crate::agent::parse::form;
 use crate::agent::run::{
     AgentError, AgentState, Agreement, CandidateOutcome, CrossCheck, Effects, Expected, TriedFrom,
@@ -43,9 +44,7 @@ pub(super) async fn cross_check<E: Effects>(
     }
     let own = own.join("\n\n");
     let system = code_prompt(state, effects).await;
-    // Asked as the run's first answer was: the request alone.
-    let asked = (state.request_at + 1).min(state.conversation.len());
-    let later = state.conversation.split_off(asked);
+    let later = back_to_the_request(state);
     let tried = solutions_tried(state, effects, settings, &system, &own).await;
     state.conversation.extend(later);
     // The review's "done" stands as it was when the provider fails here.
@@ -68,6 +67,14 @@ pub(super) async fn cross_check<E: Effects>(
     );
     let agreement = without_ruled_out(agreement, &state.expected_forms);
     Ok(CrossCheck::from_agreement(&agreement))
+}
+
+/// The conversation cut back to the request (as the run's first answer was
+/// asked: neither the run's mistakes nor what it was told about them), and
+/// what was cut, to put back after.
+pub(super) fn back_to_the_request(state: &mut AgentState) -> Vec<ChatMessage> {
+    let asked = (state.request_at + 1).min(state.conversation.len());
+    state.conversation.split_off(asked)
 }
 
 /// `settings.cross_checks` solutions sampled for the conversation as it is
@@ -134,7 +141,7 @@ async fn solutions_tried<E: Effects>(
 /// wants one, say): the check would send them back, so they are no
 /// evidence against the run's values (a small model's first try, which the
 /// run was sent back from, is a likely sample).
-fn without_ruled_out(agreement: Agreement, forms: &[(String, Expected)]) -> Agreement {
+pub(super) fn without_ruled_out(agreement: Agreement, forms: &[(String, Expected)]) -> Agreement {
     let described = agreement.described.clone();
     agreement.without(|i| {
         described.get(i).is_some_and(|values| {

@@ -8,6 +8,7 @@ pub mod analyst;
 pub mod check;
 mod cross_check;
 pub mod default;
+mod fresh_solution;
 pub mod planner;
 pub mod rlm;
 mod solutions;

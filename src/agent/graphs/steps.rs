@@ -221,6 +221,25 @@ impl NodeSettings {
         Ok(codes.into_iter().flatten().collect())
     }
 
+    /// `count` solutions written afresh ([`super::fresh_solution`]): as
+    /// [`Self::other_solutions`], with seeds past those of the other
+    /// solutions and their mending, so that a cross-check of what one of
+    /// them computes never samples it again and counts it as agreeing.
+    pub(crate) async fn fresh_solutions<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: &str,
+        count: u32,
+    ) -> Result<Vec<String>, AgentError> {
+        let asked = (0..count).map(|_| Vec::new()).collect();
+        let first_seed = 1 + 2 * u64::from(self.cross_checks.max(self.candidates));
+        let codes = self
+            .sampled_codes(state, effects, system, asked, first_seed)
+            .await?;
+        Ok(codes.into_iter().flatten().collect())
+    }
+
     /// One more try at each of `failed`, other solutions that raised (their
     /// code and what it raised): each asked as it was (`system` and the
     /// conversation as it is) with its code and error added, nothing of the

@@ -117,6 +117,12 @@ pub struct AgentState {
     pub nudged_after_review: bool,
     /// Turns that repeated the turn before (same code, same outcome).
     pub repeats: u32,
+    /// The last check compared a value the request names with the result
+    /// the request writes out, by code, and found another.
+    pub missed_written_result: bool,
+    /// A solution written afresh was run in place of a repeated turn
+    /// (`graphs::fresh_solution`; once a run).
+    pub ran_fresh_solution: bool,
     /// How many blocks the last turn ran.
     pub last_turn_blocks: usize,
     /// The last answer was cut off at the length limit.
@@ -281,6 +287,8 @@ impl AgentState {
             nudged_for_code: false,
             nudged_after_review: false,
             repeats: 0,
+            missed_written_result: false,
+            ran_fresh_solution: false,
             last_turn_blocks: 0,
             truncated: false,
             doubted_cannot_fix: false,

@@ -30,7 +30,9 @@
 //! check reads ([`crate::agent::parse::claims`]), the review told of them;
 //! and a turn that only repeats an earlier one (the one before, or one
 //! before that when the model alternates) is told so once, then the run
-//! stops. They may say "not done";
+//! stops (where the check had compared its value with the result the
+//! request writes out, a solution written afresh that computes another
+//! runs first, once: [`super::fresh_solution`]). They may say "not done";
 //! only the check says "done" ([`super::check`]: the form each value the
 //! request names must have, compared by code, then a review of the request
 //! beside the code, its report and those values as they are now).
@@ -41,6 +43,7 @@
 //! the model; otherwise the review is told how many agreed.
 
 use super::check::{Work, check, doubt_cannot_fix};
+use super::fresh_solution::fresh_solution;
 use super::solutions::{compare_solutions, dispute, names_to_compare, try_other_solutions};
 use super::steps::{NodeSettings, close_with_answer, code_prompt, node, resent_cell, run_pending};
 use super::unmet::unmet;
@@ -320,6 +323,14 @@ async fn reflect<E: Effects>(
             return Ok(());
         }
         Precheck::Repeated { error, repeat } => {
+            // Against a result compared by code, one solution written
+            // afresh runs instead of asking the model once more (as a turn).
+            if state.turn < state.max_turns
+                && let Some(code) = fresh_solution(state, effects, &settings).await?
+            {
+                run_again(state, effects, prompts::FRESH_SOLUTION.to_owned(), code);
+                return Ok(());
+            }
             if state.repeats > 1 || state.turn >= state.max_turns {
                 state.outcome = Some(Outcome::Repeating);
             } else {

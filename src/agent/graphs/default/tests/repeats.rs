@@ -3,6 +3,8 @@
 //! then the run stops.
 
 use super::*;
+use crate::agent::llm::Sampling;
+use crate::agent::run::{Agreement, TriedFrom};
 
 #[test]
 fn the_same_code_with_the_same_result_is_told_once_then_the_run_stops() {
@@ -189,4 +191,133 @@ fn what_an_answer_was_told_is_the_message_after_its_report_and_none_after_a_reru
         super::told_after(&conversation[..3], "total = x.sum()"),
         None
     );
+}
+
+/// A run whose first value is not the result the request writes out, and
+/// whose second turn sends the same code back.
+fn repeated_against_the_written_result(
+    afresh: [&'static str; 2],
+    groups: &[&[usize]],
+) -> (Script, AgentState) {
+    let same = "```python\nresult = df.sum()\n```";
+    let mut answers = vec![same, same];
+    answers.extend(afresh);
+    answers.extend([same, same]);
+    let mut script = Script::new(&answers, ok);
+    script
+        .written
+        .push_back(vec![WrittenResult::Differs(Difference {
+            name: "result".into(),
+            written: "a    1\nb    0".into(),
+            value: "a    1\nb    2".into(),
+            differs_in: String::new(),
+            on_example: false,
+        })]);
+    script
+        .written
+        .push_back(vec![WrittenResult::Matches(AsWritten {
+            name: "result".into(),
+            on_example: false,
+        })]);
+    script.agreements.push_back(Agreement {
+        groups: groups.iter().map(|g| g.to_vec()).collect(),
+        ..Agreement::default()
+    });
+    let mut state = AgentState::new(
+        "My frame gives this... The end result should be\na    1\nb    0\nresult = ... # put solution in this variable",
+        Vec::new(),
+        5,
+    );
+    let settings = NodeSettings {
+        cross_checks: 2,
+        sampling: Sampling {
+            temperature: Some(0.0),
+            seed: Some(0),
+        },
+        ..settings()
+    };
+    run(&mut script, &mut state, settings);
+    (script, state)
+}
+
+#[test]
+fn a_repeat_against_the_written_result_runs_a_solution_written_afresh_that_computes_otherwise() {
+    let (script, state) = repeated_against_the_written_result(
+        [
+            "```python\nresult = df.sum()\n```",
+            "```python\nresult = df.sum(min_count=1)\n```",
+        ],
+        &[&[0, 1], &[2]],
+    );
+    // The two solutions were asked of the request alone, code only, with
+    // seeds past those a cross-check and its mending would use, and tried
+    // on the namespace as it was before the run.
+    for (asked, seed) in script.requests[2..4].iter().zip([5, 6]) {
+        assert_eq!(asked.messages.len(), 1);
+        assert!(latest(asked).ends_with(prompts::CODE_ONLY));
+        assert_eq!(asked.sampling.seed, Some(seed));
+    }
+    assert_eq!(script.tried_from, [TriedFrom::RunStart]);
+    // The one that computed another result ran as the next turn, and the
+    // comparison with the written result made it done, no review asked.
+    assert_eq!(
+        script.executed,
+        [
+            "result = df.sum()",
+            "result = df.sum()",
+            "result = df.sum(min_count=1)"
+        ]
+    );
+    assert_eq!(script.requests.len(), 4);
+    assert_eq!(state.outcome, Some(Outcome::Complete));
+    assert!(state.answer.starts_with(prompts::FRESH_SOLUTION));
+    assert_eq!(state.turn, 3);
+}
+
+#[test]
+fn solutions_written_afresh_that_compute_the_same_leave_the_repeat_told_as_before() {
+    let (script, state) = repeated_against_the_written_result(
+        [
+            "```python\nresult = df.sum()\n```",
+            "```python\nresult = df.sum(axis=0)\n```",
+        ],
+        &[&[0, 1, 2]],
+    );
+    // Nothing else computed: the model is told of the repeat, sends the
+    // same code once more, and the run stops, with no second writing afresh.
+    let told = latest(&script.requests[4]);
+    assert!(
+        told.contains("same code again and got the same result"),
+        "{told}"
+    );
+    assert_eq!(script.executed.len(), 3);
+    assert_eq!(script.tried.len(), 1);
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
+}
+
+#[test]
+fn a_repeat_after_a_review_s_not_done_writes_nothing_afresh() {
+    let mut script = Script::new(
+        &[
+            "```python\nresult = 1\n```",
+            ONE_VALUE,
+            NOT_DONE,
+            "```python\nresult = 1\n```",
+            "```python\nresult = 1\n```",
+        ],
+        ok,
+    );
+    let mut state = AgentState::new("Store the total in `result`.", Vec::new(), 5);
+    run(
+        &mut script,
+        &mut state,
+        NodeSettings {
+            cross_checks: 2,
+            ..settings()
+        },
+    );
+    // A review can pass a plausible wrong value: nothing else runs on its
+    // word.
+    assert!(script.tried.is_empty());
+    assert_eq!(state.outcome, Some(Outcome::Repeating));
 }
