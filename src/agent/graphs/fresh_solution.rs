@@ -6,8 +6,8 @@
 //! are sampled instead from the request alone (as the cross-check's are,
 //! with seeds of their own), tried on copies of the namespace as it was
 //! before the run, and the first of the largest group that computed other
-//! values than the run's runs as the next turn, for the same check to
-//! judge. Only there: a comparison by code cannot take a plausible wrong
+//! values than the run's runs as the next turn, on the user's variables as
+//! the run found them, for the same check to judge. Only there: a comparison by code cannot take a plausible wrong
 //! value for the written one, as a review can. Once a run.
 
 use super::cross_check::{back_to_the_request, without_ruled_out};
@@ -78,6 +78,13 @@ pub(super) async fn fresh_solution<E: Effects>(
         .iter()
         .filter(|group| !group.contains(&0))
         .max_by_key(|group| (group.len(), std::cmp::Reverse(group[0])))
-        .map(|group| group[0]);
-    Ok(other.and_then(|i| codes.get(i.checked_sub(1)?).cloned()))
+        .and_then(|group| codes.get(group[0].checked_sub(1)?).cloned());
+    if other.is_some() {
+        // It computed its value from the data as the run found it: the
+        // user's variables the run rebound are put back first (a change
+        // in place stays; the comparison then judges what it makes).
+        let user_names = checks::summary_names(state.namespace_at_start.as_deref().unwrap_or(""));
+        effects.restore(&user_names).await;
+    }
+    Ok(other)
 }

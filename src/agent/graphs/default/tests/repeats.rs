@@ -258,7 +258,8 @@ fn a_repeat_against_the_written_result_runs_a_solution_written_afresh_that_compu
         assert_eq!(asked.sampling.seed, Some(seed));
     }
     assert_eq!(script.tried_from, [TriedFrom::RunStart]);
-    // The one that computed another result ran as the next turn, and the
+    // The one that computed another result ran as the next turn, on the
+    // user's variables put back as the run found them (`x`), and the
     // comparison with the written result made it done, no review asked.
     assert_eq!(
         script.executed,
@@ -272,6 +273,7 @@ fn a_repeat_against_the_written_result_runs_a_solution_written_afresh_that_compu
     assert_eq!(state.outcome, Some(Outcome::Complete));
     assert!(state.answer.starts_with(prompts::FRESH_SOLUTION));
     assert_eq!(state.turn, 3);
+    assert_eq!(script.restored, ["x"]);
 }
 
 #[test]
@@ -292,6 +294,7 @@ fn solutions_written_afresh_that_compute_the_same_leave_the_repeat_told_as_befor
     );
     assert_eq!(script.executed.len(), 3);
     assert_eq!(script.tried.len(), 1);
+    assert!(script.restored.is_empty());
     assert_eq!(state.outcome, Some(Outcome::Repeating));
 }
 
