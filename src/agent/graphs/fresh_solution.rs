@@ -7,8 +7,9 @@
 //! with seeds of their own), tried on copies of the namespace as it was
 //! before the run, and the first of the largest group that computed other
 //! values than the run's runs as the next turn, on the user's variables as
-//! the run found them, for the same check to judge. Only there: a comparison by code cannot take a plausible wrong
-//! value for the written one, as a review can. Once a run.
+//! the run found them, for the same check to judge. Only there: a
+//! comparison by code cannot take a plausible wrong value for the written
+//! one, as a review can. Once a run.
 
 use super::cross_check::{back_to_the_request, without_ruled_out};
 use super::steps::{NodeSettings, code_prompt};
