@@ -235,14 +235,17 @@ def test_public_tasks_run_through_the_kernel_and_split_once(tmp_path) -> None:
 
 
 def test_held_out_tasks_are_not_shown_one_by_one() -> None:
-    completed = subprocess.run(
-        [sys.executable, str(EVAL), "--split", "held-out", "--show"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert completed.returncode == 2 and "--show is for --split dev" in completed.stderr, completed.stderr
+    for shown in (["--show"], ["--local", "--prompts", "calls.jsonl"]):
+        completed = subprocess.run(
+            [sys.executable, str(EVAL), "--split", "held-out", *shown],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert completed.returncode == 2, completed.stderr
+        assert "--show and --prompts are for --split dev" in completed.stderr, completed.stderr
+    assert not (ROOT / "calls.jsonl").exists()
 
 
 def test_a_run_resumed_from_its_file_runs_only_what_it_lacks(tmp_path) -> None:
