@@ -67,8 +67,8 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
 from agent_tasks import FIGURE_RECORDER, IDENTITIES, TASKS
-from public_tasks import DEFAULT_DIR as DEFAULT_BENCHMARKS
 from prompt_log import PromptLog
+from public_tasks import DEFAULT_DIR as DEFAULT_BENCHMARKS
 from public_tasks import public_tasks
 
 BENCH_DIR = Path(__file__).resolve().parent
