@@ -216,9 +216,8 @@ impl NodeSettings {
         system: &str,
         count: u32,
     ) -> Result<Vec<String>, AgentError> {
-        let asked = (0..count).map(|_| Vec::new()).collect();
-        let codes = self.sampled_codes(state, effects, system, asked, 1).await?;
-        Ok(codes.into_iter().flatten().collect())
+        self.solutions_from_seed(state, effects, system, count, 1)
+            .await
     }
 
     /// `count` solutions written afresh ([`super::fresh_solution`]): as
@@ -232,8 +231,22 @@ impl NodeSettings {
         system: &str,
         count: u32,
     ) -> Result<Vec<String>, AgentError> {
-        let asked = (0..count).map(|_| Vec::new()).collect();
         let first_seed = 1 + 2 * u64::from(self.cross_checks.max(self.candidates));
+        self.solutions_from_seed(state, effects, system, count, first_seed)
+            .await
+    }
+
+    /// `count` answers to the prompt as it is, sampled with seeds from
+    /// `first_seed` up: the code of each that has any.
+    async fn solutions_from_seed<E: Effects>(
+        &self,
+        state: &mut AgentState,
+        effects: &mut E,
+        system: &str,
+        count: u32,
+        first_seed: u64,
+    ) -> Result<Vec<String>, AgentError> {
+        let asked = (0..count).map(|_| Vec::new()).collect();
         let codes = self
             .sampled_codes(state, effects, system, asked, first_seed)
             .await?;
